@@ -1,0 +1,214 @@
+import { z } from 'zod'
+
+/**
+ * The config file's schema (SPEC 8). Types come from here (`z.output`), never written twice.
+ * Every object is strict: an unknown key is a typo that would otherwise be ignored silently.
+ */
+
+/** The built-in simulator as an upstream (SPEC 3, 11). */
+export const EMBEDDED_UPSTREAM = 'embedded'
+
+const httpUrl = z
+  .url({ protocol: /^https?$/, error: 'Invalid URL: expected an http(s) URL' })
+  .refine((value) => {
+    const url = new URL(value)
+    return url.username === '' && url.password === '' && url.search === '' && url.hash === ''
+  }, 'upstream URLs carry no credentials, query or fragment')
+
+const upstreamUrl = z.union([z.literal(EMBEDDED_UPSTREAM), httpUrl], {
+  error: `Invalid URL: expected an http(s) URL or "${EMBEDDED_UPSTREAM}"`
+})
+
+/** RFC 6901 JSON pointer; "" is the whole document. */
+const jsonPointer = z.string().regex(/^(\/([^~]|~[01])*)*$/, 'expected a JSON pointer such as /input')
+
+const routePath = z
+  .string()
+  .regex(/^(\/[A-Za-z0-9._~!$&'()*+,;=@-]+|\/:[A-Za-z_][A-Za-z0-9_]*)+$|^\/$/, 'expected a path such as /v1/runs/:runId/invoke')
+
+const stateKey = z
+  .string()
+  .regex(/^(param:[A-Za-z_][A-Za-z0-9_]*|header:[A-Za-z0-9-]+|body:(\/([^~]|~[01])*)+)$/,
+    'expected param:NAME, header:NAME or body:/json/pointer')
+
+const httpMethod = z
+  .string()
+  .transform((value) => value.toUpperCase())
+  .pipe(z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']))
+
+export const legacyActionSchema = z.enum(['execute', 'session-execute', 'proxy'])
+
+function paramNames(path: string): string[] {
+  return path.split('/').filter((segment) => segment.startsWith(':')).map((segment) => segment.slice(1))
+}
+
+export const legacyRouteSchema = z
+  .strictObject({
+    method: httpMethod,
+    path: routePath,
+    action: legacyActionSchema,
+    stateKey: stateKey.optional(),
+    rewrite: routePath.optional()
+  })
+  .superRefine((route, ctx) => {
+    const params = new Set(paramNames(route.path))
+    if (route.action === 'proxy' && route.rewrite === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['rewrite'], message: 'a proxy route needs rewrite, the V4 path it goes to' })
+    }
+    if (route.action !== 'proxy' && route.rewrite !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['rewrite'], message: 'rewrite applies to proxy routes only' })
+    }
+    if (route.action !== 'session-execute' && route.stateKey !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['stateKey'], message: 'stateKey applies to session-execute routes only' })
+    }
+    for (const name of route.rewrite === undefined ? [] : paramNames(route.rewrite)) {
+      if (!params.has(name)) ctx.addIssue({ code: 'custom', path: ['rewrite'], message: `parameter :${name} is not in path` })
+    }
+    if (route.stateKey?.startsWith('param:') === true && !params.has(route.stateKey.slice('param:'.length))) {
+      ctx.addIssue({ code: 'custom', path: ['stateKey'], message: `parameter :${route.stateKey.slice('param:'.length)} is not in path` })
+    }
+  })
+
+/** The default route table of every tenant that has none (SPEC 4). */
+export const LEGACY_V1_ROUTES = [
+  { method: 'POST', path: '/v1/headless/runs', action: 'execute' },
+  { method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/stateId' },
+  { method: 'POST', path: '/v1/runs/:runId/invoke', action: 'session-execute', stateKey: 'param:runId' }
+] as const
+
+/** Where each legacy field is read from in the request body (SPEC 4, `legacy.fields`). */
+export const legacyFieldsSchema = z.strictObject({
+  input: jsonPointer.default('/input'),
+  policy: jsonPointer.default('/policy'),
+  route: jsonPointer.default('/route'),
+  risk: jsonPointer.default('/risk'),
+  state: jsonPointer.default('/state'),
+  stateId: jsonPointer.default('/stateId')
+})
+
+const deprecationSchema = z
+  .strictObject({
+    date: z.iso.datetime({ offset: true }),
+    sunset: z.iso.datetime({ offset: true }).optional(),
+    link: httpUrl.optional()
+  })
+  .nullable()
+
+export const tenantSchema = z.strictObject({
+  upstream: z
+    .strictObject({
+      staging: upstreamUrl,
+      production: upstreamUrl.nullable().default(null),
+      target: z.enum(['staging', 'production']).default('staging')
+    })
+    .superRefine((upstream, ctx) => {
+      if (upstream.target === 'production' && upstream.production === null) {
+        ctx.addIssue({ code: 'custom', path: ['production'], message: 'target is production but no production upstream is set' })
+      }
+    }),
+  legacy: z
+    .strictObject({
+      routes: z.array(legacyRouteSchema).default(() => LEGACY_V1_ROUTES.map((route) => ({ ...route }))),
+      fields: legacyFieldsSchema.prefault({}),
+      unknownFields: z.enum(['keep', 'drop']).default('keep'),
+      responseFields: z.array(z.strictObject({ from: jsonPointer, to: jsonPointer.min(1) })).default([]),
+      deprecation: deprecationSchema.default(null)
+    })
+    .prefault({}),
+  fallback: z.enum(['reject', 'proxy']).default('reject')
+})
+
+const port = z.number().int().min(0).max(65535)
+const positiveInt = z.number().int().positive()
+const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name').transform((name) => name.toLowerCase())
+
+export const credentialSourceSchema = z.enum(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
+
+export const configSchema = z
+  .strictObject({
+    listen: z.strictObject({ host: z.string().min(1).default('0.0.0.0'), port: port.default(8080) }).prefault({}),
+    admin: z
+      .strictObject({
+        host: z.string().min(1).default('127.0.0.1'),
+        port: port.default(9901),
+        // An empty token (the usual `${V4GW_ADMIN_TOKEN:-}`) means "no token".
+        token: z.string().nullable().default(null).transform((token) => (token === '' ? null : token))
+      })
+      .prefault({}),
+    log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+    limits: z
+      .strictObject({
+        bodyBytes: positiveInt.default(1_048_576),
+        upstreamTimeoutMs: positiveInt.default(30_000),
+        connectTimeoutMs: positiveInt.default(5_000),
+        maxInFlight: positiveInt.default(10_000),
+        maxEventLoopDelayMs: positiveInt.default(1_000)
+      })
+      .prefault({}),
+    shutdown: z.strictObject({ graceMs: z.number().int().min(0).default(10_000) }).prefault({}),
+    credentials: z
+      .strictObject({
+        serviceKeyPrefix: z.string().min(1).default('key_'),
+        serviceAccountPrefix: z.string().min(1).default('sa_'),
+        queryParam: z.string().min(1).nullable().default(null),
+        sources: z.array(credentialSourceSchema).min(1).default(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
+      })
+      .prefault({}),
+    sessions: z
+      .strictObject({
+        maxEntries: positiveInt.default(10_000),
+        ttlMs: positiveInt.default(900_000),
+        staleStatuses: z.array(z.number().int().min(400).max(599)).default([404, 410]),
+        sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId'])
+      })
+      .prefault({}),
+    tenancy: z
+      .strictObject({
+        header: headerName.default('x-tenant-id'),
+        hosts: z.record(z.string().min(1), z.string().min(1)).default({}),
+        default: z.string().min(1).nullable().default(null)
+      })
+      .prefault({}),
+    internalAdmin: z
+      .strictObject({
+        urls: z.array(z.url()).default([]),
+        pathPrefixes: z.array(z.string().startsWith('/')).default([])
+      })
+      .prefault({}),
+    tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema)
+  })
+  .superRefine((config, ctx) => {
+    if (Object.keys(config.tenants).length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['tenants'], message: 'at least one tenant is required' })
+    }
+    const blockedOrigins = new Set(config.internalAdmin.urls.map((url) => new URL(url).origin))
+    for (const [name, tenant] of Object.entries(config.tenants)) {
+      for (const which of ['staging', 'production'] as const) {
+        const url = tenant.upstream[which]
+        if (url !== null && url !== EMBEDDED_UPSTREAM && blockedOrigins.has(new URL(url).origin)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['tenants', name, 'upstream', which],
+            message: 'this origin is listed in internalAdmin.urls: the internal platform-admin surface must never be reachable through the gateway'
+          })
+        }
+      }
+    }
+    const tenantNames = new Set(Object.keys(config.tenants))
+    if (config.tenancy.default !== null && !tenantNames.has(config.tenancy.default)) {
+      ctx.addIssue({ code: 'custom', path: ['tenancy', 'default'], message: `tenant "${config.tenancy.default}" is not configured` })
+    }
+    for (const [host, tenant] of Object.entries(config.tenancy.hosts)) {
+      if (!tenantNames.has(tenant)) ctx.addIssue({ code: 'custom', path: ['tenancy', 'hosts', host], message: `tenant "${tenant}" is not configured` })
+    }
+  })
+
+export type GatewayConfig = z.output<typeof configSchema>
+export type TenantConfig = z.output<typeof tenantSchema>
+export type LegacyRouteConfig = z.output<typeof legacyRouteSchema>
+export type LegacyFields = z.output<typeof legacyFieldsSchema>
+export type LegacyAction = z.output<typeof legacyActionSchema>
+export type CredentialSource = z.output<typeof credentialSourceSchema>
+export type CredentialsConfig = GatewayConfig['credentials']
+export type SessionsConfig = GatewayConfig['sessions']
+export type LimitsConfig = GatewayConfig['limits']

@@ -1,0 +1,5 @@
+export { classifyCredential } from './classify-credential.js'
+export type { CredentialKind } from './classify-credential.js'
+export { extractCredential, MAX_CREDENTIAL_BYTES } from './extract-credential.js'
+export type { CredentialOrigin, PresentedCredential } from './extract-credential.js'
+export { removeQueryCredential, resolveRuntimeAuthorization, rewriteProxyCredentialHeaders } from './normalize-credential.js'

@@ -1,0 +1,16 @@
+import type { ErrorDetail, GatewayError } from './registry.js'
+
+export interface ErrorBody {
+  error: { code: string; message: string; requestId: string; details?: ErrorDetail[] }
+  meta: { requestId: string; timingMs: { total: number } }
+}
+
+/** The SPEC 6 error envelope. */
+export function buildErrorBody(error: GatewayError, requestId: string, totalMs: number): ErrorBody {
+  const body: ErrorBody = {
+    error: { code: error.code, message: error.message, requestId },
+    meta: { requestId, timingMs: { total: totalMs } }
+  }
+  if (error.details !== undefined && error.details.length > 0) body.error.details = error.details
+  return body
+}

@@ -1,0 +1,51 @@
+/**
+ * Every error the gateway itself answers with (SPEC 6). One registry: the HTTP status, the
+ * codes' type and docs/errors.md are all derived from or checked against this table.
+ */
+export const ERROR_STATUS = {
+  INVALID_REQUEST: 400,
+  CREDENTIALS_CONFLICT: 400,
+  TENANT_REQUIRED: 400,
+  AUTH_INVALID: 401,
+  INVALID_CREDENTIAL_TYPE: 401,
+  FORBIDDEN: 403,
+  ROUTE_NOT_FOUND: 404,
+  TENANT_UNKNOWN: 404,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  UPSTREAM_UNAVAILABLE: 502,
+  UPSTREAM_BAD_RESPONSE: 502,
+  OVERLOADED: 503,
+  SHUTTING_DOWN: 503,
+  UPSTREAM_TIMEOUT: 504
+} as const satisfies Record<string, number>
+
+export type ErrorCode = keyof typeof ERROR_STATUS
+
+export interface ErrorDetail {
+  /** JSON pointer (RFC 6901) into the request body, or a header/query name. */
+  pointer: string
+  message: string
+}
+
+/** An error the gateway answers with; callers match on `.code`, never on the class. */
+export class GatewayError extends Error {
+  readonly code: ErrorCode
+  readonly statusCode: number
+  readonly details: ErrorDetail[] | undefined
+
+  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'GatewayError'
+    this.code = code
+    this.statusCode = ERROR_STATUS[code]
+    this.details = options.details
+  }
+}
+
+/** Matches on `code` and `name` (not `instanceof`), so errors from another copy of the module still count. */
+export function isGatewayError(value: unknown): value is GatewayError {
+  if (!(value instanceof Error) || value.name !== 'GatewayError') return false
+  const code: unknown = (value as Error & { code?: unknown }).code
+  return typeof code === 'string' && Object.hasOwn(ERROR_STATUS, code)
+}

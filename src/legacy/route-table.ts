@@ -1,0 +1,78 @@
+import type { LegacyAction, LegacyRouteConfig } from '../config/schema.js'
+
+/** A legacy route with its path split once at config time, so matching allocates nothing but params. */
+export interface CompiledRoute {
+  readonly method: string
+  readonly path: string
+  readonly action: LegacyAction
+  readonly stateKey: string | undefined
+  readonly rewrite: string | undefined
+  readonly segments: readonly Segment[]
+}
+
+type Segment = { literal: string } | { param: string }
+
+export interface RouteMatch {
+  route: CompiledRoute
+  params: Record<string, string>
+}
+
+function compileSegments(path: string): Segment[] {
+  return path
+    .split('/')
+    .slice(1)
+    .map((part) => (part.startsWith(':') ? { param: part.slice(1) } : { literal: part }))
+}
+
+export function compileRoutes(routes: readonly LegacyRouteConfig[]): CompiledRoute[] {
+  return routes.map((route) => ({
+    method: route.method,
+    path: route.path,
+    action: route.action,
+    stateKey: route.stateKey,
+    rewrite: route.rewrite,
+    segments: compileSegments(route.path)
+  }))
+}
+
+/**
+ * First route whose method and path match. `pathname` is the raw (still percent-encoded)
+ * path; parameters are decoded, and one that does not decode does not match.
+ */
+export function matchRoute(routes: readonly CompiledRoute[], method: string, pathname: string): RouteMatch | undefined {
+  const parts = pathname.split('/')
+  for (const route of routes) {
+    if (route.method !== method || route.segments.length !== parts.length - 1) continue
+    const params = matchSegments(route.segments, parts)
+    if (params !== undefined) return { route, params }
+  }
+  return undefined
+}
+
+function matchSegments(segments: readonly Segment[], parts: string[]): Record<string, string> | undefined {
+  const params: Record<string, string> = {}
+  for (let index = 0; index < segments.length; index++) {
+    const segment = segments[index] as Segment
+    const part = parts[index + 1] as string
+    if ('literal' in segment) {
+      if (segment.literal !== part) return undefined
+      continue
+    }
+    if (part === '') return undefined
+    try {
+      params[segment.param] = decodeURIComponent(part)
+    } catch {
+      return undefined
+    }
+  }
+  return params
+}
+
+/** Fills `:name` parameters of a proxy route's `rewrite` path (SPEC 4). */
+export function buildRewrittenPath(route: CompiledRoute, params: Record<string, string>): string {
+  if (route.rewrite === undefined) return route.path
+  return route.rewrite
+    .split('/')
+    .map((part) => (part.startsWith(':') ? encodeURIComponent(params[part.slice(1)] ?? '') : part))
+    .join('/')
+}

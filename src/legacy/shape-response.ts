@@ -1,0 +1,59 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import { getAtPointer, setAtPointer } from '../util/json-pointer.js'
+import { isJsonContentType } from './parse-legacy-body.js'
+
+export interface ShapedResponse {
+  statusCode: number
+  headers: Record<string, string | string[]>
+  payload: Buffer | string
+}
+
+export interface ShapeOptions {
+  requestId: string
+  totalMs: number
+  sessionId: string | undefined
+  responseFields: readonly { from: string; to: string }[]
+}
+
+// RFC 9110 7.6.1 hop-by-hop, plus framing headers the gateway sets itself for the new body.
+const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'content-encoding'])
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/**
+ * The upstream answer for a legacy client (SPEC 6): status and body as they came; a JSON
+ * object body gets the `meta` fields it lacks, then `legacy.responseFields` copies.
+ */
+export function shapeLegacyResponse(statusCode: number, upstreamHeaders: IncomingHttpHeaders, body: Buffer, options: ShapeOptions): ShapedResponse {
+  const headers: Record<string, string | string[]> = {}
+  for (const [name, value] of Object.entries(upstreamHeaders)) {
+    if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value
+  }
+  const contentType = typeof upstreamHeaders['content-type'] === 'string' ? upstreamHeaders['content-type'] : undefined
+  if (!isJsonContentType(contentType)) return { statusCode, headers, payload: body }
+  let document: unknown
+  try {
+    document = JSON.parse(body.toString('utf8'))
+  } catch {
+    return { statusCode, headers, payload: body }
+  }
+  if (!isPlainObject(document)) return { statusCode, headers, payload: body }
+  fillMeta(document, options)
+  for (const { from, to } of options.responseFields) {
+    const value = getAtPointer(document, from)
+    if (value !== undefined) setAtPointer(document, to, structuredClone(value))
+  }
+  return { statusCode, headers, payload: JSON.stringify(document) }
+}
+
+function fillMeta(document: Record<string, unknown>, options: ShapeOptions): void {
+  if (document.meta === undefined) document.meta = {}
+  const meta = document.meta
+  if (!isPlainObject(meta)) return
+  if (meta.requestId === undefined) meta.requestId = options.requestId
+  if (meta.timingMs === undefined) meta.timingMs = {}
+  if (isPlainObject(meta.timingMs) && meta.timingMs.total === undefined) meta.timingMs.total = options.totalMs
+  if (options.sessionId !== undefined && meta.sessionId === undefined) meta.sessionId = options.sessionId
+}

@@ -1,0 +1,34 @@
+import type { LegacyCall } from './parse-legacy-body.js'
+
+export interface SessionDefaults {
+  policy?: string
+  route?: string
+  risk?: string
+}
+
+function pickDefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as T
+}
+
+/** `POST /v4/execute` body: `{ input, policy?, route?, risk? }`, only the fields given (SPEC 4). */
+export function translateExecute(call: LegacyCall): Record<string, unknown> {
+  return { ...call.unknown, input: call.input, ...pickDefined({ policy: call.policy, route: call.route, risk: call.risk }) }
+}
+
+/** Session defaults: `state` merged with a top-level `risk` (SPEC 4 session-execute step 1). */
+export function translateSessionDefaults(call: LegacyCall): SessionDefaults {
+  return pickDefined({ policy: call.state?.policy, route: call.state?.route, risk: call.risk ?? call.state?.risk })
+}
+
+/**
+ * `executions.execute` body: policy/route only when given at top level, so that the
+ * session's defaults apply otherwise (SPEC 4 step 4). Unknown fields ride along.
+ */
+export function translateSessionExecute(call: LegacyCall): Record<string, unknown> {
+  return { ...call.unknown, input: call.input, ...pickDefined({ policy: call.policy, route: call.route }) }
+}
+
+/** Canonical JSON of the defaults: fixed key order, so equal defaults give equal map keys. */
+export function canonicalDefaults(defaults: SessionDefaults): string {
+  return JSON.stringify([defaults.policy ?? null, defaults.route ?? null, defaults.risk ?? null])
+}

@@ -1,0 +1,47 @@
+import { createSingleFlight } from './single-flight.js'
+import type { SessionStore } from './session-store.js'
+
+/** What `sessions.start` gave: a session id, or an answer to hand back to the client as it came. */
+export type StartResult<TRejection> = { sessionId: string; rejection?: undefined } | { sessionId?: undefined; rejection: TRejection }
+
+/** Session-map outcomes as they appear in logs and metrics (SPEC 9). */
+export type SessionOutcome = 'hit' | 'miss' | 'coalesced' | 'stale-retry'
+
+export interface ResolvedSession<TRejection> {
+  result: StartResult<TRejection>
+  outcome: Exclude<SessionOutcome, 'stale-retry'>
+}
+
+export interface SessionMap<TRejection> {
+  /**
+   * The session for `key`: from the store, or started once by `start` however many callers
+   * miss at the same time (SPEC 4 step 3). Only a started session is stored; a rejection or a
+   * thrown error reaches every waiter and leaves nothing behind.
+   */
+  resolve(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<ResolvedSession<TRejection>>
+  evict(key: string, sessionId: string): Promise<void>
+  readonly store: SessionStore
+}
+
+export function createSessionMap<TRejection>(store: SessionStore): SessionMap<TRejection> {
+  const starts = createSingleFlight<StartResult<TRejection>>()
+
+  async function startAndStore(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<StartResult<TRejection>> {
+    const result = await start()
+    if (result.sessionId !== undefined) await store.set(key, { sessionId: result.sessionId, tenant })
+    return result
+  }
+
+  return {
+    store,
+    async resolve(key, tenant, start) {
+      const entry = await store.get(key)
+      if (entry !== undefined) return { result: { sessionId: entry.sessionId }, outcome: 'hit' }
+      const { promise, shared } = starts.run(key, () => startAndStore(key, tenant, start))
+      return { result: await promise, outcome: shared ? 'coalesced' : 'miss' }
+    },
+    async evict(key, sessionId) {
+      await store.deleteIfSession(key, sessionId)
+    }
+  }
+}

@@ -1,0 +1,60 @@
+import { LRUCache } from 'lru-cache'
+
+export interface SessionEntry {
+  readonly sessionId: string
+  readonly tenant: string
+}
+
+/**
+ * Where the session map keeps its entries. The in-memory LRU is the embedded default; a
+ * store shared by replicas implements the same contract (methods may then return promises).
+ */
+export interface SessionStore {
+  get(key: string): SessionEntry | undefined | Promise<SessionEntry | undefined>
+  set(key: string, entry: SessionEntry): void | Promise<void>
+  /** Deletes the entry only while it still names `sessionId`, so a newer entry survives. */
+  deleteIfSession(key: string, sessionId: string): void | Promise<void>
+  /** Drops every entry of `tenant`, or all entries; returns how many went. */
+  clear(tenant?: string): number | Promise<number>
+  countByTenant(): Record<string, number>
+  readonly size: number
+}
+
+export interface MemorySessionStoreOptions {
+  maxEntries: number
+  /** Counted from creation: a hit does not extend an entry's life (SPEC 4). */
+  ttlMs: number
+}
+
+export function createMemorySessionStore(options: MemorySessionStoreOptions): SessionStore {
+  const cache = new LRUCache<string, SessionEntry>({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false, ttlAutopurge: false })
+  return {
+    get: (key) => cache.get(key),
+    set: (key, entry) => {
+      cache.set(key, entry)
+    },
+    deleteIfSession: (key, sessionId) => {
+      if (cache.peek(key)?.sessionId === sessionId) cache.delete(key)
+    },
+    clear: (tenant) => {
+      if (tenant === undefined) {
+        const count = cache.size
+        cache.clear()
+        return count
+      }
+      let count = 0
+      for (const [key, entry] of cache.entries()) {
+        if (entry.tenant === tenant && cache.delete(key)) count++
+      }
+      return count
+    },
+    countByTenant: () => {
+      const counts: Record<string, number> = {}
+      for (const entry of cache.values()) counts[entry.tenant] = (counts[entry.tenant] ?? 0) + 1
+      return counts
+    },
+    get size() {
+      return cache.size
+    }
+  }
+}

@@ -1,0 +1,46 @@
+import { GatewayError } from '../errors/registry.js'
+import type { TenantRuntime } from './tenant-runtime.js'
+
+export interface TenancyRuntime {
+  readonly header: string
+  readonly hosts: ReadonlyMap<string, string>
+  readonly defaultTenant: string | null
+  readonly tenants: ReadonlyMap<string, TenantRuntime>
+}
+
+/** `Host` lower-cased with its port removed (IPv6 literals keep their brackets). */
+export function normalizeHost(host: string | undefined): string | undefined {
+  if (host === undefined || host === '') return undefined
+  const lower = host.toLowerCase()
+  if (lower.startsWith('[')) {
+    const end = lower.indexOf(']')
+    return end === -1 ? lower : lower.slice(0, end + 1)
+  }
+  const colon = lower.indexOf(':')
+  return colon === -1 ? lower : lower.slice(0, colon)
+}
+
+/**
+ * Tenant header, then `Host` map, then the default (SPEC 3). Messages never echo the
+ * requested name: it is client input.
+ */
+export function resolveTenant(tenancy: TenancyRuntime, tenantHeader: string | undefined, host: string | undefined): TenantRuntime {
+  let name: string | null | undefined = tenantHeader === '' ? undefined : tenantHeader
+  let source = `header:${tenancy.header}`
+  if (name === undefined) {
+    name = tenancy.hosts.get(normalizeHost(host) ?? '')
+    source = 'header:host'
+  }
+  if (name === undefined) {
+    name = tenancy.defaultTenant
+    source = 'tenancy.default'
+  }
+  if (name === null) {
+    throw new GatewayError('TENANT_REQUIRED', `no tenant: send the ${tenancy.header} header`, { details: [{ pointer: `header:${tenancy.header}`, message: 'missing' }] })
+  }
+  const tenant = tenancy.tenants.get(name)
+  if (tenant === undefined) {
+    throw new GatewayError('TENANT_UNKNOWN', 'the requested tenant is not configured', { details: [{ pointer: source, message: 'not a configured tenant' }] })
+  }
+  return tenant
+}
