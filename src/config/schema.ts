@@ -118,8 +118,13 @@ export const tenantSchema = z.strictObject({
   fallback: z.enum(['reject', 'proxy']).default('reject')
 })
 
-const port = z.number().int().min(0).max(65535)
-const positiveInt = z.number().int().positive()
+/** `${PORT:-8080}` substitutes a string: whole-number strings count as numbers. */
+function wholeNumber(schema: z.ZodNumber) {
+  return z.preprocess((value) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value), schema)
+}
+
+const port = wholeNumber(z.number().int().min(0).max(65535))
+const positiveInt = wholeNumber(z.number().int().positive())
 const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name').transform((name) => name.toLowerCase())
 
 export const credentialSourceSchema = z.enum(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
@@ -145,7 +150,7 @@ export const configSchema = z
         maxEventLoopDelayMs: positiveInt.default(1_000)
       })
       .prefault({}),
-    shutdown: z.strictObject({ graceMs: z.number().int().min(0).default(10_000) }).prefault({}),
+    shutdown: z.strictObject({ graceMs: wholeNumber(z.number().int().min(0)).default(10_000) }).prefault({}),
     credentials: z
       .strictObject({
         serviceKeyPrefix: z.string().min(1).default('key_'),

@@ -17,7 +17,9 @@ export const ERROR_STATUS = {
   UPSTREAM_BAD_RESPONSE: 502,
   OVERLOADED: 503,
   SHUTTING_DOWN: 503,
-  UPSTREAM_TIMEOUT: 504
+  UPSTREAM_TIMEOUT: 504,
+  // Not in SPEC 6: the answer to a gateway bug, so that even that keeps the envelope.
+  INTERNAL_ERROR: 500
 } as const satisfies Record<string, number>
 
 export type ErrorCode = keyof typeof ERROR_STATUS

@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig, resolveConfigPath } from './config/load-config.js'
+import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
+import { runGateway } from './main.js'
+import { createSimulator } from './simulator/index.js'
+
+const USAGE = `Usage:
+  v4gw [--config FILE]                 run the gateway (default: $V4GW_CONFIG or config/gateway.yaml)
+  v4gw check-config FILE               validate a config file and print a summary
+  v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
+  v4gw --help | --version`
+
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  return manifest.version
+}
+
+async function runSimulatorCommand(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '4010' } } })
+  const simulator = createSimulator({ logger: true })
+  const url = await simulator.listen({ host: values.host, port: Number(values.port) })
+  console.log(`v4 simulator listening on ${url}`)
+  const stop = (): void => {
+    void simulator.close().then(() => process.exit(0))
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
+
+async function checkConfigCommand(args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true })
+  const path = positionals[0]
+  if (path === undefined) throw new UsageError('check-config needs a FILE')
+  const config = await loadConfig(path)
+  console.log(`${path}: valid`)
+  for (const [name, tenant] of Object.entries(config.tenants)) {
+    console.log(`  tenant ${name}: ${tenant.upstream.target} -> ${selectUpstreamUrl(tenant)}`)
+    for (const route of tenant.legacy.routes) {
+      console.log(`    ${route.method} ${route.path} -> ${route.action}${route.rewrite === undefined ? '' : ` ${route.rewrite}`}`)
+    }
+  }
+}
+
+async function runCommand(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } } })
+  const running = await runGateway(resolveConfigPath(values.config, process.env))
+  console.log(`v4gw listening on ${running.trafficUrl} (admin ${running.adminUrl})`)
+}
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv
+  if (command === '--help' || command === '-h' || command === 'help') return void console.log(USAGE)
+  if (command === '--version' || command === '-v') return void console.log(packageVersion())
+  if (command === 'simulator') return runSimulatorCommand(rest)
+  if (command === 'check-config') return checkConfigCommand(rest)
+  if (command === 'run') return runCommand(rest)
+  if (command === undefined || command.startsWith('-')) return runCommand(argv)
+  throw new UsageError(`unknown command: ${command}`)
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    console.error(error.message)
+    process.exit(2)
+  }
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`)
+    process.exit(64)
+  }
+  console.error(error)
+  process.exit(1)
+})

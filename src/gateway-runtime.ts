@@ -1,0 +1,28 @@
+import type { GatewayConfig } from './config/schema.js'
+import type { TenancyRuntime } from './tenancy/resolve-tenant.js'
+import { buildTenantRuntime } from './tenancy/tenant-runtime.js'
+
+/**
+ * Everything a request needs from the config, resolved once and frozen. A reload builds a new
+ * one and swaps it in whole, so a request sees one config from start to end.
+ */
+export interface GatewayRuntime {
+  readonly config: GatewayConfig
+  readonly tenancy: TenancyRuntime
+  /** `internalAdmin.pathPrefixes`, lower-cased for comparison with normalised paths. */
+  readonly blockedPrefixes: readonly string[]
+}
+
+export function buildGatewayRuntime(config: GatewayConfig, embeddedOrigin: string | undefined): GatewayRuntime {
+  const tenants = new Map(Object.entries(config.tenants).map(([name, tenant]) => [name, buildTenantRuntime(name, tenant, embeddedOrigin)]))
+  return Object.freeze({
+    config,
+    tenancy: Object.freeze({
+      header: config.tenancy.header,
+      hosts: new Map(Object.entries(config.tenancy.hosts).map(([host, tenant]) => [host.toLowerCase(), tenant])),
+      defaultTenant: config.tenancy.default,
+      tenants
+    }),
+    blockedPrefixes: Object.freeze(config.internalAdmin.pathPrefixes.map((prefix) => prefix.toLowerCase()))
+  })
+}

@@ -1,0 +1,137 @@
+import type { SessionsConfig } from '../config/schema.js'
+import { GatewayError } from '../errors/registry.js'
+import type { SessionMap, SessionOutcome, StartResult } from '../sessions/session-map.js'
+import { buildSessionKey } from '../sessions/session-key.js'
+import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
+import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
+import { getAtPointer } from '../util/json-pointer.js'
+import type { LegacyCall } from './parse-legacy-body.js'
+import type { CompiledRoute } from './route-table.js'
+import { canonicalDefaults, translateExecute, translateSessionDefaults, translateSessionExecute } from './translate.js'
+
+export const V4_EXECUTE_PATH = '/v4/execute'
+export const V4_SESSIONS_START_PATH = '/v4/sessions.start'
+
+export function sessionExecutePath(sessionId: string): string {
+  return `/v4/sessions/${encodeURIComponent(sessionId)}/executions.execute`
+}
+
+export interface LegacyCallContext {
+  tenant: TenantRuntime
+  route: CompiledRoute
+  params: Record<string, string>
+  call: LegacyCall
+  /** The parsed body, for a `body:` state key. */
+  body: Record<string, unknown>
+  requestHeaders: Record<string, string | string[] | undefined>
+  /** Headers for every upstream call: `authorization`, `x-request-id`, `x-forwarded-*`, … */
+  upstreamHeaders: Record<string, string>
+  tokenFingerprint: string
+  signal: AbortSignal
+}
+
+export interface LegacyCallResult {
+  response: UpstreamResponse
+  v4Path: string
+  /** The session the execution ran in (session-execute only). */
+  sessionId?: string
+  sessionOutcome?: SessionOutcome
+  upstreamMs: number
+}
+
+export interface LegacyCallDeps {
+  upstream: UpstreamClient
+  sessions: SessionMap<UpstreamResponse>
+  sessionsConfig: SessionsConfig
+}
+
+/** Runs a legacy `execute` or `session-execute` call as V4 calls (SPEC 4). */
+export async function runLegacyCall(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
+  if (context.route.action === 'execute') {
+    const response = await post(deps, context, V4_EXECUTE_PATH, translateExecute(context.call))
+    return { response, v4Path: V4_EXECUTE_PATH, upstreamMs: response.durationMs }
+  }
+  return runSessionExecute(context, deps)
+}
+
+async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
+  const defaults = translateSessionDefaults(context.call)
+  const key = buildSessionKey(context.tenant.name, context.tokenFingerprint, readStateKey(context), canonicalDefaults(defaults))
+  let upstreamMs = 0
+  const start = async (): Promise<StartResult<UpstreamResponse>> => {
+    // No client signal: the start is shared by every waiter on the key, so one leaving must not cancel it.
+    const response = await post(deps, context, V4_SESSIONS_START_PATH, defaults, undefined)
+    upstreamMs += response.durationMs
+    if (response.statusCode < 200 || response.statusCode > 299) return { rejection: response }
+    return { sessionId: readSessionId(response, deps.sessionsConfig.sessionIdPaths) }
+  }
+
+  const first = await deps.sessions.resolve(key, context.tenant.name, start)
+  if (first.result.rejection !== undefined) {
+    return { response: first.result.rejection, v4Path: V4_SESSIONS_START_PATH, sessionOutcome: first.outcome, upstreamMs }
+  }
+  let sessionId = first.result.sessionId
+  let sessionOutcome: SessionOutcome = first.outcome
+  const body = translateSessionExecute(context.call)
+  let response = await post(deps, context, sessionExecutePath(sessionId), body)
+  upstreamMs += response.durationMs
+
+  // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
+  if (first.outcome !== 'miss' && deps.sessionsConfig.staleStatuses.includes(response.statusCode)) {
+    await deps.sessions.evict(key, sessionId)
+    const retry = await deps.sessions.resolve(key, context.tenant.name, start)
+    sessionOutcome = 'stale-retry'
+    if (retry.result.rejection !== undefined) {
+      return { response: retry.result.rejection, v4Path: V4_SESSIONS_START_PATH, sessionOutcome, upstreamMs }
+    }
+    sessionId = retry.result.sessionId
+    response = await post(deps, context, sessionExecutePath(sessionId), body)
+    upstreamMs += response.durationMs
+  } else if (response.statusCode === 401) {
+    await deps.sessions.evict(key, sessionId)
+  }
+  return { response, v4Path: sessionExecutePath(sessionId), sessionId, sessionOutcome, upstreamMs }
+}
+
+function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, signal: AbortSignal | undefined = context.signal): Promise<UpstreamResponse> {
+  return deps.upstream.request({
+    origin: context.tenant.upstreamOrigin,
+    method: 'POST',
+    path,
+    headers: context.upstreamHeaders,
+    body: JSON.stringify(body),
+    signal
+  })
+}
+
+/** The route's `stateKey` source (SPEC 4): a path parameter, a header or a body pointer; "" when absent. */
+function readStateKey(context: LegacyCallContext): string {
+  const source = context.route.stateKey
+  if (source === undefined) return ''
+  if (source.startsWith('param:')) return context.params[source.slice('param:'.length)] ?? ''
+  if (source.startsWith('header:')) {
+    const value = context.requestHeaders[source.slice('header:'.length).toLowerCase()]
+    return Array.isArray(value) ? value.join(',') : (value ?? '')
+  }
+  const pointer = source.slice('body:'.length)
+  // The default `stateId` field may be remapped by `legacy.fields`; read it where the call did.
+  const value = pointer === '/stateId' ? context.call.stateId : getAtPointer(context.body, pointer)
+  if (value === undefined || value === null) return ''
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return String(value)
+  throw new GatewayError('INVALID_REQUEST', `the state key at ${pointer} must be a string`, { details: [{ pointer, message: 'expected a string' }] })
+}
+
+/** The first string at `sessions.sessionIdPaths` (SPEC 4 step 2); none is a bad upstream answer. */
+function readSessionId(response: UpstreamResponse, paths: readonly string[]): string {
+  let document: unknown
+  try {
+    document = JSON.parse(response.body.toString('utf8'))
+  } catch (error) {
+    throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a body that is not JSON', { cause: error })
+  }
+  for (const path of paths) {
+    const value = getAtPointer(document, path)
+    if (typeof value === 'string' && value !== '') return value
+  }
+  throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered without a session id')
+}

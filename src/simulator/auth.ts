@@ -1,0 +1,113 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { CredentialLookup } from './credential-directory.js'
+import { SimulatorError } from './errors.js'
+import { SERVICE_ACCOUNT_PREFIX, SERVICE_KEY_PREFIX } from './options.js'
+import type { SimulatorIdentity } from './types.js'
+
+// Messages never repeat a presented value: they may be secrets.
+
+export interface PresentedCredentials {
+  /** The raw Authorization header, when present. */
+  authorization: string | undefined
+  /** The raw x-service-api-key header, when present. */
+  serviceApiKey: string | undefined
+}
+
+function firstHeaderValue (value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
+}
+
+export function readPresentedCredentials (headers: IncomingHttpHeaders): PresentedCredentials {
+  return {
+    authorization: firstHeaderValue(headers.authorization),
+    serviceApiKey: firstHeaderValue(headers['x-service-api-key'])
+  }
+}
+
+/** The token of a `Bearer` Authorization value (scheme case-insensitive, RFC 9110 11.1), else undefined. */
+export function parseBearerToken (authorization: string): string | undefined {
+  const match = /^(\S+)(?:[ \t]+(.*))?$/.exec(authorization.trim())
+  if (match === null || match[1]?.toLowerCase() !== 'bearer') return undefined
+  return (match[2] ?? '').trim()
+}
+
+function rejectNonSessionToken (token: string): void {
+  if (token.startsWith(SERVICE_KEY_PREFIX)) {
+    throw new SimulatorError('AUTH_INVALID', 'missing session token: service keys (key_*) are for admin/config APIs only')
+  }
+  if (token.startsWith(SERVICE_ACCOUNT_PREFIX)) {
+    throw new SimulatorError('INVALID_CREDENTIAL_TYPE', 'invalid credential type: an sa_* service-account identifier is never a credential')
+  }
+}
+
+/**
+ * Contract part 5, rules 1-3: runtime endpoints accept only `Authorization: Bearer <session-token>`.
+ * A service key sent alongside a valid bearer token is ignored, as the contract only names what is accepted.
+ */
+export function resolveRuntimeIdentity (presented: PresentedCredentials, lookup: CredentialLookup): SimulatorIdentity {
+  if (presented.authorization === undefined) {
+    throw new SimulatorError('AUTH_INVALID', presented.serviceApiKey === undefined
+      ? 'missing session token: send Authorization: Bearer <session-token>'
+      : 'missing session token: x-service-api-key is for admin/config APIs only; send Authorization: Bearer <session-token>')
+  }
+  const token = parseBearerToken(presented.authorization)
+  if (token === undefined) {
+    throw new SimulatorError('AUTH_INVALID', 'missing session token: Authorization must use the Bearer scheme')
+  }
+  if (token === '') throw new SimulatorError('AUTH_INVALID', 'missing session token')
+  rejectNonSessionToken(token)
+  const identity = lookup.findSessionToken(token)
+  if (identity === undefined) throw new SimulatorError('AUTH_INVALID', 'unknown session token')
+  return identity
+}
+
+function resolveServiceKeyIdentity (serviceApiKey: string, lookup: CredentialLookup): SimulatorIdentity {
+  const key = serviceApiKey.trim()
+  if (key.startsWith(SERVICE_ACCOUNT_PREFIX)) {
+    throw new SimulatorError('INVALID_CREDENTIAL_TYPE', 'invalid API key: an sa_* service-account identifier is never a credential; send a key_* service-account token')
+  }
+  if (!key.startsWith(SERVICE_KEY_PREFIX)) {
+    throw new SimulatorError('AUTH_INVALID', 'invalid API key: x-service-api-key must carry a key_* service-account token')
+  }
+  const found = lookup.lookupServiceKey(key)
+  if (found.status === 'revoked') throw new SimulatorError('AUTH_REVOKED', 'service-account token has been revoked')
+  if (found.status === 'unknown') throw new SimulatorError('AUTH_INVALID', 'unknown service-account token')
+  return found.identity
+}
+
+function resolveBearerAdminIdentity (authorization: string, lookup: CredentialLookup): SimulatorIdentity {
+  const token = parseBearerToken(authorization)
+  if (token === undefined || token === '') {
+    throw new SimulatorError('AUTH_INVALID', 'invalid credential: Authorization must be Bearer <session-token>')
+  }
+  if (token.startsWith(SERVICE_KEY_PREFIX)) {
+    // Contract part 5: the key_* secret travels in x-service-api-key, never as a bearer token.
+    throw new SimulatorError('AUTH_INVALID', 'invalid credential: send service keys (key_*) in x-service-api-key, not Authorization')
+  }
+  rejectNonSessionToken(token)
+  const identity = lookup.findSessionToken(token)
+  if (identity === undefined) throw new SimulatorError('AUTH_INVALID', 'unknown session token')
+  return identity
+}
+
+/**
+ * Admin/config endpoints: an `x-service-api-key` service key or a bearer session token, exactly one.
+ * Two credentials are refused so that gateway tests can prove exactly one reached the upstream (SPEC 5).
+ */
+export function resolveAdminIdentity (presented: PresentedCredentials, lookup: CredentialLookup): SimulatorIdentity {
+  if (presented.serviceApiKey !== undefined && presented.authorization !== undefined) {
+    throw new SimulatorError('CREDENTIALS_AMBIGUOUS', 'send exactly one credential: x-service-api-key or Authorization, not both')
+  }
+  if (presented.serviceApiKey !== undefined) return resolveServiceKeyIdentity(presented.serviceApiKey, lookup)
+  if (presented.authorization !== undefined) return resolveBearerAdminIdentity(presented.authorization, lookup)
+  throw new SimulatorError('AUTH_INVALID', 'missing credential: send x-service-api-key: <key_*> or Authorization: Bearer <session-token>')
+}
+
+export const ADMIN_ROLE = 'admin'
+
+/** Contract part 5, rule 4: an admin-only mutation without the admin role is forbidden. */
+export function assertMayMutate (identity: SimulatorIdentity): void {
+  if (!identity.roles.includes(ADMIN_ROLE)) {
+    throw new SimulatorError('FORBIDDEN', `forbidden: this mutation needs the ${ADMIN_ROLE} role`)
+  }
+}

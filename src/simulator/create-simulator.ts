@@ -1,0 +1,90 @@
+import Fastify from 'fastify'
+import type { AddressInfo } from 'node:net'
+import { installBodyParsers } from './body-parsers.js'
+import { CallRecorder } from './call-recorder.js'
+import { registerAdminRoutes } from './admin-routes.js'
+import { registerControlRoutes } from './control-routes.js'
+import { CredentialDirectory } from './credential-directory.js'
+import { installErrorReplies } from './error-replies.js'
+import { markRequestStart, newId } from './meta.js'
+import { resolveSimulatorOptions } from './options.js'
+import { PolicyStore } from './policy-store.js'
+import { registerRuntimeRoutes } from './runtime-routes.js'
+import { SessionStore } from './session-store.js'
+import type { SimulatorState } from './simulator-state.js'
+import type { Simulator, SimulatorOptions } from './types.js'
+
+/** A base URL clients can dial: a wildcard bind address is reachable on loopback. */
+function baseUrlOf (address: AddressInfo): string {
+  if (address.address === '0.0.0.0') return `http://127.0.0.1:${address.port}`
+  if (address.address === '::') return `http://[::1]:${address.port}`
+  const host = address.address.includes(':') ? `[${address.address}]` : address.address
+  return `http://${host}:${address.port}`
+}
+
+/** The built-in V4 simulator (SPEC 11): an in-memory implementation of the V4 contract. */
+export function createSimulator (options: SimulatorOptions = {}): Simulator {
+  const resolved = resolveSimulatorOptions(options)
+  const state: SimulatorState = {
+    credentials: new CredentialDirectory(resolved.sessionTokens, resolved.serviceKeys),
+    sessions: new SessionStore(resolved.sessionTtlMs),
+    policies: new PolicyStore(),
+    backendDefaults: resolved.backendDefaults
+  }
+  const recorder = new CallRecorder()
+
+  const app = Fastify({
+    logger: resolved.logger,
+    // Contract part 2: meta.requestId is the caller's x-request-id when it sent one.
+    requestIdHeader: 'x-request-id',
+    genReqId: function generateRequestId () { return newId('req') }
+  })
+
+  // Recorded before parsing and auth, so rejected calls still show what reached the upstream.
+  app.addHook('onRequest', async function recordCall (request) {
+    markRequestStart(request)
+    recorder.record(request)
+  })
+  installBodyParsers(app, function recordBody (request, body) {
+    recorder.attachBody(request, body)
+  })
+  installErrorReplies(app)
+  registerRuntimeRoutes(app, state)
+  registerAdminRoutes(app, state)
+  registerControlRoutes(app, state)
+
+  let closing: Promise<void> | undefined
+
+  return {
+    app,
+    calls: recorder.calls,
+    async listen ({ host = '127.0.0.1', port = 0 } = {}) {
+      await app.listen({ host, port })
+      const address = app.server.address()
+      if (address === null || typeof address === 'string') {
+        throw new Error('simulator is not listening on a TCP address')
+      }
+      return baseUrlOf(address)
+    },
+    countCalls (method, path) {
+      return recorder.count(method, path)
+    },
+    resetCalls () {
+      recorder.reset()
+    },
+    revokeKey (key) {
+      state.credentials.revokeKey(key)
+    },
+    expireSession (sessionId) {
+      state.sessions.expire(sessionId)
+    },
+    sessionCount () {
+      return state.sessions.size
+    },
+    close () {
+      // Idempotent: tests and process shutdown may both close it.
+      closing ??= app.close()
+      return closing
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import { GatewayError } from '../errors/registry.js'
+
+export interface RequestTarget {
+  /** As sent (percent-encoded): forwarded unchanged and matched against routes. */
+  pathname: string
+  /** Without "?"; "" for none. */
+  rawQuery: string
+  /** Decoded, slashes collapsed, lower-cased: only for the blocked-prefix check. */
+  comparablePath: string
+}
+
+const DOT_SEGMENT = /^(\.|%2e){1,2}$/i
+
+/**
+ * Splits and checks the request target. Only origin-form is served: an absolute-form target
+ * (RFC 9112 3.2.2) would let a client name the destination, and this is never an open proxy
+ * (SPEC 2). Dot segments, raw or encoded, are refused rather than resolved, so that no
+ * spelling of a path can walk into a blocked prefix.
+ */
+export function parseRequestTarget(url: string): RequestTarget {
+  if (!url.startsWith('/')) {
+    throw new GatewayError('INVALID_REQUEST', 'only origin-form request targets are served: this gateway is not a forward proxy', {
+      details: [{ pointer: 'request-target', message: 'expected a path starting with /' }]
+    })
+  }
+  const queryStart = url.indexOf('?')
+  const pathname = queryStart === -1 ? url : url.slice(0, queryStart)
+  const rawQuery = queryStart === -1 ? '' : url.slice(queryStart + 1)
+  let decoded: string
+  try {
+    decoded = decodeURIComponent(pathname)
+  } catch {
+    throw new GatewayError('INVALID_REQUEST', 'the request path is not valid percent-encoding', { details: [{ pointer: 'request-target', message: 'invalid percent-encoding' }] })
+  }
+  if (pathname.split('/').some((segment) => DOT_SEGMENT.test(segment)) || decoded.split(/[/\\]/).some((segment) => segment === '.' || segment === '..')) {
+    throw new GatewayError('INVALID_REQUEST', 'dot segments are not allowed in the request path', { details: [{ pointer: 'request-target', message: 'contains . or .. segments' }] })
+  }
+  if (decoded.includes('\0')) {
+    throw new GatewayError('INVALID_REQUEST', 'the request path contains a NUL byte', { details: [{ pointer: 'request-target', message: 'contains NUL' }] })
+  }
+  return { pathname, rawQuery, comparablePath: decoded.replace(/[/\\]+/g, '/').toLowerCase() }
+}

@@ -1,0 +1,21 @@
+import type { SessionOutcome } from '../sessions/session-map.js'
+
+export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'
+
+/** What the access log line says about a request (SPEC 9); filled as the request goes. */
+export interface TrafficContext {
+  startedAt: number
+  tenant?: string
+  trafficClass?: TrafficClass
+  legacyRoute?: string
+  v4Path?: string
+  sessionOutcome?: SessionOutcome
+  upstreamMs?: number
+  errorCode?: string
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    traffic: TrafficContext
+  }
+}

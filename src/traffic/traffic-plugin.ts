@@ -1,0 +1,187 @@
+import type { Readable } from 'node:stream'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { extractCredential, removeQueryCredential, resolveRuntimeAuthorization, rewriteProxyCredentialHeaders } from '../credentials/index.js'
+import { roundMs, sendGatewayError } from '../errors/error-handler.js'
+import { GatewayError } from '../errors/registry.js'
+import type { GatewayRuntime } from '../gateway-runtime.js'
+import { isJsonContentType, parseJsonObject, parseLegacyCall } from '../legacy/parse-legacy-body.js'
+import { readBody } from '../legacy/read-body.js'
+import { buildRewrittenPath, matchRoute, type RouteMatch } from '../legacy/route-table.js'
+import { runLegacyCall } from '../legacy/run-legacy-call.js'
+import { shapeLegacyResponse } from '../legacy/shape-response.js'
+import { forwardStream, registerPassthrough } from '../passthrough/forward-stream.js'
+import { fingerprintToken } from '../sessions/session-key.js'
+import type { SessionMap } from '../sessions/session-map.js'
+import { resolveTenant } from '../tenancy/resolve-tenant.js'
+import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
+import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
+import { parseRequestTarget, type RequestTarget } from './request-target.js'
+import './traffic-context.js'
+
+export interface TrafficDeps {
+  /** The current runtime: read once per request, so a reload never splits a request. */
+  getRuntime: () => GatewayRuntime
+  upstream: UpstreamClient
+  sessions: SessionMap<UpstreamResponse>
+}
+
+/** The traffic listener: every request is legacy, native, blocked or unknown (SPEC 2). */
+export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Promise<void> {
+  app.decorateRequest('traffic', null as never)
+  // Bodies stay unread streams here: native and proxy bodies are streamed (SPEC 7) and legacy
+  // bodies are read with their own limit (SPEC 10).
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', function deferBody(_request, payload, done) {
+    done(null, payload)
+  })
+  await registerPassthrough(app, deps.upstream.dispatcher)
+
+  app.addHook('onRequest', function startTraffic(request, _reply, done) {
+    request.traffic = { startedAt: performance.now() }
+    done()
+  })
+  app.addHook('onResponse', function logAccess(request, reply, done) {
+    const traffic = request.traffic
+    request.log.info(
+      {
+        tenant: traffic.tenant,
+        class: traffic.trafficClass,
+        route: traffic.legacyRoute,
+        v4Path: traffic.v4Path,
+        status: reply.statusCode,
+        durationMs: roundMs(performance.now() - traffic.startedAt),
+        upstreamMs: traffic.upstreamMs === undefined ? undefined : roundMs(traffic.upstreamMs),
+        session: traffic.sessionOutcome,
+        error: traffic.errorCode
+      },
+      'request'
+    )
+    done()
+  })
+  app.setErrorHandler(sendGatewayError)
+  app.setNotFoundHandler(function handleUnroutable(request, reply) {
+    return handleTraffic(request, reply)
+  })
+  app.all('*', function handleRequest(request, reply) {
+    return handleTraffic(request, reply)
+  })
+
+  async function handleTraffic(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const runtime = deps.getRuntime()
+    const target = parseRequestTarget(request.url)
+    if (runtime.blockedPrefixes.some((prefix) => target.comparablePath.startsWith(prefix))) {
+      request.traffic.trafficClass = 'blocked'
+      throw new GatewayError('FORBIDDEN', 'this path belongs to the internal platform-admin surface and is never forwarded')
+    }
+    const tenantHeader = request.headers[runtime.tenancy.header]
+    const tenant = resolveTenant(runtime.tenancy, Array.isArray(tenantHeader) ? tenantHeader.join(',') : tenantHeader, request.headers.host)
+    request.traffic.tenant = tenant.name
+
+    const match = matchRoute(tenant.routes, request.method, target.pathname)
+    if (match !== undefined) return handleLegacy(request, reply, runtime, tenant, match, target)
+    if (target.pathname.startsWith('/v4/')) {
+      request.traffic.trafficClass = 'native'
+      request.traffic.v4Path = target.pathname
+      return forwardStream(request, reply, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery })
+    }
+    request.traffic.trafficClass = 'unknown'
+    if (tenant.fallback === 'proxy') {
+      return forwardStream(request, reply, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery })
+    }
+    throw new GatewayError('ROUTE_NOT_FOUND', 'no legacy route or V4 path matches this request')
+  }
+
+  async function handleLegacy(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    runtime: GatewayRuntime,
+    tenant: TenantRuntime,
+    match: RouteMatch,
+    target: RequestTarget
+  ): Promise<FastifyReply> {
+    const { route } = match
+    request.traffic.trafficClass = 'legacy'
+    request.traffic.legacyRoute = `${route.method} ${route.path}`
+    reply.header('x-request-id', request.id)
+    if (tenant.deprecationHeaders !== null) reply.headers(tenant.deprecationHeaders)
+
+    const credentials = runtime.config.credentials
+    const query = credentials.queryParam !== null && target.rawQuery !== '' ? new URLSearchParams(target.rawQuery) : null
+    const credential = extractCredential(request.raw.headersDistinct, query, credentials)
+
+    if (route.action === 'proxy') {
+      const path = buildRewrittenPath(route, match.params)
+      request.traffic.v4Path = path
+      return forwardStream(request, reply, {
+        origin: tenant.upstreamOrigin,
+        path,
+        query: removeQueryCredential(target.rawQuery, credentials.queryParam),
+        rewriteHeaders: (headers) => rewriteProxyCredentialHeaders(headers, credential)
+      })
+    }
+
+    const authorization = resolveRuntimeAuthorization(credential)
+    if (!isJsonContentType(request.headers['content-type'])) {
+      throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'legacy request bodies must be application/json')
+    }
+    const bytes = await readBody(request.body as Readable | undefined, request.headers['content-length'], runtime.config.limits.bodyBytes)
+    const body = parseJsonObject(bytes)
+    const bodyStatePointer = route.stateKey?.startsWith('body:') === true ? route.stateKey.slice('body:'.length) : undefined
+    const call = parseLegacyCall(body, route.action, tenant.fields, tenant.unknownFields, bodyStatePointer)
+
+    const result = await runLegacyCall(
+      {
+        tenant,
+        route,
+        params: match.params,
+        call,
+        body,
+        requestHeaders: request.headers,
+        upstreamHeaders: buildUpstreamHeaders(request, authorization),
+        tokenFingerprint: fingerprintToken(authorization),
+        signal: abortSignalFor(reply)
+      },
+      { upstream: deps.upstream, sessions: deps.sessions, sessionsConfig: runtime.config.sessions }
+    )
+    request.traffic.v4Path = result.v4Path
+    request.traffic.upstreamMs = result.upstreamMs
+    request.traffic.sessionOutcome = result.sessionOutcome
+
+    const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, {
+      requestId: request.id,
+      totalMs: roundMs(performance.now() - request.traffic.startedAt),
+      sessionId: result.sessionId,
+      responseFields: tenant.responseFields
+    })
+    reply.code(shaped.statusCode).headers(shaped.headers).header('x-request-id', request.id)
+    if (result.sessionId !== undefined) reply.header('x-v4-session-id', result.sessionId)
+    return reply.send(shaped.payload)
+  }
+}
+
+/** Headers of every V4 call made for a legacy request: one credential, and nothing else of the client's but its agent. */
+function buildUpstreamHeaders(request: FastifyRequest, authorization: string): Record<string, string> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json',
+    // The gateway reads these answers, so it asks for them uncompressed.
+    'accept-encoding': 'identity',
+    authorization,
+    'x-request-id': request.id,
+    'x-forwarded-for': request.socket.remoteAddress ?? 'unknown',
+    'x-forwarded-proto': request.protocol
+  }
+  if (request.headers.host !== undefined) headers['x-forwarded-host'] = request.headers.host
+  const userAgent = request.headers['user-agent']
+  if (userAgent !== undefined) headers['user-agent'] = userAgent
+  return headers
+}
+
+/** Aborts when the client goes away before its answer is written, cancelling the upstream call. */
+function abortSignalFor(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController()
+  reply.raw.once('close', function cancelUpstream() {
+    if (!reply.raw.writableFinished) controller.abort()
+  })
+  return controller.signal
+}
