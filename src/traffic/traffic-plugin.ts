@@ -1,21 +1,20 @@
 import type { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { extractCredential, removeQueryCredential, resolveRuntimeAuthorization, rewriteProxyCredentialHeaders } from '../credentials/index.js'
+import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
 import { roundMs, sendGatewayError } from '../errors/error-handler.js'
-import { GatewayError } from '../errors/registry.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
-import { isJsonContentType, parseJsonObject, parseLegacyCall } from '../legacy/parse-legacy-body.js'
+import { authorizeRuntimeCall, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import { readBody } from '../legacy/read-body.js'
-import { buildRewrittenPath, matchRoute, type RouteMatch } from '../legacy/route-table.js'
+import { buildRewrittenPath, type RouteMatch } from '../legacy/route-table.js'
 import { runLegacyCall } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
 import { forwardStream, registerPassthrough } from '../passthrough/forward-stream.js'
 import { fingerprintToken } from '../sessions/session-key.js'
 import type { SessionMap } from '../sessions/session-map.js'
-import { resolveTenant } from '../tenancy/resolve-tenant.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
-import { parseRequestTarget, type RequestTarget } from './request-target.js'
+import { classifyRequest } from './classify-request.js'
+import type { RequestTarget } from './request-target.js'
 import './traffic-context.js'
 
 export interface TrafficDeps {
@@ -68,27 +67,12 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
 
   async function handleTraffic(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const runtime = deps.getRuntime()
-    const target = parseRequestTarget(request.url)
-    if (runtime.blockedPrefixes.some((prefix) => target.comparablePath.startsWith(prefix))) {
-      request.traffic.trafficClass = 'blocked'
-      throw new GatewayError('FORBIDDEN', 'this path belongs to the internal platform-admin surface and is never forwarded')
-    }
-    const tenantHeader = request.headers[runtime.tenancy.header]
-    const tenant = resolveTenant(runtime.tenancy, Array.isArray(tenantHeader) ? tenantHeader.join(',') : tenantHeader, request.headers.host)
-    request.traffic.tenant = tenant.name
-
-    const match = matchRoute(tenant.routes, request.method, target.pathname)
-    if (match !== undefined) return handleLegacy(request, reply, runtime, tenant, match, target)
-    if (target.pathname.startsWith('/v4/')) {
-      request.traffic.trafficClass = 'native'
-      request.traffic.v4Path = target.pathname
-      return forwardStream(request, reply, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery })
-    }
-    request.traffic.trafficClass = 'unknown'
-    if (tenant.fallback === 'proxy') {
-      return forwardStream(request, reply, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery })
-    }
-    throw new GatewayError('ROUTE_NOT_FOUND', 'no legacy route or V4 path matches this request')
+    const classification = classifyRequest(runtime, request, request.traffic)
+    request.traffic.trafficClass = classification.trafficClass
+    const { tenant, target } = classification
+    if (classification.trafficClass === 'legacy') return handleLegacy(request, reply, runtime, tenant, classification.match, target)
+    if (classification.trafficClass === 'native') request.traffic.v4Path = target.pathname
+    return forwardStream(request, reply, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery })
   }
 
   async function handleLegacy(
@@ -100,14 +84,12 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
     target: RequestTarget
   ): Promise<FastifyReply> {
     const { route } = match
-    request.traffic.trafficClass = 'legacy'
     request.traffic.legacyRoute = `${route.method} ${route.path}`
     reply.header('x-request-id', request.id)
     if (tenant.deprecationHeaders !== null) reply.headers(tenant.deprecationHeaders)
 
     const credentials = runtime.config.credentials
-    const query = credentials.queryParam !== null && target.rawQuery !== '' ? new URLSearchParams(target.rawQuery) : null
-    const credential = extractCredential(request.raw.headersDistinct, query, credentials)
+    const credential = readLegacyCredential(request.raw.headersDistinct, target.rawQuery, credentials)
 
     if (route.action === 'proxy') {
       const path = buildRewrittenPath(route, match.params)
@@ -120,14 +102,9 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
       })
     }
 
-    const authorization = resolveRuntimeAuthorization(credential)
-    if (!isJsonContentType(request.headers['content-type'])) {
-      throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'legacy request bodies must be application/json')
-    }
+    const authorization = authorizeRuntimeCall(credential, request.headers['content-type'])
     const bytes = await readBody(request.body as Readable | undefined, request.headers['content-length'], runtime.config.limits.bodyBytes)
-    const body = parseJsonObject(bytes)
-    const bodyStatePointer = route.stateKey?.startsWith('body:') === true ? route.stateKey.slice('body:'.length) : undefined
-    const call = parseLegacyCall(body, route.action, tenant.fields, tenant.unknownFields, bodyStatePointer)
+    const { body, call } = parseRuntimeBody(bytes, tenant, route)
 
     const result = await runLegacyCall(
       {

@@ -1,0 +1,34 @@
+import type { CredentialsConfig, LegacyAction } from '../config/schema.js'
+import { extractCredential, resolveRuntimeAuthorization, type PresentedCredential } from '../credentials/index.js'
+import { GatewayError } from '../errors/registry.js'
+import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
+import { isJsonContentType, parseJsonObject, parseLegacyCall, type LegacyCall } from './parse-legacy-body.js'
+import type { CompiledRoute } from './route-table.js'
+
+/** The credential a legacy request presents (SPEC 5), read from headers and the query. */
+export function readLegacyCredential(
+  headersDistinct: Record<string, string[] | undefined>,
+  rawQuery: string,
+  credentials: CredentialsConfig
+): PresentedCredential | null {
+  const query = credentials.queryParam !== null && rawQuery !== '' ? new URLSearchParams(rawQuery) : null
+  return extractCredential(headersDistinct, query, credentials)
+}
+
+/**
+ * Checks made before a runtime legacy body is read: a usable session token (answered without
+ * any upstream call, SPEC 5) and a JSON content type. Returns the `Authorization` to send.
+ */
+export function authorizeRuntimeCall(credential: PresentedCredential | null, contentType: string | undefined): string {
+  const authorization = resolveRuntimeAuthorization(credential)
+  if (!isJsonContentType(contentType)) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'legacy request bodies must be application/json')
+  return authorization
+}
+
+/** Parses and validates a runtime legacy body through the tenant's field map (SPEC 4). */
+export function parseRuntimeBody(bytes: Buffer, tenant: TenantRuntime, route: CompiledRoute): { body: Record<string, unknown>; call: LegacyCall } {
+  const body = parseJsonObject(bytes)
+  const bodyStatePointer = route.stateKey?.startsWith('body:') === true ? route.stateKey.slice('body:'.length) : undefined
+  const action = route.action as Exclude<LegacyAction, 'proxy'>
+  return { body, call: parseLegacyCall(body, action, tenant.fields, tenant.unknownFields, bodyStatePointer) }
+}

@@ -1,0 +1,47 @@
+import { GatewayError } from '../errors/registry.js'
+import type { GatewayRuntime } from '../gateway-runtime.js'
+import { matchRoute, type RouteMatch } from '../legacy/route-table.js'
+import { resolveTenant } from '../tenancy/resolve-tenant.js'
+import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
+import { parseRequestTarget, type RequestTarget } from './request-target.js'
+
+export type Classification =
+  | { trafficClass: 'legacy'; tenant: TenantRuntime; target: RequestTarget; match: RouteMatch }
+  | { trafficClass: 'native'; tenant: TenantRuntime; target: RequestTarget }
+  /** Unknown traffic of a tenant with `fallback: proxy`: streamed like native. */
+  | { trafficClass: 'unknown'; tenant: TenantRuntime; target: RequestTarget }
+
+export interface RequestHead {
+  method: string
+  url: string
+  headers: Record<string, string | string[] | undefined>
+}
+
+/** What is known so far, kept even when classification throws: the access log reports it. */
+export interface ClassificationNote {
+  trafficClass?: Classification['trafficClass'] | 'blocked'
+  tenant?: string
+}
+
+/** Which of SPEC 2's classes a request is, and for whom; blocked and unroutable requests throw their SPEC 6 error. */
+export function classifyRequest(runtime: GatewayRuntime, head: RequestHead, note: ClassificationNote = {}): Classification {
+  const target = parseRequestTarget(head.url)
+  if (runtime.blockedPrefixes.some((prefix) => target.comparablePath.startsWith(prefix))) {
+    note.trafficClass = 'blocked'
+    throw new GatewayError('FORBIDDEN', 'this path belongs to the internal platform-admin surface and is never forwarded')
+  }
+  const tenantHeader = head.headers[runtime.tenancy.header]
+  const host = head.headers.host
+  const tenant = resolveTenant(
+    runtime.tenancy,
+    Array.isArray(tenantHeader) ? tenantHeader.join(',') : tenantHeader,
+    Array.isArray(host) ? host[0] : host
+  )
+  note.tenant = tenant.name
+  const match = matchRoute(tenant.routes, head.method, target.pathname)
+  if (match !== undefined) return { trafficClass: 'legacy', tenant, target, match }
+  if (target.pathname.startsWith('/v4/')) return { trafficClass: 'native', tenant, target }
+  note.trafficClass = 'unknown'
+  if (tenant.fallback === 'proxy') return { trafficClass: 'unknown', tenant, target }
+  throw new GatewayError('ROUTE_NOT_FOUND', 'no legacy route or V4 path matches this request')
+}
