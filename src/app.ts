@@ -1,19 +1,29 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
-import { adminPlugin } from './admin/admin-plugin.js'
+import { adminPlugin, type ReloadResult } from './admin/admin-plugin.js'
+import { ConfigError, loadConfig } from './config/load-config.js'
 import type { GatewayConfig } from './config/schema.js'
 import { buildGatewayRuntime, type GatewayRuntime } from './gateway-runtime.js'
 import { createLogger } from './observability/logger.js'
+import { createMetrics, type GatewayMetrics } from './observability/metrics.js'
+import { createMigrationReport, type MigrationReport } from './observability/migration-report.js'
 import { resolveRequestId } from './observability/request-id.js'
 import { createSessionMap } from './sessions/session-map.js'
 import { createMemorySessionStore, type SessionStore } from './sessions/session-store.js'
+import { usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
+import { explainRequest } from './traffic/explain-request.js'
+import type { TrafficContext } from './traffic/traffic-context.js'
 import { trafficPlugin } from './traffic/traffic-plugin.js'
-import { createUpstreamClient, type UpstreamClient, type UpstreamResponse } from './upstream/upstream-client.js'
+import { createUpstreamClient, type UpstreamResponse } from './upstream/upstream-client.js'
 
 export interface GatewayOptions {
   config: GatewayConfig
+  /** The file `reload()` re-reads (SIGHUP, `POST /admin/reload`). */
+  configPath?: string
   /** Origin of the built-in simulator, for tenants whose upstream is `embedded`. */
   embeddedOrigin?: string
+  /** Starts the simulator when a reloaded config needs one and none runs yet. */
+  startEmbedded?: () => Promise<string>
   logger?: Logger
   sessionStore?: SessionStore
 }
@@ -28,51 +38,150 @@ export interface Gateway {
   readonly admin: FastifyInstance
   readonly logger: Logger
   readonly sessionStore: SessionStore
+  readonly metrics: GatewayMetrics
+  readonly migration: MigrationReport
   runtime(): GatewayRuntime
   isReady(): boolean
+  /** Re-reads `configPath`; an invalid file is logged and the running config stays (SPEC 8). */
+  reload(): Promise<ReloadResult>
+  /** Swaps in a validated config for new requests; drops sessions of tenants whose upstream changed. */
+  applyConfig(config: GatewayConfig, embeddedOrigin?: string): { sessionsDropped: number }
+  /** Readiness goes false and new requests get 503 SHUTTING_DOWN; in-flight ones go on. */
+  startDraining(): void
   /** Listens on the config's addresses; `port: 0` overrides are for tests. */
   listen(overrides?: { trafficPort?: number; adminPort?: number; host?: string }): Promise<ListenAddresses>
+  /** Stops accepting, waits for in-flight requests, then releases everything. */
   close(): Promise<void>
+}
+
+/** Keys that need a restart: they shape listeners and pools built once. */
+const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'sessions.maxEntries', 'sessions.ttlMs'] as const
+
+function readKey(config: GatewayConfig, key: string): unknown {
+  return key.split('.').reduce<unknown>((value, part) => (value as Record<string, unknown>)[part], config)
 }
 
 /** The composition root: builds both listeners without opening a socket. */
 export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
-  const { config } = options
-  const logger = options.logger ?? createLogger({ level: config.log.level })
-  const runtime = buildGatewayRuntime(config, options.embeddedOrigin)
-  const sessionStore = options.sessionStore ?? createMemorySessionStore({ maxEntries: config.sessions.maxEntries, ttlMs: config.sessions.ttlMs })
-  const upstream: UpstreamClient = createUpstreamClient({ connectTimeoutMs: config.limits.connectTimeoutMs, upstreamTimeoutMs: config.limits.upstreamTimeoutMs })
+  const logger = options.logger ?? createLogger({ level: options.config.log.level })
+  let runtime = buildGatewayRuntime(options.config, options.embeddedOrigin)
+  let embeddedOrigin = options.embeddedOrigin
   let listening = false
+  let draining = false
+  const initial = options.config
+  const sessionStore = options.sessionStore ?? createMemorySessionStore({ maxEntries: initial.sessions.maxEntries, ttlMs: initial.sessions.ttlMs })
+  const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
+  const metrics = createMetrics({ sessionEntries: () => sessionStore.size })
+  const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })
+  const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
+
+  function onRequestDone(traffic: TrafficContext, statusCode: number, userAgent: string | undefined): void {
+    metrics.observeRequest({
+      tenant: traffic.tenant,
+      trafficClass: traffic.trafficClass,
+      route: traffic.legacyRoute,
+      statusCode,
+      durationMs: performance.now() - traffic.startedAt,
+      upstreamMs: traffic.upstreamMs,
+      errorCode: traffic.errorCode
+    })
+    if (traffic.sessionOutcome !== undefined) metrics.observeSessionEvent(traffic.sessionOutcome)
+    if (traffic.legacyRoute !== undefined && traffic.tenant !== undefined) {
+      migration.record({ tenant: traffic.tenant, route: traffic.legacyRoute, clientFingerprint: traffic.clientFingerprint, userAgent, at: new Date() })
+    }
+  }
 
   const traffic = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // One access-log line per request is written by the traffic plugin (SPEC 9).
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
-    genReqId: (request) => resolveRequestId(request.headers['x-request-id'])
+    genReqId: (request) => resolveRequestId(request.headers['x-request-id']),
+    // Draining requests get the gateway's own SHUTTING_DOWN envelope instead.
+    return503OnClosing: false
   })
-  await traffic.register(trafficPlugin, { getRuntime: () => runtime, upstream, sessions: createSessionMap<UpstreamResponse>(sessionStore) })
+  await traffic.register(trafficPlugin, { getRuntime: () => runtime, upstream, sessions, isDraining: () => draining, onRequestDone })
 
-  const admin = Fastify({ loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger,
+  function applyConfig(config: GatewayConfig, origin = embeddedOrigin): { sessionsDropped: number } {
+    const next = buildGatewayRuntime(config, origin)
+    const previous = runtime
+    runtime = next
+    embeddedOrigin = origin
+    logger.level = config.log.level
+    const changed = RESTART_ONLY_KEYS.filter((key) => JSON.stringify(readKey(previous.config, key)) !== JSON.stringify(readKey(config, key)))
+    if (changed.length > 0) logger.warn({ keys: changed }, 'these keys changed but take effect only after a restart')
+    let sessionsDropped = 0
+    for (const [name, tenant] of previous.tenancy.tenants) {
+      if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) {
+        const dropped = sessionStore.clear(name)
+        // A shared store may answer later; the count is then unknown here.
+        if (typeof dropped === 'number') sessionsDropped += dropped
+      }
+    }
+    migration.retain((tenant, route) => next.tenancy.tenants.get(tenant)?.routes.some((r) => `${r.method} ${r.path}` === route) === true)
+    return { sessionsDropped }
+  }
+
+  async function reload(): Promise<ReloadResult> {
+    if (options.configPath === undefined) return { ok: false, problems: ['this gateway was not started from a config file'] }
+    try {
+      const config = await loadConfig(options.configPath)
+      let origin = embeddedOrigin
+      if (origin === undefined && usesEmbeddedUpstream(config)) {
+        if (options.startEmbedded === undefined) throw new ConfigError(options.configPath, ['a tenant uses the embedded simulator, which this gateway cannot start'])
+        origin = await options.startEmbedded()
+      }
+      const { sessionsDropped } = applyConfig(config, origin)
+      metrics.observeReload('success')
+      const tenants = Object.keys(config.tenants)
+      logger.info({ config: options.configPath, tenants, sessionsDropped }, 'config reloaded')
+      return { ok: true, tenants, sessionsDropped }
+    } catch (error) {
+      metrics.observeReload('failure')
+      const problems = error instanceof ConfigError ? error.problems : [String((error as Error).message)]
+      logger.error({ config: options.configPath, problems }, 'config reload rejected; the running config stays')
+      return { ok: false, problems }
+    }
+  }
+
+  const admin = Fastify({
+    loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true })
   })
-  await admin.register(adminPlugin, { isReady: () => listening })
+  await admin.register(adminPlugin, {
+    isReady: () => listening && !draining,
+    adminToken: () => runtime.config.admin.token,
+    metrics,
+    sessionStore,
+    migration,
+    reload,
+    explain: (input) => explainRequest(runtime, input)
+  })
 
   return {
     traffic,
     admin,
     logger,
     sessionStore,
+    metrics,
+    migration,
     runtime: () => runtime,
-    isReady: () => listening,
+    isReady: () => listening && !draining,
+    reload,
+    applyConfig,
+    startDraining() {
+      draining = true
+    },
     async listen(overrides = {}) {
+      const config = runtime.config
       const trafficUrl = await traffic.listen({ host: overrides.host ?? config.listen.host, port: overrides.trafficPort ?? config.listen.port })
       const adminUrl = await admin.listen({ host: overrides.host ?? config.admin.host, port: overrides.adminPort ?? config.admin.port })
       listening = true
       return { trafficUrl, adminUrl }
     },
     async close() {
-      listening = false
+      draining = true
       await traffic.close()
+      listening = false
       await admin.close()
       await upstream.close()
     }

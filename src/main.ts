@@ -1,71 +1,88 @@
 import { buildGateway, type Gateway } from './app.js'
 import { loadConfig } from './config/load-config.js'
-import type { GatewayConfig } from './config/schema.js'
 import { createLogger } from './observability/logger.js'
 import { createSimulator, type Simulator } from './simulator/index.js'
 import { selectUpstreamUrl, usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
 
 export interface RunningGateway {
   gateway: Gateway
-  simulator: Simulator | undefined
   trafficUrl: string
   adminUrl: string
+  /** Drains and stops; resolves once in-flight requests are done or `shutdown.graceMs` passed. */
   stop(): Promise<void>
 }
 
-/** Starts the built-in simulator for `embedded` upstreams on a loopback port (SPEC 3, 11). */
-async function startEmbeddedSimulator(config: GatewayConfig): Promise<{ simulator?: Simulator; origin?: string }> {
-  if (!usesEmbeddedUpstream(config)) return {}
-  const simulator = createSimulator()
-  return { simulator, origin: await simulator.listen({ host: '127.0.0.1', port: 0 }) }
+/** The built-in simulator for `embedded` upstreams, started once, on a loopback port (SPEC 3, 11). */
+function embeddedSimulator(): { start(): Promise<string>; close(): Promise<void> } {
+  let simulator: Simulator | undefined
+  let origin: Promise<string> | undefined
+  return {
+    start() {
+      simulator ??= createSimulator()
+      origin ??= simulator.listen({ host: '127.0.0.1', port: 0 })
+      return origin
+    },
+    close: async () => simulator?.close()
+  }
 }
 
 /**
- * The process entry: load config, start, and own the signals. The only module that
- * touches `process` besides the CLI.
+ * The process entry: load config, start, and own the signals. With `cli.ts`, the only
+ * module that touches `process`.
  */
 export async function runGateway(configPath: string): Promise<RunningGateway> {
   const config = await loadConfig(configPath)
   const logger = createLogger({ level: config.log.level })
-  const { simulator, origin: embeddedOrigin } = await startEmbeddedSimulator(config)
-  const gateway = await buildGateway({ config, logger, embeddedOrigin })
+  const simulator = embeddedSimulator()
+  const embeddedOrigin = usesEmbeddedUpstream(config) ? await simulator.start() : undefined
+  const gateway = await buildGateway({ config, configPath, logger, embeddedOrigin, startEmbedded: simulator.start })
   const { trafficUrl, adminUrl } = await gateway.listen()
 
-  for (const [name, tenant] of Object.entries(config.tenants)) {
-    const runtimeTenant = gateway.runtime().tenancy.tenants.get(name)
-    logger.info({ tenant: name, target: tenant.upstream.target, upstream: selectUpstreamUrl(tenant), origin: runtimeTenant?.upstreamOrigin }, 'tenant upstream')
+  for (const [name, tenant] of gateway.runtime().tenancy.tenants) {
+    logger.info({ tenant: name, target: tenant.upstreamTarget, upstream: selectUpstreamUrl(config.tenants[name]!), origin: tenant.upstreamOrigin }, 'tenant upstream')
   }
   logger.info({ trafficUrl, adminUrl, config: configPath }, 'v4gw listening')
 
   let stopping: Promise<void> | undefined
-  const stop = (): Promise<void> => {
+  function stop(): Promise<void> {
     stopping ??= (async () => {
-      await gateway.close()
-      await simulator?.close()
+      const graceMs = gateway.runtime().config.shutdown.graceMs
+      gateway.startDraining()
+      // In-flight requests get `graceMs`; whatever is still open then is cut.
+      const deadline = setTimeout(() => {
+        logger.warn({ graceMs }, 'grace period over: closing the remaining connections')
+        gateway.traffic.server.closeAllConnections()
+      }, graceMs)
+      try {
+        await gateway.close()
+        await simulator.close()
+      } finally {
+        clearTimeout(deadline)
+      }
     })()
     return stopping
   }
 
-  const onSignal = (signal: NodeJS.Signals): void => {
-    logger.info({ signal, graceMs: config.shutdown.graceMs }, 'shutting down')
-    const deadline = setTimeout(() => {
-      logger.warn({ graceMs: config.shutdown.graceMs }, 'grace period over: closing remaining connections')
-      gateway.traffic.server.closeAllConnections()
-    }, config.shutdown.graceMs)
-    deadline.unref()
+  function onStopSignal(signal: NodeJS.Signals): void {
+    logger.info({ signal, graceMs: gateway.runtime().config.shutdown.graceMs }, 'draining: readiness is false, no new connections')
     stop().then(
       () => {
+        logger.info('stopped')
         logger.flush()
         process.exit(0)
       },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed')
+        logger.flush()
         process.exit(1)
       }
     )
   }
-  process.once('SIGTERM', onSignal)
-  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onStopSignal)
+  process.once('SIGINT', onStopSignal)
+  process.on('SIGHUP', function reloadOnHangup() {
+    void gateway.reload()
+  })
 
-  return { gateway, simulator, trafficUrl, adminUrl, stop }
+  return { gateway, trafficUrl, adminUrl, stop }
 }

@@ -1,17 +1,78 @@
 import type { FastifyInstance } from 'fastify'
+import { z } from 'zod'
+import { sendGatewayError } from '../errors/error-handler.js'
+import { GatewayError } from '../errors/registry.js'
+import type { GatewayMetrics } from '../observability/metrics.js'
+import type { MigrationReport } from '../observability/migration-report.js'
+import type { SessionStore } from '../sessions/session-store.js'
+import type { ExplainInput, Explanation } from '../traffic/explain-request.js'
+import { assertAdminToken } from './admin-auth.js'
+
+export type ReloadResult = { ok: true; tenants: string[]; sessionsDropped: number } | { ok: false; problems: string[] }
 
 export interface AdminDeps {
   /** True once the config is loaded and the traffic listener is up, false while draining (SPEC 9). */
   isReady: () => boolean
+  adminToken: () => string | null
+  metrics: GatewayMetrics
+  sessionStore: SessionStore
+  migration: MigrationReport
+  reload: () => Promise<ReloadResult>
+  explain: (input: ExplainInput) => Explanation
 }
 
-/** The admin listener's probes; they stay open without the admin token (SPEC 9). */
+const explainBodySchema = z.strictObject({
+  method: z.string().min(1),
+  path: z.string().startsWith('/'),
+  tenant: z.string().min(1).optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  body: z.unknown().optional()
+})
+
+/** The admin listener (SPEC 9): open probes and metrics; `/admin/*` behind `admin.token` when set. */
 export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promise<void> {
+  app.setErrorHandler(sendGatewayError)
+  app.setNotFoundHandler(function adminNotFound() {
+    throw new GatewayError('ROUTE_NOT_FOUND', 'no such admin endpoint')
+  })
+  app.addHook('onRequest', async function checkAdminToken(request) {
+    if (request.url.startsWith('/admin/') || request.url === '/admin') assertAdminToken(deps.adminToken(), request.headers.authorization)
+  })
+
   app.get('/healthz', async function healthz() {
     return { status: 'ok' }
   })
   app.get('/readyz', async function readyz(_request, reply) {
     const ready = deps.isReady()
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready' })
+  })
+  app.get('/metrics', async function metrics(_request, reply) {
+    return reply.header('content-type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics())
+  })
+
+  app.get('/admin/sessions', async function listSessions() {
+    return { total: deps.sessionStore.size, tenants: deps.sessionStore.countByTenant() }
+  })
+  app.delete<{ Querystring: { tenant?: string } }>('/admin/sessions', async function clearSessions(request) {
+    const tenant = request.query.tenant
+    const deleted = await deps.sessionStore.clear(tenant === '' ? undefined : tenant)
+    request.log.info({ tenant, deleted }, 'session map cleared')
+    return { deleted }
+  })
+  app.post('/admin/reload', async function reload(_request, reply) {
+    const result = await deps.reload()
+    if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped }
+    return reply.code(400).send({ status: 'rejected', error: { code: 'CONFIG_INVALID', message: 'the config file is invalid; the running config stays', problems: result.problems } })
+  })
+  app.post('/admin/explain', async function explain(request) {
+    const parsed = explainBodySchema.safeParse(request.body)
+    if (!parsed.success) {
+      const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
+      throw new GatewayError('INVALID_REQUEST', 'expected { method, path, tenant?, headers?, body? }', { details })
+    }
+    return deps.explain(parsed.data as ExplainInput)
+  })
+  app.get('/admin/migration', async function migration() {
+    return deps.migration.snapshot()
   })
 }

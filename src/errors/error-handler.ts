@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { buildErrorBody } from './error-body.js'
 import { GatewayError, isGatewayError } from './registry.js'
+import type { TrafficContext } from '../traffic/traffic-context.js'
 
 /** Errors fastify itself raises before a handler runs, in SPEC 6 terms. */
 function fromFastifyError(error: FastifyError): GatewayError {
@@ -26,9 +27,11 @@ export function toGatewayError(error: unknown): GatewayError {
 /** The one error handler: every gateway error leaves in the SPEC 6 envelope with its request id. */
 export function sendGatewayError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const gatewayError = toGatewayError(error)
-  request.traffic.errorCode = gatewayError.code
+  // The admin listener has no traffic context; its timings start with fastify's own clock.
+  const traffic = request.traffic as TrafficContext | null | undefined
+  if (traffic) traffic.errorCode = gatewayError.code
   if (gatewayError.statusCode >= 500) request.log.error({ err: gatewayError }, 'gateway error')
-  const totalMs = roundMs(performance.now() - request.traffic.startedAt)
+  const totalMs = roundMs(!traffic ? reply.elapsedTime : performance.now() - traffic.startedAt)
   return reply
     .code(gatewayError.statusCode)
     .header('x-request-id', request.id)

@@ -43,6 +43,7 @@ export interface LegacyCallDeps {
   upstream: UpstreamClient
   sessions: SessionMap<UpstreamResponse>
   sessionsConfig: SessionsConfig
+  upstreamTimeoutMs: number
 }
 
 /** Runs a legacy `execute` or `session-execute` call as V4 calls (SPEC 4). */
@@ -100,12 +101,13 @@ function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, bo
     path,
     headers: context.upstreamHeaders,
     body: JSON.stringify(body),
-    signal
+    signal,
+    timeoutMs: deps.upstreamTimeoutMs
   })
 }
 
 /** The route's `stateKey` source (SPEC 4): a path parameter, a header or a body pointer; "" when absent. */
-function readStateKey(context: LegacyCallContext): string {
+export function readStateKey(context: Pick<LegacyCallContext, 'route' | 'params' | 'requestHeaders' | 'call' | 'body'>): string {
   const source = context.route.stateKey
   if (source === undefined) return ''
   if (source.startsWith('param:')) return context.params[source.slice('param:'.length)] ?? ''

@@ -10,6 +10,8 @@ export interface ForwardOptions {
   path: string
   /** The upstream query without "?"; "" for none. */
   query: string
+  /** No response headers, or no body progress, for this long is a 504 (SPEC 6). */
+  timeoutMs: number
   /** Called on the request headers after hop-by-hop removal and `x-forwarded-*`. */
   rewriteHeaders?: (headers: Record<string, string | string[] | undefined>) => Record<string, string | string[] | undefined>
 }
@@ -22,6 +24,7 @@ export async function registerPassthrough(app: FastifyInstance, dispatcher: Disp
 /** Streams the request to `origin` and the answer back, both ways without buffering (SPEC 7). */
 export function forwardStream(request: FastifyRequest, reply: FastifyReply, options: ForwardOptions): FastifyReply {
   return reply.from(options.path, {
+    timeout: options.timeoutMs,
     getUpstream: () => options.origin,
     queryString: () => options.query,
     rewriteRequestHeaders: function addForwardingHeaders(_request, headers) {

@@ -23,7 +23,7 @@ export interface SessionMap<TRejection> {
   readonly store: SessionStore
 }
 
-export function createSessionMap<TRejection>(store: SessionStore): SessionMap<TRejection> {
+export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvict?: () => void } = {}): SessionMap<TRejection> {
   const starts = createSingleFlight<StartResult<TRejection>>()
 
   async function startAndStore(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<StartResult<TRejection>> {
@@ -42,6 +42,7 @@ export function createSessionMap<TRejection>(store: SessionStore): SessionMap<TR
     },
     async evict(key, sessionId) {
       await store.deleteIfSession(key, sessionId)
+      hooks.onEvict?.()
     }
   }
 }

@@ -12,6 +12,8 @@ export interface TrafficContext {
   sessionOutcome?: SessionOutcome
   upstreamMs?: number
   errorCode?: string
+  /** SHA-256 of the presented credential (legacy routes), for the migration report. */
+  clientFingerprint?: string
 }
 
 declare module 'fastify' {

@@ -15,13 +15,18 @@ import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { classifyRequest } from './classify-request.js'
 import type { RequestTarget } from './request-target.js'
-import './traffic-context.js'
+import { GatewayError } from '../errors/registry.js'
+import type { TrafficContext } from './traffic-context.js'
 
 export interface TrafficDeps {
   /** The current runtime: read once per request, so a reload never splits a request. */
   getRuntime: () => GatewayRuntime
   upstream: UpstreamClient
   sessions: SessionMap<UpstreamResponse>
+  /** While draining, requests that still arrive (on kept-alive connections) get 503 SHUTTING_DOWN. */
+  isDraining: () => boolean
+  /** Hears every finished request: metrics and the migration report. */
+  onRequestDone: (traffic: TrafficContext, statusCode: number, userAgent: string | undefined) => void
 }
 
 /** The traffic listener: every request is legacy, native, blocked or unknown (SPEC 2). */
@@ -35,12 +40,17 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
   })
   await registerPassthrough(app, deps.upstream.dispatcher)
 
-  app.addHook('onRequest', function startTraffic(request, _reply, done) {
+  app.addHook('onRequest', function startTraffic(request, reply, done) {
     request.traffic = { startedAt: performance.now() }
+    if (deps.isDraining()) {
+      reply.header('connection', 'close')
+      return done(new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance'))
+    }
     done()
   })
   app.addHook('onResponse', function logAccess(request, reply, done) {
     const traffic = request.traffic
+    deps.onRequestDone(traffic, reply.statusCode, request.headers['user-agent'])
     request.log.info(
       {
         tenant: traffic.tenant,
@@ -72,7 +82,7 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
     const { tenant, target } = classification
     if (classification.trafficClass === 'legacy') return handleLegacy(request, reply, runtime, tenant, classification.match, target)
     if (classification.trafficClass === 'native') request.traffic.v4Path = target.pathname
-    return forwardStream(request, reply, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery })
+    return forwardStream(request, reply, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery, timeoutMs: runtime.config.limits.upstreamTimeoutMs })
   }
 
   async function handleLegacy(
@@ -90,6 +100,8 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
 
     const credentials = runtime.config.credentials
     const credential = readLegacyCredential(request.raw.headersDistinct, target.rawQuery, credentials)
+    const credentialFingerprint = credential === null ? undefined : fingerprintToken(credential.value)
+    request.traffic.clientFingerprint = credentialFingerprint
 
     if (route.action === 'proxy') {
       const path = buildRewrittenPath(route, match.params)
@@ -98,6 +110,7 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
         origin: tenant.upstreamOrigin,
         path,
         query: removeQueryCredential(target.rawQuery, credentials.queryParam),
+        timeoutMs: runtime.config.limits.upstreamTimeoutMs,
         rewriteHeaders: (headers) => rewriteProxyCredentialHeaders(headers, credential)
       })
     }
@@ -115,10 +128,11 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
         body,
         requestHeaders: request.headers,
         upstreamHeaders: buildUpstreamHeaders(request, authorization),
-        tokenFingerprint: fingerprintToken(authorization),
+        // authorizeRuntimeCall succeeded, so a credential was presented.
+        tokenFingerprint: credentialFingerprint as string,
         signal: abortSignalFor(reply)
       },
-      { upstream: deps.upstream, sessions: deps.sessions, sessionsConfig: runtime.config.sessions }
+      { upstream: deps.upstream, sessions: deps.sessions, sessionsConfig: runtime.config.sessions, upstreamTimeoutMs: runtime.config.limits.upstreamTimeoutMs }
     )
     request.traffic.v4Path = result.v4Path
     request.traffic.upstreamMs = result.upstreamMs

@@ -13,6 +13,8 @@ export interface UpstreamRequest {
   headers: Record<string, string>
   body?: string
   signal?: AbortSignal
+  /** Per request, so a reload can change it: no headers or body progress for this long is a timeout. */
+  timeoutMs: number
 }
 
 export interface UpstreamResponse {
@@ -32,14 +34,11 @@ export interface UpstreamClient {
 
 export interface UpstreamClientOptions {
   connectTimeoutMs: number
-  upstreamTimeoutMs: number
 }
 
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const agent = new Agent({
     connect: { timeout: options.connectTimeoutMs },
-    headersTimeout: options.upstreamTimeoutMs,
-    bodyTimeout: options.upstreamTimeoutMs,
     keepAliveTimeout: 4_000
   })
 
@@ -53,7 +52,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         path: upstreamRequest.path,
         headers: upstreamRequest.headers,
         body: upstreamRequest.body ?? null,
-        signal: upstreamRequest.signal
+        signal: upstreamRequest.signal,
+        headersTimeout: upstreamRequest.timeoutMs,
+        bodyTimeout: upstreamRequest.timeoutMs
       })
     } catch (error) {
       throw mapUpstreamError(error)

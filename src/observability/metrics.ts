@@ -1,0 +1,97 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { SessionOutcome } from '../sessions/session-map.js'
+
+/**
+ * The gateway's Prometheus metrics (SPEC 9), on a registry of its own so that several gateways
+ * in one process (tests) never share counters. Every label value is bounded: tenants and
+ * routes come from the config (anything else is reported as ""), classes and outcomes are
+ * closed sets, and no label ever carries a credential or raw client input.
+ */
+export interface GatewayMetrics {
+  readonly registry: Registry
+  observeRequest(sample: RequestSample): void
+  observeSessionEvent(event: SessionOutcome | 'evicted'): void
+  observeReload(result: 'success' | 'failure'): void
+}
+
+export interface RequestSample {
+  tenant: string | undefined
+  trafficClass: string | undefined
+  route: string | undefined
+  statusCode: number
+  durationMs: number
+  upstreamMs: number | undefined
+  errorCode: string | undefined
+}
+
+const CREDENTIAL_REJECTIONS = new Set(['AUTH_INVALID', 'INVALID_CREDENTIAL_TYPE', 'CREDENTIALS_CONFLICT'])
+const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+export function createMetrics(options: { sessionEntries: () => number; processMetrics?: boolean }): GatewayMetrics {
+  const registry = new Registry()
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'v4gw_' })
+
+  const requests = new Counter({
+    name: 'v4gw_requests_total',
+    help: 'Requests on the traffic listener by tenant, traffic class, legacy route and status class',
+    labelNames: ['tenant', 'class', 'route', 'status_class'] as const,
+    registers: [registry]
+  })
+  const requestSeconds = new Histogram({
+    name: 'v4gw_request_duration_seconds',
+    help: 'Time from request start to response, by traffic class',
+    labelNames: ['class'] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [registry]
+  })
+  const upstreamSeconds = new Histogram({
+    name: 'v4gw_upstream_duration_seconds',
+    help: 'Time spent in V4 calls made for one legacy request',
+    labelNames: ['class'] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [registry]
+  })
+  const sessionEvents = new Counter({
+    name: 'v4gw_session_map_events_total',
+    help: 'Session-map outcomes: hit, miss, coalesced, stale-retry, evicted',
+    labelNames: ['event'] as const,
+    registers: [registry]
+  })
+  new Gauge({
+    name: 'v4gw_session_map_entries',
+    help: 'Entries in the session map',
+    registers: [registry],
+    collect() {
+      this.set(options.sessionEntries())
+    }
+  })
+  const credentialRejections = new Counter({
+    name: 'v4gw_credential_rejections_total',
+    help: 'Requests refused for their credentials, by error code',
+    labelNames: ['reason'] as const,
+    registers: [registry]
+  })
+  const reloads = new Counter({
+    name: 'v4gw_config_reloads_total',
+    help: 'Config reloads by result',
+    labelNames: ['result'] as const,
+    registers: [registry]
+  })
+
+  return {
+    registry,
+    observeRequest(sample) {
+      const trafficClass = sample.trafficClass ?? 'unknown'
+      requests.inc({ tenant: sample.tenant ?? '', class: trafficClass, route: sample.route ?? '', status_class: `${Math.floor(sample.statusCode / 100)}xx` })
+      requestSeconds.observe({ class: trafficClass }, sample.durationMs / 1000)
+      if (sample.upstreamMs !== undefined) upstreamSeconds.observe({ class: trafficClass }, sample.upstreamMs / 1000)
+      if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
+    },
+    observeSessionEvent(event) {
+      sessionEvents.inc({ event })
+    },
+    observeReload(result) {
+      reloads.inc({ result })
+    }
+  }
+}

@@ -1,0 +1,104 @@
+import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
+import { toGatewayError } from '../errors/error-handler.js'
+import type { GatewayRuntime } from '../gateway-runtime.js'
+import { authorizeRuntimeCall, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
+import { buildRewrittenPath } from '../legacy/route-table.js'
+import { readStateKey, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy/run-legacy-call.js'
+import { translateExecute, translateSessionDefaults, translateSessionExecute } from '../legacy/translate.js'
+import { REDACTED_HEADERS } from '../observability/logger.js'
+import { classifyRequest, type ClassificationNote } from './classify-request.js'
+
+export interface ExplainInput {
+  method: string
+  /** Path and query, e.g. `/v1/runs/invoke?x=1`. */
+  path: string
+  headers?: Record<string, string>
+  body?: unknown
+  /** Shorthand for the tenancy header. */
+  tenant?: string
+}
+
+export interface PlannedCall {
+  method: string
+  url: string
+  headers: Record<string, string>
+  body?: unknown
+  when?: string
+}
+
+export interface Explanation {
+  tenant?: string
+  trafficClass?: string
+  legacyRoute?: string
+  action?: string
+  /** The V4 calls the request would become, in order; credentials redacted. */
+  calls: PlannedCall[]
+  /** Set when the gateway would answer by itself, without any upstream call. */
+  answer?: { status: number; code: string; message: string }
+}
+
+const REDACTED = new Set<string>(REDACTED_HEADERS)
+
+function redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const result: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue
+    if (!REDACTED.has(name)) result[name] = Array.isArray(value) ? value.join(', ') : value
+    else result[name] = name === 'authorization' && /^bearer /i.test(String(value)) ? 'Bearer [redacted]' : '[redacted]'
+  }
+  return result
+}
+
+/**
+ * The V4 call(s) a request would become (SPEC 9 `explain`), through the same classification
+ * and preparation steps the traffic listener uses; sends nothing.
+ */
+export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Explanation {
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(input.headers ?? {})) headers[name.toLowerCase()] = value
+  if (input.tenant !== undefined) headers[runtime.tenancy.header] = input.tenant
+  if (input.body !== undefined) headers['content-type'] ??= 'application/json'
+  const note: ClassificationNote = {}
+  const explanation: Explanation = { calls: [] }
+  try {
+    const classification = classifyRequest(runtime, { method: input.method.toUpperCase(), url: input.path, headers }, note)
+    const { tenant, target } = classification
+    const origin = tenant.upstreamOrigin
+    const query = target.rawQuery === '' ? '' : `?${target.rawQuery}`
+    if (classification.trafficClass !== 'legacy') {
+      explanation.calls.push({ method: input.method.toUpperCase(), url: `${origin}${target.pathname}${query}`, headers: redactHeaders(headers), body: input.body })
+      return Object.assign(explanation, note, { trafficClass: classification.trafficClass })
+    }
+    const { route, params } = classification.match
+    Object.assign(explanation, { legacyRoute: `${route.method} ${route.path}`, action: route.action })
+    const credentials = runtime.config.credentials
+    const headersDistinct = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]]))
+    const credential = readLegacyCredential(headersDistinct, target.rawQuery, credentials)
+    if (route.action === 'proxy') {
+      const rewrittenQuery = removeQueryCredential(target.rawQuery, credentials.queryParam)
+      explanation.calls.push({
+        method: route.method,
+        url: `${origin}${buildRewrittenPath(route, params)}${rewrittenQuery === '' ? '' : `?${rewrittenQuery}`}`,
+        headers: redactHeaders(rewriteProxyCredentialHeaders(headers, credential)),
+        body: input.body
+      })
+      return Object.assign(explanation, note, { trafficClass: 'legacy' })
+    }
+    authorizeRuntimeCall(credential, headers['content-type'])
+    const { body, call } = parseRuntimeBody(Buffer.from(JSON.stringify(input.body ?? null)), tenant, route)
+    const v4Headers = { 'content-type': 'application/json', authorization: 'Bearer [redacted]' }
+    if (route.action === 'execute') {
+      explanation.calls.push({ method: 'POST', url: `${origin}${V4_EXECUTE_PATH}`, headers: v4Headers, body: translateExecute(call) })
+    } else {
+      const stateKey = readStateKey({ route, params, requestHeaders: headers, call, body })
+      explanation.calls.push(
+        { method: 'POST', url: `${origin}${V4_SESSIONS_START_PATH}`, headers: v4Headers, body: translateSessionDefaults(call), when: `only when the session map has no session for this identity, state key "${stateKey}" and these defaults` },
+        { method: 'POST', url: `${origin}/v4/sessions/{sessionId}/executions.execute`, headers: v4Headers, body: translateSessionExecute(call) }
+      )
+    }
+    return Object.assign(explanation, note, { trafficClass: 'legacy' })
+  } catch (error) {
+    const gatewayError = toGatewayError(error)
+    return Object.assign(explanation, note, { answer: { status: gatewayError.statusCode, code: gatewayError.code, message: gatewayError.message } })
+  }
+}
