@@ -2,15 +2,22 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, resolveConfigPath } from './config/load-config.js'
+import { EMBEDDED_UPSTREAM } from './config/schema.js'
+import { buildGatewayRuntime } from './gateway-runtime.js'
 import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
+import { explainRequest } from './traffic/explain-request.js'
 import { runGateway } from './main.js'
 import { createSimulator } from './simulator/index.js'
 
 const USAGE = `Usage:
   v4gw [--config FILE]                 run the gateway (default: $V4GW_CONFIG or config/gateway.yaml)
   v4gw check-config FILE               validate a config file and print a summary
+  v4gw explain --config FILE [--tenant T] METHOD PATH [--header K:V]... [--body JSON]
+                                       print the V4 call(s) a request would become; sends nothing
   v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
-  v4gw --help | --version`
+  v4gw --help | --version
+
+Exit codes: 0 ok, 1 failure, 2 invalid config, 64 usage error.`
 
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -35,12 +42,45 @@ async function checkConfigCommand(args: string[]): Promise<void> {
   if (path === undefined) throw new UsageError('check-config needs a FILE')
   const config = await loadConfig(path)
   console.log(`${path}: valid`)
+  console.log(`  listen ${config.listen.host}:${config.listen.port}, admin ${config.admin.host}:${config.admin.port}${config.admin.token === null ? '' : ' (token set)'}`)
   for (const [name, tenant] of Object.entries(config.tenants)) {
-    console.log(`  tenant ${name}: ${tenant.upstream.target} -> ${selectUpstreamUrl(tenant)}`)
+    const url = selectUpstreamUrl(tenant)
+    const origin = url === EMBEDDED_UPSTREAM ? 'built-in simulator' : new URL(url).origin
+    console.log(`  tenant ${name}: target ${tenant.upstream.target}, origin ${origin}, fallback ${tenant.fallback}`)
     for (const route of tenant.legacy.routes) {
-      console.log(`    ${route.method} ${route.path} -> ${route.action}${route.rewrite === undefined ? '' : ` ${route.rewrite}`}`)
+      const detail = route.action === 'proxy' ? ` -> ${route.rewrite ?? ''}` : route.stateKey === undefined ? '' : ` (state key ${route.stateKey})`
+      console.log(`    ${route.method} ${route.path}: ${route.action}${detail}`)
     }
   }
+}
+
+async function explainCommand(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' }, header: { type: 'string', short: 'H', multiple: true }, body: { type: 'string' } }
+  })
+  const [method, path] = positionals
+  if (method === undefined || path === undefined) throw new UsageError('explain needs METHOD and PATH')
+  const headers: Record<string, string> = {}
+  for (const header of values.header ?? []) {
+    const colon = header.indexOf(':')
+    if (colon <= 0) throw new UsageError(`--header takes K:V, got "${header.slice(0, 40)}"`)
+    headers[header.slice(0, colon).trim()] = header.slice(colon + 1).trim()
+  }
+  let body: unknown
+  if (values.body !== undefined) {
+    try {
+      body = JSON.parse(values.body)
+    } catch {
+      throw new UsageError('--body must be JSON')
+    }
+  }
+  const config = await loadConfig(resolveConfigPath(values.config, process.env))
+  // Nothing is started: an embedded upstream is shown by name.
+  const runtime = buildGatewayRuntime(config, 'http://embedded-simulator')
+  const explanation = explainRequest(runtime, { method, path, headers, body, tenant: values.tenant })
+  console.log(JSON.stringify(explanation, null, 2))
 }
 
 async function runCommand(args: string[]): Promise<void> {
@@ -57,6 +97,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === '--version' || command === '-v') return void console.log(packageVersion())
   if (command === 'simulator') return runSimulatorCommand(rest)
   if (command === 'check-config') return checkConfigCommand(rest)
+  if (command === 'explain') return explainCommand(rest)
   if (command === 'run') return runCommand(rest)
   if (command === undefined || command.startsWith('-')) return runCommand(argv)
   throw new UsageError(`unknown command: ${command}`)

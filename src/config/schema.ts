@@ -8,11 +8,16 @@ import { z } from 'zod'
 /** The built-in simulator as an upstream (SPEC 3, 11). */
 export const EMBEDDED_UPSTREAM = 'embedded'
 
+/** Refinements still run after a failed format check (zod 4), so they parse defensively. */
+function parseUrl(value: string): URL | undefined {
+  return URL.canParse(value) ? new URL(value) : undefined
+}
+
 const httpUrl = z
   .url({ protocol: /^https?$/, error: 'Invalid URL: expected an http(s) URL' })
   .refine((value) => {
-    const url = new URL(value)
-    return url.username === '' && url.password === '' && url.search === '' && url.hash === ''
+    const url = parseUrl(value)
+    return url === undefined || (url.username === '' && url.password === '' && url.search === '' && url.hash === '')
   }, 'upstream URLs carry no credentials, query or fragment')
 
 const upstreamUrl = z.union([z.literal(EMBEDDED_UPSTREAM), httpUrl], {
@@ -186,11 +191,12 @@ export const configSchema = z
     if (Object.keys(config.tenants).length === 0) {
       ctx.addIssue({ code: 'custom', path: ['tenants'], message: 'at least one tenant is required' })
     }
-    const blockedOrigins = new Set(config.internalAdmin.urls.map((url) => new URL(url).origin))
+    const blockedOrigins = new Set(config.internalAdmin.urls.map((url) => parseUrl(url)?.origin))
     for (const [name, tenant] of Object.entries(config.tenants)) {
       for (const which of ['staging', 'production'] as const) {
         const url = tenant.upstream[which]
-        if (url !== null && url !== EMBEDDED_UPSTREAM && blockedOrigins.has(new URL(url).origin)) {
+        const origin = url === null || url === EMBEDDED_UPSTREAM ? undefined : parseUrl(url)?.origin
+        if (origin !== undefined && blockedOrigins.has(origin)) {
           ctx.addIssue({
             code: 'custom',
             path: ['tenants', name, 'upstream', which],
