@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, resolveConfigPath } from './config/load-config.js'
+import { buildConfigJsonSchema } from './config/json-schema.js'
 import { EMBEDDED_UPSTREAM } from './config/schema.js'
 import { buildGatewayRuntime } from './gateway-runtime.js'
 import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
@@ -15,6 +16,7 @@ const USAGE = `Usage:
   v4gw explain --config FILE [--tenant T] METHOD PATH [--header K:V]... [--body JSON]
                                        print the V4 call(s) a request would become; sends nothing
   v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
+  v4gw config-schema                   print the config's JSON Schema (config.schema.json)
   v4gw --help | --version
 
 Exit codes: 0 ok, 1 failure, 2 invalid config, 64 usage error.`
@@ -98,6 +100,7 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'simulator') return runSimulatorCommand(rest)
   if (command === 'check-config') return checkConfigCommand(rest)
   if (command === 'explain') return explainCommand(rest)
+  if (command === 'config-schema') return void console.log(JSON.stringify(buildConfigJsonSchema(), null, 2))
   if (command === 'run') return runCommand(rest)
   if (command === undefined || command.startsWith('-')) return runCommand(argv)
   throw new UsageError(`unknown command: ${command}`)
