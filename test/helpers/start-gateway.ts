@@ -27,11 +27,11 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, unknow
  * The real gateway on 127.0.0.1 port 0, both listeners, logging JSON at `info` into a sink
  * the test can read. `rawConfig` goes through the same zod schema as a config file.
  */
-export async function startGateway(rawConfig: Record<string, unknown>): Promise<StartedGateway> {
+export async function startGateway(rawConfig: Record<string, unknown>, options: { configPath?: string } = {}): Promise<StartedGateway> {
   const config = configSchema.parse(rawConfig)
   const logs = createLogSink()
   const logger = pino({ level: config.log.level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, logs.stream)
-  const gateway = await buildGateway({ config, logger })
+  const gateway = await buildGateway({ config, logger, configPath: options.configPath })
   const { trafficUrl, adminUrl } = await gateway.listen({ host: '127.0.0.1', trafficPort: 0, adminPort: 0 })
   return { url: trafficUrl, adminUrl, gateway, config, logs, close: () => gateway.close() }
 }

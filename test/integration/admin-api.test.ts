@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { send } from '../helpers/http.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+
+const ADMIN_TOKEN = 'admin-token-for-tests-0123456789'
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+const BOB = { authorization: 'Bearer demo-token-bob' }
+
+describe('the admin listener', () => {
+  let sim: StartedSimulator
+  let gw: StartedGateway
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+
+  beforeAll(async () => {
+    sim = await startSimulator()
+    gw = await startGateway(
+      testConfig(sim.url, {
+        admin: { token: ADMIN_TOKEN },
+        tenants: { acme: { upstream: { staging: sim.url } }, beta: { upstream: { staging: sim.url } } }
+      })
+    )
+  })
+  afterAll(async () => {
+    await gw.close()
+    await sim.close()
+  })
+
+  it('answers 401 AUTH_INVALID on /admin/* without the admin token', async () => {
+    for (const [method, path] of [['GET', '/admin/sessions'], ['DELETE', '/admin/sessions'], ['POST', '/admin/reload'], ['POST', '/admin/explain'], ['GET', '/admin/migration']] as const) {
+      const answer = await send(gw.adminUrl, path, { method })
+      expect(answer.status, `${method} ${path}`).toBe(401)
+      expect(answer.json.error.code).toBe('AUTH_INVALID')
+    }
+  })
+
+  it('answers 401 AUTH_INVALID on /admin/* with a wrong token, including one that is a prefix of the right one', async () => {
+    for (const token of ['wrong', ADMIN_TOKEN.slice(0, -1), `${ADMIN_TOKEN}x`]) {
+      const answer = await send(gw.adminUrl, '/admin/sessions', { headers: { authorization: `Bearer ${token}` } })
+      expect(answer.status).toBe(401)
+    }
+  })
+
+  it('keeps /healthz, /readyz and /metrics open when the admin token is set', async () => {
+    expect((await send(gw.adminUrl, '/healthz')).status).toBe(200)
+    expect((await send(gw.adminUrl, '/readyz')).status).toBe(200)
+    const metrics = await send(gw.adminUrl, '/metrics')
+    expect(metrics.status).toBe(200)
+    expect(metrics.headers['content-type']).toContain('text/plain')
+  })
+
+  it('counts session-map entries per tenant and clears one tenant or all', async () => {
+    await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'a' } })
+    await send(gw.url, '/v1/runs/invoke', { headers: BOB, json: { input: 1, stateId: 'a' } })
+    await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'beta' }, json: { input: 1, stateId: 'a' } })
+    const listed = await send(gw.adminUrl, '/admin/sessions', { headers: admin })
+    expect(listed.json).toEqual({ total: 3, tenants: { acme: 2, beta: 1 } })
+
+    const cleared = await send(gw.adminUrl, '/admin/sessions?tenant=acme', { method: 'DELETE', headers: admin })
+    expect(cleared.json).toEqual({ deleted: 2 })
+    expect((await send(gw.adminUrl, '/admin/sessions', { headers: admin })).json).toEqual({ total: 1, tenants: { beta: 1 } })
+
+    const startsBefore = sim.simulator.countCalls('POST', '/v4/sessions.start')
+    await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'a' } })
+    expect(sim.simulator.countCalls('POST', '/v4/sessions.start')).toBe(startsBefore + 1)
+
+    expect((await send(gw.adminUrl, '/admin/sessions', { method: 'DELETE', headers: admin })).json).toEqual({ deleted: 2 })
+  })
+
+  it('explains a legacy call as the V4 calls it becomes, credentials redacted, sending nothing', async () => {
+    sim.simulator.resetCalls()
+    const answer = await send(gw.adminUrl, '/admin/explain', {
+      headers: admin,
+      json: { method: 'POST', path: '/v1/runs/run-7/invoke', headers: { 'x-api-key': 'demo-token-alice' }, body: { input: 'x', policy: 'p', state: { route: 'r' }, risk: 'high' } }
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.json.trafficClass).toBe('legacy')
+    expect(answer.json.action).toBe('session-execute')
+    expect(answer.json.calls.map((call: { url: string }) => new URL(call.url).pathname)).toEqual(['/v4/sessions.start', '/v4/sessions/%7BsessionId%7D/executions.execute'])
+    expect(answer.json.calls[0].body).toEqual({ route: 'r', risk: 'high' })
+    expect(answer.json.calls[1].body).toEqual({ input: 'x', policy: 'p' })
+    expect(answer.text).not.toContain('demo-token-alice')
+    expect(sim.simulator.calls).toEqual([])
+  })
+
+  it('explains a refused call as the gateway answer it gets', async () => {
+    const answer = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { method: 'POST', path: '/v1/headless/runs', headers: { 'x-api-key': 'key_live_secret' }, body: { input: 1 } } })
+    expect(answer.json.answer).toEqual({ status: 401, code: 'AUTH_INVALID', message: expect.stringContaining('admin/config APIs only') })
+    expect(answer.json.calls).toEqual([])
+    expect(answer.text).not.toContain('key_live_secret')
+  })
+
+  it('answers 400 INVALID_REQUEST to an explain body without method and path', async () => {
+    const answer = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { path: 'nope' } })
+    expect(answer.status).toBe(400)
+    expect(answer.json.error.details.map((detail: { pointer: string }) => detail.pointer).sort()).toEqual(['/method', '/path'])
+  })
+
+  it('reports legacy traffic per tenant and route with distinct clients by credential fingerprint and user agent', async () => {
+    await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'old-sdk/1.0' }, json: { input: 1 } })
+    await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'old-sdk/1.0' }, json: { input: 2 } })
+    await send(gw.url, '/v1/headless/runs', { headers: { ...BOB, 'user-agent': 'old-sdk/1.0' }, json: { input: 3 } })
+    await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'other-sdk/2.0' }, json: { input: 4 } })
+    await send(gw.url, '/v4/execute', { headers: ALICE, json: { input: 5 } })
+    const report = await send(gw.adminUrl, '/admin/migration', { headers: admin })
+    const route = report.json.tenants.acme.routes['POST /v1/headless/runs']
+    expect(route.requests).toBe(4)
+    expect(route.distinctClients).toBe(3)
+    expect(Date.parse(route.lastSeen)).toBeGreaterThan(Date.now() - 60_000)
+    expect(route.clients[0]).toMatchObject({ userAgent: 'old-sdk/1.0', requests: 2 })
+    expect(report.text).not.toContain('demo-token')
+    expect(Object.keys(report.json.tenants.acme.routes)).not.toContain('/v4/execute')
+  })
+
+  it('exposes request, latency, session-map and credential-rejection metrics without credentials in any label', async () => {
+    await send(gw.url, '/v1/headless/runs', { headers: { 'x-api-key': 'key_metrics_secret' }, json: { input: 1 } })
+    await send(gw.url, '/v1/headless/runs', { headers: { 'x-api-key': 'sa_metrics_secret' }, json: { input: 1 } })
+    const text = (await send(gw.adminUrl, '/metrics')).text
+    expect(text).toMatch(/v4gw_requests_total\{tenant="acme",class="legacy",route="POST \/v1\/headless\/runs",status_class="2xx"\} \d+/)
+    expect(text).toMatch(/v4gw_requests_total\{tenant="acme",class="native",route="",status_class="2xx"\} \d+/)
+    expect(text).toMatch(/v4gw_request_duration_seconds_bucket\{le="[^"]+",class="legacy"\}/)
+    expect(text).toMatch(/v4gw_upstream_duration_seconds_count\{class="legacy"\} \d+/)
+    expect(text).toMatch(/v4gw_session_map_entries \d+/)
+    expect(text).toMatch(/v4gw_session_map_events_total\{event="miss"\} \d+/)
+    expect(text).toMatch(/v4gw_credential_rejections_total\{reason="AUTH_INVALID"\} \d+/)
+    expect(text).toMatch(/v4gw_credential_rejections_total\{reason="INVALID_CREDENTIAL_TYPE"\} \d+/)
+    for (const secret of ['key_metrics_secret', 'sa_metrics_secret', 'demo-token-alice', 'demo-token-bob', ADMIN_TOKEN]) expect(text).not.toContain(secret)
+  })
+
+  it('never labels metrics with an unknown tenant name sent by a client', async () => {
+    await send(gw.url, '/v4/execute', { headers: { ...ALICE, 'x-tenant-id': 'attacker-chosen-tenant' }, json: { input: 1 } })
+    const text = (await send(gw.adminUrl, '/metrics')).text
+    expect(text).not.toContain('attacker-chosen-tenant')
+  })
+})
