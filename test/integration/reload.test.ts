@@ -1,0 +1,106 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { send } from '../helpers/http.js'
+import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+
+describe('hot reload', () => {
+  let dir: string
+  let configPath: string
+  let simA: StartedSimulator
+  let simB: StartedSimulator
+  let slow: RecordingUpstream
+  let gw: StartedGateway | undefined
+
+  async function writeConfig(config: Record<string, unknown>): Promise<void> {
+    await writeFile(configPath, stringify(config))
+  }
+
+  async function start(config: Record<string, unknown>): Promise<StartedGateway> {
+    await writeConfig(config)
+    gw = await startGateway(config, { configPath })
+    return gw
+  }
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'v4gw-reload-'))
+    configPath = join(dir, 'gateway.yaml')
+    simA = await startSimulator()
+    simB = await startSimulator()
+    slow = await startRecordingUpstream((_request, response) => {
+      setTimeout(() => {
+        response.writeHead(200, { 'content-type': 'application/json' })
+        response.end(JSON.stringify({ output: 'slow', meta: { requestId: 'r', timingMs: { total: 1 } } }))
+      }, 150)
+    })
+  })
+  afterEach(async () => {
+    await gw?.close()
+    gw = undefined
+  })
+  afterAll(async () => {
+    await Promise.all([simA.close(), simB.close(), slow.close()])
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  it('applies a valid file to new requests while requests in flight finish, with zero failures', async () => {
+    const gateway = await start(testConfig(slow.url))
+    const before = slow.requests.length
+    const inFlight = Array.from({ length: 40 }, (_, index) => send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } }))
+    // Reload only once all 40 are inside the gateway, waiting on the slow upstream.
+    while (slow.requests.length < before + 40) await new Promise((resolve) => setTimeout(resolve, 5))
+    await writeConfig(testConfig(simA.url))
+    const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
+    expect(reload.json).toMatchObject({ status: 'reloaded', tenants: ['acme'] })
+    const during = await Promise.all(Array.from({ length: 20 }, (_, index) => send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } })))
+    const answers = [...(await Promise.all(inFlight)), ...during]
+    expect(answers.filter((answer) => answer.status !== 200)).toEqual([])
+    expect(answers.slice(0, 40).every((answer) => answer.json.output === 'slow')).toBe(true)
+    expect(during.every((answer) => answer.json.output !== 'slow')).toBe(true)
+  })
+
+  it('keeps the running config and reports every problem when the file is invalid', async () => {
+    const gateway = await start(testConfig(simA.url))
+    await writeFile(configPath, 'tenants:\n  acme:\n    upstream: { staging: not-a-url }\n    surprise: 1\n')
+    const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
+    expect(reload.status).toBe(400)
+    expect(reload.json.error.code).toBe('CONFIG_INVALID')
+    expect(reload.json.error.problems).toEqual(expect.arrayContaining([expect.stringContaining('tenants.acme.upstream.staging'), expect.stringContaining('tenants.acme: Unrecognized key')]))
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
+    const logged = gateway.logs.lines().find((line) => line.msg === 'config reload rejected; the running config stays')
+    expect(logged?.problems).toEqual(reload.json.error.problems)
+    expect((await send(gateway.adminUrl, '/metrics')).text).toMatch(/v4gw_config_reloads_total\{result="failure"\} 1/)
+  })
+
+  it('drops the session-map entries of a tenant whose upstream changed and keeps the others', async () => {
+    const two = (acmeUrl: string) => testConfig(simA.url, { tenants: { acme: { upstream: { staging: acmeUrl } }, beta: { upstream: { staging: simA.url } } } })
+    const gateway = await start(two(simA.url))
+    await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 's' } })
+    await send(gateway.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'beta' }, json: { input: 1, stateId: 's' } })
+    expect(gateway.gateway.sessionStore.countByTenant()).toEqual({ acme: 1, beta: 1 })
+
+    await writeConfig(two(simB.url))
+    const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
+    expect(reload.json.sessionsDropped).toBe(1)
+    expect(gateway.gateway.sessionStore.countByTenant()).toEqual({ beta: 1 })
+
+    const answer = await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 's' } })
+    expect(answer.status).toBe(200)
+    expect(simB.simulator.countCalls('POST', '/v4/sessions.start')).toBe(1)
+  })
+
+  it('applies a changed route table on reload', async () => {
+    const gateway = await start(testConfig(simA.url))
+    expect((await send(gateway.url, '/v0/jobs', { headers: ALICE, json: { input: 1 } })).status).toBe(404)
+    await writeConfig(testConfig(simA.url, { tenants: { acme: { upstream: { staging: simA.url }, legacy: { routes: [{ method: 'POST', path: '/v0/jobs', action: 'execute' }] } } } }))
+    expect((await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    expect((await send(gateway.url, '/v0/jobs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).json.error.code).toBe('ROUTE_NOT_FOUND')
+  })
+})
