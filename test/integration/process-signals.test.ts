@@ -1,0 +1,106 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { send } from '../helpers/http.js'
+import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.js'
+import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+
+function processConfig(upstreamUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    listen: { host: '127.0.0.1', port: 0 },
+    admin: { host: '127.0.0.1', port: 0 },
+    log: { level: 'info' },
+    tenancy: { default: 'acme' },
+    tenants: { acme: { upstream: { staging: upstreamUrl } } },
+    ...extra
+  }
+}
+
+async function until(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+describe('the gateway process and its signals', () => {
+  let dir: string
+  let slow: RecordingUpstream
+  let stalled: RecordingUpstream
+  let sim: StartedSimulator
+  let running: SpawnedGateway | undefined
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'v4gw-signals-'))
+    sim = await startSimulator()
+    slow = await startRecordingUpstream((_request, response) => {
+      setTimeout(() => {
+        response.writeHead(200, { 'content-type': 'application/json' })
+        response.end(JSON.stringify({ output: 'finished', meta: { requestId: 'r', timingMs: { total: 1 } } }))
+      }, 700)
+    })
+    stalled = await startRecordingUpstream(() => undefined)
+  })
+  afterEach(() => {
+    running?.kill()
+    running = undefined
+  })
+  afterAll(async () => {
+    await Promise.all([slow.close(), stalled.close(), sim.close()])
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  async function spawnWith(name: string, config: Record<string, unknown>): Promise<SpawnedGateway> {
+    const path = join(dir, name)
+    await writeFile(path, stringify(config))
+    running = await spawnGateway(path)
+    return running
+  }
+
+  it('lets an in-flight slow request finish on SIGTERM, turns readiness false, and exits 0', async () => {
+    const gateway = await spawnWith('drain.yaml', processConfig(slow.url))
+    expect((await send(gateway.adminUrl, '/readyz')).status).toBe(200)
+    const before = slow.requests.length
+    const inFlight = send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'slow' } })
+    await until(() => slow.requests.length > before)
+
+    gateway.child.kill('SIGTERM')
+    await until(async () => (await send(gateway.adminUrl, '/readyz').catch(() => ({ status: 0 }))).status !== 200)
+    const answer = await inFlight
+    expect(answer.status).toBe(200)
+    expect(answer.json.output).toBe('finished')
+    expect(await gateway.exited).toBe(0)
+  })
+
+  it('cuts requests still open after shutdown.graceMs and still exits 0', async () => {
+    const gateway = await spawnWith('grace.yaml', processConfig(stalled.url, { shutdown: { graceMs: 200 } }))
+    const before = stalled.requests.length
+    const hanging = send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'never' } }).catch((error: unknown) => error)
+    await until(() => stalled.requests.length > before)
+    const signalledAt = Date.now()
+    gateway.child.kill('SIGTERM')
+    expect(await gateway.exited).toBe(0)
+    expect(Date.now() - signalledAt).toBeLessThan(5_000)
+    await hanging
+  })
+
+  it('re-reads the config file on SIGHUP and sends new requests to the new upstream', async () => {
+    const path = join(dir, 'hup.yaml')
+    await writeFile(path, stringify(processConfig(slow.url)))
+    running = await spawnGateway(path)
+    const gateway = running
+    await writeFile(path, stringify(processConfig(sim.url)))
+    gateway.child.kill('SIGHUP')
+    await until(async () => {
+      const answer = await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'after' } })
+      return answer.json?.effective !== undefined
+    })
+    expect(gateway.output()).toContain('config reloaded')
+  })
+})
