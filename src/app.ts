@@ -55,7 +55,7 @@ export interface Gateway {
 }
 
 /** Keys that need a restart: they shape listeners and pools built once. */
-const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'sessions.maxEntries', 'sessions.ttlMs'] as const
+const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs'] as const
 
 function readKey(config: GatewayConfig, key: string): unknown {
   return key.split('.').reduce<unknown>((value, part) => (value as Record<string, unknown>)[part], config)

@@ -14,6 +14,7 @@ import type { SessionMap } from '../sessions/session-map.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { classifyRequest } from './classify-request.js'
+import { registerLoadShedding } from './load-shedding.js'
 import type { RequestTarget } from './request-target.js'
 import { GatewayError } from '../errors/registry.js'
 import type { TrafficContext } from './traffic-context.js'
@@ -47,6 +48,11 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
       return done(new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance'))
     }
     done()
+  })
+  // After startTraffic, so that a shed request still has its context for the error and the log.
+  await registerLoadShedding(app, {
+    maxInFlight: () => deps.getRuntime().config.limits.maxInFlight,
+    maxEventLoopDelayMs: deps.getRuntime().config.limits.maxEventLoopDelayMs
   })
   app.addHook('onResponse', function logAccess(request, reply, done) {
     const traffic = request.traffic

@@ -1,0 +1,77 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { send } from '../helpers/http.js'
+import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+
+async function until(check: () => Promise<boolean>, timeoutMs = 8_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+describe('load shedding', () => {
+  let slow: RecordingUpstream
+  let gw: StartedGateway | undefined
+
+  beforeAll(async () => {
+    slow = await startRecordingUpstream((_request, response) => {
+      setTimeout(() => {
+        response.writeHead(200, { 'content-type': 'application/json' })
+        response.end('{"ok":true}')
+      }, 300)
+    })
+  })
+  afterEach(async () => {
+    await gw?.close()
+    gw = undefined
+  })
+  afterAll(async () => {
+    await slow.close()
+  })
+
+  it('answers 503 OVERLOADED with Retry-After past limits.maxInFlight, and serves again once the load goes', async () => {
+    gw = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 5 } }))
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, index) => send(gw!.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } })))
+    const shed = answers.filter((answer) => answer.status === 503)
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(5)
+    expect(shed).toHaveLength(7)
+    for (const answer of shed) {
+      expect(answer.json.error.code).toBe('OVERLOADED')
+      expect(answer.headers['retry-after']).toBe('2')
+    }
+    expect((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'after' } })).status).toBe(200)
+  })
+
+  it('does not count finished or aborted requests against limits.maxInFlight', async () => {
+    gw = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 2 } }))
+    for (let round = 0; round < 5; round++) {
+      expect((await send(gw.url, '/v4/anything', { headers: ALICE })).status).toBe(200)
+    }
+    const aborted = new AbortController()
+    const pending = fetch(new URL('/v4/slow', gw.url), { signal: aborted.signal }).catch(() => undefined)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    aborted.abort()
+    await pending
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const both = await Promise.all([send(gw.url, '/v4/a', { headers: ALICE }), send(gw.url, '/v4/b', { headers: ALICE })])
+    expect(both.map((answer) => answer.status)).toEqual([200, 200])
+  })
+
+  it('answers 503 OVERLOADED while the event loop is stalled past limits.maxEventLoopDelayMs, then recovers by itself', async () => {
+    gw = await startGateway(testConfig(slow.url, { limits: { maxEventLoopDelayMs: 100 } }))
+    const started = Date.now()
+    while (Date.now() - started < 1_200) {
+      // A stalled event loop, as a CPU-bound neighbour or a GC storm would cause.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const stalled = await send(gw.url, '/v4/x', { headers: ALICE })
+    expect(stalled.status).toBe(503)
+    expect(stalled.json.error.code).toBe('OVERLOADED')
+    expect(stalled.headers['retry-after']).toBe('2')
+    await until(async () => (await send(gw!.url, '/v4/x', { headers: ALICE })).status === 200)
+  })
+})
