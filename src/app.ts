@@ -13,6 +13,7 @@ import { createMemorySessionStore, type SessionStore } from './sessions/session-
 import { usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
 import { explainRequest } from './traffic/explain-request.js'
 import type { TrafficContext } from './traffic/traffic-context.js'
+import { answerClientError, answerConnect } from './traffic/client-error.js'
 import { trafficPlugin } from './traffic/traffic-plugin.js'
 import { createUpstreamClient, type UpstreamResponse } from './upstream/upstream-client.js'
 
@@ -97,8 +98,10 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: (request) => resolveRequestId(request.headers['x-request-id']),
     // Draining requests get the gateway's own SHUTTING_DOWN envelope instead.
-    return503OnClosing: false
+    return503OnClosing: false,
+    clientErrorHandler: answerClientError
   })
+  traffic.server.on('connect', (_request, socket) => answerConnect(traffic.log, socket))
   await traffic.register(trafficPlugin, { getRuntime: () => runtime, upstream, sessions, isDraining: () => draining, onRequestDone })
 
   function applyConfig(config: GatewayConfig, origin = embeddedOrigin): { sessionsDropped: number } {

@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { FastifyInstance } from 'fastify'
+import { buildErrorBody } from '../errors/error-body.js'
+import { GatewayError } from '../errors/registry.js'
+
+function toGatewayError(code: string | undefined): GatewayError {
+  if (code === 'HPE_HEADER_OVERFLOW') return new GatewayError('REQUEST_HEADERS_TOO_LARGE', 'the request headers are too large')
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return new GatewayError('REQUEST_TIMEOUT', 'the request was not received in time')
+  return new GatewayError('INVALID_REQUEST', 'the request is not valid HTTP/1.1')
+}
+
+/**
+ * Answers requests Node's parser refuses (malformed framing, `Content-Length` with
+ * `Transfer-Encoding`, oversized headers) in the SPEC 6 envelope, then closes the connection,
+ * as RFC 9112 11.2 asks after a framing error. Only the error code is logged: Node attaches the
+ * raw request bytes, credentials included, to parser errors.
+ */
+export function answerClientError(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const gatewayError = toGatewayError(error.code)
+  const requestId = randomUUID()
+  this.log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
+  endWithError(socket, gatewayError, requestId)
+}
+
+/**
+ * CONNECT asks for a tunnel, which only a forward proxy gives (SPEC 2: never an open proxy).
+ * Node hands it to the 'connect' event, not to fastify, and would otherwise drop the socket.
+ */
+export function answerConnect(log: FastifyInstance['log'], socket: Duplex): void {
+  const requestId = randomUUID()
+  log.info({ requestId, status: 400, error: 'INVALID_REQUEST' }, 'CONNECT refused')
+  endWithError(socket, new GatewayError('INVALID_REQUEST', 'CONNECT is not served: this gateway is not a forward proxy'), requestId)
+}
+
+function endWithError(socket: Duplex, gatewayError: GatewayError, requestId: string): void {
+  const body = JSON.stringify(buildErrorBody(gatewayError, requestId, 0))
+  socket.end(
+    `HTTP/1.1 ${gatewayError.statusCode} ${STATUS_CODES[gatewayError.statusCode] ?? ''}\r\n` +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${requestId}\r\n` +
+      'connection: close\r\n\r\n' +
+      body
+  )
+}
