@@ -168,7 +168,7 @@ export const configSchema = z
       .strictObject({
         maxEntries: positiveInt.default(10_000),
         ttlMs: positiveInt.default(900_000),
-        staleStatuses: z.array(z.number().int().min(400).max(599)).default([404, 410]),
+        staleStatuses: z.array(wholeNumber(z.number().int().min(400).max(599))).default([404, 410]),
         sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId'])
       })
       .prefault({}),

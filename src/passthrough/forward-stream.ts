@@ -25,6 +25,9 @@ export async function registerPassthrough(app: FastifyInstance, dispatcher: Disp
 export function forwardStream(request: FastifyRequest, reply: FastifyReply, options: ForwardOptions): FastifyReply {
   return reply.from(options.path, {
     timeout: options.timeoutMs,
+    // Never retry: an upstream 503 is the backend's answer and passes through once (SPEC 7).
+    // reply-from otherwise re-sends body-less requests on 503, and reads 0 retries as "default".
+    retryDelay: () => null,
     getUpstream: () => options.origin,
     queryString: () => options.query,
     rewriteRequestHeaders: function addForwardingHeaders(_request, headers) {

@@ -1,0 +1,411 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
+import { Agent, request as undiciRequest } from 'undici'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { send } from '../helpers/http.js'
+import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+// For the streaming tests, which hold a response open while the test acts.
+const streamingAgent = new Agent({ keepAliveTimeout: 10, keepAliveMaxTimeout: 10 })
+
+/**
+ * Writes `head` as-is on a fresh socket and returns everything the server wrote until it closed
+ * (the request says `Connection: close`). The socket is not half-closed: Node aborts a request
+ * whose client ended its side.
+ */
+function rawExchange(baseUrl: string, head: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl)
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(head))
+    socket.setTimeout(5_000, () => socket.destroy(new Error('raw exchange timed out')))
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', reject)
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
+  })
+}
+
+/** Rejects with `message` unless `promise` settles within `ms`: a buffering gateway fails fast. */
+function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void
+  const promise = new Promise<void>((done) => {
+    resolve = done
+  })
+  return { promise, resolve }
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+}
+
+afterAll(async () => {
+  await streamingAgent.close()
+})
+
+describe('native /v4/* passthrough', () => {
+  let upstream: RecordingUpstream
+  let gw: StartedGateway
+  let releaseStream = deferred()
+
+  function handler(request: RecordedRequest, response: ServerResponse): void {
+    const path = request.url.split('?')[0]
+    if (path === '/v4/teapot') {
+      response.writeHead(418, { 'content-type': 'text/plain', 'x-teapot': 'short and stout', 'cache-control': 'no-store' })
+      response.end('I am a teapot')
+      return
+    }
+    if (path === '/v4/unavailable') {
+      response.writeHead(503, { 'content-type': 'application/json' })
+      response.end(JSON.stringify({ error: { code: 'UNAVAILABLE', message: 'backend busy' } }))
+      return
+    }
+    if (path === '/v4/hop-response') {
+      response.writeHead(200, {
+        connection: 'x-resp-hop',
+        'x-resp-hop': '1',
+        'keep-alive': 'timeout=5, max=77',
+        upgrade: 'h2c',
+        'x-resp-end-to-end': 'kept',
+        'content-type': 'text/plain'
+      })
+      response.end('hop')
+      return
+    }
+    if (path === '/v4/stream') {
+      response.writeHead(200, { 'content-type': 'text/plain' })
+      response.write('first-chunk;')
+      void releaseStream.promise.then(() => response.end('rest'))
+      return
+    }
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.end(JSON.stringify({ ok: true, path }))
+  }
+
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream(handler)
+    gw = await startGateway(
+      testConfig(upstream.url, {
+        log: { level: 'silent' },
+        tenants: {
+          acme: {
+            upstream: { staging: upstream.url },
+            legacy: { deprecation: { date: '2026-07-01T00:00:00Z', sunset: '2027-07-01T00:00:00Z', link: 'https://example.com/docs/v4-migration' } }
+          }
+        }
+      })
+    )
+  })
+  afterAll(async () => {
+    releaseStream.resolve()
+    await gw.close()
+    await upstream.close()
+  })
+  beforeEach(() => {
+    upstream.requests.length = 0
+  })
+
+  function only(): RecordedRequest {
+    expect(upstream.requests).toHaveLength(1)
+    return upstream.requests[0] as RecordedRequest
+  }
+
+  describe('request line and body', () => {
+    it('forwards a GET with its path and raw query unchanged', async () => {
+      await send(gw.url, '/v4/policies/p%2F1?b=2&a=1&a=%20x&empty=')
+      expect(only()).toMatchObject({ method: 'GET', url: '/v4/policies/p%2F1?b=2&a=1&a=%20x&empty=' })
+    })
+
+    it('forwards a PUT with its JSON body byte for byte', async () => {
+      const body = '{ "name" : "strict",\n "rules": [1, 2] }'
+      await send(gw.url, '/v4/policies/strict', { method: 'PUT', body, headers: { 'content-type': 'application/json' } })
+      const recorded = only()
+      expect(recorded.method).toBe('PUT')
+      expect(recorded.url).toBe('/v4/policies/strict')
+      expect(recorded.body.toString('utf8')).toBe(body)
+    })
+
+    it('forwards a DELETE with its query', async () => {
+      await send(gw.url, '/v4/policies/strict?force=true', { method: 'DELETE' })
+      expect(only()).toMatchObject({ method: 'DELETE', url: '/v4/policies/strict?force=true' })
+    })
+
+    it('forwards a PATCH', async () => {
+      await send(gw.url, '/v4/policies/strict', { method: 'PATCH', body: '{"a":1}', headers: { 'content-type': 'application/merge-patch+json' } })
+      const recorded = only()
+      expect(recorded.method).toBe('PATCH')
+      expect(recorded.headers['content-type']).toBe('application/merge-patch+json')
+    })
+
+    it('forwards a binary body unchanged', async () => {
+      const body = Buffer.from(Array.from({ length: 4096 }, (_value, index) => index % 256))
+      await send(gw.url, '/v4/blobs', { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } })
+      expect(only().body.equals(body)).toBe(true)
+    })
+
+    it('forwards a body without a content-type unchanged', async () => {
+      await send(gw.url, '/v4/blobs', { method: 'POST', body: 'plain bytes' })
+      expect(only().body.toString('utf8')).toBe('plain bytes')
+    })
+
+    it('forwards a 20 MiB body although limits.bodyBytes is 1 MiB (native bodies are not limited)', async () => {
+      const body = randomBytes(20 * 1024 * 1024)
+      const answer = await send(gw.url, '/v4/blobs/large', { method: 'PUT', body, headers: { 'content-type': 'application/octet-stream' } })
+      expect(answer.status).toBe(200)
+      const recorded = only()
+      expect(recorded.body.length).toBe(body.length)
+      expect(createHash('sha256').update(recorded.body).digest('hex')).toBe(createHash('sha256').update(body).digest('hex'))
+    })
+  })
+
+  describe('end-to-end headers', () => {
+    it('forwards credentials exactly as sent (native traffic is never rewritten)', async () => {
+      await send(gw.url, '/v4/policies', {
+        headers: { authorization: 'Token demo-token-alice', 'x-service-api-key': 'key_demo_admin', 'x-api-key': 'sa_demo', 'x-session-token': 'other-token' }
+      })
+      const headers = only().headers
+      expect(headers.authorization).toBe('Token demo-token-alice')
+      expect(headers['x-service-api-key']).toBe('key_demo_admin')
+      expect(headers['x-api-key']).toBe('sa_demo')
+      expect(headers['x-session-token']).toBe('other-token')
+    })
+
+    it('forwards custom, accept, user-agent and cookie headers unchanged', async () => {
+      await send(gw.url, '/v4/policies', {
+        headers: { 'x-custom': 'a, b', accept: 'application/problem+json', 'user-agent': 'legacy-client/1.2', cookie: 'sid=abc; theme=dark' }
+      })
+      const headers = only().headers
+      expect(headers['x-custom']).toBe('a, b')
+      expect(headers.accept).toBe('application/problem+json')
+      expect(headers['user-agent']).toBe('legacy-client/1.2')
+      expect(headers.cookie).toBe('sid=abc; theme=dark')
+    })
+
+    it('removes the headers that Connection names, keep-alive, te and upgrade on the way to the upstream', async () => {
+      const response = await rawExchange(
+        gw.url,
+        'GET /v4/hop-request HTTP/1.1\r\nHost: gateway.test\r\nConnection: close, x-custom-hop\r\nx-custom-hop: 1\r\n' +
+          'Keep-Alive: timeout=99\r\nTE: trailers\r\nUpgrade: h2c\r\nProxy-Connection: keep-alive\r\nx-end-to-end: kept\r\n\r\n'
+      )
+      expect(response).toMatch(/^HTTP\/1\.1 200 /)
+      const headers = only().headers
+      expect(headers['x-end-to-end']).toBe('kept')
+      expect(headers).not.toHaveProperty('x-custom-hop')
+      expect(headers['keep-alive']).toBeUndefined()
+      expect(headers.te).toBeUndefined()
+      expect(headers.upgrade).toBeUndefined()
+      expect(headers['proxy-connection']).toBeUndefined()
+      expect(headers.connection ?? '').not.toMatch(/x-custom-hop|close/i)
+    })
+
+    it('removes hop-by-hop headers of the upstream response before the client', async () => {
+      const answer = await send(gw.url, '/v4/hop-response')
+      expect(answer.status).toBe(200)
+      expect(answer.text).toBe('hop')
+      expect(answer.headers['x-resp-end-to-end']).toBe('kept')
+      expect(answer.headers['x-resp-hop']).toBeUndefined()
+      expect(answer.headers.upgrade).toBeUndefined()
+      expect(answer.headers['keep-alive']).not.toBe('timeout=5, max=77')
+      expect(String(answer.headers.connection ?? '')).not.toContain('x-resp-hop')
+    })
+
+    it('appends the client address to an incoming x-forwarded-for list', async () => {
+      await send(gw.url, '/v4/policies', { headers: { 'x-forwarded-for': '203.0.113.7, 198.51.100.2' } })
+      expect(only().headers['x-forwarded-for']).toBe('203.0.113.7, 198.51.100.2, 127.0.0.1')
+    })
+
+    it('sets x-forwarded-for to the client address when there is none', async () => {
+      await send(gw.url, '/v4/policies')
+      expect(only().headers['x-forwarded-for']).toBe('127.0.0.1')
+    })
+
+    it('sets x-forwarded-proto to http', async () => {
+      await send(gw.url, '/v4/policies', { headers: { 'x-forwarded-proto': 'https' } })
+      expect(only().headers['x-forwarded-proto']).toBe('http')
+    })
+
+    it('sets x-forwarded-host to the incoming Host', async () => {
+      await send(gw.url, '/v4/policies', { headers: { host: 'legacy.example.com:8080' } })
+      expect(only().headers['x-forwarded-host']).toBe('legacy.example.com:8080')
+    })
+
+    it('adds an x-request-id when the client sent none', async () => {
+      await send(gw.url, '/v4/policies')
+      expect(only().headers['x-request-id']).toMatch(UUID)
+    })
+
+    it('keeps the x-request-id the client sent', async () => {
+      await send(gw.url, '/v4/policies', { headers: { 'x-request-id': 'client-req-1' } })
+      expect(only().headers['x-request-id']).toBe('client-req-1')
+    })
+  })
+
+  describe('responses', () => {
+    it('returns an upstream 418 with its headers and body unchanged', async () => {
+      const answer = await send(gw.url, '/v4/teapot')
+      expect(answer.status).toBe(418)
+      expect(answer.headers['x-teapot']).toBe('short and stout')
+      expect(answer.headers['cache-control']).toBe('no-store')
+      expect(answer.headers['content-type']).toBe('text/plain')
+      expect(answer.text).toBe('I am a teapot')
+    })
+
+    it('does not add an x-request-id to a native upstream response', async () => {
+      const answer = await send(gw.url, '/v4/teapot', { headers: { 'x-request-id': 'client-req-2' } })
+      expect(answer.headers['x-request-id']).toBeUndefined()
+    })
+
+    it('passes an upstream 503 on a GET through once, without retrying it', async () => {
+      const answer = await send(gw.url, '/v4/unavailable')
+      expect(answer.status).toBe(503)
+      expect(answer.json).toEqual({ error: { code: 'UNAVAILABLE', message: 'backend busy' } })
+      expect(upstream.requests).toHaveLength(1)
+    })
+
+    it('adds no Deprecation, Sunset or Link header to a native response of a tenant with legacy.deprecation', async () => {
+      const answer = await send(gw.url, '/v4/policies')
+      expect(answer.status).toBe(200)
+      expect(answer.headers.deprecation).toBeUndefined()
+      expect(answer.headers.sunset).toBeUndefined()
+      expect(answer.headers.link).toBeUndefined()
+    })
+
+    it('adds Deprecation to a legacy response of the same tenant (control for the native case)', async () => {
+      const answer = await send(gw.url, '/v1/headless/runs', { headers: { authorization: 'Bearer tok' }, json: { input: 1 } })
+      expect(answer.status).toBe(200)
+      expect(answer.headers.deprecation).toBe('@1782864000')
+    })
+
+    it('streams the response: the client reads the first chunk before the upstream writes the rest', async () => {
+      releaseStream = deferred()
+      const response = await within(
+        undiciRequest(new URL('/v4/stream', gw.url), { dispatcher: streamingAgent }),
+        3_000,
+        'the gateway held the response headers back until the upstream ended'
+      )
+      expect(response.statusCode).toBe(200)
+      const reader = response.body[Symbol.asyncIterator]()
+      const first = await within(reader.next(), 3_000, 'the gateway buffered the response: no chunk before the upstream ended')
+      expect(Buffer.from(first.value as Buffer).toString('utf8')).toBe('first-chunk;')
+      releaseStream.resolve()
+      let rest = ''
+      for (let next = await reader.next(); next.done !== true; next = await reader.next()) rest += Buffer.from(next.value as Buffer).toString('utf8')
+      expect(rest).toBe('rest')
+    })
+  })
+})
+
+describe('native request body streaming', () => {
+  let server: Server
+  let gw: StartedGateway
+  let sawFirstChunk = deferred()
+  let received = ''
+
+  beforeAll(async () => {
+    server = createServer((request: IncomingMessage, response: ServerResponse) => {
+      received = ''
+      request.on('data', (chunk: Buffer) => {
+        received += chunk.toString('utf8')
+        sawFirstChunk.resolve()
+      })
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': 'text/plain' })
+        response.end(`received ${received.length} bytes`)
+      })
+    })
+    gw = await startGateway(testConfig(await listen(server), { log: { level: 'silent' } }))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await closeServer(server)
+  })
+
+  it('streams the request body: the upstream sees the first chunk before the client ends the body', async () => {
+    sawFirstChunk = deferred()
+    const seen = sawFirstChunk.promise
+    async function* body(): AsyncGenerator<Buffer> {
+      yield Buffer.from('first-chunk;')
+      await within(seen, 3_000, 'the gateway buffered the request body: the upstream saw nothing before the client ended it')
+      yield Buffer.from('rest')
+    }
+    const response = await undiciRequest(new URL('/v4/uploads', gw.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: Readable.from(body()),
+      dispatcher: streamingAgent
+    })
+    expect(response.statusCode).toBe(200)
+    expect(await response.body.text()).toBe('received 16 bytes')
+    expect(received).toBe('first-chunk;rest')
+  })
+})
+
+describe('native upstream failures', () => {
+  let refusedUrl: string
+  let stalled: RecordingUpstream
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    // A port that was just free: nothing listens there any more.
+    const probe = createServer()
+    refusedUrl = await listen(probe)
+    await closeServer(probe)
+    stalled = await startRecordingUpstream(() => {
+      // Never answers.
+    })
+    gw = await startGateway({
+      log: { level: 'silent' },
+      limits: { upstreamTimeoutMs: 200 },
+      tenants: {
+        refused: { upstream: { staging: refusedUrl } },
+        stalled: { upstream: { staging: stalled.url } }
+      }
+    })
+  })
+  afterAll(async () => {
+    await gw.close()
+    await stalled.close()
+  })
+
+  function expectErrorEnvelope(answer: Awaited<ReturnType<typeof send>>, code: string): void {
+    expect(answer.headers['content-type']).toMatch(/^application\/json/)
+    expect(answer.json.error.code).toBe(code)
+    expect(typeof answer.json.error.message).toBe('string')
+    expect(answer.json.error.requestId).toBe(answer.headers['x-request-id'])
+    expect(answer.json.meta.requestId).toBe(answer.json.error.requestId)
+    expect(typeof answer.json.meta.timingMs.total).toBe('number')
+  }
+
+  it('answers 502 UPSTREAM_UNAVAILABLE in the error envelope when the upstream refuses the connection', async () => {
+    const answer = await send(gw.url, '/v4/policies', { headers: { 'x-tenant-id': 'refused', 'x-request-id': 'refused-1' } })
+    expect(answer.status).toBe(502)
+    expectErrorEnvelope(answer, 'UPSTREAM_UNAVAILABLE')
+    expect(answer.json.error.requestId).toBe('refused-1')
+  })
+
+  it('answers 504 UPSTREAM_TIMEOUT in the error envelope when the upstream stalls past limits.upstreamTimeoutMs', async () => {
+    const startedAt = performance.now()
+    const answer = await send(gw.url, '/v4/policies', { headers: { 'x-tenant-id': 'stalled' } })
+    expect(answer.status).toBe(504)
+    expectErrorEnvelope(answer, 'UPSTREAM_TIMEOUT')
+    expect(performance.now() - startedAt).toBeLessThan(5_000)
+  })
+})

@@ -1,0 +1,153 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig, resolveConfigPath } from '../../../src/config/load-config.js'
+
+let dir: string
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'v4gw-load-config-'))
+})
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+async function writeTemp(name: string, text: string): Promise<string> {
+  const path = join(dir, name)
+  await writeFile(path, text, 'utf8')
+  return path
+}
+
+/** Runs `loadConfig` and returns the ConfigError it rejects with. */
+async function configError(path: string, env: Record<string, string | undefined> = {}): Promise<ConfigError> {
+  const error: unknown = await loadConfig(path, env).then(
+    () => undefined,
+    (rejection: unknown) => rejection
+  )
+  expect(error).toBeInstanceOf(ConfigError)
+  return error as ConfigError
+}
+
+const MINIMAL_YAML = `
+tenants:
+  acme:
+    upstream:
+      staging: http://127.0.0.1:4010
+`
+
+describe('loadConfig reads files', () => {
+  it('reads a YAML file', async () => {
+    const config = await loadConfig(await writeTemp('minimal.yaml', MINIMAL_YAML), {})
+    expect(config.tenants.acme?.upstream.staging).toBe('http://127.0.0.1:4010')
+  })
+
+  it('reads a .yml file as YAML', async () => {
+    const config = await loadConfig(await writeTemp('minimal.yml', MINIMAL_YAML), {})
+    expect(config.tenants.acme?.upstream.staging).toBe('http://127.0.0.1:4010')
+  })
+
+  it('reads a JSON file', async () => {
+    const path = await writeTemp('minimal.json', JSON.stringify({ listen: { port: 8181 }, tenants: { acme: { upstream: { staging: 'http://127.0.0.1:4011' } } } }))
+    const config = await loadConfig(path, {})
+    expect(config.listen.port).toBe(8181)
+    expect(config.tenants.acme?.upstream.staging).toBe('http://127.0.0.1:4011')
+  })
+
+  it('substitutes ${NAME} in a JSON file too', async () => {
+    const path = await writeTemp('env.json', JSON.stringify({ tenants: { acme: { upstream: { staging: '${UPSTREAM}' } } } }))
+    const config = await loadConfig(path, { UPSTREAM: 'http://127.0.0.1:4012' })
+    expect(config.tenants.acme?.upstream.staging).toBe('http://127.0.0.1:4012')
+  })
+
+  it('rejects a missing file with CONFIG_INVALID naming the read failure', async () => {
+    const error = await configError(join(dir, 'does-not-exist.yaml'))
+    expect(error.code).toBe('CONFIG_INVALID')
+    expect(error.problems).toEqual(['cannot read the file: ENOENT'])
+  })
+
+  it('rejects a file that is not YAML with CONFIG_INVALID', async () => {
+    const error = await configError(await writeTemp('broken.yaml', 'tenants: [unclosed\n  - {'))
+    expect(error.code).toBe('CONFIG_INVALID')
+    expect(error.problems).toHaveLength(1)
+    expect(error.problems[0]).toMatch(/^cannot parse the file: /)
+  })
+
+  it('rejects a file that is not JSON with CONFIG_INVALID', async () => {
+    const error = await configError(await writeTemp('broken.json', '{ "tenants": '))
+    expect(error.problems[0]).toMatch(/^cannot parse the file: /)
+  })
+
+  it('rejects a YAML mapping with a duplicate key with CONFIG_INVALID', async () => {
+    const error = await configError(await writeTemp('duplicate.yaml', `${MINIMAL_YAML}\nlisten: { port: 1 }\nlisten: { port: 2 }\n`))
+    expect(error.problems[0]).toMatch(/^cannot parse the file: /)
+  })
+
+  it('puts every problem into the CONFIG_INVALID error message, one per line', async () => {
+    const error = await configError(await writeTemp('two-problems.yaml', `${MINIMAL_YAML}\nlisten: { port: -1 }\nlog: { level: loud }\n`))
+    expect(error.problems).toHaveLength(2)
+    for (const problem of error.problems) expect(error.message).toContain(`  - ${problem}`)
+  })
+})
+
+describe('the loaded config is deeply frozen', () => {
+  it('freezes the root and every nested object and array', async () => {
+    const config = await loadConfig(await writeTemp('frozen.yaml', MINIMAL_YAML), {})
+    expect(Object.isFrozen(config)).toBe(true)
+    expect(Object.isFrozen(config.limits)).toBe(true)
+    expect(Object.isFrozen(config.tenants)).toBe(true)
+    expect(Object.isFrozen(config.tenants.acme?.upstream)).toBe(true)
+    expect(Object.isFrozen(config.tenants.acme?.legacy.routes)).toBe(true)
+    expect(Object.isFrozen(config.tenants.acme?.legacy.routes[0])).toBe(true)
+    expect(Object.isFrozen(config.credentials.sources)).toBe(true)
+  })
+
+  it('throws on an assignment to a nested value instead of changing it', async () => {
+    const config = await loadConfig(await writeTemp('frozen-assign.yaml', MINIMAL_YAML), {})
+    const upstream = config.tenants.acme?.upstream as { staging: string }
+    expect(() => {
+      upstream.staging = 'http://evil.example'
+    }).toThrow(TypeError)
+    expect(config.tenants.acme?.upstream.staging).toBe('http://127.0.0.1:4010')
+  })
+})
+
+describe('resolveConfigPath', () => {
+  it('prefers --config over V4GW_CONFIG', () => {
+    expect(resolveConfigPath('flag.yaml', { V4GW_CONFIG: 'env.yaml' })).toBe('flag.yaml')
+  })
+
+  it('uses V4GW_CONFIG when there is no --config', () => {
+    expect(resolveConfigPath(undefined, { V4GW_CONFIG: 'env.yaml' })).toBe('env.yaml')
+  })
+
+  it('falls back to config/gateway.yaml when neither is given', () => {
+    expect(resolveConfigPath(undefined, {})).toBe('config/gateway.yaml')
+    expect(DEFAULT_CONFIG_PATH).toBe('config/gateway.yaml')
+  })
+
+  it('treats an empty V4GW_CONFIG as unset', () => {
+    expect(resolveConfigPath(undefined, { V4GW_CONFIG: '' })).toBe('config/gateway.yaml')
+  })
+})
+
+describe('the repository config/gateway.yaml', () => {
+  const repoConfig = fileURLToPath(new URL('../../../config/gateway.yaml', import.meta.url))
+
+  it('is valid with an empty environment', async () => {
+    const config = await loadConfig(repoConfig, {})
+    expect(Object.keys(config.tenants)).toEqual(['demo'])
+    expect(config.tenants.demo?.upstream).toEqual({ staging: 'embedded', production: null, target: 'staging' })
+    expect(config.tenancy.default).toBe('demo')
+    expect(config.listen).toEqual({ host: '127.0.0.1', port: 8080 })
+    expect(config.admin.token).toBeNull()
+  })
+
+  it('takes its ports and admin token from the environment', async () => {
+    const config = await loadConfig(repoConfig, { V4GW_PORT: '18080', V4GW_ADMIN_PORT: '19901', V4GW_ADMIN_TOKEN: 'admin-secret' })
+    expect(config.listen.port).toBe(18080)
+    expect(config.admin.port).toBe(19901)
+    expect(config.admin.token).toBe('admin-secret')
+  })
+})

@@ -1,0 +1,303 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../../../src/config/load-config.js'
+import type { GatewayConfig } from '../../../src/config/schema.js'
+
+let dir: string
+let fileCount = 0
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'v4gw-validation-'))
+})
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+/** Loads `document` through a temp JSON file, so the test reads as the config it means. */
+async function load(document: Record<string, unknown>): Promise<GatewayConfig> {
+  const path = join(dir, `config-${++fileCount}.json`)
+  await writeFile(path, JSON.stringify(document), 'utf8')
+  return loadConfig(path, {})
+}
+
+/** The `problems` of the CONFIG_INVALID error that loading `document` rejects with. */
+async function problemsOf(document: Record<string, unknown>): Promise<string[]> {
+  const error: unknown = await load(document).then(
+    () => undefined,
+    (rejection: unknown) => rejection
+  )
+  expect(error).toBeInstanceOf(ConfigError)
+  expect((error as ConfigError).code).toBe('CONFIG_INVALID')
+  return (error as ConfigError).problems
+}
+
+function acme(upstream: Record<string, unknown>, rest: Record<string, unknown> = {}): Record<string, unknown> {
+  return { tenants: { acme: { upstream, ...rest } } }
+}
+
+function withRoutes(routes: unknown[]): Record<string, unknown> {
+  return acme({ staging: 'http://127.0.0.1:4010' }, { legacy: { routes } })
+}
+
+describe('upstream URLs', () => {
+  it('reports tenants.acme.upstream.staging: Invalid URL for a value that is not a URL', async () => {
+    const problems = await problemsOf(acme({ staging: 'not a url' }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: Invalid URL/)])
+  })
+
+  it('reports tenants.acme.upstream.staging: Invalid URL for a URL that is not http(s)', async () => {
+    const problems = await problemsOf(acme({ staging: 'ftp://files.example:21' }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: Invalid URL/)])
+  })
+
+  it('reports tenants.acme.upstream.production: Invalid URL for a production value that is not a URL', async () => {
+    const problems = await problemsOf(acme({ staging: 'http://127.0.0.1:4010', production: '::nope::' }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.production: Invalid URL/)])
+  })
+
+  it('refuses an upstream URL that carries credentials', async () => {
+    const problems = await problemsOf(acme({ staging: 'http://user:secret@127.0.0.1:4010' }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
+  })
+
+  it('refuses an upstream URL that carries a query', async () => {
+    const problems = await problemsOf(acme({ staging: 'http://127.0.0.1:4010?x=1' }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
+  })
+
+  it('accepts embedded as an upstream', async () => {
+    const config = await load(acme({ staging: 'embedded' }))
+    expect(config.tenants.acme?.upstream.staging).toBe('embedded')
+  })
+
+  it('refuses target production when no production upstream is set', async () => {
+    const problems = await problemsOf(acme({ staging: 'http://127.0.0.1:4010', target: 'production' }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream(\.production|\.target)?: .*production/)])
+  })
+
+  it('accepts target production with a production upstream', async () => {
+    const config = await load(acme({ staging: 'http://127.0.0.1:4010', production: 'https://v4.example.com', target: 'production' }))
+    expect(config.tenants.acme?.upstream).toEqual({ staging: 'http://127.0.0.1:4010', production: 'https://v4.example.com', target: 'production' })
+  })
+
+  it('refuses a target that is neither staging nor production', async () => {
+    const problems = await problemsOf(acme({ staging: 'http://127.0.0.1:4010', target: 'prod' }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.target: /)])
+  })
+
+  it('refuses a config without tenants', async () => {
+    const problems = await problemsOf({ listen: { port: 8080 } })
+    expect(problems).toEqual([expect.stringMatching(/^tenants: /)])
+  })
+
+  it('refuses an empty tenants map', async () => {
+    const problems = await problemsOf({ tenants: {} })
+    expect(problems).toEqual([expect.stringMatching(/^tenants: /)])
+  })
+
+  it('refuses a tenant without an upstream', async () => {
+    const problems = await problemsOf({ tenants: { acme: {} } })
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream: /)])
+  })
+})
+
+describe('internalAdmin.urls', () => {
+  const blocked = { internalAdmin: { urls: ['http://admin.internal:8443/x'] } }
+
+  it('refuses a staging upstream on the origin of an internalAdmin.urls entry', async () => {
+    const problems = await problemsOf({ ...blocked, ...acme({ staging: 'http://admin.internal:8443' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: .*internalAdmin/)])
+  })
+
+  it('refuses a production upstream on the origin of an internalAdmin.urls entry', async () => {
+    const problems = await problemsOf({ ...blocked, ...acme({ staging: 'http://127.0.0.1:4010', production: 'http://admin.internal:8443' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.production: .*internalAdmin/)])
+  })
+
+  it('refuses a blocked origin however the upstream path differs', async () => {
+    const problems = await problemsOf({ ...blocked, ...acme({ staging: 'http://admin.internal:8443/v4/other' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
+  })
+
+  it('refuses a blocked origin spelled in another letter case', async () => {
+    const problems = await problemsOf({ ...blocked, ...acme({ staging: 'HTTP://Admin.Internal:8443' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
+  })
+
+  it('refuses a blocked origin whose default port is written out', async () => {
+    const problems = await problemsOf({ internalAdmin: { urls: ['http://admin.internal/'] }, ...acme({ staging: 'http://admin.internal:80' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
+  })
+
+  it('accepts the same host on another port', async () => {
+    const config = await load({ ...blocked, ...acme({ staging: 'http://admin.internal:9443' }) })
+    expect(config.tenants.acme?.upstream.staging).toBe('http://admin.internal:9443')
+  })
+
+  it('accepts the same host and port under another scheme', async () => {
+    const config = await load({ ...blocked, ...acme({ staging: 'https://admin.internal:8443' }) })
+    expect(config.tenants.acme?.upstream.staging).toBe('https://admin.internal:8443')
+  })
+
+  it('reports an internalAdmin.urls entry that is not a URL as a CONFIG_INVALID problem', async () => {
+    const problems = await problemsOf({ internalAdmin: { urls: ['not a url'] }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([expect.stringMatching(/^internalAdmin\.urls\.0: /)])
+  })
+})
+
+describe('tenancy references', () => {
+  it('refuses a tenancy.default that names an unconfigured tenant', async () => {
+    const problems = await problemsOf({ tenancy: { default: 'ghost' }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenancy\.default: .*ghost/)])
+  })
+
+  it('refuses a tenancy.hosts entry that names an unconfigured tenant', async () => {
+    const problems = await problemsOf({ tenancy: { hosts: { 'api.example.com': 'ghost' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenancy\.hosts\.api\.example\.com: .*ghost/)])
+  })
+
+  it('accepts tenancy.default and tenancy.hosts that name configured tenants', async () => {
+    const config = await load({ tenancy: { default: 'acme', hosts: { 'api.example.com': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(config.tenancy.default).toBe('acme')
+    expect(config.tenancy.hosts).toEqual({ 'api.example.com': 'acme' })
+  })
+
+  it('lower-cases tenancy.header', async () => {
+    const config = await load({ tenancy: { header: 'X-Org-Id' }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(config.tenancy.header).toBe('x-org-id')
+  })
+})
+
+describe('unknown keys', () => {
+  it('refuses an unknown top-level key', async () => {
+    const problems = await problemsOf({ ...acme({ staging: 'http://127.0.0.1:4010' }), listn: { port: 1 } })
+    expect(problems).toEqual([expect.stringContaining('listn')])
+  })
+
+  it('refuses an unknown key inside upstream with the path of its object', async () => {
+    const problems = await problemsOf(acme({ staging: 'http://127.0.0.1:4010', stagging: 'http://127.0.0.1:4011' }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream: .*stagging/)])
+  })
+
+  it('refuses an unknown key inside a route with the path of the route', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path: '/v1/x', action: 'execute', verb: 'POST' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0: .*verb/)])
+  })
+
+  it('refuses an unknown key inside limits', async () => {
+    const problems = await problemsOf({ ...acme({ staging: 'http://127.0.0.1:4010' }), limits: { bodyByte: 10 } })
+    expect(problems).toEqual([expect.stringMatching(/^limits: .*bodyByte/)])
+  })
+})
+
+describe('routes', () => {
+  it('refuses a proxy route without rewrite', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'GET', path: '/v1/policies', action: 'proxy' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.rewrite: /)])
+  })
+
+  it('refuses a rewrite that uses a parameter the path does not have', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:policyId' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.rewrite: .*:policyId/)])
+  })
+
+  it('refuses a param: stateKey that the path does not have', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path: '/v1/runs/:runId/invoke', action: 'session-execute', stateKey: 'param:id' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.stateKey: .*:id/)])
+  })
+
+  it.each(['cookie:run', 'param:', 'body:stateId', 'header:', 'runId'])('refuses the stateKey %s as a malformed stateKey', async (stateKey) => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path: '/v1/runs/:runId/invoke', action: 'session-execute', stateKey }]))
+    expect(problems).toContainEqual(expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.stateKey: expected param:NAME, header:NAME or body:/))
+    for (const problem of problems) expect(problem).toMatch(/^tenants\.acme\.legacy\.routes\.0\.stateKey: /)
+  })
+
+  it('refuses a stateKey on a route that is not session-execute', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path: '/v1/headless/runs', action: 'execute', stateKey: 'body:/stateId' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.stateKey: /)])
+  })
+
+  it('refuses a rewrite on a route that is not proxy', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path: '/v1/headless/runs', action: 'execute', rewrite: '/v4/execute' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.rewrite: /)])
+  })
+
+  it('refuses an unknown action', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path: '/v1/x', action: 'forward' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.action: /)])
+  })
+
+  it('refuses an unknown method', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'FETCH', path: '/v1/x', action: 'execute' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.method: /)])
+  })
+
+  it('refuses a path that does not start with /', async () => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path: 'v1/x', action: 'execute' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.path: /)])
+  })
+
+  it('accepts valid routes of every kind and upper-cases their methods', async () => {
+    const config = await load(
+      withRoutes([
+        { method: 'post', path: '/v1/headless/runs', action: 'execute' },
+        { method: 'POST', path: '/v1/runs/:runId/invoke', action: 'session-execute', stateKey: 'param:runId' },
+        { method: 'POST', path: '/v1/sessions/invoke', action: 'session-execute', stateKey: 'header:x-state-id' },
+        { method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/state/id' },
+        { method: 'get', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' }
+      ])
+    )
+    const routes = config.tenants.acme?.legacy.routes ?? []
+    expect(routes.map((route) => route.method)).toEqual(['POST', 'POST', 'POST', 'POST', 'GET'])
+    expect(routes[4]).toEqual({ method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' })
+  })
+})
+
+describe('every problem is reported together', () => {
+  it('reports every problem of a file at once, each with its path', async () => {
+    const problems = await problemsOf({
+      bogus: true,
+      limits: { bodyBytes: 0 },
+      tenancy: { default: 'ghost' },
+      tenants: {
+        acme: {
+          upstream: { staging: 'http://127.0.0.1:4010', extra: 1 },
+          legacy: { routes: [{ method: 'GET', path: '/v1/policies', action: 'proxy' }] }
+        },
+        beta: { upstream: { staging: 'http://127.0.0.1:4011', target: 'production' } }
+      }
+    })
+    expect(problems).toHaveLength(6)
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('bogus'),
+        expect.stringMatching(/^limits\.bodyBytes: /),
+        expect.stringMatching(/^tenancy\.default: /),
+        expect.stringMatching(/^tenants\.acme\.upstream: .*extra/),
+        expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.rewrite: /),
+        expect.stringMatching(/^tenants\.beta\.upstream(\.production|\.target)?: /)
+      ])
+    )
+  })
+
+  it('reports an invalid upstream URL together with the other problems of the file', async () => {
+    const problems = await problemsOf({
+      internalAdmin: { urls: ['http://admin.internal:8443'] },
+      tenancy: { default: 'ghost' },
+      tenants: {
+        acme: { upstream: { staging: 'not a url' } },
+        beta: { upstream: { staging: 'http://admin.internal:8443' } }
+      }
+    })
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^tenants\.acme\.upstream\.staging: Invalid URL/),
+        expect.stringMatching(/^tenants\.beta\.upstream\.staging: .*internalAdmin/),
+        expect.stringMatching(/^tenancy\.default: /)
+      ])
+    )
+    expect(problems).toHaveLength(3)
+  })
+})
