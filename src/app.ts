@@ -13,6 +13,7 @@ import { createMemorySessionStore, type SessionStore } from './sessions/session-
 import { usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
 import { explainRequest } from './traffic/explain-request.js'
 import type { TrafficContext } from './traffic/traffic-context.js'
+import { sendGatewayError } from './errors/error-handler.js'
 import { answerClientError, answerConnect } from './traffic/client-error.js'
 import { trafficPlugin } from './traffic/traffic-plugin.js'
 import { createUpstreamClient, type UpstreamResponse } from './upstream/upstream-client.js'
@@ -99,7 +100,11 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     genReqId: (request) => resolveRequestId(request.headers['x-request-id']),
     // Draining requests get the gateway's own SHUTTING_DOWN envelope instead.
     return503OnClosing: false,
-    clientErrorHandler: answerClientError
+    clientErrorHandler: answerClientError,
+    // e.g. a path that is not valid percent-encoding, refused by the router before any hook
+    frameworkErrors: function answerFrameworkError(error, request, reply) {
+      sendGatewayError(error, request, reply)
+    }
   })
   traffic.server.on('connect', (_request, socket) => answerConnect(traffic.log, socket))
   await traffic.register(trafficPlugin, { getRuntime: () => runtime, upstream, sessions, isDraining: () => draining, onRequestDone })

@@ -56,6 +56,15 @@ export function removeQueryCredential(rawQuery: string, queryParam: string | nul
   return kept === '' ? '' : prefix + kept
 }
 
+/** The query with the credential parameter's value replaced, for showing a request (explain) without its secret. */
+export function redactQueryCredential(rawQuery: string, queryParam: string | null): string {
+  if (queryParam === null) return rawQuery
+  return rawQuery
+    .split('&')
+    .map((segment) => (queryName(segment) === queryParam ? `${segment.split('=', 1)[0]}=[redacted]` : segment))
+    .join('&')
+}
+
 function queryName(segment: string): string | undefined {
   return new URLSearchParams(segment).keys().next().value
 }

@@ -35,7 +35,8 @@ export function forwardStream(request: FastifyRequest, reply: FastifyReply, opti
       forwarded['x-forwarded-for'] = appendForwardedFor(request.headers['x-forwarded-for'], request.socket.remoteAddress)
       forwarded['x-forwarded-proto'] = request.protocol
       if (request.headers.host !== undefined) forwarded['x-forwarded-host'] = request.headers.host
-      forwarded['x-request-id'] ??= request.id
+      // SPEC 6: the resolved id (the client's when valid, else a new one) goes to every upstream call.
+      forwarded['x-request-id'] = request.id
       return (options.rewriteHeaders?.(forwarded) ?? forwarded) as typeof headers
     },
     rewriteHeaders: function stripResponseHopByHop(headers) {

@@ -1,4 +1,4 @@
-import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
+import { redactQueryCredential, removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
 import { toGatewayError } from '../errors/error-handler.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
 import { authorizeRuntimeCall, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
@@ -64,7 +64,8 @@ export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Ex
     const classification = classifyRequest(runtime, { method: input.method.toUpperCase(), url: input.path, headers }, note)
     const { tenant, target } = classification
     const origin = tenant.upstreamOrigin
-    const query = target.rawQuery === '' ? '' : `?${target.rawQuery}`
+    const shownQuery = redactQueryCredential(target.rawQuery, runtime.config.credentials.queryParam)
+    const query = shownQuery === '' ? '' : `?${shownQuery}`
     if (classification.trafficClass !== 'legacy') {
       explanation.calls.push({ method: input.method.toUpperCase(), url: `${origin}${target.pathname}${query}`, headers: redactHeaders(headers), body: input.body })
       return Object.assign(explanation, note, { trafficClass: classification.trafficClass })

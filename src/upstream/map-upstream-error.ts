@@ -13,6 +13,8 @@ function errorCodes(error: unknown): string[] {
   for (let depth = 0; depth < 5 && current !== null && typeof current === 'object'; depth++) {
     const code = (current as { code?: unknown }).code
     if (typeof code === 'string') codes.push(code)
+    // undici 7's HTTPParserError has no string code: it is known by name.
+    else if ((current as { name?: unknown }).name === 'HTTPParserError') codes.push('HPE_UNKNOWN')
     current = (current as { cause?: unknown }).cause
   }
   return codes
@@ -28,7 +30,7 @@ export function mapUpstreamError(error: unknown): GatewayError {
   if (codes.some((code) => TIMEOUT_CODES.has(code))) {
     return new GatewayError('UPSTREAM_TIMEOUT', 'the upstream did not answer in time', { cause: error })
   }
-  if (codes.includes('UND_ERR_INFO') || codes.includes('HPE_INVALID_CONSTANT') || codes.some((code) => code.startsWith('HPE_'))) {
+  if (codes.some((code) => code.startsWith('HPE_'))) {
     return new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer could not be read', { cause: error })
   }
   const known = codes.find((code) => UNAVAILABLE_CODES.has(code))

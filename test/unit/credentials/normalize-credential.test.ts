@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest'
 import {
+  redactQueryCredential,
   removeQueryCredential,
   resolveRuntimeAuthorization,
   rewriteProxyCredentialHeaders
@@ -150,5 +151,15 @@ describe('removeQueryCredential', () => {
 
   it('returns "" for an empty query', () => {
     expect(removeQueryCredential('', 'token')).toBe('')
+  })
+})
+
+describe('redactQueryCredential', () => {
+  it('replaces the credential parameter value, however its name is encoded, and keeps the rest', () => {
+    expect(redactQueryCredential('a=1&token=s3cret&tok%65n=x&b=2', 'token')).toBe('a=1&token=[redacted]&tok%65n=[redacted]&b=2')
+  })
+
+  it('leaves the query as it is when no query parameter is configured', () => {
+    expect(redactQueryCredential('token=s3cret', null)).toBe('token=s3cret')
   })
 })

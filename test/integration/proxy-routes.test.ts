@@ -1,0 +1,286 @@
+import { describe, it, expect, beforeAll, afterAll } from 'vitest'
+import { DEFAULT_SIMULATOR_OPTIONS } from '../../src/simulator/index.js'
+import { send, type Answer } from '../helpers/http.js'
+import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+
+// SPEC 4 `proxy` action and SPEC 5 credentials on proxy (admin/config) routes.
+
+const ADMIN_KEY = 'key_demo_admin'
+const REVOCABLE_KEY = 'key_revocable_admin'
+const ALICE = 'demo-token-alice'
+const BOB = 'demo-token-bob'
+type Headers = Record<string, string | string[]>
+
+const CREDENTIAL_HEADERS = ['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'] as const
+
+const PROXY_ROUTES = [
+  { method: 'GET', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' },
+  { method: 'POST', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' },
+  { method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' },
+  { method: 'GET', path: '/v1/teams/:team/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id/teams/:team' }
+]
+
+function proxyConfig(upstreamUrl: string): Record<string, unknown> {
+  return testConfig(upstreamUrl, {
+    credentials: { queryParam: 'token' },
+    tenants: { acme: { upstream: { staging: upstreamUrl }, legacy: { routes: PROXY_ROUTES } } }
+  })
+}
+
+/** The credential headers that reached the upstream, and nothing else. */
+function credentialHeadersOf(request: { headers: Record<string, string | string[] | undefined> }): Record<string, unknown> {
+  return Object.fromEntries(CREDENTIAL_HEADERS.filter((name) => request.headers[name] !== undefined).map((name) => [name, request.headers[name]]))
+}
+
+function only(requests: RecordedRequest[]): RecordedRequest {
+  expect(requests).toHaveLength(1)
+  return requests[0] as RecordedRequest
+}
+
+function expectGatewayError(answer: Answer, status: number, code: string): void {
+  expect(answer.status).toBe(status)
+  expect(answer.json?.error?.code).toBe(code)
+  expect(answer.json.error.requestId).toBe(answer.headers['x-request-id'])
+}
+
+describe('proxy routes towards a recording upstream', () => {
+  let upstream: RecordingUpstream
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream()
+    gw = await startGateway(proxyConfig(upstream.url))
+  })
+  afterAll(async () => {
+    await gw?.close()
+    await upstream?.close()
+  })
+
+  async function call(path: string, options: Parameters<typeof send>[2] = {}): Promise<Answer> {
+    upstream.requests.length = 0
+    return send(gw.url, path, options)
+  }
+
+  it.each<{ source: string; headers: Headers }>([
+    { source: 'x-api-key', headers: { 'x-api-key': ADMIN_KEY } },
+    { source: 'authorization: Bearer', headers: { authorization: `Bearer ${ADMIN_KEY}` } },
+    { source: 'a bare authorization value', headers: { authorization: ADMIN_KEY } },
+    { source: 'x-session-token', headers: { 'x-session-token': ADMIN_KEY } },
+    { source: 'x-service-api-key', headers: { 'x-service-api-key': ADMIN_KEY } }
+  ])('forwards a key_* from $source as exactly x-service-api-key', async ({ headers }) => {
+    const answer = await call('/v1/policies', { headers })
+    expect(answer.status).toBe(200)
+    const forwarded = only(upstream.requests)
+    expect(forwarded.url).toBe('/v4/policies')
+    expect(credentialHeadersOf(forwarded)).toEqual({ 'x-service-api-key': ADMIN_KEY })
+  })
+
+  it('forwards a key_* from the query parameter as x-service-api-key and removes the parameter, keeping the rest of the query', async () => {
+    const answer = await call(`/v1/policies?limit=5&token=${ADMIN_KEY}&sort=name`)
+    expect(answer.status).toBe(200)
+    const forwarded = only(upstream.requests)
+    expect(forwarded.url).toBe('/v4/policies?limit=5&sort=name')
+    expect(credentialHeadersOf(forwarded)).toEqual({ 'x-service-api-key': ADMIN_KEY })
+  })
+
+  it.each<{ source: string; headers: Headers }>([
+    { source: 'x-session-token', headers: { 'x-session-token': ALICE } },
+    { source: 'x-api-key', headers: { 'x-api-key': ALICE } },
+    { source: 'authorization: Token', headers: { authorization: `Token ${ALICE}` } },
+    { source: 'authorization: Bearer', headers: { authorization: `Bearer ${ALICE}` } }
+  ])('forwards a session token from $source as exactly authorization: Bearer', async ({ headers }) => {
+    const answer = await call('/v1/policies', { headers })
+    expect(answer.status).toBe(200)
+    expect(credentialHeadersOf(only(upstream.requests))).toEqual({ authorization: `Bearer ${ALICE}` })
+  })
+
+  it('removes a query credential whose parameter name is percent-encoded', async () => {
+    const answer = await call(`/v1/policies?tok%65n=${ADMIN_KEY}&limit=5`)
+    expect(answer.status).toBe(200)
+    const forwarded = only(upstream.requests)
+    expect(forwarded.url).toBe('/v4/policies?limit=5')
+    expect(credentialHeadersOf(forwarded)).toEqual({ 'x-service-api-key': ADMIN_KEY })
+  })
+
+  it('forwards a session token from the query parameter as authorization: Bearer and removes the parameter', async () => {
+    const answer = await call(`/v1/policies?token=${ALICE}`)
+    expect(answer.status).toBe(200)
+    const forwarded = only(upstream.requests)
+    expect(forwarded.url).toBe('/v4/policies')
+    expect(credentialHeadersOf(forwarded)).toEqual({ authorization: `Bearer ${ALICE}` })
+  })
+
+  it('forwards exactly one credential when the same key_* comes in several sources', async () => {
+    const answer = await call(`/v1/policies?token=${ADMIN_KEY}`, { headers: { authorization: `Bearer ${ADMIN_KEY}`, 'x-api-key': ADMIN_KEY } })
+    expect(answer.status).toBe(200)
+    expect(credentialHeadersOf(only(upstream.requests))).toEqual({ 'x-service-api-key': ADMIN_KEY })
+  })
+
+  it.each<{ source: string; headers: Headers }>([
+    { source: 'x-api-key', headers: { 'x-api-key': 'sa_demo' } },
+    { source: 'x-service-api-key', headers: { 'x-service-api-key': 'sa_demo' } },
+    { source: 'authorization: Bearer', headers: { authorization: 'Bearer sa_demo' } }
+  ])('answers 401 INVALID_CREDENTIAL_TYPE for an sa_* id in $source without calling the upstream', async ({ headers }) => {
+    const answer = await call('/v1/policies', { headers })
+    expectGatewayError(answer, 401, 'INVALID_CREDENTIAL_TYPE')
+    expect(upstream.requests).toEqual([])
+  })
+
+  it('answers 401 INVALID_CREDENTIAL_TYPE for an sa_* id in the query parameter without calling the upstream', async () => {
+    const answer = await call('/v1/policies?token=sa_demo')
+    expectGatewayError(answer, 401, 'INVALID_CREDENTIAL_TYPE')
+    expect(upstream.requests).toEqual([])
+  })
+
+  it('answers 400 CREDENTIALS_CONFLICT for two different credentials without calling the upstream', async () => {
+    const answer = await call('/v1/policies', { headers: { 'x-api-key': ADMIN_KEY, authorization: `Bearer ${ALICE}` } })
+    expectGatewayError(answer, 400, 'CREDENTIALS_CONFLICT')
+    expect(upstream.requests).toEqual([])
+  })
+
+  it('answers 401 AUTH_INVALID for a malformed credential without calling the upstream', async () => {
+    const answer = await call('/v1/policies', { headers: { authorization: 'Basic ZGVtbzp4' } })
+    expectGatewayError(answer, 401, 'AUTH_INVALID')
+    expect(upstream.requests).toEqual([])
+  })
+
+  it('forwards a call with no credential with no credential header at all', async () => {
+    const answer = await call('/v1/policies')
+    expect(answer.status).toBe(200)
+    expect(credentialHeadersOf(only(upstream.requests))).toEqual({})
+  })
+
+  it('substitutes :id in the rewrite and keeps the query', async () => {
+    const answer = await call('/v1/policies/pol_123?expand=rules&x=1', { headers: { 'x-api-key': ADMIN_KEY } })
+    expect(answer.status).toBe(200)
+    const forwarded = only(upstream.requests)
+    expect(forwarded.method).toBe('GET')
+    expect(forwarded.url).toBe('/v4/policies/pol_123?expand=rules&x=1')
+  })
+
+  it('substitutes several parameters, in the order the rewrite names them', async () => {
+    const answer = await call('/v1/teams/red/policies/pol_9', { headers: { 'x-api-key': ADMIN_KEY } })
+    expect(answer.status).toBe(200)
+    expect(only(upstream.requests).url).toBe('/v4/policies/pol_9/teams/red')
+  })
+
+  it('keeps a substituted parameter percent-encoded, so it stays one path segment', async () => {
+    const answer = await call('/v1/policies/a%2Fb%20c', { headers: { 'x-api-key': ADMIN_KEY } })
+    expect(answer.status).toBe(200)
+    expect(only(upstream.requests).url).toBe('/v4/policies/a%2Fb%20c')
+  })
+
+  it('streams a POST body to the rewritten path unchanged', async () => {
+    const body = JSON.stringify({ name: 'strict', rules: [1, 2, 3] })
+    const answer = await call('/v1/policies', { headers: { 'x-api-key': ADMIN_KEY, 'content-type': 'application/json' }, body })
+    expect(answer.status).toBe(200)
+    const forwarded = only(upstream.requests)
+    expect(forwarded.method).toBe('POST')
+    expect(forwarded.url).toBe('/v4/policies')
+    expect(forwarded.body.toString('utf8')).toBe(body)
+  })
+
+  it('sends the request id upstream and back on a proxy route', async () => {
+    const answer = await call('/v1/policies', { headers: { 'x-api-key': ADMIN_KEY, 'x-request-id': 'proxy-req-1' } })
+    expect(answer.status).toBe(200)
+    expect(only(upstream.requests).headers['x-request-id']).toBe('proxy-req-1')
+    expect(answer.headers['x-request-id']).toBe('proxy-req-1')
+  })
+
+  it('sends the replacement request id upstream, not the invalid incoming one, on a proxy route', async () => {
+    const answer = await call('/v1/policies', { headers: { 'x-api-key': ADMIN_KEY, 'x-request-id': 'not a valid id' } })
+    expect(answer.status).toBe(200)
+    const replaced = answer.headers['x-request-id']
+    expect(replaced).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+    expect(only(upstream.requests).headers['x-request-id']).toBe(replaced)
+  })
+})
+
+describe('proxy routes towards the simulator', () => {
+  let sim: StartedSimulator
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    sim = await startSimulator({
+      serviceKeys: { ...DEFAULT_SIMULATOR_OPTIONS.serviceKeys, [REVOCABLE_KEY]: { subject: 'sa_revocable', roles: ['admin'] } }
+    })
+    gw = await startGateway(proxyConfig(sim.url))
+  })
+  afterAll(async () => {
+    await gw?.close()
+    await sim?.close()
+  })
+
+  async function call(path: string, options: Parameters<typeof send>[2] = {}): Promise<Answer> {
+    sim.simulator.resetCalls()
+    return send(gw.url, path, options)
+  }
+
+  it('lists policies with a key_* sent as x-api-key: the backend answers 200', async () => {
+    const answer = await call('/v1/policies', { headers: { 'x-api-key': ADMIN_KEY } })
+    expect(answer.status).toBe(200)
+    expect(Array.isArray(answer.json.policies)).toBe(true)
+    expect(sim.simulator.calls.map((recorded) => `${recorded.method} ${recorded.url}`)).toEqual(['GET /v4/policies'])
+  })
+
+  it('lists policies with a key_* sent in the query parameter: the backend answers 200', async () => {
+    const answer = await call(`/v1/policies?token=${ADMIN_KEY}`)
+    expect(answer.status).toBe(200)
+    expect(sim.simulator.calls.map((recorded) => recorded.url)).toEqual(['/v4/policies'])
+  })
+
+  it('creates a policy with a key_* sent as authorization: Bearer: the backend answers 201', async () => {
+    const answer = await call('/v1/policies', { headers: { authorization: `Bearer ${ADMIN_KEY}` }, json: { name: 'from-key' } })
+    expect(answer.status).toBe(201)
+    expect(answer.json.policy.name).toBe('from-key')
+  })
+
+  it('creates a policy with an admin session token sent as x-session-token: the backend answers 201', async () => {
+    const answer = await call('/v1/policies', { headers: { 'x-session-token': ALICE }, json: { name: 'from-alice' } })
+    expect(answer.status).toBe(201)
+    expect(sim.simulator.calls[0]?.headers.authorization).toBe(`Bearer ${ALICE}`)
+  })
+
+  it('passes the backend 403 FORBIDDEN through unchanged for a session token without the admin role on POST', async () => {
+    const answer = await call('/v1/policies', { headers: { authorization: `Bearer ${BOB}`, 'x-request-id': 'bob-post-1' }, json: { name: 'from-bob' } })
+    expect(answer.status).toBe(403)
+    expect(answer.json).toEqual({
+      error: { code: 'FORBIDDEN', message: 'forbidden: this mutation needs the admin role' },
+      meta: { requestId: 'bob-post-1', timingMs: { total: expect.any(Number) } }
+    })
+    expect(sim.simulator.countCalls('POST', '/v4/policies')).toBe(1)
+  })
+
+  it('forwards nothing when nothing is presented and passes the backend 401 AUTH_INVALID through unchanged', async () => {
+    const answer = await call('/v1/policies', { headers: { 'x-request-id': 'anonymous-1' } })
+    expect(answer.status).toBe(401)
+    expect(answer.json).toEqual({
+      error: { code: 'AUTH_INVALID', message: 'missing credential: send x-service-api-key: <key_*> or Authorization: Bearer <session-token>' },
+      meta: { requestId: 'anonymous-1', timingMs: { total: expect.any(Number) } }
+    })
+    expect(sim.simulator.calls).toHaveLength(1)
+    expect(credentialHeadersOf(sim.simulator.calls[0] as { headers: Record<string, string | string[] | undefined> })).toEqual({})
+  })
+
+  it('passes the backend rejection of a revoked key through unchanged', async () => {
+    const before = await call('/v1/policies', { headers: { 'x-api-key': REVOCABLE_KEY } })
+    expect(before.status).toBe(200)
+    sim.simulator.revokeKey(REVOCABLE_KEY)
+    const after = await call('/v1/policies', { headers: { 'x-api-key': REVOCABLE_KEY, 'x-request-id': 'revoked-1' } })
+    expect(after.status).toBe(401)
+    expect(after.json).toEqual({
+      error: { code: 'AUTH_REVOKED', message: 'service-account token has been revoked' },
+      meta: { requestId: 'revoked-1', timingMs: { total: expect.any(Number) } }
+    })
+    expect(sim.simulator.calls[0]?.headers['x-service-api-key']).toBe(REVOCABLE_KEY)
+  })
+
+  it('passes the backend 404 through for a policy id the backend has no route for', async () => {
+    const answer = await call('/v1/policies/pol_missing?x=1', { headers: { 'x-api-key': ADMIN_KEY } })
+    expect(answer.status).toBe(404)
+    expect(answer.json.error.code).toBe('NOT_FOUND')
+    expect(sim.simulator.calls.map((recorded) => recorded.url)).toEqual(['/v4/policies/pol_missing?x=1'])
+  })
+})
