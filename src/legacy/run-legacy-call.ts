@@ -88,9 +88,9 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
     sessionId = retry.result.sessionId
     response = await post(deps, context, sessionExecutePath(sessionId), body)
     upstreamMs += response.durationMs
-  } else if (response.statusCode === 401) {
-    await deps.sessions.evict(key, sessionId)
   }
+  // A 401 evicts the entry, the retried one included, and is returned as it came.
+  if (response.statusCode === 401) await deps.sessions.evict(key, sessionId)
   return { response, v4Path: sessionExecutePath(sessionId), sessionId, sessionOutcome, upstreamMs }
 }
 

@@ -15,8 +15,8 @@ export interface ShapeOptions {
   responseFields: readonly { from: string; to: string }[]
 }
 
-// RFC 9110 7.6.1 hop-by-hop, plus framing headers the gateway sets itself for the new body.
-const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'content-encoding'])
+// RFC 9110 7.6.1 hop-by-hop, plus content-length, which the gateway sets for the body it sends.
+const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length'])
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -40,6 +40,8 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
     return { statusCode, headers, payload: body }
   }
   if (!isPlainObject(document)) return { statusCode, headers, payload: body }
+  // It parsed as JSON, so it was not encoded; the body sent is the gateway's own serialisation.
+  delete headers['content-encoding']
   fillMeta(document, options)
   for (const { from, to } of options.responseFields) {
     const value = getAtPointer(document, from)

@@ -102,6 +102,7 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
     const { route } = match
     request.traffic.legacyRoute = `${route.method} ${route.path}`
     reply.header('x-request-id', request.id)
+    // Set now for the gateway's own errors; set again over the upstream's headers on success.
     if (tenant.deprecationHeaders !== null) reply.headers(tenant.deprecationHeaders)
 
     const credentials = runtime.config.credentials
@@ -151,8 +152,16 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
       responseFields: tenant.responseFields
     })
     reply.code(shaped.statusCode).headers(shaped.headers).header('x-request-id', request.id)
+    if (tenant.deprecationHeaders !== null) setDeprecationHeaders(reply, tenant.deprecationHeaders, shaped.headers.link)
     if (result.sessionId !== undefined) reply.header('x-v4-session-id', result.sessionId)
     return reply.send(shaped.payload)
+  }
+}
+
+/** RFC 9745 / RFC 8594 headers win over the upstream's; an upstream `Link` is kept beside the deprecation link. */
+function setDeprecationHeaders(reply: FastifyReply, headers: Readonly<Record<string, string>>, upstreamLink: string | string[] | undefined): void {
+  for (const [name, value] of Object.entries(headers)) {
+    reply.header(name, name === 'link' && upstreamLink !== undefined ? `${[upstreamLink].flat().join(', ')}, ${value}` : value)
   }
 }
 

@@ -1,0 +1,718 @@
+import type { ServerResponse } from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { send, type Answer } from '../helpers/http.js'
+import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream, type UpstreamHandler } from '../helpers/recording-upstream.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+const BOB = { authorization: 'Bearer demo-token-bob' }
+const START_PATH = '/v4/sessions.start'
+const EXECUTION_PATH = /^\/v4\/sessions\/([^/]+)\/executions\.execute$/
+
+/** What the fake V4 upstream answers: status, JSON body (or raw text), optional delay. */
+interface FakeAnswer {
+  status: number
+  body?: unknown
+  text?: string
+  contentType?: string
+  delayMs?: number
+  /** Held until this settles (then `delayMs`), so that concurrent callers really overlap. */
+  holdUntil?: Promise<void>
+}
+
+interface FakeV4 {
+  /** The nth sessions.start (1-based); default 201 `{ sessionId: "ses_<n>" }`. */
+  start?: (n: number) => FakeAnswer
+  /** An execution in `sessionId`; default 200 `{ output: "ok" }` without meta. */
+  execute?: (sessionId: string, body: unknown) => FakeAnswer
+}
+
+async function write(response: ServerResponse, answer: FakeAnswer): Promise<void> {
+  if (answer.holdUntil !== undefined) await answer.holdUntil
+  if (answer.delayMs !== undefined) await sleep(answer.delayMs)
+  const text = answer.text ?? JSON.stringify(answer.body ?? {})
+  response.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' })
+  response.end(text)
+}
+
+/** A scripted V4 backend for the answers the simulator cannot give on demand. */
+function fakeV4(script: FakeV4 = {}): UpstreamHandler {
+  let starts = 0
+  return async (request, response) => {
+    if (request.method === 'POST' && request.url === START_PATH) {
+      starts++
+      await write(response, script.start?.(starts) ?? { status: 201, body: { sessionId: `ses_${starts}` } })
+      return
+    }
+    const execution = EXECUTION_PATH.exec(request.url)
+    if (request.method === 'POST' && execution !== null) {
+      const sessionId = decodeURIComponent(execution[1] as string)
+      await write(response, script.execute?.(sessionId, JSON.parse(request.body.toString('utf8'))) ?? { status: 200, body: { output: 'ok' } })
+      return
+    }
+    await write(response, { status: 404, body: { error: { code: 'NOT_FOUND' } } })
+  }
+}
+
+/**
+ * Settles once the gateway has received `count` requests (or after 3 s, so a test can never
+ * hang). An extra 'request' listener only observes: fastify's own handler still runs.
+ */
+function arrivalsAt(gw: StartedGateway, count: number): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0
+    const fallback = setTimeout(resolve, 3_000)
+    gw.gateway.traffic.server.on('request', function countArrival() {
+      if (++seen === count) {
+        clearTimeout(fallback)
+        resolve()
+      }
+    })
+  })
+}
+
+function startsOf(upstream: RecordingUpstream): RecordedRequest[] {
+  return upstream.requests.filter((request) => request.url === START_PATH)
+}
+
+function executionsOf(upstream: RecordingUpstream): RecordedRequest[] {
+  return upstream.requests.filter((request) => EXECUTION_PATH.test(request.url))
+}
+
+function sessionOfExecution(request: RecordedRequest): string {
+  return decodeURIComponent(EXECUTION_PATH.exec(request.url)?.[1] ?? '')
+}
+
+function bodyOf(request: RecordedRequest): unknown {
+  return JSON.parse(request.body.toString('utf8'))
+}
+
+function invoke(gatewayUrl: string, json: unknown, headers: Record<string, string> = ALICE, path = '/v1/runs/invoke'): Promise<Answer> {
+  return send(gatewayUrl, path, { headers, json })
+}
+
+/** A gateway in front of a fake upstream for one test; both are closed whatever happens. */
+async function withFakeGateway(
+  script: FakeV4,
+  overrides: Record<string, unknown>,
+  run: (context: { upstream: RecordingUpstream; gw: StartedGateway }) => Promise<void>
+): Promise<void> {
+  const upstream = await startRecordingUpstream(fakeV4(script))
+  try {
+    const gw = await startGateway(testConfig(upstream.url, overrides))
+    try {
+      await run({ upstream, gw })
+    } finally {
+      await gw.close()
+    }
+  } finally {
+    await upstream.close()
+  }
+}
+
+describe('session-execute single-flight (SPEC 4 step 3)', () => {
+  it('starts exactly one V4 session for 50 concurrent first calls on one key', async () => {
+    let arrived = Promise.resolve()
+    await withFakeGateway({ start: (n) => ({ status: 201, body: { sessionId: `ses_${n}` }, holdUntil: arrived, delayMs: 100 }) }, {}, async ({ upstream, gw }) => {
+      arrived = arrivalsAt(gw, 50)
+      const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => invoke(gw.url, { input: index, stateId: 'shared', state: { policy: 'p' } })))
+      expect(startsOf(upstream)).toHaveLength(1)
+      expect(answers.map((answer) => answer.status)).toEqual(Array<number>(50).fill(200))
+      expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_1']))
+      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(Array<string>(50).fill('ses_1'))
+    })
+  })
+
+  it('starts exactly one simulator session for 50 concurrent first calls on one key', async () => {
+    const sim = await startSimulator()
+    try {
+      const gw = await startGateway(testConfig(sim.url))
+      try {
+        const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => invoke(gw.url, { input: index, stateId: 'sim-shared', risk: 'high' })))
+        expect(sim.simulator.countCalls('POST', START_PATH)).toBe(1)
+        expect(answers.every((answer) => answer.status === 200)).toBe(true)
+        expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id'])).size).toBe(1)
+        expect(sim.simulator.countCalls('POST', EXECUTION_PATH)).toBe(50)
+      } finally {
+        await gw.close()
+      }
+    } finally {
+      await sim.close()
+    }
+  })
+
+  it('shares one failing sessions.start among 50 concurrent callers, each getting its status and body as they came', async () => {
+    const failure = JSON.stringify({ error: { code: 'BACKEND_DOWN', message: 'try later' }, meta: { requestId: 'up-req-1', timingMs: { total: 1 } } })
+    let arrived = Promise.resolve()
+    await withFakeGateway({ start: () => ({ status: 500, text: failure, holdUntil: arrived, delayMs: 100 }) }, {}, async ({ upstream, gw }) => {
+      // A failed start caches nothing, so a caller arriving after it settled would start again: hold it until all 50 are in.
+      arrived = arrivalsAt(gw, 50)
+      const answers = await Promise.all(Array.from({ length: 50 }, () => invoke(gw.url, { input: 1, stateId: 'failing' })))
+      expect(startsOf(upstream)).toHaveLength(1)
+      expect(executionsOf(upstream)).toHaveLength(0)
+      for (const answer of answers) {
+        expect(answer.status).toBe(500)
+        expect(answer.text).toBe(failure)
+      }
+    })
+  })
+
+  it('caches nothing after a failing sessions.start, so the next call starts again', async () => {
+    const script: FakeV4 = { start: (n) => (n === 1 ? { status: 500, body: { error: { code: 'BACKEND_DOWN' } } } : { status: 201, body: { sessionId: `ses_${n}` } }) }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      expect((await invoke(gw.url, { input: 1, stateId: 'retry-later' })).status).toBe(500)
+      expect(gw.gateway.sessionStore.size).toBe(0)
+      const second = await invoke(gw.url, { input: 1, stateId: 'retry-later' })
+      expect(second.status).toBe(200)
+      expect(second.headers['x-v4-session-id']).toBe('ses_2')
+      expect(startsOf(upstream)).toHaveLength(2)
+    })
+  })
+
+  it('answers 502 UPSTREAM_BAD_RESPONSE to every concurrent caller when the shared sessions.start has no session id', async () => {
+    let arrived = Promise.resolve()
+    await withFakeGateway({ start: () => ({ status: 201, body: {}, holdUntil: arrived, delayMs: 100 }) }, {}, async ({ upstream, gw }) => {
+      arrived = arrivalsAt(gw, 20)
+      const answers = await Promise.all(Array.from({ length: 20 }, () => invoke(gw.url, { input: 1, stateId: 'no-id' })))
+      expect(startsOf(upstream)).toHaveLength(1)
+      for (const answer of answers) {
+        expect(answer.status).toBe(502)
+        expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
+      }
+    })
+  })
+})
+
+describe('session-execute session ids from sessions.start (SPEC 4 step 2)', () => {
+  it('answers 502 UPSTREAM_BAD_RESPONSE when sessions.start answers 201 {} and sends no execution', async () => {
+    await withFakeGateway({ start: () => ({ status: 201, body: {} }) }, {}, async ({ upstream, gw }) => {
+      const answer = await invoke(gw.url, { input: 1 }, { ...ALICE, 'x-request-id': 'bad-start-1' })
+      expect(answer.status).toBe(502)
+      expect(answer.json.error).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', requestId: 'bad-start-1' })
+      expect(answer.headers['x-v4-session-id']).toBeUndefined()
+      expect(executionsOf(upstream)).toHaveLength(0)
+    })
+  })
+
+  it('caches nothing after a sessions.start without a session id, so the next call starts again', async () => {
+    const script: FakeV4 = { start: (n) => ({ status: 201, body: n === 1 ? {} : { sessionId: `ses_${n}` } }) }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      expect((await invoke(gw.url, { input: 1 })).status).toBe(502)
+      expect(gw.gateway.sessionStore.size).toBe(0)
+      const second = await invoke(gw.url, { input: 1 })
+      expect(second.status).toBe(200)
+      expect(second.headers['x-v4-session-id']).toBe('ses_2')
+      expect(startsOf(upstream)).toHaveLength(2)
+    })
+  })
+
+  it('answers 502 UPSTREAM_BAD_RESPONSE when sessions.start answers 2xx with a body that is not JSON', async () => {
+    await withFakeGateway({ start: () => ({ status: 201, text: 'created', contentType: 'text/plain' }) }, {}, async ({ gw }) => {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.status).toBe(502)
+      expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
+    })
+  })
+
+  it.each([
+    ['/sessionId', { sessionId: 'ses_top' }, 'ses_top'],
+    ['/id', { id: 'ses_plain_id' }, 'ses_plain_id'],
+    ['/session/id', { session: { id: 'ses_nested' } }, 'ses_nested'],
+    ['/meta/sessionId', { meta: { sessionId: 'ses_meta' } }, 'ses_meta']
+  ])('reads the session id at the default path %s', async (_path, startBody, sessionId) => {
+    await withFakeGateway({ start: () => ({ status: 201, body: startBody }) }, {}, async ({ upstream, gw }) => {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.status).toBe(200)
+      expect(answer.headers['x-v4-session-id']).toBe(sessionId)
+      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual([sessionId])
+    })
+  })
+
+  it('takes the first default path that holds a string', async () => {
+    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 42, id: 'ses_from_id', meta: { sessionId: 'ses_from_meta' } } }) }, {}, async ({ gw }) => {
+      expect((await invoke(gw.url, { input: 1 })).headers['x-v4-session-id']).toBe('ses_from_id')
+    })
+  })
+
+  it('honours a custom sessions.sessionIdPaths pointer', async () => {
+    const overrides = { sessions: { sessionIdPaths: ['/data/session'] } }
+    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses_default_place', data: { session: 'ses_custom' } } }) }, overrides, async ({ upstream, gw }) => {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.status).toBe(200)
+      expect(answer.headers['x-v4-session-id']).toBe('ses_custom')
+      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_custom'])
+    })
+  })
+
+  it('reads only the custom sessions.sessionIdPaths, not the default ones', async () => {
+    const overrides = { sessions: { sessionIdPaths: ['/data/session'] } }
+    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses_default_place' } }) }, overrides, async ({ gw }) => {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.status).toBe(502)
+      expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
+    })
+  })
+
+  it('percent-encodes the session id in the execution path', async () => {
+    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses/1 x?' } }) }, {}, async ({ upstream, gw }) => {
+      expect((await invoke(gw.url, { input: 1 })).status).toBe(200)
+      expect(executionsOf(upstream).map((request) => request.url)).toEqual(['/v4/sessions/ses%2F1%20x%3F/executions.execute'])
+    })
+  })
+})
+
+describe('session-execute non-2xx sessions.start (SPEC 4 step 2)', () => {
+  let sim: StartedSimulator
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    sim = await startSimulator()
+    gw = await startGateway(testConfig(sim.url))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await sim.close()
+  })
+  beforeEach(() => {
+    sim.simulator.resetCalls()
+  })
+
+  it('returns the simulator 401 AUTH_INVALID for an unknown token as it came and sends no execution', async () => {
+    const answer = await invoke(gw.url, { input: 1, stateId: 'unknown-token' }, { authorization: 'Bearer not-a-known-token' })
+    expect(answer.status).toBe(401)
+    expect(answer.json.error).toEqual({ code: 'AUTH_INVALID', message: 'unknown session token' })
+    expect(answer.headers['x-v4-session-id']).toBeUndefined()
+    expect(sim.simulator.countCalls('POST', EXECUTION_PATH)).toBe(0)
+  })
+
+  it('caches nothing after a non-2xx sessions.start, so the next call starts again', async () => {
+    await invoke(gw.url, { input: 1, stateId: 'unknown-token-2' }, { authorization: 'Bearer not-a-known-token' })
+    await invoke(gw.url, { input: 1, stateId: 'unknown-token-2' }, { authorization: 'Bearer not-a-known-token' })
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(2)
+    expect(gw.gateway.sessionStore.size).toBe(0)
+  })
+
+  it('returns a non-JSON sessions.start error byte for byte with its status and content type', async () => {
+    await withFakeGateway({ start: () => ({ status: 403, text: 'quota exhausted\n', contentType: 'text/plain; charset=utf-8' }) }, {}, async ({ upstream, gw: fakeGw }) => {
+      const answer = await invoke(fakeGw.url, { input: 1 })
+      expect(answer.status).toBe(403)
+      expect(answer.text).toBe('quota exhausted\n')
+      expect(answer.headers['content-type']).toBe('text/plain; charset=utf-8')
+      expect(executionsOf(upstream)).toHaveLength(0)
+    })
+  })
+
+  it('sends sessions.start the caller token as exactly Authorization: Bearer, whichever header it came in', async () => {
+    const answer = await invoke(gw.url, { input: 1, stateId: 'token-source' }, { 'x-session-token': 'demo-token-alice' })
+    expect(answer.status).toBe(200)
+    const [start] = sim.simulator.calls.filter((call) => call.path === START_PATH)
+    expect(start?.headers.authorization).toBe('Bearer demo-token-alice')
+    expect(start?.headers['x-session-token']).toBeUndefined()
+  })
+
+  it('sends the same x-request-id to sessions.start and to the execution', async () => {
+    const answer = await invoke(gw.url, { input: 1, stateId: 'request-id' }, { ...ALICE, 'x-request-id': 'trace-42' })
+    expect(answer.status).toBe(200)
+    expect(sim.simulator.calls.map((call) => call.headers['x-request-id'])).toEqual(['trace-42', 'trace-42'])
+  })
+})
+
+describe('session-execute session-map keys (SPEC 4 step 1)', () => {
+  let sim: StartedSimulator
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    sim = await startSimulator()
+    gw = await startGateway(
+      testConfig(sim.url, {
+        tenants: { acme: { upstream: { staging: sim.url } }, beta: { upstream: { staging: sim.url } } }
+      })
+    )
+  })
+  afterAll(async () => {
+    await gw.close()
+    await sim.close()
+  })
+  beforeEach(() => {
+    sim.simulator.resetCalls()
+  })
+
+  it('reuses the session for a second call with the same token, stateId and state', async () => {
+    const body = { input: 1, stateId: 'same-key', state: { policy: 'p' } }
+    const first = await invoke(gw.url, body)
+    const second = await invoke(gw.url, body)
+    expect(second.headers['x-v4-session-id']).toBe(first.headers['x-v4-session-id'])
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(1)
+  })
+
+  it('starts two different sessions for alice and bob with the same stateId and state', async () => {
+    const body = { input: 1, stateId: 'shared-by-two', state: { policy: 'p', route: 'r' } }
+    const alice = await invoke(gw.url, body, ALICE)
+    const bob = await invoke(gw.url, body, BOB)
+    expect([alice.status, bob.status]).toEqual([200, 200])
+    expect(bob.headers['x-v4-session-id']).not.toBe(alice.headers['x-v4-session-id'])
+    expect(sim.simulator.calls.filter((call) => call.path === START_PATH).map((call) => call.headers.authorization)).toEqual([
+      'Bearer demo-token-alice',
+      'Bearer demo-token-bob'
+    ])
+  })
+
+  it('keeps using each identity its own session when alice and bob alternate on one stateId', async () => {
+    const body = { input: 1, stateId: 'alternating' }
+    const alice = await invoke(gw.url, body, ALICE)
+    const bob = await invoke(gw.url, body, BOB)
+    const aliceAgain = await invoke(gw.url, body, ALICE)
+    const bobAgain = await invoke(gw.url, body, BOB)
+    expect(aliceAgain.headers['x-v4-session-id']).toBe(alice.headers['x-v4-session-id'])
+    expect(bobAgain.headers['x-v4-session-id']).toBe(bob.headers['x-v4-session-id'])
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(2)
+  })
+
+  it('starts two different sessions for one identity in two tenants', async () => {
+    const body = { input: 1, stateId: 'two-tenants' }
+    const acme = await invoke(gw.url, body, { ...ALICE, 'x-tenant-id': 'acme' })
+    const beta = await invoke(gw.url, body, { ...ALICE, 'x-tenant-id': 'beta' })
+    expect([acme.status, beta.status]).toEqual([200, 200])
+    expect(beta.headers['x-v4-session-id']).not.toBe(acme.headers['x-v4-session-id'])
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(2)
+    expect(gw.gateway.sessionStore.countByTenant()).toMatchObject({ acme: expect.any(Number), beta: expect.any(Number) })
+  })
+
+  it('starts different sessions for different state defaults on one stateId', async () => {
+    const strict = await invoke(gw.url, { input: 1, stateId: 'defaults', state: { policy: 'strict' } })
+    const loose = await invoke(gw.url, { input: 1, stateId: 'defaults', state: { policy: 'loose' } })
+    const risky = await invoke(gw.url, { input: 1, stateId: 'defaults', state: { policy: 'strict' }, risk: 'high' })
+    expect(new Set([strict, loose, risky].map((answer) => answer.headers['x-v4-session-id'])).size).toBe(3)
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(3)
+  })
+
+  it('starts different sessions for different stateIds', async () => {
+    const one = await invoke(gw.url, { input: 1, stateId: 'state-one' })
+    const two = await invoke(gw.url, { input: 1, stateId: 'state-two' })
+    expect(two.headers['x-v4-session-id']).not.toBe(one.headers['x-v4-session-id'])
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(2)
+  })
+
+  it('does not let per-call policy and route choose another session', async () => {
+    const first = await invoke(gw.url, { input: 1, stateId: 'per-call' })
+    const second = await invoke(gw.url, { input: 1, stateId: 'per-call', policy: 'override', route: 'other' })
+    expect(second.headers['x-v4-session-id']).toBe(first.headers['x-v4-session-id'])
+  })
+
+  it('uses the runId of /v1/runs/:runId/invoke as the state key', async () => {
+    const first = await invoke(gw.url, { input: 1 }, ALICE, '/v1/runs/run-a/invoke')
+    const again = await invoke(gw.url, { input: 2 }, ALICE, '/v1/runs/run-a/invoke')
+    const other = await invoke(gw.url, { input: 1 }, ALICE, '/v1/runs/run-b/invoke')
+    expect([first.status, again.status, other.status]).toEqual([200, 200, 200])
+    expect(again.headers['x-v4-session-id']).toBe(first.headers['x-v4-session-id'])
+    expect(other.headers['x-v4-session-id']).not.toBe(first.headers['x-v4-session-id'])
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(2)
+  })
+
+  it('keys /v1/runs/:runId/invoke by the runId, not by a body stateId', async () => {
+    const first = await invoke(gw.url, { input: 1, stateId: 'body-one' }, ALICE, '/v1/runs/run-c/invoke')
+    const second = await invoke(gw.url, { input: 1, stateId: 'body-two' }, ALICE, '/v1/runs/run-c/invoke')
+    expect(second.headers['x-v4-session-id']).toBe(first.headers['x-v4-session-id'])
+  })
+})
+
+describe('session-execute defaults (SPEC 4 steps 2 and 4)', () => {
+  let sim: StartedSimulator
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    sim = await startSimulator()
+    gw = await startGateway(testConfig(sim.url))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await sim.close()
+  })
+  beforeEach(() => {
+    sim.simulator.resetCalls()
+  })
+
+  function startBodies(): unknown[] {
+    return sim.simulator.calls.filter((call) => call.path === START_PATH).map((call) => call.body)
+  }
+
+  function executionBodies(): unknown[] {
+    return sim.simulator.calls.filter((call) => EXECUTION_PATH.test(call.path)).map((call) => call.body)
+  }
+
+  it('sends sessions.start the state merged with a top-level risk', async () => {
+    await invoke(gw.url, { input: 1, stateId: 'merge', state: { policy: 'p1', route: 'r1' }, risk: 'high' })
+    expect(startBodies()).toEqual([{ policy: 'p1', route: 'r1', risk: 'high' }])
+  })
+
+  it('lets a top-level risk win over the state risk', async () => {
+    await invoke(gw.url, { input: 1, stateId: 'risk-wins', state: { risk: 'low' }, risk: 'high' })
+    expect(startBodies()).toEqual([{ risk: 'high' }])
+  })
+
+  it('sends sessions.start only the state fields that were given', async () => {
+    await invoke(gw.url, { input: 1, stateId: 'only-route', state: { route: 'r1' } })
+    expect(startBodies()).toEqual([{ route: 'r1' }])
+  })
+
+  it('sends sessions.start an empty object when neither state nor risk was given', async () => {
+    await invoke(gw.url, { input: 1, stateId: 'no-defaults' })
+    expect(startBodies()).toEqual([{}])
+  })
+
+  it('never sends top-level policy and route or unknown fields to sessions.start', async () => {
+    await invoke(gw.url, { input: 1, stateId: 'no-leak', policy: 'p', route: 'r', trace: 'abc', extra: { a: 1 } })
+    expect(startBodies()).toEqual([{}])
+  })
+
+  it('sends the execution only { input } when no per-call policy or route was given', async () => {
+    await invoke(gw.url, { input: { q: 1 }, stateId: 'exec-only-input', state: { policy: 'p', route: 'r', risk: 'high' }, risk: 'high' })
+    expect(executionBodies()).toEqual([{ input: { q: 1 } }])
+  })
+
+  it('sends the execution top-level policy and route as per-call overrides', async () => {
+    await invoke(gw.url, { input: null, stateId: 'exec-overrides', policy: 'override', route: 'r2' })
+    expect(executionBodies()).toEqual([{ input: null, policy: 'override', route: 'r2' }])
+  })
+
+  it('shows the session defaults inherited by the execution in the simulator effective context', async () => {
+    const answer = await invoke(gw.url, { input: 1, stateId: 'inherit', state: { policy: 'strict', route: 'fast' }, risk: 'high' })
+    expect(answer.status).toBe(200)
+    expect(answer.json.effective).toEqual({ policy: 'strict', route: 'fast', risk: 'high' })
+  })
+
+  it('shows a per-call policy overriding the session default while route and risk are inherited', async () => {
+    const answer = await invoke(gw.url, { input: 1, stateId: 'override', state: { policy: 'strict', route: 'fast', risk: 'medium' }, policy: 'loose' })
+    expect(answer.json.effective).toEqual({ policy: 'loose', route: 'fast', risk: 'medium' })
+  })
+
+  it('shows the backend defaults when the session has no defaults', async () => {
+    const answer = await invoke(gw.url, { input: 1, stateId: 'backend-defaults' })
+    expect(answer.json.effective).toEqual({ policy: 'default', route: 'standard', risk: 'low' })
+  })
+})
+
+describe('session-execute stale sessions (SPEC 4 step 5)', () => {
+  it('replaces a session the simulator expired (410), re-sends once and answers 200 with the new x-v4-session-id', async () => {
+    const sim = await startSimulator()
+    try {
+      const gw = await startGateway(testConfig(sim.url))
+      try {
+        const first = await invoke(gw.url, { input: 1, stateId: 'expiring' })
+        const oldId = first.headers['x-v4-session-id'] as string
+        sim.simulator.expireSession(oldId)
+        sim.simulator.resetCalls()
+        const second = await invoke(gw.url, { input: 2, stateId: 'expiring' })
+        expect(second.status).toBe(200)
+        const newId = second.headers['x-v4-session-id'] as string
+        expect(newId).not.toBe(oldId)
+        expect(second.json.meta.sessionId).toBe(newId)
+        expect(sim.simulator.calls.map((call) => call.path)).toEqual([
+          `/v4/sessions/${oldId}/executions.execute`,
+          START_PATH,
+          `/v4/sessions/${newId}/executions.execute`
+        ])
+      } finally {
+        await gw.close()
+      }
+    } finally {
+      await sim.close()
+    }
+  })
+
+  it('retries once in a new session when the execution of a mapped session answers 404', async () => {
+    const dead = new Set<string>()
+    const script: FakeV4 = { execute: (sessionId) => (dead.has(sessionId) ? { status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } } : { status: 200, body: { output: sessionId } }) }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      await invoke(gw.url, { input: 1 })
+      dead.add('ses_1')
+      const answer = await invoke(gw.url, { input: 2 })
+      expect(answer.status).toBe(200)
+      expect(answer.headers['x-v4-session-id']).toBe('ses_2')
+      expect(answer.json.output).toBe('ses_2')
+      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
+      expect(executionsOf(upstream).slice(1).map(bodyOf)).toEqual([{ input: 2 }, { input: 2 }])
+    })
+  })
+
+  it('keeps the replacement session for the next call after a stale retry', async () => {
+    const dead = new Set<string>()
+    const script: FakeV4 = { execute: (sessionId) => (dead.has(sessionId) ? { status: 404, body: {} } : { status: 200, body: { output: 'ok' } }) }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      await invoke(gw.url, { input: 1 })
+      dead.add('ses_1')
+      await invoke(gw.url, { input: 2 })
+      const third = await invoke(gw.url, { input: 3 })
+      expect(third.headers['x-v4-session-id']).toBe('ses_2')
+      expect(startsOf(upstream)).toHaveLength(2)
+    })
+  })
+
+  it('returns the 404 of the retry as it came and does not retry again', async () => {
+    let allDead = false
+    const notFound = JSON.stringify({ error: { code: 'SESSION_NOT_FOUND', message: 'gone' }, meta: { requestId: 'up', timingMs: { total: 1 } } })
+    const script: FakeV4 = { execute: () => (allDead ? { status: 404, text: notFound } : { status: 200, body: { output: 'ok' } }) }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      await invoke(gw.url, { input: 1 })
+      allDead = true
+      const answer = await invoke(gw.url, { input: 2 })
+      expect(answer.status).toBe(404)
+      expect(answer.json.error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'gone' })
+      expect(startsOf(upstream)).toHaveLength(2)
+      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
+    })
+  })
+
+  it('does not retry a 404 from a session started by the same request', async () => {
+    await withFakeGateway({ execute: () => ({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } }) }, {}, async ({ upstream, gw }) => {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.status).toBe(404)
+      expect(answer.json.error.code).toBe('SESSION_NOT_FOUND')
+      expect(startsOf(upstream)).toHaveLength(1)
+      expect(executionsOf(upstream)).toHaveLength(1)
+    })
+  })
+
+  it('treats a custom sessions.staleStatuses entry as stale', async () => {
+    const dead = new Set<string>()
+    const script: FakeV4 = { execute: (sessionId) => (dead.has(sessionId) ? { status: 409, body: { error: { code: 'SESSION_CLOSED' } } } : { status: 200, body: { output: 'ok' } }) }
+    await withFakeGateway(script, { sessions: { staleStatuses: [409] } }, async ({ upstream, gw }) => {
+      await invoke(gw.url, { input: 1 })
+      dead.add('ses_1')
+      const answer = await invoke(gw.url, { input: 2 })
+      expect(answer.status).toBe(200)
+      expect(answer.headers['x-v4-session-id']).toBe('ses_2')
+      expect(startsOf(upstream)).toHaveLength(2)
+    })
+  })
+
+  it('no longer treats 404 as stale when custom sessions.staleStatuses leave it out', async () => {
+    const dead = new Set<string>()
+    const script: FakeV4 = { execute: (sessionId) => (dead.has(sessionId) ? { status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } } : { status: 200, body: { output: 'ok' } }) }
+    await withFakeGateway(script, { sessions: { staleStatuses: [409] } }, async ({ upstream, gw }) => {
+      await invoke(gw.url, { input: 1 })
+      dead.add('ses_1')
+      const answer = await invoke(gw.url, { input: 2 })
+      expect(answer.status).toBe(404)
+      expect(startsOf(upstream)).toHaveLength(1)
+    })
+  })
+})
+
+describe('session-execute 401 on an execution (SPEC 4 step 5)', () => {
+  const unauthorized = JSON.stringify({ error: { code: 'AUTH_INVALID', message: 'token expired' }, meta: { requestId: 'up', timingMs: { total: 1 } } })
+
+  it('returns a 401 on the execution of a mapped session as it came', async () => {
+    const refused = new Set<string>()
+    const script: FakeV4 = { execute: (sessionId) => (refused.has(sessionId) ? { status: 401, text: unauthorized } : { status: 200, body: { output: 'ok' } }) }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      await invoke(gw.url, { input: 1 })
+      refused.add('ses_1')
+      const answer = await invoke(gw.url, { input: 2 })
+      expect(answer.status).toBe(401)
+      expect(answer.json.error).toEqual({ code: 'AUTH_INVALID', message: 'token expired' })
+      expect(startsOf(upstream)).toHaveLength(1)
+    })
+  })
+
+  it('evicts the entry after a 401, so the next call starts a new session', async () => {
+    const refused = new Set<string>()
+    const script: FakeV4 = { execute: (sessionId) => (refused.has(sessionId) ? { status: 401, text: unauthorized } : { status: 200, body: { output: 'ok' } }) }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      await invoke(gw.url, { input: 1 })
+      refused.add('ses_1')
+      await invoke(gw.url, { input: 2 })
+      expect(gw.gateway.sessionStore.size).toBe(0)
+      const third = await invoke(gw.url, { input: 3 })
+      expect(third.status).toBe(200)
+      expect(third.headers['x-v4-session-id']).toBe('ses_2')
+      expect(startsOf(upstream)).toHaveLength(2)
+    })
+  })
+
+  it('evicts a session started by the same request when its execution answers 401', async () => {
+    let refuse = true
+    const script: FakeV4 = { execute: () => (refuse ? { status: 401, text: unauthorized } : { status: 200, body: { output: 'ok' } }) }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      expect((await invoke(gw.url, { input: 1 })).status).toBe(401)
+      refuse = false
+      const second = await invoke(gw.url, { input: 2 })
+      expect(second.headers['x-v4-session-id']).toBe('ses_2')
+      expect(startsOf(upstream)).toHaveLength(2)
+    })
+  })
+
+  it('evicts the replacement session when the execution re-sent after a stale answer gets 401', async () => {
+    const script: FakeV4 = {
+      execute: (sessionId) => {
+        if (sessionId === 'ses_1') return { status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } }
+        return { status: 401, text: unauthorized }
+      }
+    }
+    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
+      // Map ses_1 without going through an execution: a first call whose execution 404s keeps its fresh entry.
+      expect((await invoke(gw.url, { input: 1 })).status).toBe(404)
+      const answer = await invoke(gw.url, { input: 2 })
+      expect(answer.status).toBe(401)
+      expect(answer.json.error).toEqual({ code: 'AUTH_INVALID', message: 'token expired' })
+      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
+      expect(gw.gateway.sessionStore.size).toBe(0)
+    })
+  })
+})
+
+describe('session-execute response (SPEC 4 step 6, SPEC 6)', () => {
+  it('adds x-v4-session-id and fills meta.sessionId when the execution answer has no meta', async () => {
+    await withFakeGateway({ execute: () => ({ status: 200, body: { output: 'ok' } }) }, {}, async ({ gw }) => {
+      const answer = await invoke(gw.url, { input: 1 }, { ...ALICE, 'x-request-id': 'meta-fill-1' })
+      expect(answer.status).toBe(200)
+      expect(answer.headers['x-v4-session-id']).toBe('ses_1')
+      expect(answer.json.meta).toMatchObject({ sessionId: 'ses_1', requestId: 'meta-fill-1' })
+      expect(typeof answer.json.meta.timingMs.total).toBe('number')
+    })
+  })
+
+  it('keeps a meta.sessionId the execution answer already has', async () => {
+    const meta = { requestId: 'up-1', sessionId: 'ses_as_upstream_says', timingMs: { total: 2 } }
+    await withFakeGateway({ execute: () => ({ status: 200, body: { output: 'ok', meta } }) }, {}, async ({ gw }) => {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.json.meta).toEqual(meta)
+      expect(answer.headers['x-v4-session-id']).toBe('ses_1')
+    })
+  })
+
+  it('adds x-v4-session-id to a non-2xx execution answer too', async () => {
+    await withFakeGateway({ execute: () => ({ status: 422, body: { error: { code: 'INPUT_REJECTED' } } }) }, {}, async ({ gw }) => {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.status).toBe(422)
+      expect(answer.headers['x-v4-session-id']).toBe('ses_1')
+    })
+  })
+})
+
+describe('session-execute map bounds (SPEC 4)', () => {
+  it('drops the least recently used entry beyond sessions.maxEntries', async () => {
+    await withFakeGateway({}, { sessions: { maxEntries: 2 } }, async ({ upstream, gw }) => {
+      await invoke(gw.url, { input: 1, stateId: 'a' })
+      await invoke(gw.url, { input: 1, stateId: 'b' })
+      await invoke(gw.url, { input: 1, stateId: 'c' })
+      expect(gw.gateway.sessionStore.size).toBe(2)
+      const again = await invoke(gw.url, { input: 1, stateId: 'a' })
+      expect(again.headers['x-v4-session-id']).toBe('ses_4')
+      expect(startsOf(upstream)).toHaveLength(4)
+    })
+  })
+
+  it('starts a new session once sessions.ttlMs has passed since the entry was created', async () => {
+    await withFakeGateway({}, { sessions: { ttlMs: 80 } }, async ({ upstream, gw }) => {
+      const first = await invoke(gw.url, { input: 1, stateId: 'short-lived' })
+      await sleep(120)
+      const second = await invoke(gw.url, { input: 1, stateId: 'short-lived' })
+      expect(first.headers['x-v4-session-id']).toBe('ses_1')
+      expect(second.headers['x-v4-session-id']).toBe('ses_2')
+      expect(startsOf(upstream)).toHaveLength(2)
+    })
+  })
+})

@@ -1,0 +1,186 @@
+import { describe, expect, it } from 'vitest'
+import { legacyFieldsSchema, type LegacyFields } from '../../../src/config/schema.js'
+import type { GatewayError } from '../../../src/errors/registry.js'
+import { isJsonContentType, parseJsonObject, parseLegacyCall } from '../../../src/legacy/parse-legacy-body.js'
+
+const DEFAULT_FIELDS: LegacyFields = legacyFieldsSchema.parse({})
+const REMAPPED_FIELDS: LegacyFields = legacyFieldsSchema.parse({ input: '/payload/data', policy: '/governance/policy', state: '/client/state' })
+
+function failure(run: () => unknown): GatewayError {
+  try {
+    run()
+  } catch (error) {
+    return error as GatewayError
+  }
+  throw new Error('expected a GatewayError, nothing was thrown')
+}
+
+function pointersOf(error: GatewayError): string[] {
+  return (error.details ?? []).map((detail) => detail.pointer)
+}
+
+function parseSession(body: Record<string, unknown>) {
+  return parseLegacyCall(body, 'session-execute', DEFAULT_FIELDS, 'keep')
+}
+
+describe('isJsonContentType', () => {
+  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/vnd.legacy+json'])('accepts %s', (type) => {
+    expect(isJsonContentType(type)).toBe(true)
+  })
+
+  it.each([undefined, 'text/plain', 'application/jsonx', 'application/x-www-form-urlencoded', 'text/json'])('refuses %s', (type) => {
+    expect(isJsonContentType(type)).toBe(false)
+  })
+})
+
+describe('parseJsonObject', () => {
+  it('returns a JSON object body', () => {
+    expect(parseJsonObject(Buffer.from('{"input":1}'))).toEqual({ input: 1 })
+  })
+
+  it('answers 400 INVALID_REQUEST with pointer "" when the body is not JSON', () => {
+    const error = failure(() => parseJsonObject(Buffer.from('{"input":')))
+    expect(error).toMatchObject({ code: 'INVALID_REQUEST', statusCode: 400 })
+    expect(pointersOf(error)).toEqual([''])
+  })
+
+  it.each(['[1,2]', 'null', '"text"', '42', 'true'])('answers 400 INVALID_REQUEST when the body is JSON but not an object: %s', (text) => {
+    const error = failure(() => parseJsonObject(Buffer.from(text)))
+    expect(error).toMatchObject({ code: 'INVALID_REQUEST', statusCode: 400 })
+    expect(pointersOf(error)).toEqual([''])
+  })
+
+  it('answers 400 INVALID_REQUEST for an empty body', () => {
+    expect(failure(() => parseJsonObject(Buffer.alloc(0)))).toMatchObject({ code: 'INVALID_REQUEST' })
+  })
+})
+
+describe('parseLegacyCall validation', () => {
+  it('reads input, policy, route and risk of an execute call', () => {
+    const call = parseLegacyCall({ input: { q: 1 }, policy: 'strict', route: 'fast', risk: 'high' }, 'execute', DEFAULT_FIELDS, 'keep')
+    expect(call).toMatchObject({ input: { q: 1 }, policy: 'strict', route: 'fast', risk: 'high', unknown: {} })
+  })
+
+  it('accepts null as input', () => {
+    expect(parseLegacyCall({ input: null }, 'execute', DEFAULT_FIELDS, 'keep').input).toBeNull()
+  })
+
+  it('answers 400 INVALID_REQUEST naming /input when input is missing', () => {
+    const error = failure(() => parseLegacyCall({ policy: 'strict' }, 'execute', DEFAULT_FIELDS, 'keep'))
+    expect(error).toMatchObject({ code: 'INVALID_REQUEST', statusCode: 400 })
+    expect(pointersOf(error)).toEqual(['/input'])
+  })
+
+  it.each(['policy', 'route', 'risk'])('answers 400 INVALID_REQUEST naming /%s when it is not a string', (field) => {
+    const error = failure(() => parseLegacyCall({ input: 1, [field]: 7 }, 'execute', DEFAULT_FIELDS, 'keep'))
+    expect(error).toMatchObject({ code: 'INVALID_REQUEST' })
+    expect(pointersOf(error)).toEqual([`/${field}`])
+  })
+
+  it('names every offending field when several are wrong', () => {
+    const error = failure(() => parseLegacyCall({ policy: 1, route: false }, 'execute', DEFAULT_FIELDS, 'keep'))
+    expect(pointersOf(error).sort()).toEqual(['/input', '/policy', '/route'])
+  })
+
+  it('puts the pointers in the error message too', () => {
+    expect(failure(() => parseLegacyCall({}, 'execute', DEFAULT_FIELDS, 'keep')).message).toContain('/input')
+  })
+
+  it('reads state and stateId of a session-execute call', () => {
+    const call = parseSession({ input: 1, state: { policy: 'p', route: 'r', risk: 'high' }, stateId: 'client-1' })
+    expect(call).toMatchObject({ state: { policy: 'p', route: 'r', risk: 'high' }, stateId: 'client-1', unknown: {} })
+  })
+
+  it('answers 400 naming /state when state is not an object', () => {
+    expect(pointersOf(failure(() => parseSession({ input: 1, state: 'strict' })))).toEqual(['/state'])
+  })
+
+  it('answers 400 naming /state/policy when a state field is not a string', () => {
+    expect(pointersOf(failure(() => parseSession({ input: 1, state: { policy: 5 } })))).toEqual(['/state/policy'])
+  })
+
+  it('answers 400 under /state when state has a field other than policy, route and risk', () => {
+    const error = failure(() => parseSession({ input: 1, state: { policy: 'p', owner: 'x' } }))
+    expect(error).toMatchObject({ code: 'INVALID_REQUEST' })
+    expect(pointersOf(error)).toHaveLength(1)
+    expect(pointersOf(error)[0]).toMatch(/^\/state/)
+  })
+
+  it('answers 400 naming /stateId when stateId is empty', () => {
+    expect(pointersOf(failure(() => parseSession({ input: 1, stateId: '' })))).toEqual(['/stateId'])
+  })
+
+  it('answers 400 naming /stateId when stateId is longer than 256 characters', () => {
+    expect(pointersOf(failure(() => parseSession({ input: 1, stateId: 'x'.repeat(257) })))).toEqual(['/stateId'])
+  })
+
+  it('answers 400 naming /stateId when stateId is not a string', () => {
+    expect(pointersOf(failure(() => parseSession({ input: 1, stateId: 12 })))).toEqual(['/stateId'])
+  })
+
+  it('accepts a stateId of 1 and of 256 characters', () => {
+    expect(parseSession({ input: 1, stateId: 'x' }).stateId).toBe('x')
+    expect(parseSession({ input: 1, stateId: 'y'.repeat(256) }).stateId).toBe('y'.repeat(256))
+  })
+
+  it('treats state and stateId as unknown fields on an execute call, without checking them', () => {
+    const call = parseLegacyCall({ input: 1, state: 'anything', stateId: '' }, 'execute', DEFAULT_FIELDS, 'keep')
+    expect(call.state).toBeUndefined()
+    expect(call.unknown).toEqual({ state: 'anything', stateId: '' })
+  })
+})
+
+describe('parseLegacyCall with remapped legacy.fields', () => {
+  it('reads each field at its remapped pointer', () => {
+    const call = parseLegacyCall({ payload: { data: [1] }, governance: { policy: 'strict' }, client: { state: { route: 'r' } } }, 'session-execute', REMAPPED_FIELDS, 'keep')
+    expect(call).toMatchObject({ input: [1], policy: 'strict', state: { route: 'r' } })
+  })
+
+  it('names the remapped pointer when input is missing', () => {
+    expect(pointersOf(failure(() => parseLegacyCall({ input: 1 }, 'execute', REMAPPED_FIELDS, 'keep')))).toEqual(['/payload/data'])
+  })
+
+  it('names the remapped pointer when policy has the wrong type', () => {
+    const error = failure(() => parseLegacyCall({ payload: { data: 1 }, governance: { policy: 9 } }, 'execute', REMAPPED_FIELDS, 'keep'))
+    expect(pointersOf(error)).toEqual(['/governance/policy'])
+  })
+
+  it('names a nested state field under the remapped state pointer', () => {
+    const error = failure(() => parseLegacyCall({ payload: { data: 1 }, client: { state: { risk: 3 } } }, 'session-execute', REMAPPED_FIELDS, 'keep'))
+    expect(pointersOf(error)).toEqual(['/client/state/risk'])
+  })
+
+  it('treats a default field name that is no longer mapped as an unknown field', () => {
+    const call = parseLegacyCall({ payload: { data: 1 }, policy: 'old-name' }, 'execute', REMAPPED_FIELDS, 'keep')
+    expect(call.policy).toBeUndefined()
+    expect(call.unknown).toEqual({ policy: 'old-name' })
+  })
+})
+
+describe('parseLegacyCall unknown fields', () => {
+  it('keeps the top-level fields it does not consume with unknownFields keep', () => {
+    const call = parseLegacyCall({ input: 1, policy: 'p', trace: 'abc', extra: { a: [1] } }, 'execute', DEFAULT_FIELDS, 'keep')
+    expect(call.unknown).toEqual({ trace: 'abc', extra: { a: [1] } })
+  })
+
+  it('drops them with unknownFields drop', () => {
+    const call = parseLegacyCall({ input: 1, trace: 'abc' }, 'execute', DEFAULT_FIELDS, 'drop')
+    expect(call.unknown).toEqual({})
+  })
+
+  it('consumes state and stateId on a session-execute call', () => {
+    expect(parseSession({ input: 1, state: {}, stateId: 's', trace: 't' }).unknown).toEqual({ trace: 't' })
+  })
+
+  it('consumes the top-level member of a body: state key pointer', () => {
+    const call = parseLegacyCall({ input: 1, client: { id: 'c-1' }, trace: 't' }, 'session-execute', DEFAULT_FIELDS, 'keep', '/client/id')
+    expect(call.unknown).toEqual({ trace: 't' })
+  })
+
+  it('keeps a __proto__ member as a plain unknown field without touching prototypes', () => {
+    const body = JSON.parse('{"input":1,"__proto__":{"polluted":true}}') as Record<string, unknown>
+    const call = parseLegacyCall(body, 'execute', DEFAULT_FIELDS, 'keep')
+    expect(Object.hasOwn(call.unknown, '__proto__')).toBe(true)
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+  })
+})

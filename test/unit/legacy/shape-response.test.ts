@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest'
+import { shapeLegacyResponse, type ShapeOptions } from '../../../src/legacy/shape-response.js'
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' }
+
+function options(overrides: Partial<ShapeOptions> = {}): ShapeOptions {
+  return { requestId: 'gw-req-1', totalMs: 12.5, sessionId: undefined, responseFields: [], ...overrides }
+}
+
+function shapeJson(document: unknown, overrides: Partial<ShapeOptions> = {}, statusCode = 200) {
+  const shaped = shapeLegacyResponse(statusCode, JSON_HEADERS, Buffer.from(JSON.stringify(document)), options(overrides))
+  return { shaped, json: JSON.parse(shaped.payload.toString()) as Record<string, any> } // eslint-disable-line @typescript-eslint/no-explicit-any -- assertions read arbitrary shapes
+}
+
+describe('shapeLegacyResponse meta', () => {
+  it('fills meta.requestId and meta.timingMs.total when the upstream left out meta', () => {
+    expect(shapeJson({ output: 1 }).json).toEqual({ output: 1, meta: { requestId: 'gw-req-1', timingMs: { total: 12.5 } } })
+  })
+
+  it('keeps the upstream meta.requestId and meta.timingMs.total', () => {
+    const meta = { requestId: 'up-1', timingMs: { total: 3 }, executionId: 'exe_1' }
+    expect(shapeJson({ output: 1, meta }).json.meta).toEqual(meta)
+  })
+
+  it('fills only the missing meta.timingMs.total next to other timings', () => {
+    expect(shapeJson({ meta: { requestId: 'up-1', timingMs: { backend: 2 } } }).json.meta).toEqual({ requestId: 'up-1', timingMs: { backend: 2, total: 12.5 } })
+  })
+
+  it('fills meta.sessionId on session-execute when the upstream left it out', () => {
+    expect(shapeJson({ output: 1 }, { sessionId: 'ses_1' }).json.meta.sessionId).toBe('ses_1')
+  })
+
+  it('keeps an upstream meta.sessionId', () => {
+    expect(shapeJson({ meta: { sessionId: 'ses_upstream' } }, { sessionId: 'ses_1' }).json.meta.sessionId).toBe('ses_upstream')
+  })
+
+  it('adds no meta.sessionId outside session-execute', () => {
+    expect(shapeJson({ output: 1 }).json.meta).not.toHaveProperty('sessionId')
+  })
+
+  it('leaves a meta that is not an object untouched', () => {
+    expect(shapeJson({ output: 1, meta: 'opaque' }, { sessionId: 'ses_1' }).json).toEqual({ output: 1, meta: 'opaque' })
+  })
+
+  it('shapes an error answer too, keeping its status', () => {
+    const { shaped, json } = shapeJson({ error: { code: 'CONFLICT' } }, {}, 409)
+    expect(shaped.statusCode).toBe(409)
+    expect(json).toEqual({ error: { code: 'CONFLICT' }, meta: { requestId: 'gw-req-1', timingMs: { total: 12.5 } } })
+  })
+})
+
+describe('shapeLegacyResponse pass-through', () => {
+  it.each(['[1,2,3]', '"text"', '42', 'null', 'true'])('returns non-object JSON byte for byte: %s', (text) => {
+    const body = Buffer.from(text)
+    const shaped = shapeLegacyResponse(200, JSON_HEADERS, body, options({ sessionId: 'ses_1' }))
+    expect(shaped.payload).toBe(body)
+  })
+
+  it('returns a body that is not JSON byte for byte', () => {
+    const body = Buffer.from([0xff, 0x00, 0x7b, 0x22])
+    const shaped = shapeLegacyResponse(200, { 'content-type': 'application/octet-stream' }, body, options())
+    expect(Buffer.compare(Buffer.from(shaped.payload), body)).toBe(0)
+  })
+
+  it('returns a JSON object body without a JSON content type byte for byte', () => {
+    const body = Buffer.from('{"output":1}')
+    expect(shapeLegacyResponse(200, { 'content-type': 'text/plain' }, body, options()).payload).toBe(body)
+  })
+
+  it('returns a broken JSON body byte for byte', () => {
+    const body = Buffer.from('{"output":')
+    expect(shapeLegacyResponse(200, JSON_HEADERS, body, options()).payload).toBe(body)
+  })
+
+  it('keeps the upstream status', () => {
+    expect(shapeLegacyResponse(202, { 'content-type': 'text/plain' }, Buffer.from('queued'), options()).statusCode).toBe(202)
+  })
+
+  it('keeps end-to-end headers and drops hop-by-hop and framing headers', () => {
+    const shaped = shapeLegacyResponse(
+      200,
+      { ...JSON_HEADERS, 'x-upstream': 'yes', connection: 'keep-alive', 'keep-alive': 'timeout=5', 'transfer-encoding': 'chunked', 'content-length': '99', 'content-encoding': 'identity' },
+      Buffer.from('{}'),
+      options()
+    )
+    expect(shaped.headers).toEqual({ ...JSON_HEADERS, 'x-upstream': 'yes' })
+  })
+})
+
+describe('shapeLegacyResponse responseFields', () => {
+  it('copies a field to another name and keeps the original', () => {
+    const { json } = shapeJson({ output: { echo: 1 } }, { responseFields: [{ from: '/output', to: '/result' }] })
+    expect(json.result).toEqual({ echo: 1 })
+    expect(json.output).toEqual({ echo: 1 })
+  })
+
+  it('copies a meta field that the gateway filled', () => {
+    const { json } = shapeJson({ output: 1 }, { sessionId: 'ses_1', responseFields: [{ from: '/meta/sessionId', to: '/session_id' }] })
+    expect(json.session_id).toBe('ses_1')
+  })
+
+  it('creates the objects on the way to a nested target', () => {
+    expect(shapeJson({ output: 2 }, { responseFields: [{ from: '/output', to: '/legacy/result/value' }] }).json.legacy).toEqual({ result: { value: 2 } })
+  })
+
+  it('creates nothing when the source is missing', () => {
+    expect(shapeJson({ output: 1 }, { responseFields: [{ from: '/missing', to: '/result' }] }).json).not.toHaveProperty('result')
+  })
+
+  it('applies the copies in order, so a later copy can read an earlier one', () => {
+    const { json } = shapeJson({ output: 1 }, { responseFields: [{ from: '/output', to: '/a' }, { from: '/a', to: '/b' }] })
+    expect(json.b).toBe(1)
+  })
+})

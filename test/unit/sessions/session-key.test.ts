@@ -1,0 +1,53 @@
+import { createHash } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { buildSessionKey, fingerprintToken } from '../../../src/sessions/session-key.js'
+
+const TOKEN = 'demo-token-alice'
+const FINGERPRINT = fingerprintToken(TOKEN)
+const DEFAULTS = JSON.stringify(['strict', null, 'high'])
+
+describe('fingerprintToken', () => {
+  it('is the SHA-256 hex digest of the token', () => {
+    expect(fingerprintToken(TOKEN)).toBe(createHash('sha256').update(TOKEN).digest('hex'))
+  })
+
+  it('gives different fingerprints for different tokens', () => {
+    expect(fingerprintToken('demo-token-alice')).not.toBe(fingerprintToken('demo-token-bob'))
+  })
+})
+
+describe('buildSessionKey', () => {
+  it('is deterministic for the same tenant, fingerprint, state key and defaults', () => {
+    expect(buildSessionKey('acme', FINGERPRINT, 'state-1', DEFAULTS)).toBe(buildSessionKey('acme', FINGERPRINT, 'state-1', DEFAULTS))
+  })
+
+  it('differs per tenant', () => {
+    expect(buildSessionKey('acme', FINGERPRINT, 'state-1', DEFAULTS)).not.toBe(buildSessionKey('beta', FINGERPRINT, 'state-1', DEFAULTS))
+  })
+
+  it('differs per token fingerprint', () => {
+    expect(buildSessionKey('acme', FINGERPRINT, 'state-1', DEFAULTS)).not.toBe(buildSessionKey('acme', fingerprintToken('demo-token-bob'), 'state-1', DEFAULTS))
+  })
+
+  it('differs per state key, the empty state key included', () => {
+    const keys = new Set(['state-1', 'state-2', ''].map((stateKey) => buildSessionKey('acme', FINGERPRINT, stateKey, DEFAULTS)))
+    expect(keys.size).toBe(3)
+  })
+
+  it('differs per canonical defaults', () => {
+    const other = JSON.stringify(['strict', null, 'low'])
+    expect(buildSessionKey('acme', FINGERPRINT, 'state-1', DEFAULTS)).not.toBe(buildSessionKey('acme', FINGERPRINT, 'state-1', other))
+  })
+
+  it('does not collide when characters move from one part to the next', () => {
+    expect(buildSessionKey('ab', FINGERPRINT, 'c', DEFAULTS)).not.toBe(buildSessionKey('a', FINGERPRINT, 'bc', DEFAULTS))
+    expect(buildSessionKey('acme', FINGERPRINT, 'x:1', '')).not.toBe(buildSessionKey('acme', FINGERPRINT, 'x', ':1'))
+  })
+
+  it('never contains the token or its fingerprint', () => {
+    const key = buildSessionKey('acme', fingerprintToken(TOKEN), 'state-1', DEFAULTS)
+    expect(key).not.toContain(TOKEN)
+    expect(key).not.toContain(FINGERPRINT)
+    expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/)
+  })
+})

@@ -1,0 +1,64 @@
+import { describe, expect, it, vi } from 'vitest'
+import { createSessionMap, type StartResult } from '../../../src/sessions/session-map.js'
+import { createMemorySessionStore } from '../../../src/sessions/session-store.js'
+
+function newMap() {
+  const store = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
+  return { store, map: createSessionMap<{ status: number }>(store) }
+}
+
+describe('createSessionMap', () => {
+  it('starts a session on a miss and stores it under the key with its tenant', async () => {
+    const { store, map } = newMap()
+    const resolved = await map.resolve('k', 'acme', async () => ({ sessionId: 'ses_1' }))
+    expect(resolved).toEqual({ result: { sessionId: 'ses_1' }, outcome: 'miss' })
+    expect(store.get('k')).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
+  })
+
+  it('answers a stored key as a hit without starting', async () => {
+    const { map } = newMap()
+    await map.resolve('k', 'acme', async () => ({ sessionId: 'ses_1' }))
+    const start = vi.fn(async (): Promise<StartResult<{ status: number }>> => ({ sessionId: 'ses_2' }))
+    await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'hit' })
+    expect(start).not.toHaveBeenCalled()
+  })
+
+  it('starts once for concurrent misses and reports the waiters as coalesced', async () => {
+    const { map } = newMap()
+    const start = vi.fn(async (): Promise<StartResult<{ status: number }>> => {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      return { sessionId: 'ses_1' }
+    })
+    const resolved = await Promise.all(Array.from({ length: 20 }, () => map.resolve('k', 'acme', start)))
+    expect(start).toHaveBeenCalledTimes(1)
+    expect(resolved.map((entry) => entry.outcome).sort()).toEqual(['miss', ...Array<string>(19).fill('coalesced')].sort())
+    expect(new Set(resolved.map((entry) => entry.result.sessionId))).toEqual(new Set(['ses_1']))
+  })
+
+  it('hands a rejection to the caller and stores nothing', async () => {
+    const { store, map } = newMap()
+    const resolved = await map.resolve('k', 'acme', async () => ({ rejection: { status: 401 } }))
+    expect(resolved.result.rejection).toEqual({ status: 401 })
+    expect(store.size).toBe(0)
+  })
+
+  it('passes a thrown start error to the caller and stores nothing', async () => {
+    const { store, map } = newMap()
+    await expect(map.resolve('k', 'acme', () => Promise.reject(new Error('bad answer')))).rejects.toThrow('bad answer')
+    expect(store.size).toBe(0)
+  })
+
+  it('evict removes the entry that names the session', async () => {
+    const { store, map } = newMap()
+    await map.resolve('k', 'acme', async () => ({ sessionId: 'ses_1' }))
+    await map.evict('k', 'ses_1')
+    expect(store.get('k')).toBeUndefined()
+  })
+
+  it('evict keeps an entry that already names a newer session', async () => {
+    const { store, map } = newMap()
+    store.set('k', { sessionId: 'ses_2', tenant: 'acme' })
+    await map.evict('k', 'ses_1')
+    expect(await store.get('k')).toEqual({ sessionId: 'ses_2', tenant: 'acme' })
+  })
+})
