@@ -2,12 +2,25 @@
 // nor are the fields that a Connection header names.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
 
+/** The field names a `Connection` header lists (RFC 9110 7.6.1), lower-cased. */
+export function connectionOptions(connection: string | string[] | undefined): string[] {
+  if (connection === undefined) return []
+  return (Array.isArray(connection) ? connection.join(',') : connection)
+    .toLowerCase()
+    .split(',')
+    .map((name) => name.trim())
+}
+
+export function isHopByHop(name: string, connectionListed: readonly string[]): boolean {
+  return HOP_BY_HOP.has(name) || (connectionListed.length > 0 && connectionListed.includes(name))
+}
+
 export function stripHopByHop<T extends Record<string, unknown>>(headers: T): T {
-  const connection = headers.connection
-  const named = typeof connection === 'string' ? connection.toLowerCase().split(',').map((name) => name.trim()) : []
+  const named = connectionOptions(headers.connection as string | string[] | undefined)
   const result: Record<string, unknown> = {}
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !HOP_BY_HOP.has(name) && !named.includes(name)) result[name] = value
+  for (const name in headers) {
+    const value = headers[name]
+    if (value !== undefined && !isHopByHop(name, named)) result[name] = value
   }
   return result as T
 }

@@ -8,7 +8,7 @@ import { readBody } from '../legacy/read-body.js'
 import { buildRewrittenPath, type RouteMatch } from '../legacy/route-table.js'
 import { runLegacyCall } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
-import { forwardStream, registerPassthrough } from '../passthrough/forward-stream.js'
+import { abortSignalFor, createForwarder } from '../passthrough/forward-stream.js'
 import { fingerprintToken } from '../sessions/session-key.js'
 import type { SessionMap } from '../sessions/session-map.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
@@ -39,7 +39,7 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
   app.addContentTypeParser('*', function deferBody(_request, payload, done) {
     done(null, payload)
   })
-  await registerPassthrough(app, deps.upstream.dispatcher)
+  const forwardStream = createForwarder(deps.upstream.dispatcher)
 
   app.addHook('onRequest', function startTraffic(request, reply, done) {
     request.traffic = { startedAt: performance.now() }
@@ -181,13 +181,4 @@ function buildUpstreamHeaders(request: FastifyRequest, authorization: string): R
   const userAgent = request.headers['user-agent']
   if (userAgent !== undefined) headers['user-agent'] = userAgent
   return headers
-}
-
-/** Aborts when the client goes away before its answer is written, cancelling the upstream call. */
-function abortSignalFor(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController()
-  reply.raw.once('close', function cancelUpstream() {
-    if (!reply.raw.writableFinished) controller.abort()
-  })
-  return controller.signal
 }
