@@ -100,6 +100,10 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     genReqId: (request) => resolveRequestId(request.headers['x-request-id']),
     // Draining requests get the gateway's own SHUTTING_DOWN envelope instead.
     return503OnClosing: false,
+    // Node's own 400 for a missing Host has no envelope; the traffic plugin answers it instead.
+    http: { requireHostHeader: false },
+    // Node's default: a client that never finishes sending its request is cut after 5 minutes (408).
+    requestTimeout: 300_000,
     clientErrorHandler: answerClientError,
     // e.g. a path that is not valid percent-encoding, refused by the router before any hook
     frameworkErrors: function answerFrameworkError(error, request, reply) {
@@ -107,6 +111,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     }
   })
   traffic.server.on('connect', (_request, socket) => answerConnect(traffic.log, socket))
+  // Node drops headers past 2,000 silently, which could hide a second credential; the 16 KiB
+  // header size limit already bounds the count.
+  traffic.server.maxHeadersCount = 0
   await traffic.register(trafficPlugin, { getRuntime: () => runtime, upstream, sessions, isDraining: () => draining, onRequestDone })
 
   function applyConfig(config: GatewayConfig, origin = embeddedOrigin): { sessionsDropped: number } {

@@ -39,13 +39,54 @@ export function isJsonContentType(contentType: string | undefined): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
 }
 
+// RFC 8259 8.1: JSON is UTF-8 without a byte-order mark; invalid bytes are refused rather than replaced,
+// which would change the input. (ignoreBOM keeps a BOM in the text, where JSON.parse refuses it.)
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+// A number JSON.parse may not hold unchanged: 16+ digits, or an exponent of 3+ digits.
+const LOSSY_NUMBER_HINT = /\d{16,}|[eE][+-]?\d{3,}/
+const NUMBER_OR_STRING = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g
+const NUMERAL = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
+
+/** A numeral as significant digits and a decimal exponent, so equal values compare equal ("1.50" = "15e-1"). */
+function canonicalNumeral(numeral: string): string | undefined {
+  const match = NUMERAL.exec(numeral)
+  if (match === null) return undefined
+  const [, integer = '', fraction = '', exponent = '0'] = match
+  const digits = integer + fraction
+  const leadingZeros = /^0*/.exec(digits)?.[0].length ?? 0
+  const significant = digits.slice(leadingZeros).replace(/0+$/, '')
+  return significant === '' ? '0' : `${significant}e${Number(exponent) + integer.length - leadingZeros}`
+}
+
+/**
+ * Fields the gateway does not consume are carried "unchanged" (SPEC 4), but JSON.parse turns
+ * 1e999 into Infinity (then null), 1e-999 into 0 and rounds a 30-digit integer: a body with
+ * such a number is refused with a clear 400 rather than altered on the way. The scan runs only
+ * when a cheap hint says such a number may be there.
+ */
+function assertNumbersSurviveParsing(text: string): void {
+  if (!LOSSY_NUMBER_HINT.test(text)) return
+  for (const [token] of text.matchAll(NUMBER_OR_STRING)) {
+    if (token.startsWith('"')) continue
+    if (canonicalNumeral(token) !== canonicalNumeral(String(Number(token)))) {
+      throw new GatewayError('INVALID_REQUEST', 'request body has a number that JSON cannot carry unchanged (out of range or too precise); send it as a string', {
+        details: [{ pointer: '', message: `number out of range or too precise: ${token.slice(0, 24)}${token.length > 24 ? '…' : ''}` }]
+      })
+    }
+  }
+}
+
 export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
   let document: unknown
+  let text: string
   try {
-    document = JSON.parse(bytes.toString('utf8'))
+    text = utf8.decode(bytes)
+    document = JSON.parse(text)
   } catch {
-    throw new GatewayError('INVALID_REQUEST', 'request body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
+    throw new GatewayError('INVALID_REQUEST', 'request body is not valid JSON', { details: [{ pointer: '', message: 'not valid UTF-8 JSON' }] })
   }
+  assertNumbersSurviveParsing(text)
   if (document === null || typeof document !== 'object' || Array.isArray(document)) {
     throw new GatewayError('INVALID_REQUEST', 'request body must be a JSON object', { details: [{ pointer: '', message: 'expected a JSON object' }] })
   }

@@ -3,7 +3,7 @@ import { GatewayError } from '../errors/registry.js'
 import type { SessionMap, SessionOutcome, StartResult } from '../sessions/session-map.js'
 import { buildSessionKey } from '../sessions/session-key.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
-import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
+import type { CancelScope, UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { getAtPointer } from '../util/json-pointer.js'
 import type { LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
@@ -27,7 +27,8 @@ export interface LegacyCallContext {
   /** Headers for every upstream call: `authorization`, `x-request-id`, `x-forwarded-*`, … */
   upstreamHeaders: Record<string, string>
   tokenFingerprint: string
-  signal: AbortSignal
+  /** Cancels the execution calls when the client goes away. */
+  cancelScope: CancelScope
 }
 
 export interface LegacyCallResult {
@@ -60,7 +61,7 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   const key = buildSessionKey(context.tenant.name, context.tokenFingerprint, readStateKey(context), canonicalDefaults(defaults))
   let upstreamMs = 0
   const start = async (): Promise<StartResult<UpstreamResponse>> => {
-    // No client signal: the start is shared by every waiter on the key, so one leaving must not cancel it.
+    // Not cancellable: the start is shared by every waiter on the key, so one leaving must not cancel it.
     const response = await post(deps, context, V4_SESSIONS_START_PATH, defaults, undefined)
     upstreamMs += response.durationMs
     if (response.statusCode < 200 || response.statusCode > 299) return { rejection: response }
@@ -94,14 +95,14 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   return { response, v4Path: sessionExecutePath(sessionId), sessionId, sessionOutcome, upstreamMs }
 }
 
-function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, signal: AbortSignal | undefined = context.signal): Promise<UpstreamResponse> {
+function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, cancelScope: CancelScope | undefined = context.cancelScope): Promise<UpstreamResponse> {
   return deps.upstream.request({
     origin: context.tenant.upstreamOrigin,
     method: 'POST',
     path,
     headers: context.upstreamHeaders,
     body: JSON.stringify(body),
-    signal,
+    cancelScope,
     timeoutMs: deps.upstreamTimeoutMs
   })
 }

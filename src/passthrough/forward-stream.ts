@@ -1,8 +1,8 @@
-import type { IncomingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Dispatcher } from 'undici'
-import { mapUpstreamError } from '../upstream/map-upstream-error.js'
+import { writeGatewayError } from '../errors/error-handler.js'
+import type { UpstreamClient } from '../upstream/upstream-client.js'
 import { connectionOptions, isHopByHop, stripHopByHop } from './hop-by-hop.js'
 
 export interface ForwardOptions {
@@ -17,41 +17,55 @@ export interface ForwardOptions {
   rewriteHeaders?: (headers: Record<string, string | string[] | undefined>) => Record<string, string | string[] | undefined>
 }
 
-export type Forward = (request: FastifyRequest, reply: FastifyReply, options: ForwardOptions) => Promise<FastifyReply>
+export type Forward = (request: FastifyRequest, reply: FastifyReply, options: ForwardOptions) => FastifyReply
 
 const BODYLESS_METHODS = new Set(['GET', 'HEAD'])
 
 /**
- * Streams requests to an upstream and answers back, both ways without buffering (SPEC 7), on
- * the gateway's shared undici pool. Written on undici's `request()` rather than through
- * @fastify/reply-from, whose per-request URL building, cache-key serialisation and retry
- * wrapping the gateway does not need (it never retries: SPEC 7 passes the upstream's answer
+ * Streams requests to an upstream and answers back, both ways without buffering (SPEC 7). The
+ * reply is taken over from fastify (`hijack`) and the upstream's answer is written straight
+ * into the socket's response as it arrives, the way a hand-written proxy does; headers the
+ * handler set before (request id, deprecation on legacy proxy routes) are merged in.
+ * Not @fastify/reply-from: the gateway needs none of its per-request URL building, cache-key
+ * serialisation or retry wrapping (it never retries: SPEC 7 passes the upstream's answer
  * through once). The choice and its numbers: docs/performance.md.
  */
-export function createForwarder(dispatcher: Dispatcher): Forward {
-  return async function forwardStream(request, reply, options) {
-    const method = request.method
-    const body = BODYLESS_METHODS.has(method) ? null : ((request.body as Readable | undefined) ?? null)
-    let upstream: Dispatcher.ResponseData
-    try {
-      upstream = await dispatcher.request({
+export function createForwarder(upstream: UpstreamClient): Forward {
+  return function forwardStream(request, reply, options) {
+    // Before hijack: a credential the rewrite refuses still leaves through the error handler.
+    const headers = buildUpstreamHeaders(request, options)
+    const res = reply.raw
+    const ownHeaders = reply.getHeaders() as OutgoingHttpHeaders
+    reply.hijack()
+    const traffic = request.traffic
+    const body = BODYLESS_METHODS.has(request.method) ? null : ((request.body as Readable | undefined) ?? null)
+    upstream.stream(
+      {
         origin: options.origin,
+        method: request.method,
         path: options.query === '' ? options.path : `${options.path}?${options.query}`,
-        method: method as Dispatcher.HttpMethod,
-        headers: buildUpstreamHeaders(request, options),
+        headers,
         body,
-        signal: abortSignalFor(reply),
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs
-      })
-    } catch (error) {
-      throw mapUpstreamError(error)
-    }
-    reply.code(upstream.statusCode)
-    copyResponseHeaders(upstream.headers, reply)
-    // An HTTP/1.1 connection whose request body was not read to its end cannot carry another request.
-    if (!request.raw.complete) reply.header('connection', 'close')
-    return reply.send(upstream.body)
+        timeoutMs: options.timeoutMs
+      },
+      {
+        body: res,
+        onStart(cancel) {
+          if (traffic.cancelled) cancel()
+          else traffic.cancel = cancel
+        },
+        onResponseStart(statusCode, headers) {
+          const answer = responseHeaders(headers, ownHeaders)
+          // An HTTP/1.1 connection whose request body was not read to its end cannot carry another request.
+          if (!request.raw.complete) answer.connection = 'close'
+          res.writeHead(statusCode, answer)
+        },
+        onFailure(error) {
+          writeGatewayError(request, res, error, ownHeaders)
+        }
+      }
+    )
+    return reply
   }
 }
 
@@ -76,21 +90,22 @@ function buildUpstreamHeaders(request: FastifyRequest, options: ForwardOptions):
   return headers
 }
 
-/** The upstream's answer headers, minus hop-by-hop ones (RFC 9110 7.6.1). */
-function copyResponseHeaders(headers: IncomingHttpHeaders, reply: FastifyReply): void {
-  const listed = connectionOptions(headers.connection)
-  for (const name in headers) {
-    const value = headers[name]
-    if (value === undefined || isHopByHop(name, listed)) continue
-    reply.header(name, value)
+/**
+ * The upstream's answer headers minus hop-by-hop ones (RFC 9110 7.6.1), with the gateway's
+ * own on top; a `Link` of both is kept whole (the upstream's, then the deprecation link).
+ */
+function responseHeaders(upstream: IncomingHttpHeaders, own: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  const listed = connectionOptions(upstream.connection)
+  const headers: OutgoingHttpHeaders = {}
+  for (const name in upstream) {
+    const value = upstream[name]
+    if (value !== undefined && !isHopByHop(name, listed)) headers[name] = value
   }
-}
-
-/** Aborts the upstream call when the client goes away before its answer is written. */
-export function abortSignalFor(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController()
-  reply.raw.once('close', function cancelUpstream() {
-    if (!reply.raw.writableFinished) controller.abort()
-  })
-  return controller.signal
+  for (const name in own) {
+    const value = own[name]
+    if (value === undefined) continue
+    const upstreamLink = name === 'link' ? headers.link : undefined
+    headers[name] = upstreamLink === undefined ? value : `${[upstreamLink].flat().join(', ')}, ${String(value)}`
+  }
+  return headers
 }

@@ -8,13 +8,13 @@ import { readBody } from '../legacy/read-body.js'
 import { buildRewrittenPath, type RouteMatch } from '../legacy/route-table.js'
 import { runLegacyCall } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
-import { abortSignalFor, createForwarder } from '../passthrough/forward-stream.js'
+import { createForwarder } from '../passthrough/forward-stream.js'
 import { fingerprintToken } from '../sessions/session-key.js'
 import type { SessionMap } from '../sessions/session-map.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { classifyRequest } from './classify-request.js'
-import { registerLoadShedding } from './load-shedding.js'
+import { createInFlightLimiter, overloadedError, registerEventLoopShedding, RETRY_AFTER_SECONDS } from './load-shedding.js'
 import type { RequestTarget } from './request-target.js'
 import { GatewayError } from '../errors/registry.js'
 import type { TrafficContext } from './traffic-context.js'
@@ -30,6 +30,9 @@ export interface TrafficDeps {
   onRequestDone: (traffic: TrafficContext, statusCode: number, userAgent: string | undefined) => void
 }
 
+/** Logged for a client that went away before its answer was written (nginx's convention). */
+const CLIENT_CLOSED_REQUEST = 499
+
 /** The traffic listener: every request is legacy, native, blocked or unknown (SPEC 2). */
 export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Promise<void> {
   app.decorateRequest('traffic', null as never)
@@ -39,31 +42,56 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
   app.addContentTypeParser('*', function deferBody(_request, payload, done) {
     done(null, payload)
   })
-  const forwardStream = createForwarder(deps.upstream.dispatcher)
+  const forwardStream = createForwarder(deps.upstream)
+  const inFlight = createInFlightLimiter(() => deps.getRuntime().config.limits.maxInFlight)
 
+  /**
+   * The one per-request hook: the traffic context, then draining and the in-flight limit. One
+   * 'close' listener ends every request, answered or aborted: it frees the in-flight slot,
+   * cancels an upstream call still under way, and writes the access-log line and metrics.
+   */
   app.addHook('onRequest', function startTraffic(request, reply, done) {
-    request.traffic = { startedAt: performance.now() }
+    const traffic: TrafficContext = { startedAt: performance.now(), cancelled: false, cancel: undefined }
+    request.traffic = traffic
+    let entered = false
+    reply.raw.once('close', function finishTraffic() {
+      if (entered) inFlight.leave()
+      const aborted = !reply.raw.writableFinished
+      if (aborted) {
+        traffic.cancelled = true
+        traffic.cancel?.()
+      }
+      logAccess(request, aborted ? CLIENT_CLOSED_REQUEST : reply.raw.statusCode)
+    })
     if (deps.isDraining()) {
       reply.header('connection', 'close')
       return done(new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance'))
     }
+    // RFC 9112 3.2: an HTTP/1.1 request without Host is answered 400.
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      reply.header('connection', 'close')
+      return done(new GatewayError('INVALID_REQUEST', 'an HTTP/1.1 request needs a Host header', { details: [{ pointer: 'header:host', message: 'missing' }] }))
+    }
+    entered = inFlight.tryEnter()
+    if (!entered) {
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+      return done(overloadedError('too many requests in flight'))
+    }
     done()
   })
   // After startTraffic, so that a shed request still has its context for the error and the log.
-  await registerLoadShedding(app, {
-    maxInFlight: () => deps.getRuntime().config.limits.maxInFlight,
-    maxEventLoopDelayMs: deps.getRuntime().config.limits.maxEventLoopDelayMs
-  })
-  app.addHook('onResponse', function logAccess(request, reply, done) {
+  await registerEventLoopShedding(app, deps.getRuntime().config.limits.maxEventLoopDelayMs)
+
+  function logAccess(request: FastifyRequest, status: number): void {
     const traffic = request.traffic
-    deps.onRequestDone(traffic, reply.statusCode, request.headers['user-agent'])
+    deps.onRequestDone(traffic, status, request.headers['user-agent'])
     request.log.info(
       {
         tenant: traffic.tenant,
         class: traffic.trafficClass,
         route: traffic.legacyRoute,
         v4Path: traffic.v4Path,
-        status: reply.statusCode,
+        status,
         durationMs: roundMs(performance.now() - traffic.startedAt),
         upstreamMs: traffic.upstreamMs === undefined ? undefined : roundMs(traffic.upstreamMs),
         session: traffic.sessionOutcome,
@@ -71,8 +99,7 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
       },
       'request'
     )
-    done()
-  })
+  }
   app.setErrorHandler(sendGatewayError)
   app.setNotFoundHandler(function handleUnroutable(request, reply) {
     return handleTraffic(request, reply)
@@ -137,7 +164,7 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
         upstreamHeaders: buildUpstreamHeaders(request, authorization),
         // authorizeRuntimeCall succeeded, so a credential was presented.
         tokenFingerprint: credentialFingerprint as string,
-        signal: abortSignalFor(reply)
+        cancelScope: request.traffic
       },
       { upstream: deps.upstream, sessions: deps.sessions, sessionsConfig: runtime.config.sessions, upstreamTimeoutMs: runtime.config.limits.upstreamTimeoutMs }
     )

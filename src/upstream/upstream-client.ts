@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import type { Readable, Writable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { GatewayError } from '../errors/registry.js'
 import { mapUpstreamError } from './map-upstream-error.js'
@@ -9,12 +10,23 @@ export const MAX_UPSTREAM_BODY_BYTES = 16 * 1024 * 1024
 export interface UpstreamRequest {
   origin: string
   method: string
+  /** Path and query. */
   path: string
-  headers: Record<string, string>
-  body?: string
-  signal?: AbortSignal
+  headers: Record<string, string | string[] | undefined>
+  body: string | Buffer | Readable | null
   /** Per request, so a reload can change it: no headers or body progress for this long is a timeout. */
   timeoutMs: number
+  /** Lets the caller cancel the call while it is under way (buffered calls). */
+  cancelScope?: CancelScope
+}
+
+/**
+ * Cancels whichever upstream call of a request is under way, e.g. when its client goes away.
+ * Cheaper than an AbortController per request, and it also covers calls not yet started.
+ */
+export interface CancelScope {
+  cancelled: boolean
+  cancel: (() => void) | undefined
 }
 
 export interface UpstreamResponse {
@@ -24,11 +36,22 @@ export interface UpstreamResponse {
   durationMs: number
 }
 
+/** Where a streamed answer goes; the client calls `onResponseStart` once, before any byte of body. */
+export interface StreamTarget {
+  /** Called with a function that cancels the call, e.g. when the downstream client goes away. */
+  onStart(cancel: () => void): void
+  onResponseStart(statusCode: number, headers: IncomingHttpHeaders): void
+  /** The body goes here, with backpressure; it is ended, or destroyed when the upstream breaks off. */
+  readonly body: Writable
+  /** A failure before any response header: the target answers it itself. */
+  onFailure(error: GatewayError): void
+}
+
 export interface UpstreamClient {
   /** Sends a request and reads the whole answer. Fails only with a GatewayError. */
   request(request: UpstreamRequest): Promise<UpstreamResponse>
-  /** The shared connection pool, also used by native passthrough. */
-  readonly dispatcher: Dispatcher
+  /** Streams a request's answer into `target`, both ways without buffering (SPEC 7). */
+  stream(request: UpstreamRequest, target: StreamTarget): void
   close(): Promise<void>
 }
 
@@ -36,57 +59,126 @@ export interface UpstreamClientOptions {
   connectTimeoutMs: number
 }
 
+/**
+ * The gateway's one connection pool and its two ways of calling an upstream. Both are written
+ * on undici's `dispatch()` handler API, the lowest-cost one: no intermediate Readable, and the
+ * response body goes straight to its destination.
+ */
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
-  const agent = new Agent({
-    connect: { timeout: options.connectTimeoutMs },
-    keepAliveTimeout: 4_000
-  })
+  const agent = new Agent({ connect: { timeout: options.connectTimeoutMs }, keepAliveTimeout: 4_000 })
 
-  async function request(upstreamRequest: UpstreamRequest): Promise<UpstreamResponse> {
-    const startedAt = performance.now()
-    let response: Dispatcher.ResponseData
-    try {
-      response = await agent.request({
-        origin: upstreamRequest.origin,
-        method: upstreamRequest.method as Dispatcher.HttpMethod,
-        path: upstreamRequest.path,
-        headers: upstreamRequest.headers,
-        body: upstreamRequest.body ?? null,
-        signal: upstreamRequest.signal,
-        headersTimeout: upstreamRequest.timeoutMs,
-        bodyTimeout: upstreamRequest.timeoutMs
-      })
-    } catch (error) {
-      throw mapUpstreamError(error)
+  function dispatchOptions(request: UpstreamRequest): Dispatcher.DispatchOptions {
+    return {
+      origin: request.origin,
+      method: request.method as Dispatcher.HttpMethod,
+      path: request.path,
+      headers: request.headers as Record<string, string | string[]>,
+      body: request.body,
+      headersTimeout: request.timeoutMs,
+      bodyTimeout: request.timeoutMs
     }
-    const body = await readCapped(response.body)
-    return { statusCode: response.statusCode, headers: response.headers, body, durationMs: performance.now() - startedAt }
   }
 
   return {
-    request,
-    dispatcher: agent,
+    request(request) {
+      return new Promise((resolve, reject) => {
+        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.cancelScope))
+      })
+    },
+    stream(request, target) {
+      agent.dispatch(dispatchOptions(request), new StreamingHandler(target))
+    },
     close: () => agent.close()
   }
 }
 
-async function readCapped(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let bytes = 0
-  try {
-    for await (const chunk of body) {
-      bytes += (chunk as Buffer).length
-      if (bytes > MAX_UPSTREAM_BODY_BYTES) {
-        body.destroy()
-        throw new GatewayError('UPSTREAM_BAD_RESPONSE', `the upstream answer is larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`)
-      }
-      chunks.push(chunk as Buffer)
+/** Reads a whole answer, at most MAX_UPSTREAM_BODY_BYTES. */
+class BufferingHandler implements Dispatcher.DispatchHandler {
+  private readonly startedAt = performance.now()
+  private statusCode = 0
+  private headers: IncomingHttpHeaders = {}
+  private readonly chunks: Buffer[] = []
+  private bytes = 0
+  private settled = false
+
+  constructor(
+    private readonly resolve: (response: UpstreamResponse) => void,
+    private readonly reject: (error: GatewayError) => void,
+    private readonly cancelScope: CancelScope | undefined
+  ) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    const scope = this.cancelScope
+    if (scope === undefined) return
+    const cancel = (): void => controller.abort(new Error('the client went away'))
+    if (scope.cancelled) cancel()
+    else scope.cancel = cancel
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.statusCode = statusCode
+    this.headers = headers
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.bytes += chunk.length
+    if (this.bytes > MAX_UPSTREAM_BODY_BYTES) {
+      this.fail(new GatewayError('UPSTREAM_BAD_RESPONSE', `the upstream answer is larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`))
+      controller.abort(new Error('answer too large'))
+      return
     }
-  } catch (error) {
+    this.chunks.push(chunk)
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return
+    this.settled = true
+    const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.bytes)
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, body, durationMs: performance.now() - this.startedAt })
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     const mapped = mapUpstreamError(error)
     // Headers arrived, so the upstream was reachable: a body that breaks off is a bad answer.
-    if (mapped.code !== 'UPSTREAM_UNAVAILABLE') throw mapped
-    throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer broke off before its end', { cause: error })
+    const brokeOff = this.statusCode !== 0 && mapped.code === 'UPSTREAM_UNAVAILABLE'
+    this.fail(brokeOff ? new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer broke off before its end', { cause: error }) : mapped)
   }
-  return Buffer.concat(chunks, bytes)
+
+  private fail(error: GatewayError): void {
+    if (this.settled) return
+    this.settled = true
+    this.reject(error)
+  }
+}
+
+/** Writes an answer into a target as it arrives, pausing the upstream while the target is full. */
+class StreamingHandler implements Dispatcher.DispatchHandler {
+  private started = false
+
+  constructor(private readonly target: StreamTarget) {}
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.target.onStart(() => controller.abort(new Error('the client went away')))
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.started = true
+    this.target.onResponseStart(statusCode, headers)
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.target.body.write(chunk)) return
+    controller.pause()
+    this.target.body.once('drain', () => controller.resume())
+  }
+
+  onResponseEnd(): void {
+    this.target.body.end()
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    // Before headers the client still gets an answer (SPEC 6); after, only an aborted stream can say it.
+    if (this.started) this.target.body.destroy(error)
+    else this.target.onFailure(mapUpstreamError(error))
+  }
 }

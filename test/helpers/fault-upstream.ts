@@ -1,0 +1,106 @@
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+
+/** One request as a fault upstream saw it, with handles to misbehave on. */
+export interface FaultExchange {
+  method: string
+  url: string
+  headers: IncomingHttpHeaders
+  /** The whole request body (the handler runs once it has arrived). */
+  body: Buffer
+  request: IncomingMessage
+  response: ServerResponse
+  socket: Socket
+  /** Resolves when the upstream's side of this exchange closes: answered, or its socket gone. */
+  closed: Promise<void>
+  /** Whether the response was finished by the handler before the exchange closed. */
+  finished(): boolean
+}
+
+export type FaultHandler = (exchange: FaultExchange) => void
+
+export interface FaultUpstream {
+  url: string
+  server: Server
+  exchanges: FaultExchange[]
+  /** Replaces the behaviour for the requests that arrive from now on. */
+  setHandler(handler: FaultHandler): void
+  /** Resolves with the next request to arrive, once its body has been read. */
+  nextExchange(): Promise<FaultExchange>
+  /** Drops every connection (`closeAllConnections`) and stops listening. */
+  close(): Promise<void>
+}
+
+/** Answers `status` with `body` as JSON. */
+export function answerJson(exchange: FaultExchange, status: number, body: unknown): void {
+  const text = JSON.stringify(body)
+  exchange.response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+  exchange.response.end(text)
+}
+
+/** Sends a TCP RST (not a FIN): the closest a loopback server gets to a crashed peer. */
+export function resetConnection(exchange: FaultExchange): void {
+  exchange.socket.resetAndDestroy()
+}
+
+/**
+ * A loopback upstream whose behaviour each test sets: answer, reset, stall, send garbage. It
+ * records every request and when its side of the exchange closed, so a test can see the
+ * gateway cancel a call.
+ */
+export async function startFaultUpstream(initial: FaultHandler = (exchange) => answerJson(exchange, 200, { ok: true })): Promise<FaultUpstream> {
+  let handler = initial
+  const exchanges: FaultExchange[] = []
+  const waiters: Array<(exchange: FaultExchange) => void> = []
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = []
+    let finished = false
+    response.once('finish', () => {
+      finished = true
+    })
+    const closed = new Promise<void>((resolve) => response.once('close', () => resolve()))
+    request.on('data', (chunk: Buffer) => chunks.push(chunk))
+    request.on('end', () => {
+      const exchange: FaultExchange = {
+        method: request.method ?? '',
+        url: request.url ?? '',
+        headers: request.headers,
+        body: Buffer.concat(chunks),
+        request,
+        response,
+        socket: request.socket,
+        closed,
+        finished: () => finished
+      }
+      exchanges.push(exchange)
+      waiters.shift()?.(exchange)
+      handler(exchange)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    exchanges,
+    setHandler(next) {
+      handler = next
+    },
+    nextExchange() {
+      return new Promise((resolve) => waiters.push(resolve))
+    },
+    close() {
+      server.closeAllConnections()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+}
+
+/** An origin where nothing listens: a port that was free a moment ago. Connections are refused. */
+export async function refusingOrigin(): Promise<string> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  return `http://127.0.0.1:${port}`
+}

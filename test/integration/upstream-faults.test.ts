@@ -1,0 +1,381 @@
+import { connect, type Socket } from 'node:net'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { ERROR_STATUS, type ErrorCode } from '../../src/errors/registry.js'
+import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
+import { send, type Answer } from '../helpers/http.js'
+import { buildRawRequest, rawExchange, type RawResult } from '../helpers/raw-http.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+
+/*
+ * Issue 5: broken upstreams never lose a request. Loopback upstreams that refuse, reset, stall
+ * or answer garbage, for a legacy call (the gateway reads the answer: SPEC 6 errors) and for a
+ * native call (streamed: SPEC 7, a broken stream reaches the client broken, never as a clean
+ * short answer). After each family of faults the gateway still serves correct answers.
+ */
+
+const TIMEOUT_MS = 300
+const TOKEN = 'Bearer fault-token'
+const LEGACY = '/v1/headless/runs'
+const SESSION = '/v1/runs/invoke'
+const NATIVE = '/v4/execute'
+const PARTIAL_BODY = '{"output":'
+const DECLARED_BYTES = 100
+
+let sessionCounter = 0
+
+/** What a healthy V4 backend answers: sessions.start 201 with an id, everything else 200. */
+function answerLikeV4(exchange: FaultExchange): void {
+  if (exchange.url === '/v4/sessions.start') {
+    answerJson(exchange, 201, { sessionId: `sess-${++sessionCounter}`, defaults: {}, meta: {} })
+    return
+  }
+  answerJson(exchange, 200, { output: { echo: exchange.url }, meta: { upstream: true } })
+}
+
+/** Headers with a declared length, the first bytes, then a reset once those bytes left. */
+function resetMidBody(exchange: FaultExchange): void {
+  exchange.response.writeHead(200, { 'content-type': 'application/json', 'content-length': DECLARED_BYTES })
+  exchange.response.write(PARTIAL_BODY, () => setImmediate(() => resetConnection(exchange)))
+}
+
+/** Headers at once, the first bytes, then nothing: the body stalls until the gateway gives up. */
+function stallMidBody(exchange: FaultExchange): void {
+  exchange.response.writeHead(200, { 'content-type': 'application/json', 'content-length': DECLARED_BYTES })
+  exchange.response.write(PARTIAL_BODY)
+}
+
+function stallBeforeHeaders(): void {
+  // Never answers: the gateway's limits.upstreamTimeoutMs (or the client) ends the exchange.
+}
+
+function legacyCall(gatewayUrl: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return send(gatewayUrl, LEGACY, { headers: { authorization: TOKEN, ...headers }, json: { input: { n: 1 } } })
+}
+
+function sessionCall(gatewayUrl: string, stateId: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return send(gatewayUrl, SESSION, { headers: { authorization: TOKEN, ...headers }, json: { input: { n: 1 }, stateId } })
+}
+
+function nativeCall(gatewayUrl: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return send(gatewayUrl, NATIVE, { headers: { authorization: TOKEN, 'content-type': 'application/json', ...headers }, body: '{"input":{"n":1}}' })
+}
+
+/** A native call over a raw socket, so that a response that breaks off shows exactly where it did. */
+function rawNativeCall(gatewayUrl: string): Promise<RawResult> {
+  const body = '{"input":{"n":1}}'
+  return rawExchange(
+    gatewayUrl,
+    buildRawRequest(`POST ${NATIVE} HTTP/1.1`, [['Host', 'gateway.test'], ['Authorization', TOKEN], ['Content-Type', 'application/json'], ['Content-Length', String(body.length)], ['Connection', 'close']], body),
+    { timeoutMs: 3_000 }
+  )
+}
+
+/** SPEC 6 envelope: the status of the code, JSON, one request id in header and body. */
+function expectGatewayError(answer: Answer, code: ErrorCode): void {
+  expect({ status: answer.status, code: answer.json?.error?.code }).toEqual({ status: ERROR_STATUS[code], code })
+  expect(answer.headers['content-type']).toMatch(/^application\/json/)
+  const requestId = answer.headers['x-request-id']
+  expect(typeof requestId).toBe('string')
+  expect(answer.json.error).toMatchObject({ code, message: expect.stringMatching(/\S/), requestId })
+  expect(answer.json.meta).toEqual({ requestId, timingMs: { total: expect.any(Number) } })
+}
+
+/** The client read a status line and part of a body, then the connection ended before the declared length. */
+function expectAbortedStream(result: RawResult): void {
+  expect(result.response?.status, result.bytes.toString('latin1')).toBe(200)
+  expect(result.response?.complete).toBe(false)
+  expect(result.response?.body.length).toBeLessThan(DECLARED_BYTES)
+  expect(result.response?.text.startsWith(PARTIAL_BODY)).toBe(true)
+  expect(result.closedByServer).toBe(true)
+  expect(result.timedOut).toBe(false)
+}
+
+/** Rejects unless `promise` settles within `ms`. */
+function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+interface FaultContext {
+  upstream: () => FaultUpstream
+  url: () => string
+}
+
+/**
+ * One gateway for a describe: tenant `faulty` (the default) on a fault upstream whose behaviour
+ * each test sets, tenant `refused` on a port where nothing listens.
+ */
+function useFaultGateway(upstreamTimeoutMs: number): FaultContext {
+  let upstream: FaultUpstream
+  let gateway: StartedGateway
+  beforeAll(async () => {
+    upstream = await startFaultUpstream(answerLikeV4)
+    gateway = await startGateway(
+      testConfig(upstream.url, {
+        log: { level: 'warn' },
+        limits: { upstreamTimeoutMs },
+        tenancy: { default: 'faulty' },
+        tenants: {
+          faulty: { upstream: { staging: upstream.url } },
+          refused: { upstream: { staging: await refusingOrigin() } }
+        }
+      })
+    )
+  })
+  beforeEach(() => {
+    upstream.setHandler(answerLikeV4)
+    upstream.exchanges.length = 0
+  })
+  afterAll(async () => {
+    await gateway?.close()
+    await upstream?.close()
+  })
+  return { upstream: () => upstream, url: () => gateway.url }
+}
+
+/** The good calls that end each describe: the gateway is still whole after the faults. */
+function itStillServes(context: FaultContext): void {
+  it('still answers a legacy call correctly after these faults', async () => {
+    const answer = await legacyCall(context.url(), { 'x-request-id': 'after-faults-legacy' })
+    expect(answer.status).toBe(200)
+    expect(answer.json).toMatchObject({ output: { echo: '/v4/execute' }, meta: { upstream: true, requestId: 'after-faults-legacy', timingMs: { total: expect.any(Number) } } })
+    expect(context.upstream().exchanges.map((exchange) => `${exchange.method} ${exchange.url}`)).toEqual(['POST /v4/execute'])
+  })
+
+  it('still answers a native call correctly after these faults', async () => {
+    const answer = await nativeCall(context.url())
+    expect(answer.status).toBe(200)
+    expect(answer.json).toEqual({ output: { echo: '/v4/execute' }, meta: { upstream: true } })
+    expect(context.upstream().exchanges.map((exchange) => `${exchange.method} ${exchange.url} ${exchange.body.toString('utf8')}`)).toEqual(['POST /v4/execute {"input":{"n":1}}'])
+  })
+}
+
+describe('an upstream that refuses the connection', () => {
+  const context = useFaultGateway(TIMEOUT_MS)
+
+  it('answers 502 UPSTREAM_UNAVAILABLE to a legacy call when the upstream refuses the connection', async () => {
+    const answer = await legacyCall(context.url(), { 'x-tenant-id': 'refused', 'x-request-id': 'refused-legacy' })
+    expectGatewayError(answer, 'UPSTREAM_UNAVAILABLE')
+    expect(answer.json.error.requestId).toBe('refused-legacy')
+  })
+
+  it('answers 502 UPSTREAM_UNAVAILABLE to a session-execute call when sessions.start is refused', async () => {
+    const answer = await sessionCall(context.url(), 'refused-state', { 'x-tenant-id': 'refused' })
+    expectGatewayError(answer, 'UPSTREAM_UNAVAILABLE')
+    expect(answer.headers['x-v4-session-id']).toBeUndefined()
+  })
+
+  it('answers 502 UPSTREAM_UNAVAILABLE to a native call when the upstream refuses the connection', async () => {
+    const answer = await nativeCall(context.url(), { 'x-tenant-id': 'refused' })
+    expectGatewayError(answer, 'UPSTREAM_UNAVAILABLE')
+  })
+
+  itStillServes(context)
+})
+
+describe('an upstream that resets the connection', () => {
+  const context = useFaultGateway(TIMEOUT_MS)
+
+  it('answers 502 UPSTREAM_UNAVAILABLE to a legacy call when the upstream resets before headers', async () => {
+    context.upstream().setHandler(resetConnection)
+    const answer = await legacyCall(context.url())
+    expectGatewayError(answer, 'UPSTREAM_UNAVAILABLE')
+    expect(context.upstream().exchanges).toHaveLength(1)
+  })
+
+  it('answers 502 UPSTREAM_UNAVAILABLE to a native call when the upstream resets before headers', async () => {
+    context.upstream().setHandler(resetConnection)
+    const answer = await nativeCall(context.url())
+    expectGatewayError(answer, 'UPSTREAM_UNAVAILABLE')
+    expect(context.upstream().exchanges).toHaveLength(1)
+  })
+
+  it('answers 502 UPSTREAM_BAD_RESPONSE to a legacy call when the upstream resets mid-body', async () => {
+    context.upstream().setHandler(resetMidBody)
+    const answer = await legacyCall(context.url())
+    expectGatewayError(answer, 'UPSTREAM_BAD_RESPONSE')
+  })
+
+  it('aborts the native stream before its declared length when the upstream resets mid-body', async () => {
+    context.upstream().setHandler(resetMidBody)
+    expectAbortedStream(await rawNativeCall(context.url()))
+  })
+
+  itStillServes(context)
+})
+
+describe('an upstream slower than limits.upstreamTimeoutMs', () => {
+  const context = useFaultGateway(TIMEOUT_MS)
+
+  it('answers 504 UPSTREAM_TIMEOUT to a legacy call when the upstream sends no headers in time', async () => {
+    context.upstream().setHandler(stallBeforeHeaders)
+    const startedAt = performance.now()
+    const answer = await legacyCall(context.url())
+    expectGatewayError(answer, 'UPSTREAM_TIMEOUT')
+    const elapsedMs = performance.now() - startedAt
+    expect(elapsedMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 20)
+    // undici runs headers/body timeouts on its 1 s-resolution fast timers: up to ~1 s late, never unbounded.
+    expect(elapsedMs).toBeLessThan(TIMEOUT_MS + 1_500)
+  })
+
+  it('closes the stalled upstream exchange when it answers 504 UPSTREAM_TIMEOUT', async () => {
+    context.upstream().setHandler(stallBeforeHeaders)
+    const arrived = context.upstream().nextExchange()
+    const answer = await legacyCall(context.url())
+    expect(answer.status).toBe(504)
+    const exchange = await arrived
+    await within(exchange.closed, 1_000, 'the gateway left the timed-out upstream exchange open')
+    expect(exchange.finished()).toBe(false)
+  })
+
+  it('answers 504 UPSTREAM_TIMEOUT to a native call when the upstream sends no headers in time', async () => {
+    context.upstream().setHandler(stallBeforeHeaders)
+    const answer = await nativeCall(context.url())
+    expectGatewayError(answer, 'UPSTREAM_TIMEOUT')
+  })
+
+  it('answers 504 UPSTREAM_TIMEOUT to a legacy call when the upstream body stalls after the headers', async () => {
+    context.upstream().setHandler(stallMidBody)
+    const answer = await legacyCall(context.url())
+    expectGatewayError(answer, 'UPSTREAM_TIMEOUT')
+  })
+
+  it('aborts the native stream before its declared length when the upstream body stalls after the headers', async () => {
+    context.upstream().setHandler(stallMidBody)
+    const startedAt = performance.now()
+    expectAbortedStream(await rawNativeCall(context.url()))
+    expect(performance.now() - startedAt).toBeLessThan(2_000)
+  })
+
+  itStillServes(context)
+})
+
+describe('sessions.start faults', () => {
+  // Long enough for a deliberately slow sessions.start; the slowness is the fault under test.
+  const context = useFaultGateway(3_000)
+  const SLOW_START_MS = 300
+  const CALLERS = 50
+
+  function startRequests(): FaultExchange[] {
+    return context.upstream().exchanges.filter((exchange) => exchange.url === '/v4/sessions.start')
+  }
+
+  it('answers 502 UPSTREAM_BAD_RESPONSE when sessions.start answers 201 with a body that is not JSON', async () => {
+    context.upstream().setHandler((exchange) => {
+      if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
+      exchange.response.writeHead(201, { 'content-type': 'application/json' })
+      exchange.response.end('<html>not json</html>')
+    })
+    const answer = await sessionCall(context.url(), 'garbage-start')
+    expectGatewayError(answer, 'UPSTREAM_BAD_RESPONSE')
+    expect(context.upstream().exchanges.map((exchange) => exchange.url)).toEqual(['/v4/sessions.start'])
+  })
+
+  it('answers 502 UPSTREAM_BAD_RESPONSE when sessions.start answers 201 without a session id', async () => {
+    context.upstream().setHandler((exchange) => {
+      if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
+      answerJson(exchange, 201, { session: {}, meta: { note: 'no id here' } })
+    })
+    const answer = await sessionCall(context.url(), 'no-id-start')
+    expectGatewayError(answer, 'UPSTREAM_BAD_RESPONSE')
+    expect(context.upstream().exchanges.map((exchange) => exchange.url)).toEqual(['/v4/sessions.start'])
+  })
+
+  it('passes a sessions.start 500 through as it came', async () => {
+    context.upstream().setHandler((exchange) => {
+      if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
+      answerJson(exchange, 500, { error: { code: 'INTERNAL', message: 'backend exploded' } })
+    })
+    const answer = await sessionCall(context.url(), 'failing-start')
+    expect(answer.status).toBe(500)
+    expect(answer.json.error).toEqual({ code: 'INTERNAL', message: 'backend exploded' })
+    expect(answer.headers['x-v4-session-id']).toBeUndefined()
+    expect(context.upstream().exchanges.map((exchange) => exchange.url)).toEqual(['/v4/sessions.start'])
+  })
+
+  it('starts one session for 50 concurrent callers waiting on a slow sessions.start and gives all of them its id', async () => {
+    context.upstream().setHandler((exchange) => {
+      if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
+      setTimeout(() => answerJson(exchange, 201, { sessionId: 'sess-slow', defaults: {}, meta: {} }), SLOW_START_MS)
+    })
+    const answers = await Promise.all(Array.from({ length: CALLERS }, () => sessionCall(context.url(), 'slow-start')))
+    expect(startRequests()).toHaveLength(1)
+    expect(answers.map((answer) => answer.status)).toEqual(Array(CALLERS).fill(200))
+    expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['sess-slow']))
+    const executions = context.upstream().exchanges.filter((exchange) => exchange.url !== '/v4/sessions.start')
+    expect(new Set(executions.map((exchange) => exchange.url))).toEqual(new Set(['/v4/sessions/sess-slow/executions.execute']))
+    expect(executions).toHaveLength(CALLERS)
+  })
+
+  it('gives all 50 concurrent callers the 500 of one slow sessions.start, unchanged', async () => {
+    context.upstream().setHandler((exchange) => {
+      if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
+      setTimeout(() => answerJson(exchange, 500, { error: { code: 'INTERNAL', message: 'slow and broken' } }), SLOW_START_MS)
+    })
+    const answers = await Promise.all(Array.from({ length: CALLERS }, () => sessionCall(context.url(), 'slow-failing-start')))
+    expect(startRequests()).toHaveLength(1)
+    expect(answers.map((answer) => answer.status)).toEqual(Array(CALLERS).fill(500))
+    for (const answer of answers) expect(answer.json.error).toEqual({ code: 'INTERNAL', message: 'slow and broken' })
+    expect(context.upstream().exchanges).toHaveLength(1)
+  })
+
+  it('still answers a session-execute call correctly after these faults', async () => {
+    const answer = await sessionCall(context.url(), 'after-start-faults')
+    expect(answer.status).toBe(200)
+    const sessionId = answer.headers['x-v4-session-id']
+    expect(sessionId).toMatch(/^sess-\d+$/)
+    expect(answer.json.meta.sessionId).toBe(sessionId)
+    expect(context.upstream().exchanges.map((exchange) => exchange.url)).toEqual(['/v4/sessions.start', `/v4/sessions/${String(sessionId)}/executions.execute`])
+  })
+
+  itStillServes(context)
+})
+
+describe('a client that goes away mid-request', () => {
+  // Far longer than the wait below, so a closed upstream exchange can only be the cancellation.
+  const context = useFaultGateway(3_000)
+  const CANCEL_WITHIN_MS = 1_000
+
+  /** Sends `request` on a raw socket and returns it, to be destroyed by the test. */
+  function openAndSend(request: Buffer): Promise<Socket> {
+    const { hostname, port } = new URL(context.url())
+    return new Promise((resolve) => {
+      const socket = connect({ host: hostname, port: Number(port) }, () => {
+        socket.write(request)
+        resolve(socket)
+      })
+      socket.on('error', () => undefined)
+    })
+  }
+
+  async function expectCancelled(request: Buffer): Promise<void> {
+    context.upstream().setHandler(stallBeforeHeaders)
+    const arrived = context.upstream().nextExchange()
+    const socket = await openAndSend(request)
+    const exchange = await within(arrived, 2_000, 'the request never reached the upstream')
+    const abortedAt = performance.now()
+    socket.destroy()
+    await within(exchange.closed, CANCEL_WITHIN_MS, 'the upstream call went on after the client went away')
+    expect(performance.now() - abortedAt).toBeLessThan(CANCEL_WITHIN_MS)
+    expect(exchange.finished()).toBe(false)
+  }
+
+  it('cancels the upstream call of a legacy request whose client aborts while waiting', async () => {
+    const body = '{"input":{"n":1}}'
+    await expectCancelled(
+      buildRawRequest(`POST ${LEGACY} HTTP/1.1`, [['Host', 'gateway.test'], ['Authorization', TOKEN], ['Content-Type', 'application/json'], ['Content-Length', String(body.length)]], body)
+    )
+  })
+
+  it('cancels the upstream call of a native request whose client aborts while waiting', async () => {
+    const body = '{"input":{"n":1}}'
+    await expectCancelled(
+      buildRawRequest(`POST ${NATIVE} HTTP/1.1`, [['Host', 'gateway.test'], ['Authorization', TOKEN], ['Content-Type', 'application/json'], ['Content-Length', String(body.length)]], body)
+    )
+  })
+
+  itStillServes(context)
+})
