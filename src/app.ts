@@ -9,7 +9,8 @@ import { createMetrics, type GatewayMetrics } from './observability/metrics.js'
 import { createMigrationReport, type MigrationReport } from './observability/migration-report.js'
 import { resolveRequestId } from './observability/request-id.js'
 import { createSessionMap } from './sessions/session-map.js'
-import { createMemorySessionStore, type SessionStore } from './sessions/session-store.js'
+import { createSessionStore } from './sessions/create-session-store.js'
+import type { SessionStore } from './sessions/session-store.js'
 import { usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
 import { explainRequest } from './traffic/explain-request.js'
 import type { TrafficContext } from './traffic/traffic-context.js'
@@ -57,7 +58,7 @@ export interface Gateway {
 }
 
 /** Keys that need a restart: they shape listeners and pools built once. */
-const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs'] as const
+const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis'] as const
 
 function readKey(config: GatewayConfig, key: string): unknown {
   return key.split('.').reduce<unknown>((value, part) => (value as Record<string, unknown>)[part], config)
@@ -71,9 +72,11 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   let listening = false
   let draining = false
   const initial = options.config
-  const sessionStore = options.sessionStore ?? createMemorySessionStore({ maxEntries: initial.sessions.maxEntries, ttlMs: initial.sessions.ttlMs })
+  // A store given by the caller stays the caller's to close.
+  const ownsSessionStore = options.sessionStore === undefined
+  const sessionStore = options.sessionStore ?? (await createSessionStore(initial, logger))
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
-  const metrics = createMetrics({ sessionEntries: () => sessionStore.size })
+  const metrics = createMetrics({ sessionEntries: () => sessionStore.size, sessionStoreStatus: () => sessionStore.describe() })
   const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
 
@@ -199,6 +202,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       listening = false
       await admin.close()
       await upstream.close()
+      if (ownsSessionStore) await sessionStore.close?.()
     }
   }
 }

@@ -44,14 +44,16 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
   })
   app.get('/readyz', async function readyz(_request, reply) {
     const ready = deps.isReady()
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready' })
+    // A shared store that is down leaves readiness alone: the per-replica map serves (issue 7 point 4).
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', sessionStore: deps.sessionStore.describe() })
   })
   app.get('/metrics', async function metrics(_request, reply) {
     return reply.header('content-type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics())
   })
 
   app.get('/admin/sessions', async function listSessions() {
-    return { total: deps.sessionStore.size, tenants: deps.sessionStore.countByTenant() }
+    const tenants = await deps.sessionStore.countByTenant()
+    return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }
   })
   app.delete<{ Querystring: { tenant?: string } }>('/admin/sessions', async function clearSessions(request) {
     const tenant = request.query.tenant

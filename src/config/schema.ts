@@ -20,6 +20,9 @@ const httpUrl = z
     return url === undefined || (url.username === '' && url.password === '' && url.search === '' && url.hash === '')
   }, 'upstream URLs carry no credentials, query or fragment')
 
+/** Redis or Valkey, plain or TLS (issue 7); credentials may sit in the URL, which is never logged. */
+const redisUrl = z.url({ protocol: /^rediss?$/, error: 'Invalid URL: expected a redis:// or rediss:// URL' })
+
 const upstreamUrl = z.union([z.literal(EMBEDDED_UPSTREAM), httpUrl], {
   error: `Invalid URL: expected an http(s) URL or "${EMBEDDED_UPSTREAM}"`
 })
@@ -169,7 +172,20 @@ export const configSchema = z
         maxEntries: positiveInt.default(10_000),
         ttlMs: positiveInt.default(900_000),
         staleStatuses: z.array(wholeNumber(z.number().int().min(400).max(599))).default([404, 410]),
-        sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId'])
+        sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId']),
+        store: z.enum(['memory', 'redis']).default('memory'),
+        redis: z
+          .strictObject({
+            // An empty URL (the usual `${V4GW_REDIS_URL:-}`) means "none".
+            url: z.union([z.literal(''), redisUrl], { error: 'Invalid URL: expected a redis:// or rediss:// URL' }).nullable().default(null).transform((url) => (url === '' ? null : url)),
+            keyPrefix: z.string().min(1).default('v4gw:')
+          })
+          .prefault({})
+      })
+      .superRefine((sessions, ctx) => {
+        if (sessions.store === 'redis' && sessions.redis.url === null) {
+          ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'sessions.store is redis but no sessions.redis.url is set' })
+        }
       })
       .prefault({}),
     tenancy: z

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { SessionOutcome } from '../sessions/session-map.js'
+import type { SessionStoreStatus } from '../sessions/session-store.js'
 
 /**
  * The gateway's Prometheus metrics (SPEC 9), on a registry of its own so that several gateways
@@ -27,7 +28,7 @@ export interface RequestSample {
 const CREDENTIAL_REJECTIONS = new Set(['AUTH_INVALID', 'INVALID_CREDENTIAL_TYPE', 'CREDENTIALS_CONFLICT'])
 const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-export function createMetrics(options: { sessionEntries: () => number; processMetrics?: boolean }): GatewayMetrics {
+export function createMetrics(options: { sessionEntries: () => number; sessionStoreStatus?: () => SessionStoreStatus; processMetrics?: boolean }): GatewayMetrics {
   const registry = new Registry()
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'v4gw_' })
 
@@ -65,6 +66,18 @@ export function createMetrics(options: { sessionEntries: () => number; processMe
       this.set(options.sessionEntries())
     }
   })
+  const storeStatus = options.sessionStoreStatus
+  // Only a shared store has a reachability to report (issue 7 point 4).
+  if (storeStatus?.().redis !== undefined) {
+    new Gauge({
+      name: 'v4gw_session_store_redis_up',
+      help: '1 while the shared session store (Redis/Valkey) is reachable, 0 while this replica serves with its own map',
+      registers: [registry],
+      collect() {
+        this.set(storeStatus().redis === 'up' ? 1 : 0)
+      }
+    })
+  }
   const credentialRejections = new Counter({
     name: 'v4gw_credential_rejections_total',
     help: 'Requests refused for their credentials, by error code',

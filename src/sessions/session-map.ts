@@ -1,3 +1,4 @@
+import { startAcrossReplicas, type StartedSession } from './distributed-start.js'
 import { createSingleFlight } from './single-flight.js'
 import type { SessionStore } from './session-store.js'
 
@@ -24,21 +25,25 @@ export interface SessionMap<TRejection> {
 }
 
 export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvict?: () => void } = {}): SessionMap<TRejection> {
-  const starts = createSingleFlight<StartResult<TRejection>>()
+  const starts = createSingleFlight<StartedSession<TRejection>>()
 
-  async function startAndStore(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<StartResult<TRejection>> {
+  async function startAndStore(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<StartedSession<TRejection>> {
+    // A store shared by replicas also makes the start single across them (issue 7 point 2).
+    if (store.startLock !== undefined) return startAcrossReplicas(key, tenant, start, store, store.startLock)
     const result = await start()
     if (result.sessionId !== undefined) await store.set(key, { sessionId: result.sessionId, tenant })
-    return result
+    return { result, startedHere: true }
   }
 
   return {
     store,
     async resolve(key, tenant, start) {
-      const entry = await store.get(key)
+      const entry = await store.get(key, tenant)
       if (entry !== undefined) return { result: { sessionId: entry.sessionId }, outcome: 'hit' }
       const { promise, shared } = starts.run(key, () => startAndStore(key, tenant, start))
-      return { result: await promise, outcome: shared ? 'coalesced' : 'miss' }
+      const started = await promise
+      // A session another replica started is "coalesced": it may be stale-retried (SPEC 4 step 5).
+      return { result: started.result, outcome: shared || !started.startedHere ? 'coalesced' : 'miss' }
     },
     async evict(key, sessionId) {
       await store.deleteIfSession(key, sessionId)

@@ -1,8 +1,15 @@
 import { LRUCache } from 'lru-cache'
+import type { StartLock } from './distributed-start.js'
 
 export interface SessionEntry {
   readonly sessionId: string
   readonly tenant: string
+}
+
+/** What `/readyz` and the metrics say about the store: its kind and, for a shared one, its reachability. */
+export interface SessionStoreStatus {
+  readonly kind: string
+  readonly redis?: 'up' | 'down'
 }
 
 /**
@@ -10,14 +17,20 @@ export interface SessionEntry {
  * store shared by replicas implements the same contract (methods may then return promises).
  */
 export interface SessionStore {
-  get(key: string): SessionEntry | undefined | Promise<SessionEntry | undefined>
+  /** `tenant` lets a shared store find the entry of a key it has not seen yet (issue 7). */
+  get(key: string, tenant?: string): SessionEntry | undefined | Promise<SessionEntry | undefined>
   set(key: string, entry: SessionEntry): void | Promise<void>
   /** Deletes the entry only while it still names `sessionId`, so a newer entry survives. */
   deleteIfSession(key: string, sessionId: string): void | Promise<void>
   /** Drops every entry of `tenant`, or all entries; returns how many went. */
   clear(tenant?: string): number | Promise<number>
-  countByTenant(): Record<string, number>
+  countByTenant(): Record<string, number> | Promise<Record<string, number>>
+  /** Entries held in this process. */
   readonly size: number
+  describe(): SessionStoreStatus
+  /** Present on a store shared by replicas: one `sessions.start` per key across all of them (issue 7). */
+  readonly startLock?: StartLock
+  close?(): Promise<void>
 }
 
 export interface MemorySessionStoreOptions {
@@ -55,6 +68,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions): Se
     },
     get size() {
       return cache.size
-    }
+    },
+    describe: () => ({ kind: 'memory' })
   }
 }

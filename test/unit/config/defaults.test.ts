@@ -56,7 +56,9 @@ describe('SPEC 8 defaults of a minimal config', () => {
       maxEntries: 10_000,
       ttlMs: 900_000,
       staleStatuses: [404, 410],
-      sessionIdPaths: ['/sessionId', '/id', '/session/id', '/meta/sessionId']
+      sessionIdPaths: ['/sessionId', '/id', '/session/id', '/meta/sessionId'],
+      store: 'memory',
+      redis: { url: null, keyPrefix: 'v4gw:' }
     })
   })
 

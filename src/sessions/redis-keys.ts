@@ -1,0 +1,38 @@
+/**
+ * Redis key names of the shared session map (issue 7 point 2). A key holds only the tenant name
+ * (config, not client input) and the session-map key, which is already a hash of the tenant,
+ * the token's fingerprint, the state key and the defaults: never a raw token.
+ *
+ *   <prefix>s:<tenant>:<map key>   the session id, PX sessions.ttlMs
+ *   <prefix>l:<tenant>:<map key>   the start lock, a random owner token, PX lockMs
+ *
+ * The tenant sits in the key so that one tenant's entries can be found with SCAN MATCH (no KEYS,
+ * no index to keep in step). Tenant names cannot hold ':' or glob characters (config schema).
+ */
+export interface RedisKeys {
+  session(tenant: string, key: string): string
+  lock(tenant: string, key: string): string
+  /** SCAN MATCH pattern of one tenant's session entries, or of all of them. */
+  sessionPattern(tenant?: string): string
+  /** The tenant named by a session entry's key, undefined for any other key. */
+  tenantOf(redisKey: string): string | undefined
+}
+
+/** Backslash-escapes what SCAN MATCH would read as a glob, so any prefix matches literally. */
+export function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (character) => `\\${character}`)
+}
+
+export function buildRedisKeys(prefix: string): RedisKeys {
+  const sessions = `${prefix}s:`
+  return {
+    session: (tenant, key) => `${sessions}${tenant}:${key}`,
+    lock: (tenant, key) => `${prefix}l:${tenant}:${key}`,
+    sessionPattern: (tenant) => `${escapeGlob(sessions)}${tenant === undefined ? '' : `${escapeGlob(tenant)}:`}*`,
+    tenantOf(redisKey) {
+      if (!redisKey.startsWith(sessions)) return undefined
+      const end = redisKey.indexOf(':', sessions.length)
+      return end === -1 ? undefined : redisKey.slice(sessions.length, end)
+    }
+  }
+}

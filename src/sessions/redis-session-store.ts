@@ -1,0 +1,189 @@
+import { randomUUID } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
+import type { LockAttempt, StartLock } from './distributed-start.js'
+import { createRedisConnection, type RedisConnection, type StoreLogger } from './redis-connection.js'
+import { buildRedisKeys } from './redis-keys.js'
+import type { SessionEntry, SessionStore } from './session-store.js'
+
+export interface RedisSessionStoreOptions {
+  url: string
+  keyPrefix: string
+  /** Bound of the local LRU in front of Redis (`sessions.maxEntries`). */
+  maxEntries: number
+  /** A shared entry's life, counted from creation (`sessions.ttlMs`, SPEC 4). */
+  ttlMs: number
+  /** Life of a start lock: how long a crashed owner can hold up a key. */
+  lockMs: number
+  logger: StoreLogger
+  /** How long a local copy of a shared entry is trusted; default min(ttlMs, 5 s). */
+  localTtlMs?: number
+  /** Waiters look at the shared entry this often; default 25 ms. */
+  pollMs?: number
+  /** How long `create` waits for the first connection attempt; default 2 s. */
+  connectWaitMs?: number
+}
+
+export const DEFAULT_LOCAL_TTL_MS = 5_000
+const DEFAULT_POLL_MS = 25
+const SCAN_COUNT = 500
+
+/** Deletes KEYS[1] only while it still holds ARGV[1]: lock release and session eviction. */
+const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+
+export interface RedisSessionStore extends SessionStore {
+  readonly startLock: StartLock
+  close(): Promise<void>
+}
+
+/**
+ * The session map shared by replicas (issue 7): Redis or Valkey holds `key -> session id`
+ * with `sessions.ttlMs`; a local LRU in front keeps the hit path off the network. A local
+ * copy lives at most `localTtlMs` (and never past the shared entry), so that an eviction or an
+ * admin clear on another replica is seen here within that time. While Redis is unreachable
+ * the local LRU is the map, entries then living their full `ttlMs` (issue 7 point 4).
+ */
+export async function createRedisSessionStore(options: RedisSessionStoreOptions): Promise<RedisSessionStore> {
+  const connection = createRedisConnection(options.url, options.logger)
+  await connection.firstAttempt(options.connectWaitMs ?? 2_000)
+  return buildRedisSessionStore(connection, options)
+}
+
+function buildRedisSessionStore(connection: RedisConnection, options: RedisSessionStoreOptions): RedisSessionStore {
+  const { client } = connection
+  const keys = buildRedisKeys(options.keyPrefix)
+  const localTtlMs = Math.min(options.ttlMs, options.localTtlMs ?? DEFAULT_LOCAL_TTL_MS)
+  const local = new LRUCache<string, SessionEntry>({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false, ttlAutopurge: false })
+  // deleteIfSession(key, id) is called without a tenant; the map key -> tenant relation never changes.
+  const tenants = new LRUCache<string, string>({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false, ttlAutopurge: false })
+
+  function remember(key: string, entry: SessionEntry, ttlMs: number): SessionEntry {
+    local.set(key, entry, { ttl: ttlMs })
+    tenants.set(key, entry.tenant)
+    return entry
+  }
+
+  /** The shared entry and its remaining life, in one atomic round trip. */
+  async function readShared(key: string, tenant: string): Promise<SessionEntry | undefined> {
+    const redisKey = keys.session(tenant, key)
+    const replies = await client.multi().get(redisKey).pttl(redisKey).exec()
+    const sessionId = replies?.[0]?.[1]
+    const remainingMs = replies?.[1]?.[1]
+    if (typeof sessionId !== 'string') return undefined
+    const ttlMs = typeof remainingMs === 'number' && remainingMs > 0 ? Math.min(localTtlMs, remainingMs) : localTtlMs
+    return remember(key, { sessionId, tenant }, ttlMs)
+  }
+
+  async function writeShared(key: string, entry: SessionEntry): Promise<boolean> {
+    try {
+      await client.set(keys.session(entry.tenant, key), entry.sessionId, 'PX', options.ttlMs)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /** Every shared key matching `pattern`, SCAN by SCAN (never KEYS, which blocks the server). */
+  async function scanKeys(pattern: string, onBatch: (batch: string[]) => Promise<void> | void): Promise<void> {
+    let cursor = '0'
+    do {
+      const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT)
+      cursor = next
+      if (batch.length > 0) await onBatch(batch)
+    } while (cursor !== '0')
+  }
+
+  function clearLocal(tenant: string | undefined): number {
+    let count = 0
+    for (const [key, entry] of local.entries()) {
+      if ((tenant === undefined || entry.tenant === tenant) && local.delete(key)) count++
+    }
+    return count
+  }
+
+  function countLocal(): Record<string, number> {
+    const counts: Record<string, number> = {}
+    for (const entry of local.values()) counts[entry.tenant] = (counts[entry.tenant] ?? 0) + 1
+    return counts
+  }
+
+  const startLock: StartLock = {
+    pollMs: options.pollMs ?? DEFAULT_POLL_MS,
+    waitMs: options.lockMs + 1_000,
+    async acquire(key, tenant): Promise<LockAttempt> {
+      if (!connection.isUp()) return { state: 'unavailable' }
+      const lockKey = keys.lock(tenant, key)
+      const owner = randomUUID()
+      try {
+        const taken = await client.set(lockKey, owner, 'PX', options.lockMs, 'NX')
+        if (taken === null) return { state: 'held' }
+      } catch {
+        return { state: 'unavailable' }
+      }
+      return {
+        state: 'acquired',
+        async release() {
+          // Only our own lock: after an expiry another replica may hold it by now.
+          await client.eval(COMPARE_AND_DELETE, 1, lockKey, owner).catch(() => undefined)
+        }
+      }
+    },
+    onWaitExpired(key) {
+      options.logger.warn({ sessionStore: 'redis', waitMs: startLock.waitMs, key }, 'gave up waiting for another replica to start a session: starting here')
+    }
+  }
+
+  return {
+    startLock,
+    get(key, tenant) {
+      // SPEC 4 hit path: a local hit never asks Redis (issue 7 point 3).
+      const cached = local.get(key)
+      if (cached !== undefined || tenant === undefined || !connection.isUp()) return cached
+      return readShared(key, tenant).catch(() => undefined)
+    },
+    async set(key, entry) {
+      const shared = connection.isUp() && (await writeShared(key, entry))
+      // Without Redis this replica's copy is the map: it lives the entry's whole life.
+      remember(key, entry, shared ? localTtlMs : options.ttlMs)
+    },
+    async deleteIfSession(key, sessionId) {
+      const tenant = tenants.get(key) ?? local.peek(key)?.tenant
+      if (local.peek(key)?.sessionId === sessionId) local.delete(key)
+      if (tenant === undefined || !connection.isUp()) return
+      await client.eval(COMPARE_AND_DELETE, 1, keys.session(tenant, key), sessionId).catch(() => undefined)
+    },
+    async clear(tenant) {
+      const localCount = clearLocal(tenant)
+      if (!connection.isUp()) return localCount
+      let sharedCount = 0
+      try {
+        await scanKeys(keys.sessionPattern(tenant), async (batch) => {
+          sharedCount += await client.unlink(...batch)
+        })
+      } catch {
+        options.logger.warn({ sessionStore: 'redis', tenant }, "clearing the shared session map failed: only this replica's entries went")
+        return localCount
+      }
+      return sharedCount
+    },
+    async countByTenant() {
+      if (!connection.isUp()) return countLocal()
+      const counts: Record<string, number> = {}
+      try {
+        await scanKeys(keys.sessionPattern(), (batch) => {
+          for (const redisKey of batch) {
+            const tenant = keys.tenantOf(redisKey)
+            if (tenant !== undefined) counts[tenant] = (counts[tenant] ?? 0) + 1
+          }
+        })
+      } catch {
+        return countLocal()
+      }
+      return counts
+    },
+    get size() {
+      return local.size
+    },
+    describe: () => ({ kind: 'redis', redis: connection.isUp() ? 'up' : 'down' }),
+    close: () => connection.close()
+  }
+}

@@ -1,0 +1,128 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, it, vi } from 'vitest'
+import { startAcrossReplicas, type LockAttempt, type StartLock } from '../../../src/sessions/distributed-start.js'
+import { createSessionMap, type StartResult } from '../../../src/sessions/session-map.js'
+import { createMemorySessionStore, type SessionStore } from '../../../src/sessions/session-store.js'
+
+type Rejection = { status: number }
+
+/** A lock shared by "replicas" in one process, with an expiry like `SET NX PX`. */
+function sharedLock(options: { lockMs?: number; waitMs?: number; unavailable?: boolean } = {}): StartLock & { holders: Map<string, number>; onWaitExpired: ReturnType<typeof vi.fn> } {
+  const holders = new Map<string, number>()
+  const lockMs = options.lockMs ?? 1_000
+  return {
+    holders,
+    pollMs: 5,
+    waitMs: options.waitMs ?? lockMs + 500,
+    onWaitExpired: vi.fn(),
+    async acquire(key): Promise<LockAttempt> {
+      if (options.unavailable === true) return { state: 'unavailable' }
+      const expiresAt = holders.get(key)
+      if (expiresAt !== undefined && expiresAt > Date.now()) return { state: 'held' }
+      const mine = Date.now() + lockMs
+      holders.set(key, mine)
+      return {
+        state: 'acquired',
+        async release() {
+          if (holders.get(key) === mine) holders.delete(key)
+        }
+      }
+    }
+  }
+}
+
+/** One store seen by every replica, as Redis would be. */
+function sharedStore(): SessionStore {
+  return createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
+}
+
+function slowStart(sessionId: string, delayMs = 30) {
+  return vi.fn(async (): Promise<StartResult<Rejection>> => {
+    await sleep(delayMs)
+    return { sessionId }
+  })
+}
+
+describe('startAcrossReplicas (issue 7 point 2)', () => {
+  it('starts once for concurrent first calls on three replicas and lets the others read the winner', async () => {
+    const store = sharedStore()
+    const lock = sharedLock()
+    const starts = [slowStart('ses_a'), slowStart('ses_b'), slowStart('ses_c')]
+    const results = await Promise.all(starts.map((start) => startAcrossReplicas('k', 'acme', start, store, lock)))
+    expect(starts.reduce((sum, start) => sum + start.mock.calls.length, 0)).toBe(1)
+    expect(new Set(results.map((started) => started.result.sessionId)).size).toBe(1)
+    expect(results.filter((started) => started.startedHere)).toHaveLength(1)
+    expect(lock.holders.size).toBe(0)
+  })
+
+  it('lets a waiter start itself when the owner fails and leaves no entry', async () => {
+    const store = sharedStore()
+    const lock = sharedLock()
+    const failing = vi.fn(async (): Promise<StartResult<Rejection>> => {
+      await sleep(20)
+      return { rejection: { status: 503 } }
+    })
+    const waiterStart = slowStart('ses_waiter', 1)
+    const owner = startAcrossReplicas('k', 'acme', failing, store, lock)
+    await sleep(1)
+    const waiter = startAcrossReplicas('k', 'acme', waiterStart, store, lock)
+    expect((await owner).result.rejection).toEqual({ status: 503 })
+    expect(await waiter).toEqual({ result: { sessionId: 'ses_waiter' }, startedHere: true })
+    expect(await store.get('k')).toEqual({ sessionId: 'ses_waiter', tenant: 'acme' })
+  })
+
+  it('takes the lock of a crashed owner once it expires, not before', async () => {
+    const store = sharedStore()
+    const lock = sharedLock({ lockMs: 150 })
+    lock.holders.set('k', Date.now() + 150)
+    const began = Date.now()
+    const started = await startAcrossReplicas('k', 'acme', slowStart('ses_1', 1), store, lock)
+    expect(started.startedHere).toBe(true)
+    expect(Date.now() - began).toBeGreaterThanOrEqual(140)
+  })
+
+  it('starts here without waiting when the shared store is unavailable', async () => {
+    const start = slowStart('ses_local', 1)
+    const started = await startAcrossReplicas('k', 'acme', start, sharedStore(), sharedLock({ unavailable: true }))
+    expect(started).toEqual({ result: { sessionId: 'ses_local' }, startedHere: true })
+  })
+
+  it('gives up waiting at waitMs and starts here, saying so', async () => {
+    const lock = sharedLock({ lockMs: 10_000, waitMs: 60 })
+    lock.holders.set('k', Date.now() + 10_000)
+    const started = await startAcrossReplicas('k', 'acme', slowStart('ses_late', 1), sharedStore(), lock)
+    expect(started.startedHere).toBe(true)
+    expect(lock.onWaitExpired).toHaveBeenCalledWith('k')
+  })
+
+  it('does not start when the previous owner stored its session just before the lock was taken', async () => {
+    const store = sharedStore()
+    store.set('k', { sessionId: 'ses_stored', tenant: 'acme' })
+    const start = slowStart('ses_new', 1)
+    const started = await startAcrossReplicas('k', 'acme', start, store, sharedLock())
+    expect(started).toEqual({ result: { sessionId: 'ses_stored' }, startedHere: false })
+    expect(start).not.toHaveBeenCalled()
+  })
+})
+
+describe('createSessionMap with a store shared by replicas', () => {
+  it('reports a session another replica started as coalesced', async () => {
+    const store = sharedStore()
+    const lock = sharedLock()
+    const withLock: SessionStore = {
+      get: (key) => store.get(key),
+      set: (key, entry) => store.set(key, entry),
+      deleteIfSession: (key, sessionId) => store.deleteIfSession(key, sessionId),
+      clear: (tenant) => store.clear(tenant),
+      countByTenant: () => store.countByTenant(),
+      size: 0,
+      describe: () => ({ kind: 'shared-test' }),
+      startLock: lock
+    }
+    const replicaA = createSessionMap<Rejection>(withLock)
+    const replicaB = createSessionMap<Rejection>(withLock)
+    const [a, b] = await Promise.all([replicaA.resolve('k', 'acme', slowStart('ses_a')), replicaB.resolve('k', 'acme', slowStart('ses_b'))])
+    expect([a.outcome, b.outcome].sort()).toEqual(['coalesced', 'miss'])
+    expect(a.result.sessionId).toBe(b.result.sessionId)
+  })
+})

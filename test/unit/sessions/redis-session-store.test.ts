@@ -1,0 +1,242 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { buildRedisKeys, escapeGlob } from '../../../src/sessions/redis-keys.js'
+import { createRedisSessionStore, type RedisSessionStore, type RedisSessionStoreOptions } from '../../../src/sessions/redis-session-store.js'
+import { createLogSink } from '../../helpers/log-sink.js'
+import { startRedisServer, type StartedRedis } from '../../helpers/redis-server.js'
+
+let redis: StartedRedis
+let inspect: Redis
+const opened: RedisSessionStore[] = []
+let prefixCount = 0
+
+beforeAll(async () => {
+  redis = await startRedisServer()
+  inspect = new Redis(redis.url)
+})
+afterAll(async () => {
+  await inspect?.quit()
+  await redis?.stop()
+})
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()))
+})
+
+/** A store on the test server with a key prefix of its own, so tests never see each other's keys. */
+async function openStore(overrides: Partial<RedisSessionStoreOptions> = {}): Promise<RedisSessionStore> {
+  const store = await createRedisSessionStore({
+    url: redis.url,
+    keyPrefix: `t${++prefixCount}:`,
+    maxEntries: 1_000,
+    ttlMs: 60_000,
+    lockMs: 1_000,
+    logger: pino({ level: 'silent' }),
+    ...overrides
+  })
+  opened.push(store)
+  return store
+}
+
+/** Two replicas' stores on one prefix. */
+async function twoReplicas(overrides: Partial<RedisSessionStoreOptions> = {}): Promise<[RedisSessionStore, RedisSessionStore, string]> {
+  const keyPrefix = `t${++prefixCount}:`
+  return [await openStore({ keyPrefix, ...overrides }), await openStore({ keyPrefix, ...overrides }), keyPrefix]
+}
+
+describe('buildRedisKeys', () => {
+  it('names session entries <prefix>s:<tenant>:<key> and locks <prefix>l:<tenant>:<key>', () => {
+    const keys = buildRedisKeys('v4gw:')
+    expect(keys.session('acme', 'abc')).toBe('v4gw:s:acme:abc')
+    expect(keys.lock('acme', 'abc')).toBe('v4gw:l:acme:abc')
+    expect(keys.tenantOf('v4gw:s:acme:abc')).toBe('acme')
+    expect(keys.tenantOf('v4gw:l:acme:abc')).toBeUndefined()
+  })
+
+  it('escapes glob characters of the prefix in SCAN patterns', () => {
+    expect(escapeGlob('a*b?[c]\\')).toBe('a\\*b\\?\\[c\\]\\\\')
+    expect(buildRedisKeys('p*:').sessionPattern('acme')).toBe('p\\*:s:acme:*')
+  })
+})
+
+describe('createRedisSessionStore', () => {
+  it('stores the session id alone under <prefix>s:<tenant>:<key> with a PX of sessions.ttlMs', async () => {
+    const store = await openStore({ ttlMs: 30_000 })
+    await store.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
+    const prefix = `t${prefixCount}:`
+    expect(await inspect.get(`${prefix}s:acme:k1`)).toBe('ses_1')
+    const pttl = await inspect.pttl(`${prefix}s:acme:k1`)
+    expect(pttl).toBeGreaterThan(29_000)
+    expect(pttl).toBeLessThanOrEqual(30_000)
+  })
+
+  it('answers a local hit without asking Redis', async () => {
+    const [replicaA, replicaB, prefix] = await twoReplicas()
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await inspect.del(`${prefix}s:acme:k`)
+    expect(await replicaA.get('k', 'acme')).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
+    expect(await replicaB.get('k', 'acme')).toBeUndefined()
+  })
+
+  it('reads an entry another replica stored, and keeps a local copy of it', async () => {
+    const [replicaA, replicaB] = await twoReplicas()
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    expect(replicaB.size).toBe(0)
+    expect(await replicaB.get('k', 'acme')).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
+    expect(replicaB.size).toBe(1)
+  })
+
+  it('trusts a local copy for localTtlMs only, so a delete on another replica is seen', async () => {
+    const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 1_000 })
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.get('k', 'acme')
+    await replicaA.deleteIfSession('k', 'ses_1')
+    expect(await replicaB.get('k', 'acme')).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
+    await sleep(1_100)
+    expect(await replicaB.get('k', 'acme')).toBeUndefined()
+  })
+
+  it('never keeps a local copy past the shared entry ttl', async () => {
+    const [replicaA, replicaB] = await twoReplicas({ ttlMs: 200, localTtlMs: 5_000 })
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.get('k', 'acme')
+    await sleep(260)
+    expect(await replicaA.get('k', 'acme')).toBeUndefined()
+    expect(await replicaB.get('k', 'acme')).toBeUndefined()
+  })
+
+  it('deleteIfSession removes the shared entry while it still names the session', async () => {
+    const [replicaA, replicaB, prefix] = await twoReplicas()
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.get('k', 'acme')
+    await replicaB.deleteIfSession('k', 'ses_1')
+    expect(await inspect.exists(`${prefix}s:acme:k`)).toBe(0)
+  })
+
+  it('deleteIfSession keeps a shared entry that already names a newer session', async () => {
+    const [replicaA, replicaB, prefix] = await twoReplicas()
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.get('k', 'acme')
+    await replicaA.set('k', { sessionId: 'ses_2', tenant: 'acme' })
+    await replicaB.deleteIfSession('k', 'ses_1')
+    expect(await inspect.get(`${prefix}s:acme:k`)).toBe('ses_2')
+    expect(await replicaB.get('k', 'acme')).toEqual({ sessionId: 'ses_2', tenant: 'acme' })
+  })
+
+  it("clear(tenant) removes that tenant's shared entries over several SCAN batches and no one else's", async () => {
+    const store = await openStore()
+    const prefix = `t${prefixCount}:`
+    const pipeline = inspect.pipeline()
+    for (let index = 0; index < 1_200; index++) pipeline.set(`${prefix}s:acme:k${index}`, `ses_${index}`, 'PX', 60_000)
+    pipeline.set(`${prefix}s:beta:k0`, 'ses_beta', 'PX', 60_000)
+    pipeline.set(`${prefix}s:acme-two:k0`, 'ses_acme_two', 'PX', 60_000)
+    pipeline.set(`other:s:acme:k0`, 'ses_other_prefix', 'PX', 60_000)
+    await pipeline.exec()
+    expect(await store.clear('acme')).toBe(1_200)
+    expect(await inspect.keys(`${prefix}*`)).toEqual(expect.arrayContaining([`${prefix}s:beta:k0`, `${prefix}s:acme-two:k0`]))
+    expect((await inspect.keys(`${prefix}s:acme:*`)).length).toBe(0)
+    expect(await inspect.get('other:s:acme:k0')).toBe('ses_other_prefix')
+    expect(await store.clear()).toBe(2)
+    expect(await inspect.get('other:s:acme:k0')).toBe('ses_other_prefix')
+  })
+
+  it('clear(tenant) drops the local copies of that tenant too', async () => {
+    const store = await openStore()
+    await store.set('a', { sessionId: 'ses_a', tenant: 'acme' })
+    await store.set('b', { sessionId: 'ses_b', tenant: 'beta' })
+    await store.clear('acme')
+    expect(await store.get('a', 'acme')).toBeUndefined()
+    expect(await store.get('b', 'beta')).toEqual({ sessionId: 'ses_b', tenant: 'beta' })
+  })
+
+  it('matches a key prefix holding glob characters literally', async () => {
+    const globby = await openStore({ keyPrefix: 'g*[1]:' })
+    const plain = await openStore({ keyPrefix: 'gX1:' })
+    await globby.set('k', { sessionId: 'ses_glob', tenant: 'acme' })
+    await plain.set('k', { sessionId: 'ses_plain', tenant: 'acme' })
+    expect(await globby.clear('acme')).toBe(1)
+    expect(await inspect.get('gX1:s:acme:k')).toBe('ses_plain')
+  })
+
+  it('countByTenant counts the shared entries of every replica', async () => {
+    const [replicaA, replicaB] = await twoReplicas()
+    await replicaA.set('a1', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.set('a2', { sessionId: 'ses_2', tenant: 'acme' })
+    await replicaB.set('b1', { sessionId: 'ses_3', tenant: 'beta' })
+    expect(await replicaA.countByTenant()).toEqual({ acme: 2, beta: 1 })
+  })
+
+  it('describes itself as redis, up', async () => {
+    expect((await openStore()).describe()).toEqual({ kind: 'redis', redis: 'up' })
+  })
+})
+
+describe('the start lock', () => {
+  it('is taken by one replica at a time, with a PX of lockMs', async () => {
+    const [replicaA, replicaB, prefix] = await twoReplicas({ lockMs: 3_000 })
+    const first = await replicaA.startLock.acquire('k', 'acme')
+    expect(first.state).toBe('acquired')
+    expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('held')
+    const pttl = await inspect.pttl(`${prefix}l:acme:k`)
+    expect(pttl).toBeGreaterThan(2_000)
+    expect(pttl).toBeLessThanOrEqual(3_000)
+    if (first.state === 'acquired') await first.release()
+    expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
+  })
+
+  it('expires by itself, so a crashed owner does not hold the key', async () => {
+    const [replicaA, replicaB] = await twoReplicas({ lockMs: 100 })
+    expect((await replicaA.startLock.acquire('k', 'acme')).state).toBe('acquired')
+    await sleep(150)
+    expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
+  })
+
+  it('release leaves alone a lock that expired and was taken by another replica', async () => {
+    const [replicaA, replicaB, prefix] = await twoReplicas({ lockMs: 100 })
+    const stale = await replicaA.startLock.acquire('k', 'acme')
+    await sleep(150)
+    expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
+    const holder = await inspect.get(`${prefix}l:acme:k`)
+    if (stale.state === 'acquired') await stale.release()
+    expect(await inspect.get(`${prefix}l:acme:k`)).toBe(holder)
+  })
+})
+
+describe('createRedisSessionStore without a reachable Redis (issue 7 point 4)', () => {
+  async function unreachableStore(): Promise<{ store: RedisSessionStore; logs: ReturnType<typeof createLogSink> }> {
+    const logs = createLogSink()
+    // A port nothing listens on: the test server's, after it was stopped would race; port 1 is never a Redis.
+    const store = await openStore({ url: 'redis://user:hunter2-redis-password@127.0.0.1:1', logger: pino({}, logs.stream), connectWaitMs: 1_000 })
+    return { store, logs }
+  }
+
+  it('starts and describes itself as down', async () => {
+    const { store } = await unreachableStore()
+    expect(store.describe()).toEqual({ kind: 'redis', redis: 'down' })
+  })
+
+  it("keeps serving from this replica's map: entries set then live their whole ttl locally", async () => {
+    const { store } = await unreachableStore()
+    await store.set('k', { sessionId: 'ses_local', tenant: 'acme' })
+    expect(await store.get('k', 'acme')).toEqual({ sessionId: 'ses_local', tenant: 'acme' })
+    expect(await store.countByTenant()).toEqual({ acme: 1 })
+    expect(await store.clear('acme')).toBe(1)
+  })
+
+  it('answers the start lock as unavailable at once', async () => {
+    const { store } = await unreachableStore()
+    const began = Date.now()
+    expect((await store.startLock.acquire('k', 'acme')).state).toBe('unavailable')
+    expect(Date.now() - began).toBeLessThan(250)
+  })
+
+  it('logs the outage once, without the password of the URL', async () => {
+    const { logs } = await unreachableStore()
+    await sleep(500)
+    const down = logs.lines().filter((line) => String(line.msg).startsWith('session store redis is down'))
+    expect(down).toHaveLength(1)
+    expect(down[0]).toMatchObject({ level: 40, redis: 'redis://127.0.0.1:1' })
+    expect(logs.text()).not.toContain('hunter2-redis-password')
+  })
+})
