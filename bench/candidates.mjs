@@ -1,0 +1,114 @@
+/* global fetch, URL */
+// The rows of the benchmark (issue 6): what runs, what load it gets, and how its first answer is
+// checked. Every row sends the same execution input with the same session token.
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+
+/** An opaque session token: neither `key_` nor `sa_`, so the gateway forwards it as a bearer (SPEC 5). */
+const SESSION_TOKEN = 'tok_bench_0123456789abcdef0123456789abcdef'
+const INPUT = { text: 'summarise the quarterly report for the board', items: [1, 2, 3], options: { language: 'en' } }
+const HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${SESSION_TOKEN}` }
+const STATE = { policy: 'default', route: 'eu-west' }
+
+const NATIVE_LOAD = { method: 'POST', path: '/v4/execute', headers: HEADERS, body: JSON.stringify({ input: INPUT }) }
+
+/**
+ * kind: which process is measured. `direct` measures the stub itself; `reference` the plain
+ * @fastify/http-proxy app; `gateway` the real CLI with `logLevel`.
+ */
+export const CANDIDATES = [
+  { name: 'direct', kind: 'direct', load: NATIVE_LOAD, check: checkExecution },
+  { name: 'fastify-http-proxy', kind: 'reference', load: NATIVE_LOAD, check: checkExecution },
+  { name: 'gateway-native', kind: 'gateway', logLevel: 'info', load: NATIVE_LOAD, check: checkExecution },
+  { name: 'gateway-native-quiet', kind: 'gateway', logLevel: 'silent', load: NATIVE_LOAD, check: checkExecution },
+  {
+    name: 'gateway-execute',
+    kind: 'gateway',
+    logLevel: 'info',
+    load: { method: 'POST', path: '/v1/headless/runs', headers: HEADERS, body: JSON.stringify({ input: INPUT }) },
+    check: checkLegacyExecution
+  },
+  {
+    name: 'gateway-session-hit',
+    kind: 'gateway',
+    logLevel: 'info',
+    // One fixed state key: the check below maps it, so every measured call is a hit.
+    load: { method: 'POST', path: '/v1/runs/invoke', headers: HEADERS, body: JSON.stringify({ input: INPUT, stateId: 'bench-state-1', state: STATE }) },
+    check: checkSessionHit
+  },
+  {
+    name: 'gateway-session-miss',
+    kind: 'gateway',
+    logLevel: 'info',
+    // autocannon replaces `[<id>]` with a fresh id per request: a new state key, so a new session, every call.
+    load: { method: 'POST', path: '/v1/runs/invoke', headers: HEADERS, body: JSON.stringify({ input: INPUT, stateId: '[<id>]', state: STATE }), idReplacement: true },
+    check: checkSessionMiss
+  }
+]
+
+export const CANDIDATE_NAMES = CANDIDATES.map((candidate) => candidate.name)
+
+/**
+ * The gateway's config for one run: production defaults except what a benchmark must set
+ * (loopback, port 0, the stub as upstream, the row's log level) and a short shutdown grace so that
+ * the run stays bounded.
+ */
+export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel }) {
+  const path = join(directory, `${name}.yaml`)
+  const yaml = [
+    'listen: { host: 127.0.0.1, port: 0 }',
+    'admin: { host: 127.0.0.1, port: 0 }',
+    `log: { level: ${logLevel} }`,
+    'shutdown: { graceMs: 1000 }',
+    'tenancy: { default: bench }',
+    'tenants:',
+    '  bench:',
+    `    upstream: { staging: "${upstreamUrl}", target: staging }`,
+    ''
+  ].join('\n')
+  await writeFile(path, yaml)
+  return path
+}
+
+async function send(baseUrl, load, bodyOverride) {
+  const response = await fetch(new URL(load.path, baseUrl), { method: load.method, headers: load.headers, body: bodyOverride ?? load.body })
+  const text = await response.text()
+  let json
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, headers: response.headers, text, json }
+}
+
+function expect(condition, name, answer, what) {
+  if (!condition) throw new Error(`${name}: first answer is wrong (${what}): status ${answer.status}, body ${answer.text.slice(0, 300)}`)
+}
+
+async function checkExecution(name, baseUrl, load) {
+  const answer = await send(baseUrl, load)
+  expect(answer.status === 200, name, answer, 'expected 200')
+  expect(answer.json?.output !== undefined && answer.json?.meta?.requestId !== undefined, name, answer, 'expected output and meta.requestId')
+}
+
+async function checkLegacyExecution(name, baseUrl, load) {
+  await checkExecution(name, baseUrl, load)
+}
+
+async function checkSessionHit(name, baseUrl, load) {
+  const first = await send(baseUrl, load)
+  expect(first.status === 200 && first.json?.output !== undefined, name, first, 'expected 200 with output')
+  const sessionId = first.headers.get('x-v4-session-id')
+  expect(sessionId !== null, name, first, 'expected x-v4-session-id')
+  const second = await send(baseUrl, load)
+  expect(second.headers.get('x-v4-session-id') === sessionId, name, second, `expected the mapped session ${sessionId} again (a hit)`)
+}
+
+async function checkSessionMiss(name, baseUrl, load) {
+  const one = await send(baseUrl, load, load.body.replace('[<id>]', 'check-miss-1'))
+  const two = await send(baseUrl, load, load.body.replace('[<id>]', 'check-miss-2'))
+  for (const answer of [one, two]) expect(answer.status === 200 && answer.json?.output !== undefined, name, answer, 'expected 200 with output')
+  const first = one.headers.get('x-v4-session-id')
+  expect(first !== null && first !== two.headers.get('x-v4-session-id'), name, two, 'expected a new session for a new state key')
+}

@@ -1,0 +1,91 @@
+/* global process */
+// The load generator, in its own process so that the runner can pin it to the load core.
+// Usage: node bench/load.mjs '<json spec>'; prints one JSON line with the measurement.
+//
+// It reads the measured process's CPU counters itself, right before and right after the measured
+// window, so that the window is exact and warm-up CPU is excluded.
+import autocannon from 'autocannon'
+import { readFileSync } from 'node:fs'
+import { performance } from 'node:perf_hooks'
+
+const spec = JSON.parse(process.argv[2] ?? '')
+
+/** utime + stime of every thread of `pid`, in clock ticks (proc(5): fields 14 and 15). */
+function cpuTicks(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  // The command name may hold spaces; fields after it are space-separated from field 3 on.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return Number(fields[11]) + Number(fields[12])
+}
+
+/** Busy ticks of the whole machine, all cores (proc(5): the `cpu` line minus idle and iowait). */
+function machineBusyTicks() {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1, 9).map(Number)
+  const [user, nice, system, , , irq, softirq, steal] = fields
+  return user + nice + system + irq + softirq + steal
+}
+
+/** CPU ticks of the benchmark's own processes: measured, stub, runner and this load generator. */
+function ownTicks() {
+  return [...new Set([spec.measuredPid, ...spec.otherPids, process.pid])].reduce((sum, pid) => sum + cpuTicks(pid), 0)
+}
+
+function options(durationSec) {
+  return {
+    url: spec.url,
+    method: spec.method,
+    headers: spec.headers,
+    body: spec.body,
+    // `[<id>]` in the body becomes a fresh id per request (session-miss: a new state key each call).
+    idReplacement: spec.idReplacement === true,
+    connections: spec.connections,
+    pipelining: 1,
+    duration: durationSec,
+    timeout: 10
+  }
+}
+
+/** autocannon's histogram keeps whole milliseconds; percentiles here come from the exact times. */
+function percentile(sorted, fraction) {
+  if (sorted.length === 0) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]
+}
+
+if (spec.warmupSec > 0) await autocannon(options(spec.warmupSec))
+
+const latencies = []
+let ok = 0
+let bad = 0
+const cpuBefore = cpuTicks(spec.measuredPid)
+const busyBefore = machineBusyTicks() - ownTicks()
+const startedAt = performance.now()
+const instance = autocannon(options(spec.durationSec))
+instance.on('response', function recordResponse(_client, statusCode, _bytes, responseTimeMs) {
+  if (statusCode >= 200 && statusCode < 300) {
+    ok++
+    latencies.push(responseTimeMs)
+  } else {
+    bad++
+  }
+})
+const result = await instance
+const elapsedSec = (performance.now() - startedAt) / 1000
+const cpuAfter = cpuTicks(spec.measuredPid)
+// CPU the machine spent on anything but this benchmark during the window: a noise indicator.
+const foreignTicks = machineBusyTicks() - ownTicks() - busyBefore
+
+const sorted = Float64Array.from(latencies).sort()
+process.stdout.write(
+  `${JSON.stringify({
+    ok,
+    non2xx: bad,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    elapsedSec,
+    rps: ok / elapsedSec,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    cpuTicks: cpuAfter - cpuBefore,
+    foreignTicks
+  })}\n`
+)

@@ -1,0 +1,156 @@
+/* global process, setTimeout, clearTimeout */
+// Child processes of the benchmark: started pinned to a core, tracked by PID, ended by PID.
+// Nothing here ever signals a process it did not start.
+import { spawn, spawnSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+const STDERR_TAIL_BYTES = 4096
+
+/** Every child this runner started and that has not exited yet. */
+const running = new Set()
+
+/** Pinning needs taskset and at least two cores: one for the measured process, one for the rest. */
+export function detectPinning() {
+  const probe = spawnSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' })
+  const cores = Number(spawnSync('nproc', [], { encoding: 'utf8' }).stdout.trim())
+  return probe.status === 0 && cores >= 2
+}
+
+/** Clock ticks per second, to turn /proc/<pid>/stat counters into time. */
+export function clockTicksPerSecond() {
+  const value = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim())
+  return Number.isFinite(value) && value > 0 ? value : 100
+}
+
+/** Pins this runner to `core`: it drains the gateway's log pipe, which must not steal the measured core. */
+export function pinSelf(core) {
+  spawnSync('taskset', ['-cp', String(core), String(process.pid)], { stdio: 'ignore' })
+}
+
+/**
+ * Starts `node <args>` (pinned to `core` when `pin` is set) and resolves once a stdout line
+ * matches `ready`, with the match. Stdout after that is drained and discarded so that a chatty
+ * child (the gateway's JSON access log) never blocks on a full pipe.
+ */
+export function startNode({ name, args, core, pin, ready, readyTimeoutMs = 20_000, env = process.env }) {
+  const command = pin ? 'taskset' : process.execPath
+  const commandArgs = pin ? ['-c', String(core), process.execPath, ...args] : args
+  // taskset execs node in place, so the PID is node's own: /proc/<pid>/stat measures the right process.
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'], env })
+  const handle = { name, pid: child.pid, child, stderrTail: '', exited: false }
+  running.add(handle)
+  const exited = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      handle.exited = true
+      running.delete(handle)
+      resolve({ code, signal })
+    })
+  })
+  handle.exitedPromise = exited
+  child.stderr.on('data', (chunk) => {
+    handle.stderrTail = (handle.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES)
+  })
+
+  return new Promise((resolve, reject) => {
+    let pending = ''
+    const timer = setTimeout(() => fail(new Error(`${name} did not print its ready line within ${readyTimeoutMs} ms`)), readyTimeoutMs)
+    function fail(error) {
+      clearTimeout(timer)
+      child.stdout.off('data', scan)
+      void stopProcess(handle)
+      reject(new Error(`${error.message}\n--- ${name} stderr ---\n${handle.stderrTail}`))
+    }
+    function scan(chunk) {
+      pending += chunk.toString('utf8')
+      const lines = pending.split('\n')
+      pending = lines.pop() ?? ''
+      for (const line of lines) {
+        const match = ready.exec(line)
+        if (match === null) continue
+        clearTimeout(timer)
+        child.stdout.off('data', scan)
+        child.stdout.resume()
+        resolve({ handle, match })
+        return
+      }
+      // Bound what is kept while waiting for the ready line.
+      if (pending.length > 65_536) pending = pending.slice(-4096)
+    }
+    child.stdout.on('data', scan)
+    void exited.then(({ code, signal }) => {
+      if (child.stdout.listenerCount('data') > 0) fail(new Error(`${name} exited (code ${code}, signal ${signal}) before it was ready`))
+    })
+  })
+}
+
+/**
+ * Runs `node <args>` (pinned as above) to completion and resolves with its stdout; rejects on a
+ * non-zero exit or after `timeoutMs`.
+ */
+export function runNode({ name, args, core, pin, timeoutMs }) {
+  const command = pin ? 'taskset' : process.execPath
+  const commandArgs = pin ? ['-c', String(core), process.execPath, ...args] : args
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] })
+  const handle = { name, pid: child.pid, child, stderrTail: '', exited: false }
+  running.add(handle)
+  let stdout = ''
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk.toString('utf8')
+  })
+  child.stderr.on('data', (chunk) => {
+    handle.stderrTail = (handle.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES)
+  })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stopProcess(handle)
+      reject(new Error(`${name} did not finish within ${timeoutMs} ms\n--- ${name} stderr ---\n${handle.stderrTail}`))
+    }, timeoutMs)
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer)
+      handle.exited = true
+      running.delete(handle)
+      if (code === 0) resolve(stdout)
+      else reject(new Error(`${name} exited (code ${code}, signal ${signal})\n--- ${name} stderr ---\n${handle.stderrTail}`))
+    })
+  })
+}
+
+/** SIGTERM by PID, then SIGKILL if it is still there after `graceMs`. */
+export async function stopProcess(handle, graceMs = 3000) {
+  if (handle.exited) return
+  const exited = new Promise((resolve) => {
+    if (handle.exited) resolve()
+    else handle.child.once('exit', () => resolve())
+  })
+  try {
+    process.kill(handle.pid, 'SIGTERM')
+  } catch {
+    return
+  }
+  const outcome = await Promise.race([exited.then(() => 'exited'), sleep(graceMs).then(() => 'timeout')])
+  if (outcome === 'timeout' && !handle.exited) {
+    try {
+      process.kill(handle.pid, 'SIGKILL')
+    } catch {
+      // Already gone.
+    }
+    await exited
+  }
+}
+
+/** Stops every child still running, each by its own PID. */
+export async function stopAll() {
+  await Promise.all([...running].map((handle) => stopProcess(handle, 1000)))
+}
+
+/** Last resort on exit: synchronous SIGKILL by PID for anything still running. */
+export function killAllNow() {
+  for (const handle of running) {
+    try {
+      process.kill(handle.pid, 'SIGKILL')
+    } catch {
+      // Already gone.
+    }
+  }
+  running.clear()
+}

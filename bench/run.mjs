@@ -1,0 +1,330 @@
+/* global process, console, URL */
+// npm run bench [-- --quick] [-- --json FILE]: the gateway side by side with the alternatives a
+// user would pick, as ratios (issue 6). Loopback only, bounded in time, and it ends only the
+// processes it started, by PID. Uses the built gateway (dist/), so `npm run bench` builds first.
+//
+// Flags: --quick (1 round, 1 s warm-up, 5 s per row: about a minute), --json FILE,
+//        --rounds N, --duration S, --warmup S, --connections N, --only a,b,c, --no-memory,
+//        --stat median|best (per metric over rounds; default median; best = highest req/s,
+//        lowest latency and CPU, useful on a machine where other work only ever slows a row),
+//        --profile (writes a V8 CPU profile of every measured process to .bench-out/profiles/;
+//        profiling slows them, so numbers of such a run are not comparable)
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { cpus, tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { CANDIDATES, CANDIDATE_NAMES, writeGatewayConfig } from './candidates.mjs'
+import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
+const ROOT = dirname(BENCH_DIR)
+const CLI = join(ROOT, 'dist', 'cli.js')
+const PROFILE_DIR = join(ROOT, '.bench-out', 'profiles')
+/** The measured process (proxy, gateway, or the stub for `direct`) gets this core to itself. */
+const MEASURED_CORE = 1
+/** The load generator, the stub (except for `direct`) and this runner share this one. */
+const LOAD_CORE = 0
+
+const GOALS = [
+  { row: 'gateway-native', minRatio: 1.5 },
+  { row: 'gateway-execute', minRatio: 1.4 },
+  { row: 'gateway-session-hit', minRatio: 1.3 }
+]
+const MAX_P99_OVER_P50 = 3
+const MAX_SESSION_BYTES_PER_ENTRY = 500
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    rounds: { type: 'string' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    only: { type: 'string' },
+    'no-memory': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    stat: { type: 'string', default: 'median' }
+  }
+})
+
+const settings = {
+  rounds: Number(flags.rounds ?? (flags.quick ? 1 : 3)),
+  durationSec: Number(flags.duration ?? (flags.quick ? 5 : 10)),
+  warmupSec: Number(flags.warmup ?? (flags.quick ? 1 : 2)),
+  connections: Number(flags.connections),
+  pipelining: 1
+}
+const selected = flags.only === undefined ? CANDIDATES : CANDIDATES.filter((candidate) => flags.only.split(',').includes(candidate.name))
+if (flags.stat !== 'median' && flags.stat !== 'best') throw new Error('--stat is median or best')
+if (selected.length === 0) throw new Error(`--only matched nothing; rows: ${CANDIDATE_NAMES.join(', ')}`)
+if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm run bench does)`)
+
+const pin = detectPinning()
+const ticksPerSecond = clockTicksPerSecond()
+const startedAt = Date.now()
+const loadAtStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
+let workDir
+
+// Ctrl-C or a kill of the runner: end our children (by PID) before going.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping the benchmark's processes`)
+    void stopAll().finally(() => {
+      killAllNow()
+      if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true })
+      process.exit(signal === 'SIGINT' ? 130 : 143)
+    })
+  })
+}
+process.on('exit', killAllNow)
+
+/** What the numbers were measured on, for the report and docs/performance.md. */
+function describeMachine() {
+  const cpuModel = readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.+)$/m)?.[1] ?? cpus()[0]?.model ?? 'unknown'
+  const version = (name) => JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version
+  const packages = Object.fromEntries(['fastify', '@fastify/http-proxy', '@fastify/reply-from', 'undici', 'autocannon'].map((name) => [name, version(name)]))
+  // The build is of the working tree: say which commit, and whether it had local changes.
+  const git = (...args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? ''
+  const revision = `${git('rev-parse', '--short', 'HEAD') || 'unknown'}${git('status', '--porcelain', '--', 'src') === '' ? '' : ' + uncommitted changes in src/'}`
+  return { cpus: cpus().length, cpuModel, node: process.version, packages, revision, loadAverage: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ') }
+}
+
+function log(message) {
+  console.error(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s] ${message}`)
+}
+
+/** Node flags of a measured process: a CPU profile named after the row when --profile is given. */
+function profileFlags(name) {
+  return flags.profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR, '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : []
+}
+
+function startStub(core, measured) {
+  const args = [...(measured ? profileFlags('direct') : []), join(BENCH_DIR, 'stub-upstream.mjs')]
+  return startNode({ name: 'stub', args, core, pin, ready: /^stub listening on (\S+)/ })
+}
+
+/** Starts what the row measures; resolves with its handle and the URL the load goes to. */
+async function startMeasured(candidate, stub, stubUrl) {
+  if (candidate.kind === 'direct') return { handle: stub, url: stubUrl }
+  if (candidate.kind === 'reference') {
+    const { handle, match } = await startNode({
+      name: candidate.name,
+      args: [...profileFlags(candidate.name), join(BENCH_DIR, 'http-proxy-reference.mjs'), stubUrl],
+      core: MEASURED_CORE,
+      pin,
+      ready: /^reference proxy listening on (\S+)/
+    })
+    return { handle, url: match[1] }
+  }
+  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel })
+  // The real CLI, as production runs it; its JSON logs share stdout with the ready line.
+  const { handle, match } = await startNode({
+    name: candidate.name,
+    args: [...profileFlags(candidate.name), CLI, '--config', config],
+    core: MEASURED_CORE,
+    pin,
+    ready: /^v4gw listening on (\S+) \(admin/,
+    env: { ...process.env, NODE_ENV: 'production' }
+  })
+  return { handle, url: match[1] }
+}
+
+/** One row, once: fresh stub and fresh measured process, checked, warmed, loaded, stopped. */
+async function measureOnce(candidate) {
+  const stubCore = candidate.kind === 'direct' ? MEASURED_CORE : LOAD_CORE
+  const { handle: stub, match } = await startStub(stubCore, candidate.kind === 'direct')
+  let measured
+  try {
+    measured = await startMeasured(candidate, stub, match[1])
+    await candidate.check(candidate.name, measured.url, candidate.load)
+    const spec = {
+      url: new URL(candidate.load.path, measured.url).href,
+      method: candidate.load.method,
+      headers: candidate.load.headers,
+      body: candidate.load.body,
+      idReplacement: candidate.load.idReplacement === true,
+      connections: settings.connections,
+      warmupSec: settings.warmupSec,
+      durationSec: settings.durationSec,
+      measuredPid: measured.handle.pid,
+      otherPids: [stub.pid, process.pid]
+    }
+    const output = await runNode({
+      name: `load(${candidate.name})`,
+      args: [join(BENCH_DIR, 'load.mjs'), JSON.stringify(spec)],
+      core: LOAD_CORE,
+      pin,
+      timeoutMs: (settings.warmupSec + settings.durationSec + 30) * 1000
+    })
+    if (measured.handle.exited) throw new Error(`${candidate.name}: the measured process exited during the run`)
+    const sample = JSON.parse(output.trim().split('\n').at(-1))
+    const completed = sample.ok + sample.non2xx
+    return {
+      rps: sample.rps,
+      p50Ms: sample.p50Ms,
+      p99Ms: sample.p99Ms,
+      cpuUsPerReq: completed === 0 ? NaN : (sample.cpuTicks * 1e6) / ticksPerSecond / completed,
+      // Other work on the machine during the window, in % of one core; tick counters are coarse,
+      // so small negative values are rounding and read as 0.
+      foreignCpuPct: Math.max(0, (100 * sample.foreignTicks) / ticksPerSecond / sample.elapsedSec),
+      failures: sample.non2xx + sample.errors + sample.timeouts,
+      completed
+    }
+  } finally {
+    if (measured !== undefined && measured.handle !== stub) await stopProcess(measured.handle)
+    await stopProcess(stub)
+  }
+}
+
+function median(values) {
+  const sorted = values.filter((value) => Number.isFinite(value)).sort((a, b) => a - b)
+  if (sorted.length === 0) return NaN
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+async function measureMemory() {
+  const output = await runNode({ name: 'memory', args: ['--expose-gc', join(BENCH_DIR, 'memory.mjs'), '100000'], core: LOAD_CORE, pin: false, timeoutMs: 60_000 })
+  return JSON.parse(output.trim().split('\n').at(-1))
+}
+
+const fixed = (digits) => (value) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a')
+const ratio = (value, base) => (Number.isFinite(value) && base > 0 ? `${(value / base).toFixed(2)}x` : 'n/a')
+
+function printTable(rows) {
+  const reference = rows['fastify-http-proxy']?.rps
+  const direct = rows.direct?.rps
+  const header = ['row', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'vs proxy', 'vs direct', 'failed', 'other work']
+  const lines = Object.entries(rows).map(([name, row]) => [
+    name,
+    fixed(0)(row.rps),
+    fixed(2)(row.p50Ms),
+    fixed(2)(row.p99Ms),
+    fixed(1)(row.cpuUsPerReq),
+    ratio(row.rps, reference),
+    ratio(row.rps, direct),
+    String(row.failures),
+    `${fixed(0)(row.foreignCpuPct)}%`
+  ])
+  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column].length)))
+  const format = (cells) => `| ${cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join(' | ')} |`
+  console.log(format(header))
+  console.log(`|${widths.map((width, column) => (column === 0 ? `${'-'.repeat(width + 1)}-` : `${'-'.repeat(width + 1)}:`)).join('|')}|`)
+  for (const line of lines) console.log(format(line))
+}
+
+/** The goals of issue 6, as PASS/FAIL lines. Informational: they never change the exit code. */
+function goalLines(rows, memory) {
+  const lines = []
+  const reference = rows['fastify-http-proxy']?.rps
+  for (const goal of GOALS) {
+    const row = rows[goal.row]
+    if (row === undefined || reference === undefined) continue
+    const value = row.rps / reference
+    lines.push(`${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x fastify-http-proxy (goal >= ${goal.minRatio}x)`)
+  }
+  for (const [name, row] of Object.entries(rows)) {
+    if (!name.startsWith('gateway-')) continue
+    const value = row.p99Ms / row.p50Ms
+    lines.push(`${value <= MAX_P99_OVER_P50 ? 'PASS' : 'FAIL'} ${name} p99 ${row.p99Ms.toFixed(2)} ms = ${value.toFixed(2)}x its p50 ${row.p50Ms.toFixed(2)} ms (goal <= ${MAX_P99_OVER_P50}x)`)
+  }
+  if (memory !== undefined) {
+    const value = memory.heapBytesPerEntry
+    lines.push(
+      `${value <= MAX_SESSION_BYTES_PER_ENTRY ? 'PASS' : 'FAIL'} session map ${value.toFixed(0)} heap bytes/entry at ${memory.entries.toLocaleString('en-US')} entries (goal <= ${MAX_SESSION_BYTES_PER_ENTRY}); RSS ${memory.rssBytesPerEntry.toFixed(0)} bytes/entry`
+    )
+  }
+  return lines
+}
+
+async function main() {
+  // This runner drains the gateway's log pipe: keep that work on the load core.
+  if (pin) pinSelf(LOAD_CORE)
+  workDir = await mkdtemp(join(tmpdir(), 'v4gw-bench-'))
+  log(
+    `${selected.length} rows x ${settings.rounds} round(s), ${settings.warmupSec} s warm-up + ${settings.durationSec} s each, ` +
+      `${settings.connections} connections, pipelining 1; ${pin ? `measured process on core ${MEASURED_CORE}, load + stub on core ${LOAD_CORE}` : 'no pinning (taskset or a second core missing)'}`
+  )
+  const samples = Object.fromEntries(selected.map((candidate) => [candidate.name, []]))
+  try {
+    for (let round = 0; round < settings.rounds; round++) {
+      // Alternate the order so that drift (thermal, other work on the machine) does not favour one row.
+      const order = round % 2 === 0 ? selected : [...selected].reverse()
+      for (const candidate of order) {
+        const sample = await measureOnce(candidate)
+        samples[candidate.name].push(sample)
+        log(
+          `round ${round + 1} ${candidate.name}: ${sample.rps.toFixed(0)} req/s, p50 ${sample.p50Ms.toFixed(2)} ms, p99 ${sample.p99Ms.toFixed(2)} ms, ` +
+            `${sample.cpuUsPerReq.toFixed(1)} µs CPU/req, other work ${sample.foreignCpuPct.toFixed(0)}% of a core${sample.failures > 0 ? `, ${sample.failures} FAILED` : ''}`
+        )
+      }
+    }
+    let memory
+    if (!flags['no-memory']) {
+      memory = await measureMemory()
+      log(`session map: ${memory.heapBytesPerEntry.toFixed(0)} heap bytes/entry, ${memory.rssBytesPerEntry.toFixed(0)} RSS bytes/entry at ${memory.entries} entries`)
+    }
+
+    // Each metric is the median (or best) over the rounds, taken per metric.
+    const higher = flags.stat === 'best' ? (values) => Math.max(...values) : median
+    const lower = flags.stat === 'best' ? (values) => Math.min(...values) : median
+    const rows = {}
+    for (const [name, list] of Object.entries(samples)) {
+      rows[name] = {
+        rps: higher(list.map((sample) => sample.rps)),
+        p50Ms: lower(list.map((sample) => sample.p50Ms)),
+        p99Ms: lower(list.map((sample) => sample.p99Ms)),
+        cpuUsPerReq: lower(list.map((sample) => sample.cpuUsPerReq)),
+        foreignCpuPct: median(list.map((sample) => sample.foreignCpuPct)),
+        failures: list.reduce((sum, sample) => sum + sample.failures, 0),
+        completed: list.reduce((sum, sample) => sum + sample.completed, 0)
+      }
+    }
+
+    const machine = describeMachine()
+    console.log('')
+    console.log(
+      `v4-migration-gateway benchmark: ${flags.stat} of ${settings.rounds} round(s) per metric; ${settings.durationSec} s per row after ${settings.warmupSec} s warm-up; ` +
+        `${settings.connections} connections, pipelining 1; ${pin ? `measured process pinned to core ${MEASURED_CORE}, load + stub to core ${LOAD_CORE}` : 'not pinned'}`
+    )
+    console.log(`machine: ${machine.cpus} x ${machine.cpuModel}; node ${machine.node}; load average at start ${loadAtStart}, at end ${machine.loadAverage}`)
+    console.log(`gateway build: ${machine.revision}`)
+    console.log(`packages: ${Object.entries(machine.packages).map(([name, version]) => `${name} ${version}`).join(', ')}`)
+    console.log('')
+    printTable(rows)
+    console.log('')
+    console.log(`"other work": CPU the machine spent outside this benchmark during the row, in % of one core (of ${cpus().length}); high values mean noisy numbers.`)
+    console.log('')
+    for (const line of goalLines(rows, memory)) console.log(line)
+    console.log('')
+    console.log(`took ${((Date.now() - startedAt) / 1000).toFixed(1)} s`)
+
+    if (flags.json !== undefined) {
+      const candidates = Object.fromEntries(
+        Object.entries(rows).map(([name, row]) => [name, { rps: row.rps, p50Ms: row.p50Ms, p99Ms: row.p99Ms, cpuUsPerReq: row.cpuUsPerReq }])
+      )
+      const foreignCpuPct = Object.fromEntries(Object.entries(rows).map(([name, row]) => [name, row.foreignCpuPct]))
+      await writeFile(flags.json, `${JSON.stringify({ candidates, memory, foreignCpuPct, machine, settings: { ...settings, pinned: pin, statistic: flags.stat } }, null, 2)}\n`)
+      log(`wrote ${flags.json}`)
+    }
+
+    // Failed requests under load mean the numbers describe something broken.
+    const broken = Object.entries(rows).filter(([, row]) => row.failures > row.completed * 0.01)
+    if (broken.length > 0) {
+      console.error(`more than 1% of requests failed in: ${broken.map(([name]) => name).join(', ')}`)
+      process.exitCode = 1
+    }
+  } finally {
+    await stopAll()
+    if (workDir !== undefined) await rm(workDir, { recursive: true, force: true })
+  }
+}
+
+main().catch((error) => {
+  console.error(`bench failed: ${error.stack ?? error}`)
+  process.exitCode = 1
+})
