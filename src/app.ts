@@ -4,7 +4,7 @@ import { adminPlugin, type ReloadResult } from './admin/admin-plugin.js'
 import { ConfigError, loadConfig } from './config/load-config.js'
 import type { GatewayConfig } from './config/schema.js'
 import { buildGatewayRuntime, type GatewayRuntime } from './gateway-runtime.js'
-import { createLogger } from './observability/logger.js'
+import { createLogger, lazyChildLoggerFactory } from './observability/logger.js'
 import { createMetrics, type GatewayMetrics } from './observability/metrics.js'
 import { createMigrationReport, type MigrationReport } from './observability/migration-report.js'
 import { resolveRequestId } from './observability/request-id.js'
@@ -101,6 +101,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     // One access-log line per request is written by the traffic plugin (SPEC 9).
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     genReqId: (request) => resolveRequestId(request.headers['x-request-id']),
+    childLoggerFactory: lazyChildLoggerFactory,
     // Draining requests get the gateway's own SHUTTING_DOWN envelope instead.
     return503OnClosing: false,
     // Node's own 400 for a missing Host has no envelope; the traffic plugin answers it instead.

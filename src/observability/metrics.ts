@@ -25,6 +25,7 @@ export interface RequestSample {
   errorCode: string | undefined
 }
 
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx']
 const CREDENTIAL_REJECTIONS = new Set(['AUTH_INVALID', 'INVALID_CREDENTIAL_TYPE', 'CREDENTIALS_CONFLICT'])
 const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
@@ -91,13 +92,31 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
     registers: [registry]
   })
 
+  // Bound children per label set: prom-client otherwise hashes the labels on every call. The
+  // sets are bounded (config tenants and routes, closed classes), and so are these maps.
+  const requestCounters = new Map<string, Counter.Internal>()
+  const requestHistograms = new Map<string, Histogram.Internal<'class'>>()
+  const upstreamHistograms = new Map<string, Histogram.Internal<'class'>>()
+
   return {
     registry,
     observeRequest(sample) {
       const trafficClass = sample.trafficClass ?? 'unknown'
-      requests.inc({ tenant: sample.tenant ?? '', class: trafficClass, route: sample.route ?? '', status_class: `${Math.floor(sample.statusCode / 100)}xx` })
-      requestSeconds.observe({ class: trafficClass }, sample.durationMs / 1000)
-      if (sample.upstreamMs !== undefined) upstreamSeconds.observe({ class: trafficClass }, sample.upstreamMs / 1000)
+      const tenant = sample.tenant ?? ''
+      const route = sample.route ?? ''
+      const statusClass = STATUS_CLASSES[Math.floor(sample.statusCode / 100)] ?? 'other'
+      const key = `${tenant}\n${trafficClass}\n${route}\n${statusClass}`
+      let counter = requestCounters.get(key)
+      if (counter === undefined) requestCounters.set(key, (counter = requests.labels({ tenant, class: trafficClass, route, status_class: statusClass })))
+      counter.inc()
+      let requestHistogram = requestHistograms.get(trafficClass)
+      if (requestHistogram === undefined) requestHistograms.set(trafficClass, (requestHistogram = requestSeconds.labels({ class: trafficClass })))
+      requestHistogram.observe(sample.durationMs / 1000)
+      if (sample.upstreamMs !== undefined) {
+        let upstreamHistogram = upstreamHistograms.get(trafficClass)
+        if (upstreamHistogram === undefined) upstreamHistograms.set(trafficClass, (upstreamHistogram = upstreamSeconds.labels({ class: trafficClass })))
+        upstreamHistogram.observe(sample.upstreamMs / 1000)
+      }
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
     },
     observeSessionEvent(event) {

@@ -10,6 +10,8 @@ export interface RequestTarget {
 }
 
 const DOT_SEGMENT = /^(\.|%2e){1,2}$/i
+// Paths with none of these are plain: nothing to decode, no dot segment, no slash to collapse.
+const NEEDS_CHECKS = /[%.\\]|\/\//
 
 /**
  * Splits and checks the request target. Only origin-form is served: an absolute-form target
@@ -26,6 +28,7 @@ export function parseRequestTarget(url: string): RequestTarget {
   const queryStart = url.indexOf('?')
   const pathname = queryStart === -1 ? url : url.slice(0, queryStart)
   const rawQuery = queryStart === -1 ? '' : url.slice(queryStart + 1)
+  if (!NEEDS_CHECKS.test(pathname)) return { pathname, rawQuery, comparablePath: pathname.toLowerCase() }
   let decoded: string
   try {
     decoded = decodeURIComponent(pathname)

@@ -85,8 +85,10 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
   function logAccess(request: FastifyRequest, status: number): void {
     const traffic = request.traffic
     deps.onRequestDone(traffic, status, request.headers['user-agent'])
-    request.log.info(
+    // The root logger with the id as a field: no per-request child logger on the hot path.
+    app.log.info(
       {
+        requestId: request.id,
         tenant: traffic.tenant,
         class: traffic.trafficClass,
         route: traffic.legacyRoute,
