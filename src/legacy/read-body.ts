@@ -9,17 +9,37 @@ import { GatewayError } from '../errors/registry.js'
 export async function readBody(stream: Readable | undefined, declaredLength: string | undefined, limitBytes: number): Promise<Buffer> {
   if (declaredLength !== undefined && Number(declaredLength) > limitBytes) throw tooLarge(limitBytes)
   if (stream === undefined) return Buffer.alloc(0)
-  const chunks: Buffer[] = []
-  let bytes = 0
-  for await (const chunk of stream) {
-    bytes += (chunk as Buffer).length
-    if (bytes > limitBytes) {
-      stream.pause()
-      throw tooLarge(limitBytes)
+  // Events rather than an async iterator: a body is one or two chunks, and the iterator's
+  // machinery cost more than the reading.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let bytes = 0
+    function onData(chunk: Buffer): void {
+      bytes += chunk.length
+      if (bytes > limitBytes) {
+        cleanUp()
+        stream!.pause()
+        reject(tooLarge(limitBytes))
+        return
+      }
+      chunks.push(chunk)
     }
-    chunks.push(chunk as Buffer)
-  }
-  return Buffer.concat(chunks, bytes)
+    function onEnd(): void {
+      cleanUp()
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, bytes))
+    }
+    function onError(error: Error): void {
+      cleanUp()
+      reject(error)
+    }
+    function cleanUp(): void {
+      stream!.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted)
+    }
+    function onAborted(): void {
+      onError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }))
+    }
+    stream.on('data', onData).once('end', onEnd).once('error', onError).once('aborted', onAborted)
+  })
 }
 
 function tooLarge(limitBytes: number): GatewayError {

@@ -40,22 +40,41 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
     return { statusCode, headers, payload: body }
   }
   if (!isPlainObject(document)) return { statusCode, headers, payload: body }
-  // It parsed as JSON, so it was not encoded; the body sent is the gateway's own serialisation.
+  // It parsed as JSON, so it was not encoded; the body sent is the gateway's own bytes.
   delete headers['content-encoding']
-  fillMeta(document, options)
+  let changed = fillMeta(document, options)
   for (const { from, to } of options.responseFields) {
     const value = getAtPointer(document, from)
-    if (value !== undefined) setAtPointer(document, to, structuredClone(value))
+    if (value !== undefined) changed = setAtPointer(document, to, structuredClone(value)) || changed
   }
-  return { statusCode, headers, payload: JSON.stringify(document) }
+  // An answer that already had everything goes out as it came, without a second serialisation.
+  return { statusCode, headers, payload: changed ? JSON.stringify(document) : body }
 }
 
-function fillMeta(document: Record<string, unknown>, options: ShapeOptions): void {
-  if (document.meta === undefined) document.meta = {}
+/** Fills the `meta` fields SPEC 6 asks for where the upstream left them out; true when it changed anything. */
+function fillMeta(document: Record<string, unknown>, options: ShapeOptions): boolean {
+  let changed = false
+  if (document.meta === undefined) {
+    document.meta = {}
+    changed = true
+  }
   const meta = document.meta
-  if (!isPlainObject(meta)) return
-  if (meta.requestId === undefined) meta.requestId = options.requestId
-  if (meta.timingMs === undefined) meta.timingMs = {}
-  if (isPlainObject(meta.timingMs) && meta.timingMs.total === undefined) meta.timingMs.total = options.totalMs
-  if (options.sessionId !== undefined && meta.sessionId === undefined) meta.sessionId = options.sessionId
+  if (!isPlainObject(meta)) return changed
+  if (meta.requestId === undefined) {
+    meta.requestId = options.requestId
+    changed = true
+  }
+  if (meta.timingMs === undefined) {
+    meta.timingMs = {}
+    changed = true
+  }
+  if (isPlainObject(meta.timingMs) && meta.timingMs.total === undefined) {
+    meta.timingMs.total = options.totalMs
+    changed = true
+  }
+  if (options.sessionId !== undefined && meta.sessionId === undefined) {
+    meta.sessionId = options.sessionId
+    changed = true
+  }
+  return changed
 }

@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 
 /** SHA-256 of a token: the only form of a credential that may be kept, logged or counted. */
 export function fingerprintToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex')
+  // One-shot crypto.hash (Node 20.12+): no Hash object per request.
+  return hash('sha256', token, 'hex')
 }
 
 /**
@@ -10,7 +11,5 @@ export function fingerprintToken(token: string): string {
  * (SPEC 4). Length-prefixed parts, so no choice of values can make two tuples collide.
  */
 export function buildSessionKey(tenant: string, tokenFingerprint: string, stateKey: string, canonicalDefaults: string): string {
-  const hash = createHash('sha256')
-  for (const part of [tenant, tokenFingerprint, stateKey, canonicalDefaults]) hash.update(`${part.length}:${part}`)
-  return hash.digest('base64url')
+  return hash('sha256', `${tenant.length}:${tenant}${tokenFingerprint.length}:${tokenFingerprint}${stateKey.length}:${stateKey}${canonicalDefaults.length}:${canonicalDefaults}`, 'base64url')
 }

@@ -8,8 +8,20 @@ export function encodeToken(token: string): string {
   return token.replaceAll('~', '~0').replaceAll('/', '~1')
 }
 
-export function pointerTokens(pointer: string): string[] {
-  return pointer === '' ? [] : pointer.slice(1).split('/').map(decodeToken)
+// Every pointer the gateway follows comes from its config, so the set is small; the bound
+// only guards against a misuse that would feed it request data.
+const TOKEN_CACHE_LIMIT = 1_024
+const tokenCache = new Map<string, readonly string[]>()
+
+/** The reference tokens of a pointer, parsed once per distinct pointer. */
+export function pointerTokens(pointer: string): readonly string[] {
+  let tokens = tokenCache.get(pointer)
+  if (tokens === undefined) {
+    tokens = Object.freeze(pointer === '' ? [] : pointer.slice(1).split('/').map(decodeToken))
+    if (tokenCache.size >= TOKEN_CACHE_LIMIT) tokenCache.clear()
+    tokenCache.set(pointer, tokens)
+  }
+  return tokens
 }
 
 function isContainer(value: unknown): value is Record<string, unknown> {
@@ -32,10 +44,11 @@ export function getAtPointer(document: unknown, pointer: string): unknown {
  */
 export function setAtPointer(document: Record<string, unknown>, pointer: string, value: unknown): boolean {
   const tokens = pointerTokens(pointer)
-  const last = tokens.pop()
+  const last = tokens[tokens.length - 1]
   if (last === undefined) return false
   let current: Record<string, unknown> = document
-  for (const token of tokens) {
+  for (let index = 0; index < tokens.length - 1; index++) {
+    const token = tokens[index] as string
     const next = Object.hasOwn(current, token) ? current[token] : undefined
     if (next === undefined) {
       const created: Record<string, unknown> = {}
