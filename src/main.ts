@@ -1,6 +1,6 @@
 import { buildGateway, type Gateway } from './app.js'
 import { loadConfig } from './config/load-config.js'
-import { createLogger } from './observability/logger.js'
+import { createLogger, createStdoutDestination } from './observability/logger.js'
 import { createSimulator, type Simulator } from './simulator/index.js'
 import { selectUpstreamUrl, usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
 
@@ -32,7 +32,10 @@ function embeddedSimulator(): { start(): Promise<string>; close(): Promise<void>
  */
 export async function runGateway(configPath: string): Promise<RunningGateway> {
   const config = await loadConfig(configPath)
-  const logger = createLogger({ level: config.log.level })
+  const logDestination = createStdoutDestination()
+  const logger = createLogger({ level: config.log.level, destination: logDestination.stream })
+  // Buffered lines must reach stdout however the process ends.
+  process.once('exit', () => logDestination.flushSync())
   const simulator = embeddedSimulator()
   const embeddedOrigin = usesEmbeddedUpstream(config) ? await simulator.start() : undefined
   const gateway = await buildGateway({ config, configPath, logger, embeddedOrigin, startEmbedded: simulator.start })
@@ -68,12 +71,10 @@ export async function runGateway(configPath: string): Promise<RunningGateway> {
     stop().then(
       () => {
         logger.info('stopped')
-        logger.flush()
         process.exit(0)
       },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed')
-        logger.flush()
         process.exit(1)
       }
     )

@@ -101,6 +101,7 @@ describe('the gateway process and its signals', () => {
       const answer = await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'after' } })
       return answer.json?.effective !== undefined
     })
-    expect(gateway.output()).toContain('config reloaded')
+    // Log lines are written in batches, at most 250 ms late.
+    await until(() => gateway.output().includes('config reloaded'))
   })
 })
