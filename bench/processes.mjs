@@ -2,6 +2,7 @@
 // Child processes of the benchmark: started pinned to a core, tracked by PID, ended by PID.
 // Nothing here ever signals a process it did not start.
 import { spawn, spawnSync } from 'node:child_process'
+import { closeSync, openSync, readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 const STDERR_TAIL_BYTES = 4096
@@ -32,11 +33,15 @@ export function pinSelf(core) {
  * matches `ready`, with the match. Stdout after that is drained and discarded so that a chatty
  * child (the gateway's JSON access log) never blocks on a full pipe.
  */
-export function startNode({ name, args, core, pin, ready, readyTimeoutMs = 20_000, env = process.env }) {
+export function startNode({ name, args, core, pin, ready, readyTimeoutMs = 20_000, env = process.env, stdoutFile }) {
   const command = pin ? 'taskset' : process.execPath
   const commandArgs = pin ? ['-c', String(core), process.execPath, ...args] : args
+  // With stdoutFile, the child writes its stdout (the gateway's JSON log) to a file, as it would to
+  // a log driver on another CPU; a pipe would make this runner, on the load generator's core, read it.
+  const stdoutFd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'w')
   // taskset execs node in place, so the PID is node's own: /proc/<pid>/stat measures the right process.
-  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'], env })
+  const child = spawn(command, commandArgs, { stdio: ['ignore', stdoutFd ?? 'pipe', 'pipe'], env })
+  if (stdoutFd !== undefined) closeSync(stdoutFd)
   const handle = { name, pid: child.pid, child, stderrTail: '', exited: false }
   running.add(handle)
   const exited = new Promise((resolve) => {
@@ -50,6 +55,8 @@ export function startNode({ name, args, core, pin, ready, readyTimeoutMs = 20_00
   child.stderr.on('data', (chunk) => {
     handle.stderrTail = (handle.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES)
   })
+
+  if (stdoutFile !== undefined) return waitForReadyLineInFile({ name, handle, exited, stdoutFile, ready, readyTimeoutMs })
 
   return new Promise((resolve, reject) => {
     let pending = ''
@@ -81,6 +88,25 @@ export function startNode({ name, args, core, pin, ready, readyTimeoutMs = 20_00
       if (child.stdout.listenerCount('data') > 0) fail(new Error(`${name} exited (code ${code}, signal ${signal}) before it was ready`))
     })
   })
+}
+
+/** Polls a child's stdout file for its ready line (start-up only; the file is not read after). */
+async function waitForReadyLineInFile({ name, handle, exited, stdoutFile, ready, readyTimeoutMs }) {
+  const deadline = Date.now() + readyTimeoutMs
+  let exitedEarly = false
+  void exited.then(() => {
+    exitedEarly = true
+  })
+  while (Date.now() < deadline) {
+    for (const line of readFileSync(stdoutFile, 'utf8').split('\n')) {
+      const match = ready.exec(line)
+      if (match !== null) return { handle, match }
+    }
+    if (exitedEarly) throw new Error(`${name} exited before it was ready\n--- ${name} stderr ---\n${handle.stderrTail}`)
+    await sleep(25)
+  }
+  void stopProcess(handle)
+  throw new Error(`${name} did not print its ready line within ${readyTimeoutMs} ms\n--- ${name} stderr ---\n${handle.stderrTail}`)
 }
 
 /**

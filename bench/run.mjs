@@ -121,14 +121,16 @@ async function startMeasured(candidate, stub, stubUrl) {
     return { handle, url: match[1] }
   }
   const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel })
-  // The real CLI, as production runs it; its JSON logs share stdout with the ready line.
+  // The real CLI, as production runs it. Its JSON log (stdout, with the ready line) goes to a file,
+  // as to a container's log driver, rather than through a pipe this runner would have to read.
   const { handle, match } = await startNode({
     name: candidate.name,
     args: [...profileFlags(candidate.name), CLI, '--config', config],
     core: MEASURED_CORE,
     pin,
     ready: /^v4gw listening on (\S+) \(admin/,
-    env: { ...process.env, NODE_ENV: 'production' }
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdoutFile: join(workDir, `${candidate.name}.log`)
   })
   return { handle, url: match[1] }
 }
