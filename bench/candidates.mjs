@@ -37,6 +37,15 @@ export const CANDIDATES = [
     check: checkSessionHit
   },
   {
+    name: 'gateway-session-hit-redis',
+    kind: 'gateway',
+    logLevel: 'info',
+    // The session map on Redis (issue 7): hits are served by the local LRU in front of it.
+    redis: true,
+    load: { method: 'POST', path: '/v1/runs/invoke', headers: HEADERS, body: JSON.stringify({ input: INPUT, stateId: 'bench-state-redis', state: STATE }) },
+    check: checkSessionHit
+  },
+  {
     name: 'gateway-session-miss',
     kind: 'gateway',
     logLevel: 'info',
@@ -53,13 +62,14 @@ export const CANDIDATE_NAMES = CANDIDATES.map((candidate) => candidate.name)
  * (loopback, port 0, the stub as upstream, the row's log level) and a short shutdown grace so that
  * the run stays bounded.
  */
-export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel }) {
+export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl }) {
   const path = join(directory, `${name}.yaml`)
   const yaml = [
     'listen: { host: 127.0.0.1, port: 0 }',
     'admin: { host: 127.0.0.1, port: 0 }',
     `log: { level: ${logLevel} }`,
     'shutdown: { graceMs: 1000 }',
+    ...(redisUrl === undefined ? [] : [`sessions: { store: redis, redis: { url: "${redisUrl}" } }`]),
     'tenancy: { default: bench }',
     'tenants:',
     '  bench:',

@@ -33,9 +33,9 @@ export function pinSelf(core) {
  * matches `ready`, with the match. Stdout after that is drained and discarded so that a chatty
  * child (the gateway's JSON access log) never blocks on a full pipe.
  */
-export function startNode({ name, args, core, pin, ready, readyTimeoutMs = 20_000, env = process.env, stdoutFile }) {
-  const command = pin ? 'taskset' : process.execPath
-  const commandArgs = pin ? ['-c', String(core), process.execPath, ...args] : args
+export function startNode({ name, args, core, pin, ready, readyTimeoutMs = 20_000, env = process.env, stdoutFile, executable = process.execPath }) {
+  const command = pin ? 'taskset' : executable
+  const commandArgs = pin ? ['-c', String(core), executable, ...args] : args
   // With stdoutFile, the child writes its stdout (the gateway's JSON log) to a file, as it would to
   // a log driver on another CPU; a pipe would make this runner, on the load generator's core, read it.
   const stdoutFd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'w')

@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { CANDIDATES, CANDIDATE_NAMES, writeGatewayConfig } from './candidates.mjs'
+import { createServer } from 'node:net'
 import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
@@ -58,7 +59,11 @@ const settings = {
   connections: Number(flags.connections),
   pipelining: 1
 }
-const selected = flags.only === undefined ? CANDIDATES : CANDIDATES.filter((candidate) => flags.only.split(',').includes(candidate.name))
+const hasRedis = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0
+if (!hasRedis) console.log('note: redis-server is not installed (apt-get install -y redis-server): the gateway-session-hit-redis row is skipped')
+const selected = (flags.only === undefined ? CANDIDATES : CANDIDATES.filter((candidate) => flags.only.split(',').includes(candidate.name))).filter(
+  (candidate) => hasRedis || candidate.redis !== true
+)
 if (flags.stat !== 'median' && flags.stat !== 'best') throw new Error('--stat is median or best')
 if (selected.length === 0) throw new Error(`--only matched nothing; rows: ${CANDIDATE_NAMES.join(', ')}`)
 if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm run bench does)`)
@@ -108,7 +113,7 @@ function startStub(core, measured) {
 }
 
 /** Starts what the row measures; resolves with its handle and the URL the load goes to. */
-async function startMeasured(candidate, stub, stubUrl) {
+async function startMeasured(candidate, stub, stubUrl, redisUrl) {
   if (candidate.kind === 'direct') return { handle: stub, url: stubUrl }
   if (candidate.kind === 'reference') {
     const { handle, match } = await startNode({
@@ -120,7 +125,7 @@ async function startMeasured(candidate, stub, stubUrl) {
     })
     return { handle, url: match[1] }
   }
-  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel })
+  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl })
   // The real CLI, as production runs it. Its JSON log (stdout, with the ready line) goes to a file,
   // as to a container's log driver, rather than through a pipe this runner would have to read.
   const { handle, match } = await startNode({
@@ -140,8 +145,10 @@ async function measureOnce(candidate) {
   const stubCore = candidate.kind === 'direct' ? MEASURED_CORE : LOAD_CORE
   const { handle: stub, match } = await startStub(stubCore, candidate.kind === 'direct')
   let measured
+  let redis
   try {
-    measured = await startMeasured(candidate, stub, match[1])
+    if (candidate.redis) redis = await startRedis()
+    measured = await startMeasured(candidate, stub, match[1], redis?.url)
     await candidate.check(candidate.name, measured.url, candidate.load)
     const spec = {
       url: new URL(candidate.load.path, measured.url).href,
@@ -179,7 +186,33 @@ async function measureOnce(candidate) {
   } finally {
     if (measured !== undefined && measured.handle !== stub) await stopProcess(measured.handle)
     await stopProcess(stub)
+    if (redis !== undefined) await stopProcess(redis.handle)
   }
+}
+
+/** A throwaway redis-server on a free loopback port, on the load core (the gateway's store, not the measured process). */
+async function startRedis() {
+  const port = await freePort()
+  const { handle } = await startNode({
+    name: 'redis-server',
+    executable: 'redis-server',
+    args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    core: LOAD_CORE,
+    pin,
+    ready: /Ready to accept connections/
+  })
+  return { handle, url: `redis://127.0.0.1:${port}` }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
 }
 
 function median(values) {
