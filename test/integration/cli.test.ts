@@ -248,3 +248,44 @@ describe('v4gw simulator', () => {
     expect(typeof answer.json.meta.requestId).toBe('string')
   })
 })
+
+describe('v4gw explain', () => {
+  it('prints the V4 call a legacy run becomes, with its credential redacted, and exits 0', async () => {
+    const { code, stdout } = await runCli([
+      'explain', '--config', 'config/gateway.yaml', 'POST', '/v1/headless/runs',
+      '--header', 'authorization: Bearer explain-secret-token', '--body', '{"input":{"q":1},"policy":"strict","extra":true}'
+    ])
+    expect(code).toBe(0)
+    const explanation = JSON.parse(stdout)
+    expect(explanation).toMatchObject({ tenant: 'demo', trafficClass: 'legacy', legacyRoute: 'POST /v1/headless/runs', action: 'execute' })
+    expect(explanation.calls).toEqual([
+      { method: 'POST', url: 'http://embedded-simulator/v4/execute', headers: { 'content-type': 'application/json', authorization: 'Bearer [redacted]' }, body: { extra: true, input: { q: 1 }, policy: 'strict' } }
+    ])
+    expect(stdout).not.toContain('explain-secret-token')
+  })
+
+  it('prints both calls of a session-execute route, the start only on a session-map miss', async () => {
+    const { stdout } = await runCli(['explain', '--config', 'config/gateway.yaml', '--tenant', 'demo', 'POST', '/v1/runs/run-9/invoke', '-H', 'x-api-key: explain-secret-2', '--body', '{"input":1,"risk":"high"}'])
+    const explanation = JSON.parse(stdout)
+    expect(explanation.calls.map((call: { url: string }) => call.url)).toEqual([
+      'http://embedded-simulator/v4/sessions.start',
+      'http://embedded-simulator/v4/sessions/{sessionId}/executions.execute'
+    ])
+    expect(explanation.calls[0].body).toEqual({ risk: 'high' })
+    expect(explanation.calls[0].when).toContain('"run-9"')
+    expect(stdout).not.toContain('explain-secret-2')
+  })
+
+  it('prints the answer the gateway would give by itself when a key_* service key calls a runtime route', async () => {
+    const { code, stdout } = await runCli(['explain', '--config', 'config/gateway.yaml', 'POST', '/v1/headless/runs', '-H', 'x-api-key: key_explain_secret', '--body', '{"input":1}'])
+    expect(code).toBe(0)
+    expect(JSON.parse(stdout)).toMatchObject({ calls: [], answer: { status: 401, code: 'AUTH_INVALID' } })
+    expect(stdout).not.toContain('key_explain_secret')
+  })
+
+  it('exits 64 with the usage when METHOD or PATH is missing', async () => {
+    const { code, stderr } = await runCli(['explain', '--config', 'config/gateway.yaml', 'POST'])
+    expect(code).toBe(64)
+    expect(stderr).toContain('Usage:')
+  })
+})
