@@ -152,11 +152,4 @@ export async function startReplicas(count: number, upstreamUrl: string, redisUrl
   return replicas
 }
 
-/** Resolves once `check` holds, polling every 20 ms; throws after `timeoutMs`. */
-export async function until(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await sleep(20)
-  }
-}
+export { until } from './until.js'

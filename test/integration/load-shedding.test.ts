@@ -1,17 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { until } from '../helpers/until.js'
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 
-async function until(check: () => Promise<boolean>, timeoutMs = 8_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 describe('load shedding', () => {
   let slow: RecordingUpstream

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
+import { until } from '../helpers/until.js'
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
@@ -21,13 +22,6 @@ function processConfig(upstreamUrl: string, extra: Record<string, unknown> = {})
   }
 }
 
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 describe('the gateway process and its signals', () => {
   let dir: string
