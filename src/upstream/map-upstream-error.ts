@@ -1,7 +1,7 @@
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 
 /** undici and Node socket error codes, and what the client is told (SPEC 6). */
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT', 'FST_REPLY_FROM_GATEWAY_TIMEOUT'])
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'])
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
   'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED'
@@ -21,7 +21,7 @@ function errorCodes(error: unknown): string[] {
 }
 
 /**
- * The one place that turns undici/Node/reply-from errors into gateway errors. Total: anything
+ * The one place that turns undici and Node socket errors into gateway errors. Total: anything
  * unrecognised is an upstream that could not be used. Keeps the original as `cause`.
  */
 export function mapUpstreamError(error: unknown): GatewayError {
