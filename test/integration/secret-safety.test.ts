@@ -85,6 +85,17 @@ function scenarios(): Scenario[] {
     })
   }
   {
+    // Issue 5: a key_* in the body of a proxy route is streamed upstream as sent, and logged nowhere.
+    const headers = { 'x-api-key': PROXY_KEY, cookie: COOKIE('proxy-body') }
+    const bodyKey = secret('key_secret_in_proxy_body')
+    list.push({
+      name: 'a proxy route with a key_* in its body', target: 'main', path: '/v1/policies', expectedStatus: 201,
+      options: { headers, json: { name: 'from-a-legacy-client', serviceKey: bodyKey } },
+      secrets: secretsOf(headers),
+      bodySecrets: [bodyKey]
+    })
+  }
+  {
     // Native traffic is not rewritten (SPEC 7): every position may hold a different value.
     const headers = { ...without(plantedHeaders('native'), 'x-service-api-key'), authorization: `Bearer ${NATIVE_TOKEN}` }
     const query = secret('secret-query-native')
@@ -179,7 +190,13 @@ function gatewayConfig(upstreamUrl: string): Record<string, unknown> {
     tenants: {
       acme: {
         upstream: { staging: upstreamUrl },
-        legacy: { routes: [...LEGACY_V1_ROUTES, { method: 'GET', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' }] }
+        legacy: {
+          routes: [
+            ...LEGACY_V1_ROUTES,
+            { method: 'GET', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' },
+            { method: 'POST', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' }
+          ]
+        }
       }
     }
   })
