@@ -6,18 +6,22 @@ export interface SessionDefaults {
   risk?: string
 }
 
-function pickDefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as T
+/** Copies `value` into `target` without its undefined members: "only the fields given" (SPEC 4). */
+function assignDefined<T extends Record<string, unknown>>(target: T, value: Record<string, unknown>): T {
+  for (const key in value) {
+    if (value[key] !== undefined) (target as Record<string, unknown>)[key] = value[key]
+  }
+  return target
 }
 
 /** `POST /v4/execute` body: `{ input, policy?, route?, risk? }`, only the fields given (SPEC 4). */
 export function translateExecute(call: LegacyCall): Record<string, unknown> {
-  return { ...call.unknown, input: call.input, ...pickDefined({ policy: call.policy, route: call.route, risk: call.risk }) }
+  return assignDefined({ ...call.unknown, input: call.input }, { policy: call.policy, route: call.route, risk: call.risk })
 }
 
 /** Session defaults: `state` merged with a top-level `risk` (SPEC 4 session-execute step 1). */
 export function translateSessionDefaults(call: LegacyCall): SessionDefaults {
-  return pickDefined({ policy: call.state?.policy, route: call.state?.route, risk: call.risk ?? call.state?.risk })
+  return assignDefined<SessionDefaults & Record<string, unknown>>({}, { policy: call.state?.policy, route: call.state?.route, risk: call.risk ?? call.state?.risk })
 }
 
 /**
@@ -25,7 +29,7 @@ export function translateSessionDefaults(call: LegacyCall): SessionDefaults {
  * session's defaults apply otherwise (SPEC 4 step 4). Unknown fields ride along.
  */
 export function translateSessionExecute(call: LegacyCall): Record<string, unknown> {
-  return { ...call.unknown, input: call.input, ...pickDefined({ policy: call.policy, route: call.route }) }
+  return assignDefined({ ...call.unknown, input: call.input }, { policy: call.policy, route: call.route })
 }
 
 /** Canonical JSON of the defaults: fixed key order, so equal defaults give equal map keys. */
