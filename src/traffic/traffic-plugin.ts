@@ -67,10 +67,11 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
       reply.header('connection', 'close')
       return done(new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance'))
     }
-    // RFC 9112 3.2: an HTTP/1.1 request without Host is answered 400.
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+    // RFC 9112 3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
+    const hostProblem = checkHost(request)
+    if (hostProblem !== undefined) {
       reply.header('connection', 'close')
-      return done(new GatewayError('INVALID_REQUEST', 'an HTTP/1.1 request needs a Host header', { details: [{ pointer: 'header:host', message: 'missing' }] }))
+      return done(new GatewayError('INVALID_REQUEST', `an HTTP/1.1 request needs exactly one Host header`, { details: [{ pointer: 'header:host', message: hostProblem }] }))
     }
     entered = inFlight.tryEnter()
     if (!entered) {
@@ -192,6 +193,18 @@ function setDeprecationHeaders(reply: FastifyReply, headers: Readonly<Record<str
   for (const [name, value] of Object.entries(headers)) {
     reply.header(name, name === 'link' && upstreamLink !== undefined ? `${[upstreamLink].flat().join(', ')}, ${value}` : value)
   }
+}
+
+/** Why the request's Host is not usable (RFC 9112 3.2), or undefined. Node keeps only the first of two. */
+function checkHost(request: FastifyRequest): string | undefined {
+  if (request.headers.host === undefined) return request.raw.httpVersion === '1.1' ? 'missing' : undefined
+  const raw = request.raw.rawHeaders
+  let seen = 0
+  for (let index = 0; index < raw.length; index += 2) {
+    const name = raw[index] as string
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) return 'sent more than once'
+  }
+  return undefined
 }
 
 /** Headers of every V4 call made for a legacy request: one credential, and nothing else of the client's but its agent. */
