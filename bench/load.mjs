@@ -5,17 +5,21 @@
 // It reads the measured process's CPU counters itself, right before and right after the measured
 // window, so that the window is exact and warm-up CPU is excluded.
 import autocannon from 'autocannon'
+import { runWrk } from './wrk.mjs'
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 
 const spec = JSON.parse(process.argv[2] ?? '')
 
-/** utime + stime of every thread of `pid`, in clock ticks (proc(5): fields 14 and 15). */
-function cpuTicks(pid) {
+/**
+ * utime + stime of every thread of `pid`, in clock ticks (proc(5): fields 14 and 15); with
+ * `withChildren`, plus those of its waited-for children (fields 16 and 17), e.g. wrk.
+ */
+function cpuTicks(pid, withChildren = false) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   // The command name may hold spaces; fields after it are space-separated from field 3 on.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return Number(fields[11]) + Number(fields[12])
+  return Number(fields[11]) + Number(fields[12]) + (withChildren ? Number(fields[13]) + Number(fields[14]) : 0)
 }
 
 /** Busy ticks of the whole machine, all cores (proc(5): the `cpu` line minus idle and iowait). */
@@ -27,7 +31,7 @@ function machineBusyTicks() {
 
 /** CPU ticks of the benchmark's own processes: measured, stub, runner and this load generator. */
 function ownTicks() {
-  return [...new Set([spec.measuredPid, ...spec.otherPids, process.pid])].reduce((sum, pid) => sum + cpuTicks(pid), 0)
+  return [...new Set([spec.measuredPid, ...spec.otherPids])].reduce((sum, pid) => sum + cpuTicks(pid), 0) + cpuTicks(process.pid, true)
 }
 
 function options(durationSec) {
@@ -51,24 +55,42 @@ function percentile(sorted, fraction) {
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]
 }
 
-if (spec.warmupSec > 0) await autocannon(options(spec.warmupSec))
+const useWrk = spec.generator === 'wrk'
+if (spec.warmupSec > 0) {
+  if (useWrk) await runWrk({ ...spec, durationSec: spec.warmupSec })
+  else await autocannon(options(spec.warmupSec))
+}
 
 const latencies = []
 let ok = 0
 let bad = 0
+let errors = 0
+let timeouts = 0
+let wrkPercentiles
 const cpuBefore = cpuTicks(spec.measuredPid)
 const busyBefore = machineBusyTicks() - ownTicks()
 const startedAt = performance.now()
-const instance = autocannon(options(spec.durationSec))
-instance.on('response', function recordResponse(_client, statusCode, _bytes, responseTimeMs) {
-  if (statusCode >= 200 && statusCode < 300) {
-    ok++
-    latencies.push(responseTimeMs)
-  } else {
-    bad++
-  }
-})
-const result = await instance
+if (useWrk) {
+  const result = await runWrk({ ...spec, durationSec: spec.durationSec })
+  ok = result.ok
+  bad = result.non2xx
+  errors = result.errors
+  timeouts = result.timeouts
+  wrkPercentiles = { p50Ms: result.p50Ms, p99Ms: result.p99Ms }
+} else {
+  const instance = autocannon(options(spec.durationSec))
+  instance.on('response', function recordResponse(_client, statusCode, _bytes, responseTimeMs) {
+    if (statusCode >= 200 && statusCode < 300) {
+      ok++
+      latencies.push(responseTimeMs)
+    } else {
+      bad++
+    }
+  })
+  const result = await instance
+  errors = result.errors
+  timeouts = result.timeouts
+}
 const elapsedSec = (performance.now() - startedAt) / 1000
 const cpuAfter = cpuTicks(spec.measuredPid)
 // CPU the machine spent on anything but this benchmark during the window: a noise indicator.
@@ -79,12 +101,12 @@ process.stdout.write(
   `${JSON.stringify({
     ok,
     non2xx: bad,
-    errors: result.errors,
-    timeouts: result.timeouts,
+    errors,
+    timeouts,
     elapsedSec,
     rps: ok / elapsedSec,
-    p50Ms: percentile(sorted, 0.5),
-    p99Ms: percentile(sorted, 0.99),
+    p50Ms: wrkPercentiles?.p50Ms ?? percentile(sorted, 0.5),
+    p99Ms: wrkPercentiles?.p99Ms ?? percentile(sorted, 0.99),
     cpuTicks: cpuAfter - cpuBefore,
     foreignTicks
   })}\n`

@@ -48,17 +48,24 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
     'no-memory': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
-    stat: { type: 'string', default: 'median' }
+    stat: { type: 'string', default: 'median' },
+    load: { type: 'string' }
   }
 })
+
+// autocannon by default (the recorded runs); --load wrk when wrk is installed (issue 6).
+const hasWrk = spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined
 
 const settings = {
   rounds: Number(flags.rounds ?? (flags.quick ? 1 : 3)),
   durationSec: Number(flags.duration ?? (flags.quick ? 5 : 10)),
   warmupSec: Number(flags.warmup ?? (flags.quick ? 1 : 2)),
   connections: Number(flags.connections),
-  pipelining: 1
+  pipelining: 1,
+  generator: flags.load ?? 'autocannon'
 }
+if (settings.generator !== 'wrk' && settings.generator !== 'autocannon') throw new Error('--load is wrk or autocannon')
+if (settings.generator === 'wrk' && !hasWrk) throw new Error('--load wrk: wrk is not installed (apt-get install -y wrk)')
 const hasRedis = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0
 if (!hasRedis) console.log('note: redis-server is not installed (apt-get install -y redis-server): the gateway-session-hit-redis row is skipped')
 const selected = (flags.only === undefined ? CANDIDATES : CANDIDATES.filter((candidate) => flags.only.split(',').includes(candidate.name))).filter(
@@ -156,6 +163,7 @@ async function measureOnce(candidate) {
       headers: candidate.load.headers,
       body: candidate.load.body,
       idReplacement: candidate.load.idReplacement === true,
+      generator: settings.generator,
       connections: settings.connections,
       warmupSec: settings.warmupSec,
       durationSec: settings.durationSec,
@@ -282,7 +290,7 @@ async function main() {
   workDir = await mkdtemp(join(tmpdir(), 'v4gw-bench-'))
   log(
     `${selected.length} rows x ${settings.rounds} round(s), ${settings.warmupSec} s warm-up + ${settings.durationSec} s each, ` +
-      `${settings.connections} connections, pipelining 1; ${pin ? `measured process on core ${MEASURED_CORE}, load + stub on core ${LOAD_CORE}` : 'no pinning (taskset or a second core missing)'}`
+      `${settings.generator}, ${settings.connections} connections, pipelining 1; ${pin ? `measured process on core ${MEASURED_CORE}, load + stub on core ${LOAD_CORE}` : 'no pinning (taskset or a second core missing)'}`
   )
   const samples = Object.fromEntries(selected.map((candidate) => [candidate.name, []]))
   try {
@@ -324,7 +332,7 @@ async function main() {
     console.log('')
     console.log(
       `v4-migration-gateway benchmark: ${flags.stat} of ${settings.rounds} round(s) per metric; ${settings.durationSec} s per row after ${settings.warmupSec} s warm-up; ` +
-        `${settings.connections} connections, pipelining 1; ${pin ? `measured process pinned to core ${MEASURED_CORE}, load + stub to core ${LOAD_CORE}` : 'not pinned'}`
+        `load by ${settings.generator}, ${settings.connections} connections, pipelining 1; ${pin ? `measured process pinned to core ${MEASURED_CORE}, load + stub to core ${LOAD_CORE}` : 'not pinned'}`
     )
     console.log(`machine: ${machine.cpus} x ${machine.cpuModel}; node ${machine.node}; load average at start ${loadAtStart}, at end ${machine.loadAverage}`)
     console.log(`gateway build: ${machine.revision}`)
