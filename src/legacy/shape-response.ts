@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { connectionOptions, isHopByHop } from '../util/hop-by-hop.js'
 import { getAtPointer, setAtPointer } from '../util/json-pointer.js'
 import { isJsonContentType } from './parse-legacy-body.js'
 
@@ -15,8 +16,6 @@ export interface ShapeOptions {
   responseFields: readonly { from: string; to: string }[]
 }
 
-// RFC 9110 7.6.1 hop-by-hop, plus content-length, which the gateway sets for the body it sends.
-const NOT_FORWARDED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length'])
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -27,9 +26,12 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * object body gets the `meta` fields it lacks, then `legacy.responseFields` copies.
  */
 export function shapeLegacyResponse(statusCode: number, upstreamHeaders: IncomingHttpHeaders, body: Buffer, options: ShapeOptions): ShapedResponse {
+  // RFC 9110 7.6.1 hop-by-hop fields stay behind, and content-length: the gateway sets it for the body it sends.
+  const listed = connectionOptions(upstreamHeaders.connection)
   const headers: Record<string, string | string[]> = {}
-  for (const [name, value] of Object.entries(upstreamHeaders)) {
-    if (value !== undefined && !NOT_FORWARDED.has(name)) headers[name] = value
+  for (const name in upstreamHeaders) {
+    const value = upstreamHeaders[name]
+    if (value !== undefined && name !== 'content-length' && !isHopByHop(name, listed)) headers[name] = value
   }
   const contentType = typeof upstreamHeaders['content-type'] === 'string' ? upstreamHeaders['content-type'] : undefined
   if (!isJsonContentType(contentType)) return { statusCode, headers, payload: body }

@@ -3,7 +3,9 @@ import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { writeGatewayError } from '../errors/error-handler.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
-import { connectionOptions, isHopByHop, stripHopByHop } from './hop-by-hop.js'
+import { forwardedHeaders } from '../util/forwarded-headers.js'
+import { connectionOptions, isHopByHop, stripHopByHop } from '../util/hop-by-hop.js'
+import { appendLink } from '../util/link-header.js'
 
 export interface ForwardOptions {
   origin: string
@@ -79,11 +81,7 @@ function buildUpstreamHeaders(request: FastifyRequest, options: ForwardOptions):
   delete headers.host
   // Node answers `Expect: 100-continue` itself; undici refuses to send the header.
   delete headers.expect
-  const forwardedFor = incoming['x-forwarded-for']
-  const clientAddress = request.socket.remoteAddress ?? 'unknown'
-  headers['x-forwarded-for'] = forwardedFor === undefined || forwardedFor === '' ? clientAddress : `${forwardedFor}, ${clientAddress}`
-  headers['x-forwarded-proto'] = request.protocol
-  if (incoming.host !== undefined) headers['x-forwarded-host'] = incoming.host
+  Object.assign(headers, forwardedHeaders(incoming, request.socket.remoteAddress, request.protocol))
   // SPEC 6: the resolved id (the client's when valid, else a new one) goes to every upstream call.
   headers['x-request-id'] = request.id
   if (options.rewriteHeaders !== undefined) headers = options.rewriteHeaders(headers)
@@ -104,8 +102,7 @@ function responseHeaders(upstream: IncomingHttpHeaders, own: OutgoingHttpHeaders
   for (const name in own) {
     const value = own[name]
     if (value === undefined) continue
-    const upstreamLink = name === 'link' ? headers.link : undefined
-    headers[name] = upstreamLink === undefined ? value : `${[upstreamLink].flat().join(', ')}, ${String(value)}`
+    headers[name] = name === 'link' ? appendLink(headers.link, String(value)) : value
   }
   return headers
 }

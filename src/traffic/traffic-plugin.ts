@@ -16,6 +16,8 @@ import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-clie
 import { classifyRequest } from './classify-request.js'
 import { createInFlightLimiter, overloadedError, registerEventLoopShedding, RETRY_AFTER_SECONDS } from './load-shedding.js'
 import type { RequestTarget } from './request-target.js'
+import { forwardedHeaders } from '../util/forwarded-headers.js'
+import { appendLink } from '../util/link-header.js'
 import { GatewayError } from '../errors/registry.js'
 import type { TrafficContext } from './traffic-context.js'
 
@@ -191,7 +193,7 @@ export async function trafficPlugin(app: FastifyInstance, deps: TrafficDeps): Pr
 /** RFC 9745 / RFC 8594 headers win over the upstream's; an upstream `Link` is kept beside the deprecation link. */
 function setDeprecationHeaders(reply: FastifyReply, headers: Readonly<Record<string, string>>, upstreamLink: string | string[] | undefined): void {
   for (const [name, value] of Object.entries(headers)) {
-    reply.header(name, name === 'link' && upstreamLink !== undefined ? `${[upstreamLink].flat().join(', ')}, ${value}` : value)
+    reply.header(name, name === 'link' ? appendLink(upstreamLink, value) : value)
   }
 }
 
@@ -216,10 +218,8 @@ function buildUpstreamHeaders(request: FastifyRequest, authorization: string): R
     'accept-encoding': 'identity',
     authorization,
     'x-request-id': request.id,
-    'x-forwarded-for': request.socket.remoteAddress ?? 'unknown',
-    'x-forwarded-proto': request.protocol
+    ...forwardedHeaders(request.headers, request.socket.remoteAddress, request.protocol)
   }
-  if (request.headers.host !== undefined) headers['x-forwarded-host'] = request.headers.host
   const userAgent = request.headers['user-agent']
   if (userAgent !== undefined) headers['user-agent'] = userAgent
   return headers

@@ -315,6 +315,27 @@ describe('legacy answers passed through from a recording upstream (SPEC 6)', () 
     return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) }
   }
 
+  it('does not pass on a header the upstream names in its Connection header (RFC 9110 7.6.1)', async () => {
+    next = { status: 200, headers: { 'content-type': 'application/json', connection: 'x-upstream-hop', 'x-upstream-hop': '1', 'x-end-to-end': '1' }, body: Buffer.from('{"meta":{"requestId":"r","timingMs":{"total":1}}}') }
+    const answer = await postRaw('/v1/headless/runs', { input: 1 })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('x-upstream-hop')).toBeNull()
+    expect(answer.headers.get('x-end-to-end')).toBe('1')
+  })
+
+  it('appends the client address to an incoming x-forwarded-for list on the V4 call, as native traffic does (SPEC 7)', async () => {
+    next = { status: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from('{}') }
+    const before = upstream.requests.length
+    const response = await fetch(new URL('/v1/headless/runs', gw.url), {
+      method: 'POST',
+      headers: { ...as('acme'), 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.7' },
+      body: JSON.stringify({ input: 1 })
+    })
+    expect(response.status).toBe(200)
+    const forwarded = upstream.requests.slice(before).map((request) => request.headers['x-forwarded-for'])
+    expect(forwarded).toEqual(['203.0.113.7, 127.0.0.1'])
+  })
+
   it('passes a binary upstream answer byte for byte with its content type', async () => {
     const bytes = Buffer.from([0x00, 0xff, 0xfe, 0x7b, 0x22, 0x80, 0x0a])
     next = { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: bytes }

@@ -1,0 +1,19 @@
+/**
+ * The `x-forwarded-*` headers a proxied request carries (SPEC 7): the client address appended to
+ * any incoming `x-forwarded-for` list, the listener's scheme, and the incoming `Host`.
+ */
+export function forwardedHeaders(
+  incoming: { 'x-forwarded-for'?: string | string[]; host?: string },
+  clientAddress: string | undefined,
+  protocol: string
+): Record<string, string> {
+  const address = clientAddress ?? 'unknown'
+  const list = incoming['x-forwarded-for']
+  const previous = Array.isArray(list) ? list.join(', ') : list
+  const headers: Record<string, string> = {
+    'x-forwarded-for': previous === undefined || previous === '' ? address : `${previous}, ${address}`,
+    'x-forwarded-proto': protocol
+  }
+  if (incoming.host !== undefined) headers['x-forwarded-host'] = incoming.host
+  return headers
+}
