@@ -1,6 +1,6 @@
-import { connect } from 'node:net'
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
+import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
@@ -40,56 +40,10 @@ function expectGatewayError(answer: Answer, status: number, code: string): Error
  * One HTTP/1.1 exchange over a raw socket, for what undici will not send (odd request targets,
  * hand-made chunked bodies). The request should carry `Connection: close`.
  */
-function rawExchange(baseUrl: string, request: string): Promise<Answer> {
-  const { hostname, port } = new URL(baseUrl)
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    const socket = connect({ host: hostname, port: Number(port) })
-    socket.setTimeout(5_000, () => socket.destroy(new Error('raw exchange timed out')))
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    // A reset after the answer is fine: only a missing answer fails the exchange.
-    socket.on('error', () => undefined)
-    socket.on('close', () => {
-      const bytes = Buffer.concat(chunks)
-      if (bytes.length === 0) reject(new Error('no answer on the raw socket'))
-      else resolve(parseRawResponse(bytes))
-    })
-    socket.write(request)
-  })
-}
-
-function parseRawResponse(bytes: Buffer): Answer {
-  const headEnd = bytes.indexOf('\r\n\r\n')
-  const [statusLine = '', ...headerLines] = bytes.subarray(0, headEnd).toString('latin1').split('\r\n')
-  const headers: Record<string, string> = {}
-  for (const line of headerLines) {
-    const colon = line.indexOf(':')
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
-  }
-  let body = bytes.subarray(headEnd + 4)
-  if (headers['transfer-encoding'] === 'chunked') body = decodeChunked(body)
-  else if (headers['content-length'] !== undefined) body = body.subarray(0, Number(headers['content-length']))
-  const text = body.toString('utf8')
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  return { status: Number(statusLine.split(' ')[1]), headers, text, json }
-}
-
-function decodeChunked(body: Buffer): Buffer {
-  const parts: Buffer[] = []
-  let offset = 0
-  for (;;) {
-    const lineEnd = body.indexOf('\r\n', offset)
-    const size = parseInt(body.subarray(offset, lineEnd).toString('latin1'), 16)
-    if (!(size > 0)) break
-    parts.push(body.subarray(lineEnd + 2, lineEnd + 2 + size))
-    offset = lineEnd + 2 + size + 2
-  }
-  return Buffer.concat(parts)
+async function rawExchange(baseUrl: string, request: string): Promise<Answer> {
+  const { response } = await exchangeRaw(baseUrl, request, { timeoutMs: 5_000 })
+  if (response === undefined) throw new Error('no answer on the raw socket')
+  return response
 }
 
 function rawGet(baseUrl: string, target: string): Promise<Answer> {

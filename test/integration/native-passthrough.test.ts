@@ -1,10 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { connect, type AddressInfo } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import { Agent, request as undiciRequest } from 'undici'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 
@@ -18,16 +19,8 @@ const streamingAgent = new Agent({ keepAliveTimeout: 10, keepAliveMaxTimeout: 10
  * (the request says `Connection: close`). The socket is not half-closed: Node aborts a request
  * whose client ended its side.
  */
-function rawExchange(baseUrl: string, head: string): Promise<string> {
-  const { hostname, port } = new URL(baseUrl)
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(head))
-    socket.setTimeout(5_000, () => socket.destroy(new Error('raw exchange timed out')))
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', reject)
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
-  })
+async function rawExchange(baseUrl: string, head: string): Promise<string> {
+  return (await exchangeRaw(baseUrl, head, { timeoutMs: 5_000 })).bytes.toString('latin1')
 }
 
 /** Rejects with `message` unless `promise` settles within `ms`: a buffering gateway fails fast. */

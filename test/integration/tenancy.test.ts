@@ -1,6 +1,6 @@
-import { connect } from 'node:net'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, type StartedGateway } from '../helpers/start-gateway.js'
 
@@ -9,16 +9,8 @@ import { startGateway, type StartedGateway } from '../helpers/start-gateway.js'
  * (the request says `Connection: close`). The socket is not half-closed: Node aborts a request
  * whose client ended its side.
  */
-function rawExchange(baseUrl: string, head: string): Promise<string> {
-  const { hostname, port } = new URL(baseUrl)
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(head))
-    socket.setTimeout(5_000, () => socket.destroy(new Error('raw exchange timed out')))
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
-    socket.on('error', reject)
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')))
-  })
+async function rawExchange(baseUrl: string, head: string): Promise<string> {
+  return (await exchangeRaw(baseUrl, head, { timeoutMs: 5_000 })).bytes.toString('latin1')
 }
 
 function statusOf(rawResponse: string): number {
