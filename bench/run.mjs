@@ -122,13 +122,13 @@ function startStub(core, measured) {
 /** Starts what the row measures; resolves with its handle and the URL the load goes to. */
 async function startMeasured(candidate, stub, stubUrl, redisUrl) {
   if (candidate.kind === 'direct') return { handle: stub, url: stubUrl }
-  if (candidate.kind === 'reference') {
+  if (candidate.kind === 'proxy') {
     const { handle, match } = await startNode({
       name: candidate.name,
-      args: [...profileFlags(candidate.name), join(BENCH_DIR, 'http-proxy-reference.mjs'), stubUrl],
+      args: [...profileFlags(candidate.name), join(BENCH_DIR, candidate.script), stubUrl],
       core: MEASURED_CORE,
       pin,
-      ready: /^reference proxy listening on (\S+)/
+      ready: /^\S+ proxy listening on (\S+)/
     })
     return { handle, url: match[1] }
   }

@@ -1,22 +1,21 @@
+import type { Server } from 'node:http'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { adminPlugin, type ReloadResult } from './admin/admin-plugin.js'
 import { ConfigError, loadConfig } from './config/load-config.js'
 import type { GatewayConfig } from './config/schema.js'
 import { buildGatewayRuntime, type GatewayRuntime } from './gateway-runtime.js'
-import { createLogger, lazyChildLoggerFactory } from './observability/logger.js'
+import { createLogger } from './observability/logger.js'
 import { createMetrics, type GatewayMetrics } from './observability/metrics.js'
 import { createMigrationReport, type MigrationReport } from './observability/migration-report.js'
-import { resolveRequestId } from './observability/request-id.js'
 import { createSessionMap } from './sessions/session-map.js'
 import { createSessionStore } from './sessions/create-session-store.js'
 import type { SessionStore } from './sessions/session-store.js'
 import { usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
 import { explainRequest } from './traffic/explain-request.js'
 import type { TrafficContext } from './traffic/traffic-context.js'
-import { sendGatewayError } from './errors/error-handler.js'
-import { answerClientError, answerConnect } from './traffic/client-error.js'
-import { trafficPlugin } from './traffic/traffic-plugin.js'
+import { createTrafficHandler } from './traffic/traffic-handler.js'
+import { closeServer, createTrafficServer, listen } from './traffic/traffic-server.js'
 import { createUpstreamClient, type UpstreamResponse } from './upstream/upstream-client.js'
 
 export interface GatewayOptions {
@@ -37,7 +36,8 @@ export interface ListenAddresses {
 }
 
 export interface Gateway {
-  readonly traffic: FastifyInstance
+  /** The traffic listener: node:http with the gateway's own handler (traffic-handler.ts). */
+  readonly trafficServer: Server
   readonly admin: FastifyInstance
   readonly logger: Logger
   readonly sessionStore: SessionStore
@@ -96,29 +96,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     }
   }
 
-  const traffic = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
-    // One access-log line per request is written by the traffic plugin (SPEC 9).
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
-    genReqId: (request) => resolveRequestId(request.headers['x-request-id']),
-    childLoggerFactory: lazyChildLoggerFactory,
-    // Draining requests get the gateway's own SHUTTING_DOWN envelope instead.
-    return503OnClosing: false,
-    // Node's own 400 for a missing Host has no envelope; the traffic plugin answers it instead.
-    http: { requireHostHeader: false },
-    // Node's default: a client that never finishes sending its request is cut after 5 minutes (408).
-    requestTimeout: 300_000,
-    clientErrorHandler: answerClientError,
-    // e.g. a path that is not valid percent-encoding, refused by the router before any hook
-    frameworkErrors: function answerFrameworkError(error, request, reply) {
-      sendGatewayError(error, request, reply)
-    }
-  })
-  traffic.server.on('connect', (_request, socket) => answerConnect(traffic.log, socket))
-  // Node drops headers past 2,000 silently, which could hide a second credential; the 16 KiB
-  // header size limit already bounds the count.
-  traffic.server.maxHeadersCount = 0
-  await traffic.register(trafficPlugin, { getRuntime: () => runtime, upstream, sessions, isDraining: () => draining, onRequestDone })
+  const trafficHandler = createTrafficHandler({ getRuntime: () => runtime, upstream, sessions, logger, isDraining: () => draining, onRequestDone })
+  const trafficServer = createTrafficServer(trafficHandler, logger)
 
   function applyConfig(config: GatewayConfig, origin = embeddedOrigin): { sessionsDropped: number } {
     const next = buildGatewayRuntime(config, origin)
@@ -177,7 +156,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   })
 
   return {
-    traffic,
+    trafficServer,
     admin,
     logger,
     sessionStore,
@@ -192,14 +171,15 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     },
     async listen(overrides = {}) {
       const config = runtime.config
-      const trafficUrl = await traffic.listen({ host: overrides.host ?? config.listen.host, port: overrides.trafficPort ?? config.listen.port })
+      const trafficUrl = await listen(trafficServer, overrides.host ?? config.listen.host, overrides.trafficPort ?? config.listen.port)
       const adminUrl = await admin.listen({ host: overrides.host ?? config.admin.host, port: overrides.adminPort ?? config.admin.port })
       listening = true
       return { trafficUrl, adminUrl }
     },
     async close() {
       draining = true
-      await traffic.close()
+      await closeServer(trafficServer)
+      trafficHandler.stop()
       listening = false
       await admin.close()
       await upstream.close()

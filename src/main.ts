@@ -54,7 +54,7 @@ export async function runGateway(configPath: string): Promise<RunningGateway> {
       // In-flight requests get `graceMs`; whatever is still open then is cut.
       const deadline = setTimeout(() => {
         logger.warn({ graceMs }, 'grace period over: closing the remaining connections')
-        gateway.traffic.server.closeAllConnections()
+        gateway.trafficServer.closeAllConnections()
       }, graceMs)
       try {
         await gateway.close()

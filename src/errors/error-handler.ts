@@ -1,10 +1,10 @@
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { Logger } from 'pino'
+import type { TrafficContext } from '../traffic/traffic-context.js'
 import { buildErrorBody } from './error-body.js'
 import { GatewayError, isGatewayError } from './registry.js'
-import type { TrafficContext } from '../traffic/traffic-context.js'
 
-/** Errors fastify itself raises before a handler runs, in SPEC 6 terms. */
+/** Errors fastify itself raises before a handler runs (admin listener), in SPEC 6 terms. */
 function fromFastifyError(error: FastifyError): GatewayError {
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -25,25 +25,18 @@ export function toGatewayError(error: unknown): GatewayError {
   return new GatewayError('INTERNAL_ERROR', 'the gateway failed to handle the request', { cause: error })
 }
 
-/** Records the error for the access log and logs gateway-side failures; returns the envelope. */
-function prepareErrorBody(gatewayError: GatewayError, request: FastifyRequest, elapsedMs: () => number): string {
-  // The admin listener has no traffic context; its timings start with fastify's own clock.
-  const traffic = request.traffic as TrafficContext | null | undefined
-  if (traffic) traffic.errorCode = gatewayError.code
-  // A client that broke off or went away is not a gateway failure, whatever the error it left.
-  const clientGone = traffic?.cancelled === true || request.raw.destroyed || request.raw.socket?.destroyed === true
-  if (gatewayError.statusCode >= 500) {
-    if (clientGone) request.log.info({ error: gatewayError.code }, 'client went away before its answer')
-    else request.log.error({ err: gatewayError }, 'gateway error')
-  }
-  const totalMs = roundMs(traffic ? performance.now() - traffic.startedAt : elapsedMs())
-  return JSON.stringify(buildErrorBody(gatewayError, request.id, totalMs))
+/** Logs gateway-side failures; a client that broke off or went away is not one, whatever the error it left. */
+function logGatewayError(log: Pick<Logger, 'info' | 'error'>, error: GatewayError, clientGone: boolean, requestId?: string): void {
+  if (error.statusCode < 500) return
+  if (clientGone) log.info({ requestId, error: error.code }, 'client went away before its answer')
+  else log.error({ requestId, err: error }, 'gateway error')
 }
 
-/** The one error handler: every gateway error leaves in the SPEC 6 envelope with its request id. */
+/** The admin listener's error handler: every error leaves in the SPEC 6 envelope with its request id. */
 export function sendGatewayError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const gatewayError = toGatewayError(error)
-  const body = prepareErrorBody(gatewayError, request, () => reply.elapsedTime)
+  logGatewayError(request.log, gatewayError, request.raw.destroyed)
+  const body = JSON.stringify(buildErrorBody(gatewayError, request.id, roundMs(reply.elapsedTime)))
   return reply
     .code(gatewayError.statusCode)
     .header('x-request-id', request.id)
@@ -51,20 +44,28 @@ export function sendGatewayError(error: unknown, request: FastifyRequest, reply:
     .send(body)
 }
 
-/** The same envelope for a response taken over from fastify (streamed passthrough). */
-export function writeGatewayError(request: FastifyRequest, res: ServerResponse, error: GatewayError, ownHeaders: OutgoingHttpHeaders): void {
-  const body = prepareErrorBody(error, request, () => 0)
-  if (res.headersSent || res.destroyed) {
-    res.destroy()
+/**
+ * The traffic listener's errors, in the same envelope, with the headers the gateway had set for
+ * the request (deprecation, `Retry-After`, …). Recorded for the access log. A response already
+ * under way can only be cut.
+ */
+export function writeGatewayError(traffic: TrafficContext, error: unknown, log: Pick<Logger, 'info' | 'error'>): void {
+  const gatewayError = toGatewayError(error)
+  traffic.errorCode = gatewayError.code
+  logGatewayError(log, gatewayError, traffic.clientGone, traffic.id)
+  const response = traffic.response
+  if (response.headersSent || response.destroyed) {
+    response.destroy()
     return
   }
-  res.writeHead(error.statusCode, {
-    ...ownHeaders,
-    'x-request-id': request.id,
+  const body = JSON.stringify(buildErrorBody(gatewayError, traffic.id, roundMs(performance.now() - traffic.startedAt)))
+  response.writeHead(gatewayError.statusCode, {
+    ...traffic.ownHeaders,
+    'x-request-id': traffic.id,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body)
   })
-  res.end(body)
+  response.end(body)
 }
 
 export function roundMs(ms: number): number {

@@ -1,5 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify'
-import { pino, type Bindings, type ChildLoggerOptions, type DestinationStream, type Logger, type LogFn } from 'pino'
+import { pino, type DestinationStream, type Logger } from 'pino'
 
 /**
  * Every place a credential could reach a log line (SPEC 9). The access log never logs headers
@@ -50,56 +49,4 @@ export function createLogger(options: LoggerOptions): Logger {
     },
     options.destination ?? createStdoutDestination().stream
   )
-}
-
-/**
- * A request's logger that becomes a pino child only when something logs through it. fastify
- * makes one per request; the access log line is written through the root logger with the
- * request id as a field, so on the hot path the child, and its serialised bindings, are never
- * built. One small object per request; its level methods live on the prototype.
- */
-class LazyChildLogger {
-  declare fatal: LogFn
-  declare error: LogFn
-  declare warn: LogFn
-  declare info: LogFn
-  declare debug: LogFn
-  declare trace: LogFn
-  private real: FastifyBaseLogger | undefined
-
-  constructor(
-    private readonly parent: FastifyBaseLogger,
-    private readonly bindings: Bindings,
-    private readonly options: ChildLoggerOptions
-  ) {}
-
-  get logger(): FastifyBaseLogger {
-    return (this.real ??= this.parent.child(this.bindings, this.options))
-  }
-
-  get level(): string {
-    return this.real?.level ?? this.parent.level
-  }
-
-  set level(level: string) {
-    this.logger.level = level
-  }
-
-  silent(): void {}
-
-  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.logger.child(bindings, options)
-  }
-}
-
-for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const) {
-  LazyChildLogger.prototype[level] = function logThroughChild(this: LazyChildLogger, ...args: unknown[]): void {
-    const logger = this.logger
-    Reflect.apply(logger[level], logger, args)
-  } as LogFn
-}
-
-/** fastify's `childLoggerFactory`: see LazyChildLogger. */
-export function lazyChildLoggerFactory(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  return new LazyChildLogger(logger, bindings, options) as unknown as FastifyBaseLogger
 }

@@ -1,9 +1,10 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
-import type { Readable } from 'node:stream'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Logger } from 'pino'
 import { writeGatewayError } from '../errors/error-handler.js'
+import type { TrafficContext } from '../traffic/traffic-context.js'
+import { requestBody } from '../traffic/request-body.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
-import { forwardedHeaders } from '../util/forwarded-headers.js'
+import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
 import { connectionOptions, isHopByHop, stripHopByHop } from '../util/hop-by-hop.js'
 import { appendLink } from '../util/link-header.js'
 
@@ -19,55 +20,46 @@ export interface ForwardOptions {
   rewriteHeaders?: (headers: Record<string, string | string[] | undefined>) => Record<string, string | string[] | undefined>
 }
 
-export type Forward = (request: FastifyRequest, reply: FastifyReply, options: ForwardOptions) => FastifyReply
-
-const BODYLESS_METHODS = new Set(['GET', 'HEAD'])
+export type Forward = (traffic: TrafficContext, options: ForwardOptions) => void
 
 /**
- * Streams requests to an upstream and answers back, both ways without buffering (SPEC 7). The
- * reply is taken over from fastify (`hijack`) and the upstream's answer is written straight
- * into the socket's response as it arrives, the way a hand-written proxy does; headers the
- * handler set before (request id, deprecation on legacy proxy routes) are merged in.
+ * Streams requests to an upstream and answers back, both ways without buffering (SPEC 7): the
+ * upstream's answer is written straight into the client's response as it arrives, the way a
+ * hand-written proxy does, with the headers the gateway set for the request (deprecation on
+ * legacy proxy routes) merged in.
  * Not @fastify/reply-from: the gateway needs none of its per-request URL building, cache-key
  * serialisation or retry wrapping (it never retries: SPEC 7 passes the upstream's answer
  * through once). The choice and its numbers: docs/performance.md.
  */
-export function createForwarder(upstream: UpstreamClient): Forward {
-  return function forwardStream(request, reply, options) {
-    // Before hijack: a credential the rewrite refuses still leaves through the error handler.
-    const headers = buildUpstreamHeaders(request, options)
-    const res = reply.raw
-    const ownHeaders = reply.getHeaders() as OutgoingHttpHeaders
-    reply.hijack()
-    const traffic = request.traffic
-    const body = BODYLESS_METHODS.has(request.method) ? null : ((request.body as Readable | undefined) ?? null)
+export function createForwarder(upstream: UpstreamClient, log: Pick<Logger, 'info' | 'error'>): Forward {
+  return function forwardStream(traffic, options) {
+    const { request, response } = traffic
     upstream.stream(
       {
         origin: options.origin,
-        method: request.method,
+        method: request.method as string,
         path: options.query === '' ? options.path : `${options.path}?${options.query}`,
-        headers,
-        body,
+        headers: buildUpstreamHeaders(traffic, options),
+        body: requestBody(request),
         timeoutMs: options.timeoutMs
       },
       {
-        body: res,
+        body: response,
         onStart(cancel) {
           if (traffic.cancelled) cancel()
           else traffic.cancel = cancel
         },
         onResponseStart(statusCode, headers) {
-          const answer = responseHeaders(headers, ownHeaders)
+          const answer = responseHeaders(headers, traffic.ownHeaders)
           // An HTTP/1.1 connection whose request body was not read to its end cannot carry another request.
-          if (!request.raw.complete) answer.connection = 'close'
-          res.writeHead(statusCode, answer)
+          if (!request.complete) answer.connection = 'close'
+          response.writeHead(statusCode, answer)
         },
         onFailure(error) {
-          writeGatewayError(request, res, error, ownHeaders)
+          writeGatewayError(traffic, error, log)
         }
       }
     )
-    return reply
   }
 }
 
@@ -75,15 +67,16 @@ export function createForwarder(upstream: UpstreamClient): Forward {
  * End-to-end request headers as they came (SPEC 7), minus hop-by-hop ones and `Host` (the
  * upstream's own is set by undici; the client's travels as `x-forwarded-host`).
  */
-function buildUpstreamHeaders(request: FastifyRequest, options: ForwardOptions): Record<string, string | string[] | undefined> {
-  const incoming = request.headers
+function buildUpstreamHeaders(traffic: TrafficContext, options: ForwardOptions): Record<string, string | string[] | undefined> {
+  const incoming = traffic.request.headers
   let headers: Record<string, string | string[] | undefined> = stripHopByHop(incoming)
   delete headers.host
   // Node answers `Expect: 100-continue` itself; undici refuses to send the header.
   delete headers.expect
-  Object.assign(headers, forwardedHeaders(incoming, request.socket.remoteAddress, request.protocol))
+  const socket = traffic.request.socket
+  Object.assign(headers, forwardedHeaders(incoming, socket.remoteAddress, listenerProtocol(socket)))
   // SPEC 6: the resolved id (the client's when valid, else a new one) goes to every upstream call.
-  headers['x-request-id'] = request.id
+  headers['x-request-id'] = traffic.id
   if (options.rewriteHeaders !== undefined) headers = options.rewriteHeaders(headers)
   return headers
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
-import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
 import { buildErrorBody } from '../errors/error-body.js'
 import { GatewayError } from '../errors/registry.js'
 
@@ -17,22 +17,22 @@ function toGatewayError(code: string | undefined): GatewayError {
  * as RFC 9112 11.2 asks after a framing error. Only the error code is logged: Node attaches the
  * raw request bytes, credentials included, to parser errors.
  */
-export function answerClientError(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+export function answerClientError(log: Logger, error: Error & { code?: string }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return
   }
   const gatewayError = toGatewayError(error.code)
   const requestId = randomUUID()
-  this.log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
+  log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
   endWithError(socket, gatewayError, requestId)
 }
 
 /**
  * CONNECT asks for a tunnel, which only a forward proxy gives (SPEC 2: never an open proxy).
- * Node hands it to the 'connect' event, not to fastify, and would otherwise drop the socket.
+ * Node hands it to the 'connect' event, not to the request listener, and would otherwise drop the socket.
  */
-export function answerConnect(log: FastifyInstance['log'], socket: Duplex): void {
+export function answerConnect(log: Logger, socket: Duplex): void {
   const requestId = randomUUID()
   log.info({ requestId, status: 400, error: 'INVALID_REQUEST' }, 'CONNECT refused')
   endWithError(socket, new GatewayError('INVALID_REQUEST', 'CONNECT is not served: this gateway is not a forward proxy'), requestId)

@@ -1,5 +1,4 @@
-import underPressure from '@fastify/under-pressure'
-import type { FastifyInstance } from 'fastify'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { GatewayError } from '../errors/registry.js'
 
 /** Seconds a shed client is asked to wait (SPEC 10: 503 with Retry-After). */
@@ -10,9 +9,9 @@ export function overloadedError(reason: string): GatewayError {
 }
 
 /**
- * Counts requests in flight against `limits.maxInFlight` (SPEC 10). @fastify/under-pressure
- * has no such limit; it is one counter, entered when a request starts and left when its
- * response closes, finished or aborted, so that the count cannot leak.
+ * Counts requests in flight against `limits.maxInFlight` (SPEC 10): one counter, entered when a
+ * request starts and left when its response closes, finished or aborted, so that the count
+ * cannot leak.
  */
 export interface InFlightLimiter {
   /** False when the request is over the limit; it then does not count and must not leave. */
@@ -34,20 +33,39 @@ export function createInFlightLimiter(maxInFlight: () => number): InFlightLimite
   }
 }
 
+export interface EventLoopMonitor {
+  /** True while the last sample's event-loop delay was over the limit. */
+  isLate(): boolean
+  stop(): void
+}
+
+/** Histogram resolution and how often the delay is sampled: @fastify/under-pressure's defaults. */
+const RESOLUTION_MS = 10
+const SAMPLE_INTERVAL_MS = 1_000
+
 /**
- * Sheds load while the event loop is late by more than `limits.maxEventLoopDelayMs` (SPEC 10),
- * with @fastify/under-pressure, which samples the loop with `monitorEventLoopDelay`. New
- * requests get 503 OVERLOADED and `Retry-After`, and the gateway recovers by itself once the
- * delay goes. Registered after the traffic context hook, so a shed request is still logged.
+ * Watches the event-loop delay for `limits.maxEventLoopDelayMs` (SPEC 10) the way
+ * @fastify/under-pressure does (Node's `monitorEventLoopDelay`, the mean delay over each second
+ * less the histogram's resolution), without its fastify hook: the traffic listener is not a
+ * fastify app, and a check per request is one comparison. The gateway recovers by itself once
+ * the delay goes.
  */
-export async function registerEventLoopShedding(app: FastifyInstance, maxEventLoopDelayMs: number): Promise<void> {
-  await app.register(underPressure, {
-    maxEventLoopDelay: maxEventLoopDelayMs,
-    retryAfter: RETRY_AFTER_SECONDS,
-    // A rejected promise reaches under-pressure's next(error), and so the one error handler.
-    pressureHandler: async function shedOnEventLoopDelay(_request, reply) {
-      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
-      throw overloadedError('event-loop delay over the limit')
+export function createEventLoopMonitor(maxDelayMs: number): EventLoopMonitor {
+  const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
+  histogram.enable()
+  let delayMs = 0
+  const timer = setInterval(function sampleEventLoopDelay() {
+    delayMs = Math.max(0, histogram.mean / 1e6 - RESOLUTION_MS)
+    // No sample in a whole interval: the loop never came round.
+    if (Number.isNaN(delayMs)) delayMs = Infinity
+    histogram.reset()
+  }, SAMPLE_INTERVAL_MS)
+  timer.unref()
+  return {
+    isLate: () => delayMs > maxDelayMs,
+    stop() {
+      clearInterval(timer)
+      histogram.disable()
     }
-  })
+  }
 }

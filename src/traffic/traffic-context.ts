@@ -1,27 +1,44 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import { resolveRequestId } from '../observability/request-id.js'
 import type { SessionOutcome } from '../sessions/session-map.js'
 import type { CancelScope } from '../upstream/upstream-client.js'
 
 export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'
 
 /**
- * What the access log line says about a request (SPEC 9), filled as the request goes; also the
- * request's cancel scope, so that a client going away cancels its upstream call.
+ * One request on the traffic listener, from its first byte to its 'close': the Node request and
+ * response, the resolved request id, the headers the gateway puts on whatever answer leaves
+ * (its own error or the upstream's), and what the access log line says (SPEC 9), filled as the
+ * request goes. It is also the request's cancel scope, so that a client going away cancels its
+ * upstream call. A class, so that every request has the same shape.
  */
-export interface TrafficContext extends CancelScope {
-  startedAt: number
-  tenant?: string
-  trafficClass?: TrafficClass
-  legacyRoute?: string
-  v4Path?: string
-  sessionOutcome?: SessionOutcome
-  upstreamMs?: number
-  errorCode?: string
+export class TrafficContext implements CancelScope {
+  readonly startedAt = performance.now()
+  /** SPEC 6: the client's `x-request-id` when valid, else a new one. */
+  readonly id: string
+  /** Headers on every answer to this request, set before its answer is known. */
+  readonly ownHeaders: OutgoingHttpHeaders = {}
+  cancelled = false
+  cancel: (() => void) | undefined = undefined
+  tenant: string | undefined = undefined
+  trafficClass: TrafficClass | undefined = undefined
+  legacyRoute: string | undefined = undefined
+  v4Path: string | undefined = undefined
+  sessionOutcome: SessionOutcome | undefined = undefined
+  upstreamMs: number | undefined = undefined
+  errorCode: string | undefined = undefined
   /** SHA-256 of the presented credential (legacy routes), for the migration report. */
-  clientFingerprint?: string
-}
+  clientFingerprint: string | undefined = undefined
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    traffic: TrafficContext
+  constructor(
+    readonly request: IncomingMessage,
+    readonly response: ServerResponse
+  ) {
+    this.id = resolveRequestId(request.headers['x-request-id'])
+  }
+
+  /** Whether the client broke off or went away: then no failure is the gateway's. */
+  get clientGone(): boolean {
+    return this.cancelled || this.request.destroyed || this.request.socket?.destroyed === true
   }
 }

@@ -17,3 +17,8 @@ export function forwardedHeaders(
   if (incoming.host !== undefined) headers['x-forwarded-host'] = incoming.host
   return headers
 }
+
+/** The scheme the client used on this listener, for `x-forwarded-proto`. */
+export function listenerProtocol(socket: object): 'http' | 'https' {
+  return 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http'
+}

@@ -49,7 +49,7 @@ function arrivals(gateways: StartedGateway[], count: number): Promise<void> {
     let seen = 0
     const fallback = setTimeout(resolve, 3_000)
     for (const gateway of gateways) {
-      gateway.gateway.traffic.server.on('request', function countArrival() {
+      gateway.gateway.trafficServer.on('request', function countArrival() {
         if (++seen === count) {
           clearTimeout(fallback)
           resolve()

@@ -64,7 +64,7 @@ function arrivalsAt(gw: StartedGateway, count: number): Promise<void> {
   return new Promise((resolve) => {
     let seen = 0
     const fallback = setTimeout(resolve, 3_000)
-    gw.gateway.traffic.server.on('request', function countArrival() {
+    gw.gateway.trafficServer.on('request', function countArrival() {
       if (++seen === count) {
         clearTimeout(fallback)
         resolve()

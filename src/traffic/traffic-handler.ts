@@ -1,0 +1,235 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import type { Logger } from 'pino'
+import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
+import { roundMs, writeGatewayError } from '../errors/error-handler.js'
+import { GatewayError } from '../errors/registry.js'
+import type { GatewayRuntime } from '../gateway-runtime.js'
+import { authorizeRuntimeCall, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
+import { readBody } from '../legacy/read-body.js'
+import { buildRewrittenPath, type RouteMatch } from '../legacy/route-table.js'
+import { runLegacyCall } from '../legacy/run-legacy-call.js'
+import { shapeLegacyResponse } from '../legacy/shape-response.js'
+import { createForwarder } from '../passthrough/forward-stream.js'
+import { fingerprintToken } from '../sessions/session-key.js'
+import type { SessionMap } from '../sessions/session-map.js'
+import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
+import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
+import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
+import { appendLink } from '../util/link-header.js'
+import { classifyRequest, type RequestHead } from './classify-request.js'
+import { createEventLoopMonitor, createInFlightLimiter, overloadedError, RETRY_AFTER_SECONDS } from './load-shedding.js'
+import { requestBody } from './request-body.js'
+import type { RequestTarget } from './request-target.js'
+import { TrafficContext } from './traffic-context.js'
+
+export interface TrafficDeps {
+  /** The current runtime: read once per request, so a reload never splits a request. */
+  getRuntime: () => GatewayRuntime
+  upstream: UpstreamClient
+  sessions: SessionMap<UpstreamResponse>
+  logger: Logger
+  /** While draining, requests that still arrive (on kept-alive connections) get 503 SHUTTING_DOWN. */
+  isDraining: () => boolean
+  /** Hears every finished request: metrics and the migration report. */
+  onRequestDone: (traffic: TrafficContext, statusCode: number, userAgent: string | undefined) => void
+}
+
+export interface TrafficHandler {
+  /** node:http's request listener for the traffic listener. */
+  handle(request: IncomingMessage, response: ServerResponse): void
+  /** Stops the event-loop sampler. */
+  stop(): void
+}
+
+/** Logged for a client that went away before its answer was written (nginx's convention). */
+const CLIENT_CLOSED_REQUEST = 499
+
+/**
+ * The traffic listener: every request is legacy, native, blocked or unknown (SPEC 2). A plain
+ * node:http request listener rather than a fastify app: a proxy has one catch-all route, no
+ * body parsing (native bodies are streamed, SPEC 7; legacy bodies read with their own limit,
+ * SPEC 10) and no serialisation to hand over, so fastify's per-request lifecycle was cost with
+ * nothing to show for it (docs/performance.md). Fastify serves the admin listener.
+ */
+export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
+  const log = deps.logger
+  const forwardStream = createForwarder(deps.upstream, log)
+  const inFlight = createInFlightLimiter(() => deps.getRuntime().config.limits.maxInFlight)
+  const eventLoop = createEventLoopMonitor(deps.getRuntime().config.limits.maxEventLoopDelayMs)
+
+  function handle(request: IncomingMessage, response: ServerResponse): void {
+    const traffic = new TrafficContext(request, response)
+    let entered = false
+    // One listener ends every request, answered or aborted: it frees the in-flight slot, cancels
+    // an upstream call still under way, and writes the access-log line and metrics.
+    response.once('close', function finishTraffic() {
+      if (entered) inFlight.leave()
+      const aborted = !response.writableFinished
+      if (aborted) {
+        traffic.cancelled = true
+        traffic.cancel?.()
+      }
+      logAccess(traffic, aborted ? CLIENT_CLOSED_REQUEST : response.statusCode)
+    })
+    try {
+      if (deps.isDraining()) {
+        traffic.ownHeaders.connection = 'close'
+        throw new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance')
+      }
+      // RFC 9112 3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
+      const hostProblem = checkHost(request)
+      if (hostProblem !== undefined) {
+        traffic.ownHeaders.connection = 'close'
+        throw new GatewayError('INVALID_REQUEST', `an HTTP/1.1 request needs exactly one Host header`, { details: [{ pointer: 'header:host', message: hostProblem }] })
+      }
+      entered = inFlight.tryEnter()
+      if (!entered) {
+        traffic.ownHeaders['retry-after'] = String(RETRY_AFTER_SECONDS)
+        throw overloadedError('too many requests in flight')
+      }
+      if (eventLoop.isLate()) {
+        traffic.ownHeaders['retry-after'] = String(RETRY_AFTER_SECONDS)
+        throw overloadedError('event-loop delay over the limit')
+      }
+      route(traffic)
+    } catch (error) {
+      writeGatewayError(traffic, error, log)
+    }
+  }
+
+  function logAccess(traffic: TrafficContext, status: number): void {
+    deps.onRequestDone(traffic, status, traffic.request.headers['user-agent'])
+    log.info(
+      {
+        requestId: traffic.id,
+        tenant: traffic.tenant,
+        class: traffic.trafficClass,
+        route: traffic.legacyRoute,
+        v4Path: traffic.v4Path,
+        status,
+        durationMs: roundMs(performance.now() - traffic.startedAt),
+        upstreamMs: traffic.upstreamMs === undefined ? undefined : roundMs(traffic.upstreamMs),
+        session: traffic.sessionOutcome,
+        error: traffic.errorCode
+      },
+      'request'
+    )
+  }
+
+  function route(traffic: TrafficContext): void {
+    const runtime = deps.getRuntime()
+    const classification = classifyRequest(runtime, traffic.request as RequestHead, traffic)
+    traffic.trafficClass = classification.trafficClass
+    const { tenant, target } = classification
+    if (classification.trafficClass === 'legacy') {
+      handleLegacy(traffic, runtime, tenant, classification.match, target).catch((error: unknown) => writeGatewayError(traffic, error, log))
+      return
+    }
+    if (classification.trafficClass === 'native') traffic.v4Path = target.pathname
+    forwardStream(traffic, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery, timeoutMs: runtime.config.limits.upstreamTimeoutMs })
+  }
+
+  async function handleLegacy(traffic: TrafficContext, runtime: GatewayRuntime, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget): Promise<void> {
+    const { request, response } = traffic
+    const { route } = match
+    traffic.legacyRoute = `${route.method} ${route.path}`
+    // On every answer, the gateway's own errors included.
+    traffic.ownHeaders['x-request-id'] = traffic.id
+    if (tenant.deprecationHeaders !== null) Object.assign(traffic.ownHeaders, tenant.deprecationHeaders)
+
+    const credentials = runtime.config.credentials
+    const credential = readLegacyCredential(request.headersDistinct, target.rawQuery, credentials)
+    const credentialFingerprint = credential === null ? undefined : fingerprintToken(credential.value)
+    traffic.clientFingerprint = credentialFingerprint
+
+    if (route.action === 'proxy') {
+      const path = buildRewrittenPath(route, match.params)
+      traffic.v4Path = path
+      forwardStream(traffic, {
+        origin: tenant.upstreamOrigin,
+        path,
+        query: removeQueryCredential(target.rawQuery, credentials.queryParam),
+        timeoutMs: runtime.config.limits.upstreamTimeoutMs,
+        rewriteHeaders: (headers) => rewriteProxyCredentialHeaders(headers, credential)
+      })
+      return
+    }
+
+    const authorization = authorizeRuntimeCall(credential, request.headers['content-type'])
+    const bytes = await readBody(requestBody(request) ?? undefined, request.headers['content-length'], runtime.config.limits.bodyBytes)
+    const { body, call } = parseRuntimeBody(bytes, tenant, route)
+
+    const result = await runLegacyCall(
+      {
+        tenant,
+        route,
+        params: match.params,
+        call,
+        body,
+        requestHeaders: request.headers,
+        upstreamHeaders: buildUpstreamHeaders(traffic, authorization),
+        // authorizeRuntimeCall succeeded, so a credential was presented.
+        tokenFingerprint: credentialFingerprint as string,
+        cancelScope: traffic
+      },
+      { upstream: deps.upstream, sessions: deps.sessions, sessionsConfig: runtime.config.sessions, upstreamTimeoutMs: runtime.config.limits.upstreamTimeoutMs }
+    )
+    traffic.v4Path = result.v4Path
+    traffic.upstreamMs = result.upstreamMs
+    traffic.sessionOutcome = result.sessionOutcome
+
+    const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, {
+      requestId: traffic.id,
+      totalMs: roundMs(performance.now() - traffic.startedAt),
+      sessionId: result.sessionId,
+      responseFields: tenant.responseFields
+    })
+    const headers: OutgoingHttpHeaders = shaped.headers
+    headers['x-request-id'] = traffic.id
+    if (tenant.deprecationHeaders !== null) setDeprecationHeaders(headers, tenant.deprecationHeaders)
+    if (result.sessionId !== undefined) headers['x-v4-session-id'] = result.sessionId
+    headers['content-length'] = typeof shaped.payload === 'string' ? Buffer.byteLength(shaped.payload) : shaped.payload.length
+    if (response.destroyed) return
+    response.writeHead(shaped.statusCode, headers)
+    response.end(shaped.payload)
+  }
+
+  return { handle, stop: () => eventLoop.stop() }
+}
+
+/** RFC 9745 / RFC 8594 headers win over the upstream's; an upstream `Link` is kept beside the deprecation link. */
+function setDeprecationHeaders(headers: OutgoingHttpHeaders, deprecation: Readonly<Record<string, string>>): void {
+  for (const [name, value] of Object.entries(deprecation)) {
+    headers[name] = name === 'link' ? appendLink(headers.link as string | string[] | undefined, value) : value
+  }
+}
+
+/** Why the request's Host is not usable (RFC 9112 3.2), or undefined. Node keeps only the first of two. */
+function checkHost(request: IncomingMessage): string | undefined {
+  if (request.headers.host === undefined) return request.httpVersion === '1.1' ? 'missing' : undefined
+  const raw = request.rawHeaders
+  let seen = 0
+  for (let index = 0; index < raw.length; index += 2) {
+    const name = raw[index] as string
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) return 'sent more than once'
+  }
+  return undefined
+}
+
+/** Headers of every V4 call made for a legacy request: one credential, and nothing else of the client's but its agent. */
+function buildUpstreamHeaders(traffic: TrafficContext, authorization: string): Record<string, string> {
+  const incoming = traffic.request.headers
+  const socket = traffic.request.socket
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json',
+    // The gateway reads these answers, so it asks for them uncompressed.
+    'accept-encoding': 'identity',
+    authorization,
+    'x-request-id': traffic.id,
+    ...forwardedHeaders(incoming, socket.remoteAddress, listenerProtocol(socket))
+  }
+  const userAgent = incoming['user-agent']
+  if (userAgent !== undefined) headers['user-agent'] = userAgent
+  return headers
+}
