@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino'
+import { LineBatcher } from './line-batcher.js'
 
 /**
  * Every place a credential could reach a log line (SPEC 9). The access log never logs headers
@@ -23,10 +24,10 @@ export interface LogDestination {
 }
 
 /**
- * Lines are buffered up to this size (sonic-boom writes at most 16 KiB at once, and needs the
- * buffer below that) or this long before one write, like Envoy's access-log flush interval.
+ * Lines are batched up to about this size (sonic-boom writes at most 16 KiB at once) or this
+ * long before one write, like Envoy's access-log flush interval.
  */
-const LOG_BUFFER_BYTES = 12_288
+const LOG_BATCH_CHARS = 12_288
 const LOG_FLUSH_INTERVAL_MS = 250
 
 /**
@@ -34,8 +35,9 @@ const LOG_FLUSH_INTERVAL_MS = 250
  * request's own writes. A line waits at most LOG_FLUSH_INTERVAL_MS; `flushSync` on exit.
  */
 export function createStdoutDestination(): LogDestination {
-  const stream = pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS })
-  return { stream, flushSync: () => stream.flushSync() }
+  const stdout = pino.destination({ dest: 1, sync: false })
+  const batcher = new LineBatcher(stdout, { maxChars: LOG_BATCH_CHARS, maxDelayMs: LOG_FLUSH_INTERVAL_MS })
+  return { stream: batcher, flushSync: () => batcher.flushSync() }
 }
 
 export function createLogger(options: LoggerOptions): Logger {
