@@ -13,8 +13,18 @@ const STATE = { policy: 'default', route: 'eu-west' }
 const NATIVE_LOAD = { method: 'POST', path: '/v4/execute', headers: HEADERS, body: JSON.stringify({ input: INPUT }) }
 
 /**
+ * The Node flags the gateway runs with in production: those of `npm start` (the Dockerfile's
+ * ENTRYPOINT has the same, which a test checks). The bench starts the gateway as they do.
+ */
+export function productionNodeFlags(packageJson) {
+  const start = packageJson.scripts.start.split(' ')
+  return start.slice(1, start.indexOf('dist/cli.js')).filter((word) => word.startsWith('--'))
+}
+
+/**
  * kind: which process is measured. `direct` measures the stub itself; `proxy` a small proxy script
- * (the @fastify/http-proxy reference, the hand-written ceiling); `gateway` the real CLI with `logLevel`.
+ * (the @fastify/http-proxy reference, the hand-written ceiling); `gateway` the real CLI with `logLevel`
+ * and the production Node flags (unless `nodeDefaults`).
  */
 export const CANDIDATES = [
   { name: 'direct', kind: 'direct', load: NATIVE_LOAD, check: checkExecution },
@@ -23,6 +33,8 @@ export const CANDIDATES = [
   { name: 'handwritten-proxy', kind: 'proxy', script: 'handwritten-proxy.mjs', load: NATIVE_LOAD, check: checkExecution },
   { name: 'gateway-native', kind: 'gateway', logLevel: 'info', load: NATIVE_LOAD, check: checkExecution },
   { name: 'gateway-native-quiet', kind: 'gateway', logLevel: 'silent', load: NATIVE_LOAD, check: checkExecution },
+  // What the production Node flags buy: the same as gateway-native, started without them.
+  { name: 'gateway-native-node-defaults', kind: 'gateway', logLevel: 'info', nodeDefaults: true, load: NATIVE_LOAD, check: checkExecution },
   {
     name: 'gateway-execute',
     kind: 'gateway',

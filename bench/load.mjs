@@ -22,6 +22,12 @@ function cpuTicks(pid, withChildren = false) {
   return Number(fields[11]) + Number(fields[12]) + (withChildren ? Number(fields[13]) + Number(fields[14]) : 0)
 }
 
+/** Resident memory of `pid` in MiB (proc(5): VmRSS), at the end of the window: what the load cost in memory. */
+function residentMiB(pid) {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith('VmRSS:'))
+  return line === undefined ? NaN : Number(line.split(/\s+/)[1]) / 1024
+}
+
 /** Busy ticks of the whole machine, all cores (proc(5): the `cpu` line minus idle and iowait). */
 function machineBusyTicks() {
   const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1, 9).map(Number)
@@ -93,6 +99,7 @@ if (useWrk) {
 }
 const elapsedSec = (performance.now() - startedAt) / 1000
 const cpuAfter = cpuTicks(spec.measuredPid)
+const rssMiB = residentMiB(spec.measuredPid)
 // CPU the machine spent on anything but this benchmark during the window: a noise indicator.
 const foreignTicks = machineBusyTicks() - ownTicks() - busyBefore
 
@@ -108,6 +115,7 @@ process.stdout.write(
     p50Ms: wrkPercentiles?.p50Ms ?? percentile(sorted, 0.5),
     p99Ms: wrkPercentiles?.p99Ms ?? percentile(sorted, 0.99),
     cpuTicks: cpuAfter - cpuBefore,
+    rssMiB,
     foreignTicks
   })}\n`
 )

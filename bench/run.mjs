@@ -16,13 +16,14 @@ import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { CANDIDATES, CANDIDATE_NAMES, writeGatewayConfig } from './candidates.mjs'
+import { CANDIDATES, CANDIDATE_NAMES, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
 import { createServer } from 'node:net'
 import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const ROOT = dirname(BENCH_DIR)
 const CLI = join(ROOT, 'dist', 'cli.js')
+const GATEWAY_NODE_FLAGS = productionNodeFlags(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')))
 const PROFILE_DIR = join(ROOT, '.bench-out', 'profiles')
 /** The measured process (proxy, gateway, or the stub for `direct`) gets this core to itself. */
 const MEASURED_CORE = 1
@@ -133,11 +134,12 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl) {
     return { handle, url: match[1] }
   }
   const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl })
-  // The real CLI, as production runs it. Its JSON log (stdout, with the ready line) goes to a file,
-  // as to a container's log driver, rather than through a pipe this runner would have to read.
+  // The real CLI with the production Node flags, as `npm start` and the Docker image run it.
+  // Its JSON log (stdout, with the ready line) goes to a file, as to a container's log driver,
+  // rather than through a pipe this runner would have to read.
   const { handle, match } = await startNode({
     name: candidate.name,
-    args: [...profileFlags(candidate.name), CLI, '--config', config],
+    args: [...(candidate.nodeDefaults ? [] : GATEWAY_NODE_FLAGS), ...profileFlags(candidate.name), CLI, '--config', config],
     core: MEASURED_CORE,
     pin,
     ready: /^v4gw listening on (\S+) \(admin/,
@@ -185,6 +187,7 @@ async function measureOnce(candidate) {
       p50Ms: sample.p50Ms,
       p99Ms: sample.p99Ms,
       cpuUsPerReq: completed === 0 ? NaN : (sample.cpuTicks * 1e6) / ticksPerSecond / completed,
+      rssMiB: sample.rssMiB,
       // Other work on the machine during the window, in % of one core; tick counters are coarse,
       // so small negative values are rounding and read as 0.
       foreignCpuPct: Math.max(0, (100 * sample.foreignTicks) / ticksPerSecond / sample.elapsedSec),
@@ -241,13 +244,14 @@ const ratio = (value, base) => (Number.isFinite(value) && base > 0 ? `${(value /
 function printTable(rows) {
   const reference = rows['fastify-http-proxy']?.rps
   const direct = rows.direct?.rps
-  const header = ['row', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'vs proxy', 'vs direct', 'failed', 'other work']
+  const header = ['row', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'RSS MiB', 'vs proxy', 'vs direct', 'failed', 'other work']
   const lines = Object.entries(rows).map(([name, row]) => [
     name,
     fixed(0)(row.rps),
     fixed(2)(row.p50Ms),
     fixed(2)(row.p99Ms),
     fixed(1)(row.cpuUsPerReq),
+    fixed(0)(row.rssMiB),
     ratio(row.rps, reference),
     ratio(row.rps, direct),
     String(row.failures),
@@ -322,6 +326,7 @@ async function main() {
         p50Ms: lower(list.map((sample) => sample.p50Ms)),
         p99Ms: lower(list.map((sample) => sample.p99Ms)),
         cpuUsPerReq: lower(list.map((sample) => sample.cpuUsPerReq)),
+        rssMiB: median(list.map((sample) => sample.rssMiB)),
         foreignCpuPct: median(list.map((sample) => sample.foreignCpuPct)),
         failures: list.reduce((sum, sample) => sum + sample.failures, 0),
         completed: list.reduce((sum, sample) => sum + sample.completed, 0)

@@ -1,0 +1,32 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+
+const root = new URL('../../../', import.meta.url)
+
+/** The words between `node` and `dist/cli.js` of a launch command. */
+function flagsBeforeCli(words: string[]): string[] {
+  expect(words[0]).toBe('node')
+  const cli = words.indexOf('dist/cli.js')
+  expect(cli).toBeGreaterThan(0)
+  return words.slice(1, cli)
+}
+
+/**
+ * The gateway's production Node flags (docs/performance.md) are the same wherever it is
+ * launched: `npm start`, the Docker image, and so the benchmark, which reads them from `npm start`.
+ */
+describe('production Node flags', () => {
+  const packageJson = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }
+  const startFlags = flagsBeforeCli(packageJson.scripts.start!.split(' '))
+
+  it('npm start gives the gateway a 32 MiB young generation', () => {
+    expect(startFlags).toEqual(['--max-semi-space-size=32'])
+  })
+
+  it('the Docker image starts the gateway with the same flags as npm start', () => {
+    const dockerfile = readFileSync(new URL('Dockerfile', root), 'utf8')
+    const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)
+    expect(entrypoint).not.toBeNull()
+    expect(flagsBeforeCli(JSON.parse(entrypoint![1]!) as string[])).toEqual(startFlags)
+  })
+})
