@@ -93,6 +93,28 @@ export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
   return document as Record<string, unknown>
 }
 
+function isOptionalString(value: unknown): boolean {
+  return value === undefined || typeof value === 'string'
+}
+
+/**
+ * The common case, checked by hand: fields the schemas above accept. Anything else, valid or
+ * not, goes through zod, which decides and explains; this only skips zod's per-call cost on the
+ * hot path, so it may refuse what zod would accept, never the other way round.
+ */
+function isPlainCall(raw: Record<string, unknown>, action: Exclude<LegacyAction, 'proxy'>): boolean {
+  if (raw.input === undefined || !isOptionalString(raw.policy) || !isOptionalString(raw.route) || !isOptionalString(raw.risk)) return false
+  if (action === 'execute') return true
+  const stateId = raw.stateId
+  if (stateId !== undefined && (typeof stateId !== 'string' || stateId.length === 0 || stateId.length > 256)) return false
+  const state = raw.state
+  if (state === undefined) return true
+  if (state === null || typeof state !== 'object' || Array.isArray(state)) return false
+  for (const key in state) if (key !== 'policy' && key !== 'route' && key !== 'risk') return false
+  const { policy, route, risk } = state as Record<string, unknown>
+  return isOptionalString(policy) && isOptionalString(route) && isOptionalString(risk)
+}
+
 /**
  * Validates a legacy body and reads its fields. `state` and `stateId` are consumed on
  * session-execute routes only; on execute routes they are ordinary unknown fields.
@@ -108,19 +130,38 @@ export function parseLegacyCall(
   const names = action === 'execute' ? EXECUTE_FIELDS : SESSION_EXECUTE_FIELDS
   const raw: Record<string, unknown> = {}
   for (const name of names) raw[name] = getAtPointer(body, fields[name])
+  const call = isPlainCall(raw, action) ? plainCall(raw) : validateWithSchema(raw, action, fields)
+  const consumed = new Set(names.map((name) => pointerTokens(fields[name])[0]))
+  if (extraConsumedPointer !== undefined) consumed.add(pointerTokens(extraConsumedPointer)[0])
+  call.unknown = unknownFields === 'drop' ? {} : Object.fromEntries(Object.entries(body).filter(([key]) => !consumed.has(key)))
+  return call
+}
+
+/** The call isPlainCall accepted, shaped as zod would give it: `state` a copy of its three fields. */
+function plainCall(raw: Record<string, unknown>): LegacyCall {
+  const state = raw.state as Record<string, string | undefined> | undefined
+  return {
+    input: raw.input,
+    policy: raw.policy as string | undefined,
+    route: raw.route as string | undefined,
+    risk: raw.risk as string | undefined,
+    state: state === undefined ? undefined : { policy: state.policy, route: state.route, risk: state.risk },
+    stateId: raw.stateId as string | undefined,
+    unknown: {}
+  }
+}
+
+/** zod's verdict on the fields; exported so that a test can hold isPlainCall to it. */
+export function validateWithSchema(raw: Record<string, unknown>, action: Exclude<LegacyAction, 'proxy'>, fields: LegacyFields): LegacyCall {
   const schema = action === 'execute' ? executeFieldsSchema : sessionExecuteFieldsSchema
   const result = schema.safeParse(raw)
   if (!result.success) {
     const details: ErrorDetail[] = result.error.issues.map((issue) => {
       const [field, ...rest] = issue.path
-      const base = fields[field as (typeof names)[number]] ?? ''
+      const base = fields[field as keyof LegacyFields] ?? ''
       return { pointer: base + rest.map((token) => `/${encodeToken(String(token))}`).join(''), message: issue.message }
     })
     throw new GatewayError('INVALID_REQUEST', `invalid legacy request body: ${details.map((detail) => `${detail.pointer} ${detail.message}`).join('; ')}`, { details })
   }
-  const consumed = new Set(names.map((name) => pointerTokens(fields[name])[0]))
-  if (extraConsumedPointer !== undefined) consumed.add(pointerTokens(extraConsumedPointer)[0])
-  const call = result.data as LegacyCall
-  call.unknown = unknownFields === 'drop' ? {} : Object.fromEntries(Object.entries(body).filter(([key]) => !consumed.has(key)))
-  return call
+  return result.data as LegacyCall
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { legacyFieldsSchema, type LegacyFields } from '../../../src/config/schema.js'
 import type { GatewayError } from '../../../src/errors/registry.js'
-import { isJsonContentType, parseJsonObject, parseLegacyCall } from '../../../src/legacy/parse-legacy-body.js'
+import { isJsonContentType, parseJsonObject, parseLegacyCall, validateWithSchema } from '../../../src/legacy/parse-legacy-body.js'
 
 const DEFAULT_FIELDS: LegacyFields = legacyFieldsSchema.parse({})
 const REMAPPED_FIELDS: LegacyFields = legacyFieldsSchema.parse({ input: '/payload/data', policy: '/governance/policy', state: '/client/state' })
@@ -183,4 +183,49 @@ describe('parseLegacyCall unknown fields', () => {
     expect(Object.hasOwn(call.unknown, '__proto__')).toBe(true)
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
+})
+
+describe('parseLegacyCall fast path', () => {
+  // Each body sits on an edge of the schemas; the hand check must agree with zod on every one.
+  const bodies: Record<string, unknown>[] = [
+    { input: 1 },
+    { input: null },
+    { input: 'x', policy: 'p', route: 'r', risk: 'low' },
+    { input: 1, policy: 5 },
+    { policy: 'p' },
+    { input: 1, state: { policy: 'a' } },
+    { input: 1, state: {} },
+    { input: 1, state: { policy: 'a', extra: 1 } },
+    { input: 1, state: null },
+    { input: 1, state: [] },
+    { input: 1, state: { risk: 3 } },
+    { input: 1, state: JSON.parse('{"__proto__": {"policy": "x"}}') as unknown },
+    { input: 1, stateId: '' },
+    { input: 1, stateId: 'x'.repeat(256) },
+    { input: 1, stateId: 'x'.repeat(257) },
+    { input: 1, stateId: 5 },
+    { input: 1, stateId: 's', state: { route: 'r', risk: 'high' }, risk: 'low' }
+  ]
+  const withoutUndefined = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
+
+  for (const action of ['execute', 'session-execute'] as const) {
+    it(`gives zod's verdict and fields for every edge body (${action})`, () => {
+      for (const body of bodies) {
+        let fast: unknown
+        let schema: unknown
+        try {
+          const call = parseLegacyCall(body, action, DEFAULT_FIELDS, 'drop')
+          fast = withoutUndefined({ ...call, unknown: undefined })
+        } catch (error) {
+          fast = (error as GatewayError).details
+        }
+        try {
+          schema = withoutUndefined(validateWithSchema(body, action, DEFAULT_FIELDS))
+        } catch (error) {
+          schema = (error as GatewayError).details
+        }
+        expect(fast, JSON.stringify(body).slice(0, 80)).toEqual(schema)
+      }
+    })
+  }
 })
