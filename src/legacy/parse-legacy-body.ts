@@ -35,6 +35,7 @@ const SESSION_EXECUTE_FIELDS = [...EXECUTE_FIELDS, 'state', 'stateId'] as const
 /** `application/json` or `application/*+json`, any parameters (RFC 9110 8.3.1: case-insensitive). */
 export function isJsonContentType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false
+  if (contentType === 'application/json') return true
   const type = (contentType.split(';', 1)[0] as string).trim().toLowerCase()
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
 }
@@ -131,10 +132,29 @@ export function parseLegacyCall(
   const raw: Record<string, unknown> = {}
   for (const name of names) raw[name] = getAtPointer(body, fields[name])
   const call = isPlainCall(raw, action) ? plainCall(raw) : validateWithSchema(raw, action, fields)
-  const consumed = new Set(names.map((name) => pointerTokens(fields[name])[0]))
-  if (extraConsumedPointer !== undefined) consumed.add(pointerTokens(extraConsumedPointer)[0])
-  call.unknown = unknownFields === 'drop' ? {} : Object.fromEntries(Object.entries(body).filter(([key]) => !consumed.has(key)))
+  call.unknown = {}
+  if (unknownFields === 'keep') {
+    const consumed = consumedMembers(fields, action)
+    const extra = extraConsumedPointer === undefined ? undefined : pointerTokens(extraConsumedPointer)[0]
+    for (const key of Object.keys(body)) {
+      // defineProperty: a member named "__proto__" stays a member, as JSON.parse made it.
+      if (!consumed.has(key) && key !== extra) Object.defineProperty(call.unknown, key, { value: body[key], enumerable: true, writable: true, configurable: true })
+    }
+  }
   return call
+}
+
+/** The top-level body members a tenant's field map consumes, per action; worked out once per config. */
+const consumedByFields = new WeakMap<LegacyFields, Record<Exclude<LegacyAction, 'proxy'>, ReadonlySet<string | undefined>>>()
+
+function consumedMembers(fields: LegacyFields, action: Exclude<LegacyAction, 'proxy'>): ReadonlySet<string | undefined> {
+  let sets = consumedByFields.get(fields)
+  if (sets === undefined) {
+    const topLevel = (names: readonly (keyof LegacyFields)[]) => new Set(names.map((name) => pointerTokens(fields[name])[0]))
+    sets = { execute: topLevel(EXECUTE_FIELDS), 'session-execute': topLevel(SESSION_EXECUTE_FIELDS) }
+    consumedByFields.set(fields, sets)
+  }
+  return sets[action]
 }
 
 /** The call isPlainCall accepted, shaped as zod would give it: `state` a copy of its three fields. */

@@ -5,6 +5,22 @@ import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import { isJsonContentType, parseJsonObject, parseLegacyCall, type LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
 
+/**
+ * The configured credential headers of a request with every value each was sent with, as
+ * Node's `headersDistinct` would give them, read from the raw headers without building the
+ * whole map.
+ */
+export function credentialHeaders(rawHeaders: readonly string[], sources: readonly string[]): Record<string, string[] | undefined> {
+  const found: Record<string, string[] | undefined> = {}
+  for (let index = 0; index < rawHeaders.length; index += 2) {
+    const name = rawHeaders[index] as string
+    for (const source of sources) {
+      if (name.length === source.length && name.toLowerCase() === source) (found[source] ??= []).push(rawHeaders[index + 1] as string)
+    }
+  }
+  return found
+}
+
 /** The credential a legacy request presents (SPEC 5), read from headers and the query. */
 export function readLegacyCredential(
   headersDistinct: Record<string, string[] | undefined>,

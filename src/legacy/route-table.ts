@@ -4,6 +4,8 @@ import type { LegacyAction, LegacyRouteConfig } from '../config/schema.js'
 export interface CompiledRoute {
   readonly method: string
   readonly path: string
+  /** `METHOD /path`, as logs, metrics and the migration report name the route. */
+  readonly label: string
   readonly action: LegacyAction
   readonly stateKey: string | undefined
   readonly rewrite: string | undefined
@@ -28,6 +30,7 @@ export function compileRoutes(routes: readonly LegacyRouteConfig[]): CompiledRou
   return routes.map((route) => ({
     method: route.method,
     path: route.path,
+    label: `${route.method} ${route.path}`,
     action: route.action,
     stateKey: route.stateKey,
     rewrite: route.rewrite,

@@ -4,7 +4,7 @@ import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credent
 import { roundMs, writeGatewayError } from '../errors/error-handler.js'
 import { GatewayError } from '../errors/registry.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
-import { authorizeRuntimeCall, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
+import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import { readBody } from '../legacy/read-body.js'
 import { buildRewrittenPath, type RouteMatch } from '../legacy/route-table.js'
 import { runLegacyCall } from '../legacy/run-legacy-call.js'
@@ -132,13 +132,13 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   async function handleLegacy(traffic: TrafficContext, runtime: GatewayRuntime, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget): Promise<void> {
     const { request, response } = traffic
     const { route } = match
-    traffic.legacyRoute = `${route.method} ${route.path}`
+    traffic.legacyRoute = route.label
     // On every answer, the gateway's own errors included.
     traffic.ownHeaders['x-request-id'] = traffic.id
     if (tenant.deprecationHeaders !== null) Object.assign(traffic.ownHeaders, tenant.deprecationHeaders)
 
     const credentials = runtime.config.credentials
-    const credential = readLegacyCredential(request.headersDistinct, target.rawQuery, credentials)
+    const credential = readLegacyCredential(credentialHeaders(request.rawHeaders, credentials.sources), target.rawQuery, credentials)
     const credentialFingerprint = credential === null ? undefined : fingerprintToken(credential.value)
     traffic.clientFingerprint = credentialFingerprint
 
