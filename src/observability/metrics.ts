@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { LabelledHistogram } from './labelled-histogram.js'
 import type { SessionOutcome } from '../sessions/session-map.js'
 import type { SessionStoreStatus } from '../sessions/session-store.js'
 
@@ -39,20 +40,8 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
     labelNames: ['tenant', 'class', 'route', 'status_class'] as const,
     registers: [registry]
   })
-  const requestSeconds = new Histogram({
-    name: 'v4gw_request_duration_seconds',
-    help: 'Time from request start to response, by traffic class',
-    labelNames: ['class'] as const,
-    buckets: LATENCY_BUCKETS_SECONDS,
-    registers: [registry]
-  })
-  const upstreamSeconds = new Histogram({
-    name: 'v4gw_upstream_duration_seconds',
-    help: 'Time spent in V4 calls made for one legacy request',
-    labelNames: ['class'] as const,
-    buckets: LATENCY_BUCKETS_SECONDS,
-    registers: [registry]
-  })
+  const requestSeconds = new LabelledHistogram('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class', 'class', LATENCY_BUCKETS_SECONDS, registry)
+  const upstreamSeconds = new LabelledHistogram('v4gw_upstream_duration_seconds', 'Time spent in V4 calls made for one legacy request', 'class', LATENCY_BUCKETS_SECONDS, registry)
   const sessionEvents = new Counter({
     name: 'v4gw_session_map_events_total',
     help: 'Session-map outcomes: hit, miss, coalesced, stale-retry, evicted',
@@ -92,11 +81,9 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
     registers: [registry]
   })
 
-  // Bound children per label set: prom-client otherwise hashes the labels on every call. The
-  // sets are bounded (config tenants and routes, closed classes), and so are these maps.
+  // Bound counter children per label set: prom-client otherwise hashes the labels on every call.
+  // The sets are bounded (config tenants and routes, closed classes), and so is this map.
   const requestCounters = new Map<string, Counter.Internal>()
-  const requestHistograms = new Map<string, Histogram.Internal<'class'>>()
-  const upstreamHistograms = new Map<string, Histogram.Internal<'class'>>()
 
   return {
     registry,
@@ -109,14 +96,8 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
       let counter = requestCounters.get(key)
       if (counter === undefined) requestCounters.set(key, (counter = requests.labels({ tenant, class: trafficClass, route, status_class: statusClass })))
       counter.inc()
-      let requestHistogram = requestHistograms.get(trafficClass)
-      if (requestHistogram === undefined) requestHistograms.set(trafficClass, (requestHistogram = requestSeconds.labels({ class: trafficClass })))
-      requestHistogram.observe(sample.durationMs / 1000)
-      if (sample.upstreamMs !== undefined) {
-        let upstreamHistogram = upstreamHistograms.get(trafficClass)
-        if (upstreamHistogram === undefined) upstreamHistograms.set(trafficClass, (upstreamHistogram = upstreamSeconds.labels({ class: trafficClass })))
-        upstreamHistogram.observe(sample.upstreamMs / 1000)
-      }
+      requestSeconds.observe(trafficClass, sample.durationMs / 1000)
+      if (sample.upstreamMs !== undefined) upstreamSeconds.observe(trafficClass, sample.upstreamMs / 1000)
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
     },
     observeSessionEvent(event) {
