@@ -3,7 +3,7 @@
 // user would pick, as ratios (issue 6). Loopback only, bounded in time, and it ends only the
 // processes it started, by PID. Uses the built gateway (dist/), so `npm run bench` builds first.
 //
-// Flags: --quick (1 round, 1 s warm-up, 5 s per row: about a minute), --json FILE,
+// Flags: --quick (1 round, 1 s warm-up, 4 s per row: about 1.5 minutes); full: 5 rounds x (2 s + 6 s), --json FILE,
 //        --rounds N, --duration S, --warmup S, --connections N, --only a,b,c, --no-memory,
 //        --stat median|best (per metric over rounds; default median; best = highest req/s,
 //        lowest latency and CPU, useful on a machine where other work only ever slows a row),
@@ -58,8 +58,8 @@ const { values: flags } = parseArgs({
 const hasWrk = spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined
 
 const settings = {
-  rounds: Number(flags.rounds ?? (flags.quick ? 1 : 3)),
-  durationSec: Number(flags.duration ?? (flags.quick ? 5 : 10)),
+  rounds: Number(flags.rounds ?? (flags.quick ? 1 : 5)),
+  durationSec: Number(flags.duration ?? (flags.quick ? 4 : 6)),
   warmupSec: Number(flags.warmup ?? (flags.quick ? 1 : 2)),
   connections: Number(flags.connections),
   pipelining: 1,
