@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici'
 import { stringify } from 'yaml'
+import { productionNodeFlags } from './candidates.mjs'
 import { killAllNow, startNode, stopAll, stopProcess } from './processes.mjs'
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' }, concurrency: { type: 'string', default: '64' }, json: { type: 'string' } } })
@@ -39,10 +40,13 @@ function gatewayConfig(stubUrl, generation) {
   }
 }
 
+// Started as `npm start` and the Docker image start it.
+const GATEWAY_NODE_FLAGS = productionNodeFlags(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')))
+
 async function startGateway(name, configPath) {
   const { handle, match } = await startNode({
     name,
-    args: [join(ROOT, 'dist/cli.js'), '--config', configPath],
+    args: [...GATEWAY_NODE_FLAGS, join(ROOT, 'dist/cli.js'), '--config', configPath],
     ready: /v4gw listening on (\S+) \(admin (\S+)\)/
   })
   return { handle, url: match[1], adminUrl: match[2] }
