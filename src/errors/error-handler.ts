@@ -25,9 +25,12 @@ export function toGatewayError(error: unknown): GatewayError {
   return new GatewayError('INTERNAL_ERROR', 'the gateway failed to handle the request', { cause: error })
 }
 
+/** Answers that are the gateway working as designed, not failing: the access log records them. */
+const DELIBERATE_5XX = new Set(['OVERLOADED', 'SHUTTING_DOWN'])
+
 /** Logs gateway-side failures; a client that broke off or went away is not one, whatever the error it left. */
 function logGatewayError(log: Pick<Logger, 'info' | 'error'>, error: GatewayError, clientGone: boolean, requestId?: string): void {
-  if (error.statusCode < 500) return
+  if (error.statusCode < 500 || DELIBERATE_5XX.has(error.code)) return
   if (clientGone) log.info({ requestId, error: error.code }, 'client went away before its answer')
   else log.error({ requestId, err: error }, 'gateway error')
 }
@@ -46,8 +49,8 @@ export function sendGatewayError(error: unknown, request: FastifyRequest, reply:
 
 /**
  * The traffic listener's errors, in the same envelope, with the headers the gateway had set for
- * the request (deprecation, `Retry-After`, …). Recorded for the access log. A response already
- * under way can only be cut.
+ * the request (deprecation, `Retry-After`, …). Recorded for the access log. It never throws: it
+ * is the last answer a request can get. A response already under way can only be cut.
  */
 export function writeGatewayError(traffic: TrafficContext, error: unknown, log: Pick<Logger, 'info' | 'error'>): void {
   const gatewayError = toGatewayError(error)
@@ -59,12 +62,21 @@ export function writeGatewayError(traffic: TrafficContext, error: unknown, log: 
     return
   }
   const body = JSON.stringify(buildErrorBody(gatewayError, traffic.id, roundMs(performance.now() - traffic.startedAt)))
-  response.writeHead(gatewayError.statusCode, {
-    ...traffic.ownHeaders,
-    'x-request-id': traffic.id,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body)
-  })
+  const envelope = { 'x-request-id': traffic.id, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }
+  // The rest of an oversized body is not read: the connection cannot carry another request.
+  const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' ? { connection: 'close' } : undefined
+  try {
+    response.writeHead(gatewayError.statusCode, { ...traffic.ownHeaders, ...close, ...envelope })
+  } catch (headerError) {
+    // A header the gateway set could not be written: the envelope alone still answers.
+    log.error({ requestId: traffic.id, err: headerError }, 'gateway error headers could not be written')
+    try {
+      response.writeHead(gatewayError.statusCode, { ...close, ...envelope })
+    } catch {
+      response.destroy()
+      return
+    }
+  }
   response.end(body)
 }
 

@@ -15,7 +15,12 @@ export function credentialHeaders(rawHeaders: readonly string[], sources: readon
   for (let index = 0; index < rawHeaders.length; index += 2) {
     const name = rawHeaders[index] as string
     for (const source of sources) {
-      if (name.length === source.length && name.toLowerCase() === source) (found[source] ??= []).push(rawHeaders[index + 1] as string)
+      if (name.length === source.length && name.toLowerCase() === source) {
+        const values = (found[source] ??= [])
+        values.push(rawHeaders[index + 1] as string)
+        // A source listed twice in the config still reads each header once.
+        break
+      }
     }
   }
   return found

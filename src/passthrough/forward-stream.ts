@@ -31,7 +31,7 @@ export type Forward = (traffic: TrafficContext, options: ForwardOptions) => void
  * serialisation or retry wrapping (it never retries: SPEC 7 passes the upstream's answer
  * through once). The choice and its numbers: docs/performance.md.
  */
-export function createForwarder(upstream: UpstreamClient, log: Pick<Logger, 'info' | 'error'>): Forward {
+export function createForwarder(upstream: UpstreamClient, log: Pick<Logger, 'info' | 'error'>, isDraining: () => boolean): Forward {
   return function forwardStream(traffic, options) {
     const { request, response } = traffic
     upstream.stream(
@@ -51,8 +51,9 @@ export function createForwarder(upstream: UpstreamClient, log: Pick<Logger, 'inf
         },
         onResponseStart(statusCode, headers) {
           const answer = responseHeaders(headers, traffic.ownHeaders)
-          // An HTTP/1.1 connection whose request body was not read to its end cannot carry another request.
-          if (!request.complete) answer.connection = 'close'
+          // An HTTP/1.1 connection whose request body was not read to its end cannot carry another
+          // request; while draining, none should carry another (SPEC 9).
+          if (!request.complete || isDraining()) answer.connection = 'close'
           response.writeHead(statusCode, answer)
         },
         onFailure(error) {

@@ -20,7 +20,8 @@ export function buildDeprecationHeaders(deprecation: TenantConfig['legacy']['dep
   if (deprecation === null) return null
   const headers: Record<string, string> = { deprecation: `@${Math.floor(Date.parse(deprecation.date) / 1000)}` }
   if (deprecation.sunset !== undefined) headers.sunset = new Date(deprecation.sunset).toUTCString()
-  if (deprecation.link !== undefined) headers.link = `<${deprecation.link}>; rel="deprecation"`
+  // WHATWG serialisation percent-encodes what a header value cannot carry (e.g. a non-ASCII path).
+  if (deprecation.link !== undefined) headers.link = `<${new URL(deprecation.link).href}>; rel="deprecation"`
   return headers
 }
 

@@ -1,9 +1,10 @@
 import type { IncomingMessage } from 'node:http'
 
 /**
- * The request's body stream, or null when it has none: GET and HEAD bodies are never read, and
- * a request with neither `Transfer-Encoding` nor a non-zero `Content-Length` has no body
- * (RFC 9112 6.3), so none is sent on. The body itself is never buffered here (SPEC 7).
+ * The request's body stream, or null when it has none to send on, by fastify's rule (kept when
+ * the listener left fastify): GET and HEAD bodies are never read; a request with no
+ * `Transfer-Encoding`, no `Content-Type` and no non-zero `Content-Length` has no body (RFC 9112
+ * 6.3). With a `Content-Type` the (possibly empty) stream is sent on. Never buffered (SPEC 7).
  */
 export function requestBody(request: IncomingMessage): IncomingMessage | null {
   const method = request.method

@@ -53,7 +53,7 @@ const CLIENT_CLOSED_REQUEST = 499
  */
 export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   const log = deps.logger
-  const forwardStream = createForwarder(deps.upstream, log)
+  const forwardStream = createForwarder(deps.upstream, log, deps.isDraining)
   const inFlight = createInFlightLimiter(() => deps.getRuntime().config.limits.maxInFlight)
   const eventLoop = createEventLoopMonitor(deps.getRuntime().config.limits.maxEventLoopDelayMs)
 
@@ -188,10 +188,13 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     headers['x-request-id'] = traffic.id
     if (tenant.deprecationHeaders !== null) setDeprecationHeaders(headers, tenant.deprecationHeaders)
     if (result.sessionId !== undefined) headers['x-v4-session-id'] = result.sessionId
-    headers['content-length'] = typeof shaped.payload === 'string' ? Buffer.byteLength(shaped.payload) : shaped.payload.length
+    // RFC 9110 8.6 / 6.4.1: 1xx, 204 and 304 answers have no content and no Content-Length.
+    const bodiless = shaped.statusCode < 200 || shaped.statusCode === 204 || shaped.statusCode === 304
+    if (!bodiless) headers['content-length'] = typeof shaped.payload === 'string' ? Buffer.byteLength(shaped.payload) : shaped.payload.length
+    if (deps.isDraining()) headers.connection = 'close'
     if (response.destroyed) return
     response.writeHead(shaped.statusCode, headers)
-    response.end(shaped.payload)
+    response.end(bodiless ? undefined : shaped.payload)
   }
 
   return { handle, stop: () => eventLoop.stop() }

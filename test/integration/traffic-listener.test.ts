@@ -1,5 +1,13 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { writeGatewayError } from '../../src/errors/error-handler.js'
+import { GatewayError } from '../../src/errors/registry.js'
+import { TrafficContext } from '../../src/traffic/traffic-context.js'
+import { send } from '../helpers/http.js'
 import { rawExchange } from '../helpers/raw-http.js'
+import { until } from '../helpers/until.js'
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 
@@ -82,5 +90,124 @@ describe('request bodies on native passthrough (RFC 9112 6.3)', () => {
     expect(answer.status).toBe(200)
     expect(lastRequest().method).toBe('GET')
     expect(lastRequest().body.length).toBe(0)
+  })
+})
+
+describe('edge answers of the traffic listener', () => {
+  const TOKEN = { authorization: 'Bearer tok_review' }
+
+  it('a legacy 204 keeps its framing: no Content-Length and no body (RFC 9110 8.6)', async () => {
+    const noContent = await startRecordingUpstream((_request, response) => {
+      response.writeHead(204, { 'x-upstream': 'yes' })
+      response.end()
+    })
+    const own = await startGateway(testConfig(noContent.url))
+    try {
+      const answer = await rawExchange(own.url, 'POST /v1/headless/runs HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer tok_a\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"input":1}', { timeoutMs: 3_000 })
+      expect(answer.response?.status).toBe(204)
+      expect(answer.response?.headers['content-length']).toBeUndefined()
+      expect(answer.response?.headers['x-upstream']).toBe('yes')
+      expect(answer.response?.body.length).toBe(0)
+    } finally {
+      await own.close()
+      await noContent.close()
+    }
+  })
+
+  it('a deprecation link with a non-ASCII path is sent percent-encoded, and legacy calls are answered', async () => {
+    const own = await startGateway(testConfig(upstream.url, { tenants: { acme: { upstream: { staging: upstream.url }, legacy: { deprecation: { date: '2026-01-01T00:00:00Z', link: 'https://docs.example/migrate/d€' } } } } }))
+    try {
+      const answer = await send(own.url, '/v1/headless/runs', { headers: TOKEN, json: { input: 1 } })
+      expect(answer.status).toBe(200)
+      expect(answer.headers.link).toBe('<https://docs.example/migrate/d%E2%82%AC>; rel="deprecation"')
+    } finally {
+      await own.close()
+    }
+  })
+
+  it('an error whose own headers cannot be written is still answered in the envelope', async () => {
+    const server = createServer((request, response) => {
+      const traffic = new TrafficContext(request, response)
+      traffic.ownHeaders.link = 'not\u0000writable'
+      writeGatewayError(traffic, new GatewayError('ROUTE_NOT_FOUND', 'nothing here'), pino({ level: 'silent' }))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const answer = await send(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, '/anything')
+      expect(answer.status).toBe(404)
+      expect(answer.json.error.code).toBe('ROUTE_NOT_FOUND')
+      expect(answer.headers.link).toBeUndefined()
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+
+  it('a request in flight when draining starts is answered with connection: close, legacy and native', async () => {
+    let release: () => void = () => undefined
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const slow = await startRecordingUpstream(async (_request, response) => {
+      await held
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end('{"output":1}')
+    })
+    const own = await startGateway(testConfig(slow.url))
+    try {
+      const legacy = send(own.url, '/v1/headless/runs', { headers: TOKEN, json: { input: 1 } })
+      const native = send(own.url, '/v4/execute', { headers: TOKEN, json: { input: 1 } })
+      await until(() => slow.requests.length === 2)
+      own.gateway.startDraining()
+      release()
+      const answers = await Promise.all([legacy, native])
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200])
+      expect(answers.map((answer) => answer.headers.connection)).toEqual(['close', 'close'])
+    } finally {
+      release()
+      await own.close()
+      await slow.close()
+    }
+  })
+
+  it('a legacy body that runs over limits.bodyBytes part-way is answered 413 with connection: close', async () => {
+    const own = await startGateway(testConfig(upstream.url, { limits: { bodyBytes: 1024 } }))
+    try {
+      const chunk = 'x'.repeat(2048)
+      const answer = await rawExchange(
+        own.url,
+        `POST /v1/headless/runs HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer tok_a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n`,
+        { timeoutMs: 3_000 }
+      )
+      expect(answer.response?.status).toBe(413)
+      expect(answer.response?.headers.connection).toBe('close')
+      expect(answer.closedByServer).toBe(true)
+    } finally {
+      await own.close()
+    }
+  })
+
+  it('sheds with 503 OVERLOADED without an error-level log line per shed request', async () => {
+    let release: () => void = () => undefined
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const slow = await startRecordingUpstream(async (_request, response) => {
+      await held
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end('{"output":1}')
+    })
+    const own = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 1 } }))
+    try {
+      const first = send(own.url, '/v4/execute', { headers: TOKEN, json: { input: 1 } })
+      await until(() => slow.requests.length === 1)
+      const shed = await send(own.url, '/v4/execute', { headers: TOKEN, json: { input: 1 } })
+      expect(shed.status).toBe(503)
+      expect(shed.json.error.code).toBe('OVERLOADED')
+      release()
+      expect((await first).status).toBe(200)
+      await until(() => own.logs.lines().filter((line) => line.msg === 'request').length === 2)
+      expect(own.logs.lines().filter((line) => (line.level as number) >= 50)).toEqual([])
+    } finally {
+      release()
+      await own.close()
+      await slow.close()
+    }
   })
 })

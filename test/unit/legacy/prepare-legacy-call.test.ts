@@ -11,6 +11,10 @@ describe('credentialHeaders', () => {
     expect(credentialHeaders(raw, sources)).toEqual({ authorization: ['Bearer a', 'Bearer b'], 'x-api-key': ['k1', 'k2'] })
   })
 
+  it('reads each header once when the config lists a source twice', () => {
+    expect(credentialHeaders(['Authorization', 'Bearer a'], ['authorization', 'authorization'])).toEqual({ authorization: ['Bearer a'] })
+  })
+
   it('ignores headers that are not configured sources, even credential-looking ones', () => {
     expect(credentialHeaders(['X-Service-Api-Key', 'key_1', 'Cookie', 'a=b'], sources)).toEqual({})
   })
