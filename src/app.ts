@@ -92,7 +92,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     })
     if (traffic.sessionOutcome !== undefined) metrics.observeSessionEvent(traffic.sessionOutcome)
     if (traffic.legacyRoute !== undefined && traffic.tenant !== undefined) {
-      migration.record({ tenant: traffic.tenant, route: traffic.legacyRoute, clientFingerprint: traffic.clientFingerprint, userAgent, at: new Date() })
+      migration.record({ tenant: traffic.tenant, route: traffic.legacyRoute, clientFingerprint: traffic.clientFingerprint, userAgent, atMs: Date.now() })
     }
   }
 

@@ -5,7 +5,8 @@
  * Tenants and routes come from the config, so they are bounded by it.
  */
 export interface MigrationReport {
-  record(sample: { tenant: string; route: string; clientFingerprint: string | undefined; userAgent: string | undefined; at: Date }): void
+  /** `atMs`: epoch milliseconds (a number, not a Date per request). */
+  record(sample: { tenant: string; route: string; clientFingerprint: string | undefined; userAgent: string | undefined; atMs: number }): void
   snapshot(): MigrationSnapshot
   /** Drops the tenants and routes the config no longer has. */
   retain(isKnown: (tenant: string, route: string) => boolean): void
@@ -28,8 +29,8 @@ export interface RouteReport {
 
 interface RouteState {
   requests: number
-  lastSeen: Date
-  clients: Map<string, { credentialFingerprint: string; userAgent: string; requests: number; lastSeen: Date }>
+  lastSeenMs: number
+  clients: Map<string, { credentialFingerprint: string; userAgent: string; requests: number; lastSeenMs: number }>
   clientsNotTracked: number
   untracked: Set<string>
 }
@@ -44,24 +45,24 @@ export function createMigrationReport(options: { maxClientsPerRoute: number }): 
     let routes = tenants.get(tenant)
     if (routes === undefined) tenants.set(tenant, (routes = new Map()))
     let state = routes.get(route)
-    if (state === undefined) routes.set(route, (state = { requests: 0, lastSeen: new Date(0), clients: new Map(), clientsNotTracked: 0, untracked: new Set() }))
+    if (state === undefined) routes.set(route, (state = { requests: 0, lastSeenMs: 0, clients: new Map(), clientsNotTracked: 0, untracked: new Set() }))
     return state
   }
 
   return {
-    record({ tenant, route, clientFingerprint, userAgent, at }) {
+    record({ tenant, route, clientFingerprint, userAgent, atMs }) {
       const state = routeState(tenant, route)
       state.requests++
-      state.lastSeen = at
+      state.lastSeenMs = atMs
       const credentialFingerprint = clientFingerprint === undefined ? 'none' : clientFingerprint.slice(0, 16)
       const agent = (userAgent ?? '').slice(0, MAX_USER_AGENT_CHARS)
       const key = `${credentialFingerprint} ${agent}`
       const client = state.clients.get(key)
       if (client !== undefined) {
         client.requests++
-        client.lastSeen = at
+        client.lastSeenMs = atMs
       } else if (state.clients.size < options.maxClientsPerRoute) {
-        state.clients.set(key, { credentialFingerprint, userAgent: agent, requests: 1, lastSeen: at })
+        state.clients.set(key, { credentialFingerprint, userAgent: agent, requests: 1, lastSeenMs: atMs })
       } else if (!state.untracked.has(key)) {
         state.clientsNotTracked++
         // Remembering untracked keys keeps the count of distinct ones honest, up to a bound.
@@ -75,12 +76,12 @@ export function createMigrationReport(options: { maxClientsPerRoute: number }): 
         for (const [route, state] of routes) {
           reportRoutes[route] = {
             requests: state.requests,
-            lastSeen: state.lastSeen.toISOString(),
+            lastSeen: new Date(state.lastSeenMs).toISOString(),
             distinctClients: state.clients.size + state.clientsNotTracked,
             clientsNotTracked: state.clientsNotTracked,
             clients: [...state.clients.values()]
               .sort((a, b) => b.requests - a.requests)
-              .map((client) => ({ ...client, lastSeen: client.lastSeen.toISOString() }))
+              .map(({ lastSeenMs, ...client }) => ({ ...client, lastSeen: new Date(lastSeenMs).toISOString() }))
           }
         }
         snapshot.tenants[tenant] = { routes: reportRoutes }
