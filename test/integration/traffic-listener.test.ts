@@ -28,6 +28,18 @@ afterAll(async () => {
   await upstream?.close()
 })
 
+/** An upstream that holds every answer until `release()`: requests stay in flight meanwhile. */
+async function startHeldUpstream(): Promise<{ upstream: RecordingUpstream; release: () => void }> {
+  let release: () => void = () => undefined
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const slow = await startRecordingUpstream(async (_request, response) => {
+    await held
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.end('{"output":1}')
+  })
+  return { upstream: slow, release }
+}
+
 function lastRequest() {
   const recorded = upstream.requests.at(-1)
   if (recorded === undefined) throw new Error('nothing reached the upstream')
@@ -144,13 +156,7 @@ describe('edge answers of the traffic listener', () => {
   })
 
   it('a request in flight when draining starts is answered with connection: close, legacy and native', async () => {
-    let release: () => void = () => undefined
-    const held = new Promise<void>((resolve) => (release = resolve))
-    const slow = await startRecordingUpstream(async (_request, response) => {
-      await held
-      response.writeHead(200, { 'content-type': 'application/json' })
-      response.end('{"output":1}')
-    })
+    const { upstream: slow, release } = await startHeldUpstream()
     const own = await startGateway(testConfig(slow.url))
     try {
       const legacy = send(own.url, '/v1/headless/runs', { headers: TOKEN, json: { input: 1 } })
@@ -186,13 +192,7 @@ describe('edge answers of the traffic listener', () => {
   })
 
   it('sheds with 503 OVERLOADED without an error-level log line per shed request', async () => {
-    let release: () => void = () => undefined
-    const held = new Promise<void>((resolve) => (release = resolve))
-    const slow = await startRecordingUpstream(async (_request, response) => {
-      await held
-      response.writeHead(200, { 'content-type': 'application/json' })
-      response.end('{"output":1}')
-    })
+    const { upstream: slow, release } = await startHeldUpstream()
     const own = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 1 } }))
     try {
       const first = send(own.url, '/v4/execute', { headers: TOKEN, json: { input: 1 } })
