@@ -2,9 +2,12 @@
 // nor are the fields that a Connection header names.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
 
+const NO_OPTIONS: readonly string[] = Object.freeze([])
+
 /** The field names a `Connection` header lists (RFC 9110 7.6.1), lower-cased. */
-export function connectionOptions(connection: string | string[] | undefined): string[] {
-  if (connection === undefined) return []
+export function connectionOptions(connection: string | string[] | undefined): readonly string[] {
+  // The common values name no field that is not hop-by-hop already: nothing to parse per answer.
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close') return NO_OPTIONS
   return (Array.isArray(connection) ? connection.join(',') : connection)
     .toLowerCase()
     .split(',')
