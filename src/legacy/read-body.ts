@@ -6,9 +6,9 @@ import { GatewayError } from '../errors/registry.js'
  * limit fails before a byte is read; a stream that runs over fails as soon as it does, so an
  * oversized body is never held whole.
  */
-export async function readBody(stream: Readable | undefined, declaredLength: string | undefined, limitBytes: number): Promise<Buffer> {
+export async function readBody(stream: Readable | null, declaredLength: string | undefined, limitBytes: number): Promise<Buffer> {
   if (declaredLength !== undefined && Number(declaredLength) > limitBytes) throw tooLarge(limitBytes)
-  if (stream === undefined) return Buffer.alloc(0)
+  if (stream === null) return Buffer.alloc(0)
   // Events rather than an async iterator: a body is one or two chunks, and the iterator's
   // machinery cost more than the reading.
   return new Promise((resolve, reject) => {

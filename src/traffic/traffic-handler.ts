@@ -156,7 +156,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     }
 
     const authorization = authorizeRuntimeCall(credential, request.headers['content-type'])
-    const bytes = await readBody(requestBody(request) ?? undefined, request.headers['content-length'], runtime.config.limits.bodyBytes)
+    const bytes = await readBody(requestBody(request), request.headers['content-length'], runtime.config.limits.bodyBytes)
     const { body, call } = parseRuntimeBody(bytes, tenant, route)
 
     const result = await runLegacyCall(
