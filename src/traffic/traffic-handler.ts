@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
 import { roundMs, writeGatewayError } from '../errors/error-handler.js'
 import { GatewayError } from '../errors/registry.js'
+import { createAccessLog } from '../observability/access-log.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
 import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import { readBody } from '../legacy/read-body.js'
@@ -53,6 +54,7 @@ const CLIENT_CLOSED_REQUEST = 499
  */
 export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   const log = deps.logger
+  const accessLog = createAccessLog(log)
   const forwardStream = createForwarder(deps.upstream, log, deps.isDraining)
   const inFlight = createInFlightLimiter(() => deps.getRuntime().config.limits.maxInFlight)
   const eventLoop = createEventLoopMonitor(deps.getRuntime().config.limits.maxEventLoopDelayMs)
@@ -99,21 +101,18 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
 
   function logAccess(traffic: TrafficContext, status: number): void {
     deps.onRequestDone(traffic, status, traffic.request.headers['user-agent'])
-    log.info(
-      {
-        requestId: traffic.id,
-        tenant: traffic.tenant,
-        class: traffic.trafficClass,
-        route: traffic.legacyRoute,
-        v4Path: traffic.v4Path,
-        status,
-        durationMs: roundMs(performance.now() - traffic.startedAt),
-        upstreamMs: traffic.upstreamMs === undefined ? undefined : roundMs(traffic.upstreamMs),
-        session: traffic.sessionOutcome,
-        error: traffic.errorCode
-      },
-      'request'
-    )
+    accessLog({
+      requestId: traffic.id,
+      tenant: traffic.tenant,
+      class: traffic.trafficClass,
+      route: traffic.legacyRoute,
+      v4Path: traffic.v4Path,
+      status,
+      durationMs: roundMs(performance.now() - traffic.startedAt),
+      upstreamMs: traffic.upstreamMs === undefined ? undefined : roundMs(traffic.upstreamMs),
+      session: traffic.sessionOutcome,
+      error: traffic.errorCode
+    })
   }
 
   function route(traffic: TrafficContext): void {
