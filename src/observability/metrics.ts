@@ -1,4 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { LabelledCounter } from './labelled-counter.js'
 import { LabelledHistogram } from './labelled-histogram.js'
 import type { SessionOutcome } from '../sessions/session-map.js'
 import type { SessionStoreStatus } from '../sessions/session-store.js'
@@ -34,20 +35,10 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
   const registry = new Registry()
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'v4gw_' })
 
-  const requests = new Counter({
-    name: 'v4gw_requests_total',
-    help: 'Requests on the traffic listener by tenant, traffic class, legacy route and status class',
-    labelNames: ['tenant', 'class', 'route', 'status_class'] as const,
-    registers: [registry]
-  })
+  const requests = new LabelledCounter('v4gw_requests_total', 'Requests on the traffic listener by tenant, traffic class, legacy route and status class', registry)
   const requestSeconds = new LabelledHistogram('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class', 'class', LATENCY_BUCKETS_SECONDS, registry)
   const upstreamSeconds = new LabelledHistogram('v4gw_upstream_duration_seconds', 'Time spent in V4 calls made for one legacy request', 'class', LATENCY_BUCKETS_SECONDS, registry)
-  const sessionEvents = new Counter({
-    name: 'v4gw_session_map_events_total',
-    help: 'Session-map outcomes: hit, miss, coalesced, stale-retry, evicted',
-    labelNames: ['event'] as const,
-    registers: [registry]
-  })
+  const sessionEvents = new LabelledCounter('v4gw_session_map_events_total', 'Session-map outcomes: hit, miss, coalesced, stale-retry, evicted', registry)
   new Gauge({
     name: 'v4gw_session_map_entries',
     help: 'Entries in the session map',
@@ -81,10 +72,6 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
     registers: [registry]
   })
 
-  // Bound counter children per label set: prom-client otherwise hashes the labels on every call.
-  // The sets are bounded (config tenants and routes, closed classes), and so is this map.
-  const requestCounters = new Map<string, Counter.Internal>()
-
   return {
     registry,
     observeRequest(sample) {
@@ -92,16 +79,14 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
       const tenant = sample.tenant ?? ''
       const route = sample.route ?? ''
       const statusClass = STATUS_CLASSES[Math.floor(sample.statusCode / 100)] ?? 'other'
-      const key = `${tenant}\n${trafficClass}\n${route}\n${statusClass}`
-      let counter = requestCounters.get(key)
-      if (counter === undefined) requestCounters.set(key, (counter = requests.labels({ tenant, class: trafficClass, route, status_class: statusClass })))
-      counter.inc()
+      // Tenant names and route labels cannot hold a newline (config schema), so the key is one to one.
+      requests.inc(`${tenant}\n${trafficClass}\n${route}\n${statusClass}`, () => ({ tenant, class: trafficClass, route, status_class: statusClass }))
       requestSeconds.observe(trafficClass, sample.durationMs / 1000)
       if (sample.upstreamMs !== undefined) upstreamSeconds.observe(trafficClass, sample.upstreamMs / 1000)
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
     },
     observeSessionEvent(event) {
-      sessionEvents.inc({ event })
+      sessionEvents.inc(event, () => ({ event }))
     },
     observeReload(result) {
       reloads.inc({ result })
