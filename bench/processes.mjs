@@ -10,11 +10,14 @@ const STDERR_TAIL_BYTES = 4096
 /** Every child this runner started and that has not exited yet. */
 const running = new Set()
 
-/** Pinning needs taskset and at least two cores: one for the measured process, one for the rest. */
-export function detectPinning() {
-  const probe = spawnSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' })
-  const cores = Number(spawnSync('nproc', [], { encoding: 'utf8' }).stdout.trim())
-  return probe.status === 0 && cores >= 2
+/**
+ * Pinning needs taskset and the two cores: one for the measured process, one for the rest. Each
+ * core is probed rather than counted with nproc, which counts only the cores this process may
+ * use: run from a shell pinned to one core, the bench would otherwise run everything unpinned on
+ * that core, though every process it starts is pinned explicitly.
+ */
+export function detectPinning(cores) {
+  return cores.every((core) => spawnSync('taskset', ['-c', String(core), 'true'], { stdio: 'ignore' }).status === 0)
 }
 
 /** Clock ticks per second, to turn /proc/<pid>/stat counters into time. */

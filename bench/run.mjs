@@ -76,7 +76,7 @@ if (flags.stat !== 'median' && flags.stat !== 'best') throw new Error('--stat is
 if (selected.length === 0) throw new Error(`--only matched nothing; rows: ${CANDIDATE_NAMES.join(', ')}`)
 if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm run bench does)`)
 
-const pin = detectPinning()
+const pin = detectPinning([MEASURED_CORE, LOAD_CORE])
 const ticksPerSecond = clockTicksPerSecond()
 const startedAt = Date.now()
 const loadAtStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
@@ -187,6 +187,8 @@ async function measureOnce(candidate) {
       p50Ms: sample.p50Ms,
       p99Ms: sample.p99Ms,
       cpuUsPerReq: completed === 0 ? NaN : (sample.cpuTicks * 1e6) / ticksPerSecond / completed,
+      // How much of one core the measured process used in the window: under ~90 % the load side set the pace.
+      busyPct: (100 * sample.cpuTicks) / ticksPerSecond / sample.elapsedSec,
       rssMiB: sample.rssMiB,
       // Other work on the machine during the window, in % of one core; tick counters are coarse,
       // so small negative values are rounding and read as 0.
@@ -294,7 +296,7 @@ async function main() {
   workDir = await mkdtemp(join(tmpdir(), 'v4gw-bench-'))
   log(
     `${selected.length} rows x ${settings.rounds} round(s), ${settings.warmupSec} s warm-up + ${settings.durationSec} s each, ` +
-      `${settings.generator}, ${settings.connections} connections, pipelining 1; ${pin ? `measured process on core ${MEASURED_CORE}, load + stub on core ${LOAD_CORE}` : 'no pinning (taskset or a second core missing)'}`
+      `${settings.generator}, ${settings.connections} connections, pipelining 1; ${pin ? `measured process on core ${MEASURED_CORE}, load + stub on core ${LOAD_CORE}` : 'no pinning (taskset or core 0 or 1 missing)'}`
   )
   const samples = Object.fromEntries(selected.map((candidate) => [candidate.name, []]))
   try {
@@ -306,7 +308,7 @@ async function main() {
         samples[candidate.name].push(sample)
         log(
           `round ${round + 1} ${candidate.name}: ${sample.rps.toFixed(0)} req/s, p50 ${sample.p50Ms.toFixed(2)} ms, p99 ${sample.p99Ms.toFixed(2)} ms, ` +
-            `${sample.cpuUsPerReq.toFixed(1)} µs CPU/req, other work ${sample.foreignCpuPct.toFixed(0)}% of a core${sample.failures > 0 ? `, ${sample.failures} FAILED` : ''}`
+            `${sample.cpuUsPerReq.toFixed(1)} µs CPU/req, busy ${sample.busyPct.toFixed(0)}%, other work ${sample.foreignCpuPct.toFixed(0)}% of a core${sample.failures > 0 ? `, ${sample.failures} FAILED` : ''}`
         )
       }
     }
@@ -328,6 +330,7 @@ async function main() {
         cpuUsPerReq: lower(list.map((sample) => sample.cpuUsPerReq)),
         rssMiB: median(list.map((sample) => sample.rssMiB)),
         foreignCpuPct: median(list.map((sample) => sample.foreignCpuPct)),
+        busyPct: median(list.map((sample) => sample.busyPct)),
         failures: list.reduce((sum, sample) => sum + sample.failures, 0),
         completed: list.reduce((sum, sample) => sum + sample.completed, 0)
       }
@@ -346,6 +349,11 @@ async function main() {
     printTable(rows)
     console.log('')
     console.log(`"other work": CPU the machine spent outside this benchmark during the row, in % of one core (of ${cpus().length}); high values mean noisy numbers.`)
+    for (const [name, row] of Object.entries(rows)) {
+      if (name !== 'direct' && row.busyPct < 90) {
+        console.log(`note: ${name} kept its process only ${row.busyPct.toFixed(0)}% busy (median): the load side set its pace, so its req/s ratio understates it.`)
+      }
+    }
     console.log('')
     for (const line of goalLines(rows, memory)) console.log(line)
     console.log('')
@@ -356,7 +364,8 @@ async function main() {
         Object.entries(rows).map(([name, row]) => [name, { rps: row.rps, p50Ms: row.p50Ms, p99Ms: row.p99Ms, cpuUsPerReq: row.cpuUsPerReq }])
       )
       const foreignCpuPct = Object.fromEntries(Object.entries(rows).map(([name, row]) => [name, row.foreignCpuPct]))
-      await writeFile(flags.json, `${JSON.stringify({ candidates, memory, foreignCpuPct, machine, settings: { ...settings, pinned: pin, statistic: flags.stat } }, null, 2)}\n`)
+      const busyPct = Object.fromEntries(Object.entries(rows).map(([name, row]) => [name, row.busyPct]))
+      await writeFile(flags.json, `${JSON.stringify({ candidates, memory, foreignCpuPct, busyPct, machine, settings: { ...settings, pinned: pin, statistic: flags.stat } }, null, 2)}\n`)
       log(`wrote ${flags.json}`)
     }
 
