@@ -77,7 +77,8 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   let sessionId = first.result.sessionId
   let sessionOutcome: SessionOutcome = first.outcome
   const body = translateSessionExecute(context.call)
-  let response = await post(deps, context, sessionExecutePath(sessionId), body)
+  let v4Path = sessionExecutePath(sessionId)
+  let response = await post(deps, context, v4Path, body)
   upstreamMs += response.durationMs
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
@@ -89,12 +90,13 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
       return { response: retry.result.rejection, v4Path: V4_SESSIONS_START_PATH, sessionOutcome, upstreamMs }
     }
     sessionId = retry.result.sessionId
-    response = await post(deps, context, sessionExecutePath(sessionId), body)
+    v4Path = sessionExecutePath(sessionId)
+    response = await post(deps, context, v4Path, body)
     upstreamMs += response.durationMs
   }
   // A 401 evicts the entry, the retried one included, and is returned as it came.
   if (response.statusCode === 401) await deps.sessions.evict(key, sessionId)
-  return { response, v4Path: sessionExecutePath(sessionId), sessionId, sessionOutcome, upstreamMs }
+  return { response, v4Path, sessionId, sessionOutcome, upstreamMs }
 }
 
 function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, cancelScope: CancelScope | undefined = context.cancelScope): Promise<UpstreamResponse> {
