@@ -24,9 +24,11 @@ export interface LogDestination {
 }
 
 /**
- * Lines are batched up to about this size or this long before one write, like Envoy's
- * access-log flush interval. 64 KiB is Linux's default pipe buffer; each async write costs a
- * thread-pool hand-off on the gateway's core, which at 12 KiB batches was 2% of a request's CPU.
+ * A batch is written once it holds this many characters or its oldest line is this old, like
+ * Envoy's access-log flush interval. About a pipe buffer's worth (64 KiB on Linux; a longer write
+ * goes in parts, which sonic-boom handles): each async write costs a thread-pool hand-off on the
+ * gateway's core, which at 12 KiB batches was 2% of a request's CPU. A hard kill loses at most
+ * the last 250 ms of lines, as before.
  */
 const LOG_BATCH_CHARS = 65_536
 const LOG_FLUSH_INTERVAL_MS = 250

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest'
+import { pino, type LoggerOptions } from 'pino'
+import { describe, expect, it, vi } from 'vitest'
 import { createAccessLog, type AccessLogFields } from '../../../src/observability/access-log.js'
 import { createLogger } from '../../../src/observability/logger.js'
 
@@ -53,6 +54,57 @@ describe('access log', () => {
     child.info(FULL, 'request')
     expect(sameTime(lines[0] as string)).toBe(sameTime(lines[1] as string))
     expect(JSON.parse(lines[0] as string).listener).toBe('traffic')
+  })
+
+  it('builds the line itself for the gateway’s own logger: logger.info is not called', () => {
+    const { logger, lines } = capture()
+    const info = vi.spyOn(logger, 'info')
+    createAccessLog(logger)(FULL)
+    expect(info).not.toHaveBeenCalled()
+    expect(lines).toHaveLength(1)
+  })
+
+  // An embedder may pass buildGateway a logger of its own: each of these writes differently from pino's defaults.
+  const OWN_FORMATS: [string, LoggerOptions][] = [
+    ['a level formatter', { formatters: { level: (label) => ({ level: label }) } }],
+    ['a log formatter', { formatters: { log: (object) => ({ ...object, extra: true }) } }],
+    ['another message key', { messageKey: 'message' }],
+    ['a mixin', { mixin: () => ({ pod: 'p-1' }) }],
+    ['a nested key', { nestedKey: 'payload' }],
+    ['a message prefix', { msgPrefix: '[gw] ' }],
+    ['CRLF line ends', { crlf: true }],
+    ['a serializer on one of the fields', { serializers: { route: (route: string) => route.toUpperCase() } }],
+    ['redaction of one of the fields', { redact: ['v4Path'] }],
+    ['a stream hook', { hooks: { streamWrite: (line) => line.replace('request', 'REQUEST') } }]
+  ]
+
+  it.each(OWN_FORMATS)('lets pino write the line for a logger with %s', (_name, options) => {
+    const lines: string[] = []
+    const logger = pino({ level: 'info', timestamp: pino.stdTimeFunctions.epochTime, ...options }, { write: (line: string) => lines.push(line) })
+    const info = vi.spyOn(logger, 'info')
+    createAccessLog(logger)(FULL)
+    expect(info).toHaveBeenCalledTimes(1)
+    info.mockRestore()
+    logger.info(FULL, 'request')
+    expect(sameTime(lines[0] as string)).toBe(sameTime(lines[1] as string))
+  })
+
+  it('routes the line by its own level on a multistream: an error-only stream does not get it', () => {
+    const infoLines: string[] = []
+    const errorLines: string[] = []
+    const logger = pino(
+      { level: 'info' },
+      pino.multistream([
+        { level: 'info', stream: { write: (line: string) => infoLines.push(line) } },
+        { level: 'error', stream: { write: (line: string) => errorLines.push(line) } }
+      ])
+    )
+    const write = createAccessLog(logger)
+    logger.error('before')
+    write(FULL)
+    expect(errorLines).toHaveLength(1)
+    expect(infoLines).toHaveLength(2)
+    expect(JSON.parse(infoLines[1] as string).msg).toBe('request')
   })
 
   it('follows the logger’s level, including a level changed after it was made (a reload)', () => {
