@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { connectionOptions, isHopByHop } from '../util/hop-by-hop.js'
+import { stripHopByHop } from '../util/hop-by-hop.js'
 import { getAtPointer, setAtPointer } from '../util/json-pointer.js'
 import { isJsonContentType } from './parse-legacy-body.js'
 
@@ -27,12 +27,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  */
 export function shapeLegacyResponse(statusCode: number, upstreamHeaders: IncomingHttpHeaders, body: Buffer, options: ShapeOptions): ShapedResponse {
   // RFC 9110 7.6.1 hop-by-hop fields stay behind, and content-length: the gateway sets it for the body it sends.
-  const listed = connectionOptions(upstreamHeaders.connection)
-  const headers: Record<string, string | string[]> = {}
-  for (const name in upstreamHeaders) {
-    const value = upstreamHeaders[name]
-    if (value !== undefined && name !== 'content-length' && !isHopByHop(name, listed)) headers[name] = value
-  }
+  const headers = stripHopByHop(upstreamHeaders) as Record<string, string | string[]>
+  delete headers['content-length']
   const contentType = typeof upstreamHeaders['content-type'] === 'string' ? upstreamHeaders['content-type'] : undefined
   if (!isJsonContentType(contentType)) return { statusCode, headers, payload: body }
   let document: unknown

@@ -1,12 +1,12 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
+import type { OutgoingHttpHeaders } from 'node:http'
 import type { Logger } from 'pino'
 import { writeGatewayError } from '../errors/error-handler.js'
 import type { TrafficContext } from '../traffic/traffic-context.js'
 import { requestBody } from '../traffic/request-body.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
-import { connectionOptions, isHopByHop, stripHopByHop } from '../util/hop-by-hop.js'
-import { appendLink } from '../util/link-header.js'
+import { stripHopByHop } from '../util/hop-by-hop.js'
+import { putOwnHeaders } from '../util/own-headers.js'
 
 export interface ForwardOptions {
   origin: string
@@ -50,7 +50,8 @@ export function createForwarder(upstream: UpstreamClient, log: Pick<Logger, 'inf
           else traffic.cancel = cancel
         },
         onResponseStart(statusCode, headers) {
-          const answer = responseHeaders(headers, traffic.ownHeaders)
+          // The upstream's end-to-end headers (RFC 9110 7.6.1) with the gateway's own on top.
+          const answer = putOwnHeaders(stripHopByHop(headers) as OutgoingHttpHeaders, traffic.ownHeaders)
           // An HTTP/1.1 connection whose request body was not read to its end cannot carry another
           // request; while draining, none should carry another (SPEC 9).
           if (!request.complete || isDraining()) answer.connection = 'close'
@@ -79,24 +80,5 @@ function buildUpstreamHeaders(traffic: TrafficContext, options: ForwardOptions):
   // SPEC 6: the resolved id (the client's when valid, else a new one) goes to every upstream call.
   headers['x-request-id'] = traffic.id
   if (options.rewriteHeaders !== undefined) headers = options.rewriteHeaders(headers)
-  return headers
-}
-
-/**
- * The upstream's answer headers minus hop-by-hop ones (RFC 9110 7.6.1), with the gateway's
- * own on top; a `Link` of both is kept whole (the upstream's, then the deprecation link).
- */
-function responseHeaders(upstream: IncomingHttpHeaders, own: OutgoingHttpHeaders): OutgoingHttpHeaders {
-  const listed = connectionOptions(upstream.connection)
-  const headers: OutgoingHttpHeaders = {}
-  for (const name in upstream) {
-    const value = upstream[name]
-    if (value !== undefined && !isHopByHop(name, listed)) headers[name] = value
-  }
-  for (const name in own) {
-    const value = own[name]
-    if (value === undefined) continue
-    headers[name] = name === 'link' ? appendLink(headers.link, String(value)) : value
-  }
   return headers
 }

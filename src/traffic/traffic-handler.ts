@@ -1,4 +1,4 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from 'pino'
 import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
 import { roundMs, writeGatewayError } from '../errors/error-handler.js'
@@ -16,7 +16,7 @@ import type { SessionMap } from '../sessions/session-map.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
-import { appendLink } from '../util/link-header.js'
+import { putOwnHeaders } from '../util/own-headers.js'
 import { classifyRequest, type RequestHead } from './classify-request.js'
 import { createEventLoopMonitor, createInFlightLimiter, overloadedError, RETRY_AFTER_SECONDS } from './load-shedding.js'
 import { requestBody } from './request-body.js'
@@ -183,9 +183,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       sessionId: result.sessionId,
       responseFields: tenant.responseFields
     })
-    const headers: OutgoingHttpHeaders = shaped.headers
-    headers['x-request-id'] = traffic.id
-    if (tenant.deprecationHeaders !== null) setDeprecationHeaders(headers, tenant.deprecationHeaders)
+    // x-request-id and the tenant's deprecation headers, set on traffic.ownHeaders above.
+    const headers = putOwnHeaders(shaped.headers, traffic.ownHeaders)
     if (result.sessionId !== undefined) headers['x-v4-session-id'] = result.sessionId
     // RFC 9110 8.6 / 6.4.1: 1xx, 204 and 304 answers have no content and no Content-Length.
     const bodiless = shaped.statusCode < 200 || shaped.statusCode === 204 || shaped.statusCode === 304
@@ -197,13 +196,6 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   }
 
   return { handle, stop: () => eventLoop.stop() }
-}
-
-/** RFC 9745 / RFC 8594 headers win over the upstream's; an upstream `Link` is kept beside the deprecation link. */
-function setDeprecationHeaders(headers: OutgoingHttpHeaders, deprecation: Readonly<Record<string, string>>): void {
-  for (const [name, value] of Object.entries(deprecation)) {
-    headers[name] = name === 'link' ? appendLink(headers.link as string | string[] | undefined, value) : value
-  }
 }
 
 /** Why the request's Host is not usable (RFC 9112 3.2), or undefined. Node keeps only the first of two. */
