@@ -48,9 +48,10 @@ export function extractCredential(
   const first = presentations[0]
   if (first === undefined) return null
   // SPEC 5: a conflict is reported before any other check, so it wins over a malformed value.
-  assertNoConflict(first, presentations)
+  // One presentation, the common case, cannot conflict.
+  if (presentations.length > 1) assertNoConflict(first, presentations)
   for (const presentation of presentations) assertUsable(presentation)
-  return { value: first.value, kind: classifyCredential(first.value, config), origins: uniqueOrigins(presentations) }
+  return { value: first.value, kind: classifyCredential(first.value, config), origins: presentations.length === 1 ? [first.origin] : uniqueOrigins(presentations) }
 }
 
 function collectPresentations(
@@ -60,9 +61,11 @@ function collectPresentations(
 ): Presentation[] {
   const presentations: Presentation[] = []
   for (const source of config.sources) {
-    for (const raw of headers[source] ?? []) {
+    const values = headers[source]
+    if (values === undefined) continue
+    for (const raw of values) {
       const parsed = source === 'authorization' ? parseAuthorization(raw) : { value: raw, malformed: null }
-      presentations.push({ origin: source, pointer: `header:${source}`, ...parsed })
+      presentations.push({ origin: source, pointer: `header:${source}`, value: parsed.value, malformed: parsed.malformed })
     }
   }
   if (config.queryParam !== null && query !== null) {
