@@ -16,6 +16,15 @@ export interface ShapeOptions {
   responseFields: readonly { from: string; to: string }[]
 }
 
+// RFC 9110 7.6.1 hop-by-hop fields stay behind, and content-length: the gateway sets it for the body it sends.
+const LEFT_OUT_OF_ANSWER: ReadonlySet<string> = new Set(['content-length'])
+// A body that parsed as JSON was not encoded, and the body sent is the gateway's own bytes.
+const LEFT_OUT_OF_JSON_ANSWER: ReadonlySet<string> = new Set(['content-length', 'content-encoding'])
+
+/** An answer the gateway does not read into: status, headers and body as they came. */
+function asItCame(statusCode: number, upstreamHeaders: IncomingHttpHeaders, body: Buffer): ShapedResponse {
+  return { statusCode, headers: stripHopByHop(upstreamHeaders, LEFT_OUT_OF_ANSWER) as Record<string, string | string[]>, payload: body }
+}
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -26,20 +35,16 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * object body gets the `meta` fields it lacks, then `legacy.responseFields` copies.
  */
 export function shapeLegacyResponse(statusCode: number, upstreamHeaders: IncomingHttpHeaders, body: Buffer, options: ShapeOptions): ShapedResponse {
-  // RFC 9110 7.6.1 hop-by-hop fields stay behind, and content-length: the gateway sets it for the body it sends.
-  const headers = stripHopByHop(upstreamHeaders) as Record<string, string | string[]>
-  delete headers['content-length']
   const contentType = typeof upstreamHeaders['content-type'] === 'string' ? upstreamHeaders['content-type'] : undefined
-  if (!isJsonContentType(contentType)) return { statusCode, headers, payload: body }
+  if (!isJsonContentType(contentType)) return asItCame(statusCode, upstreamHeaders, body)
   let document: unknown
   try {
     document = JSON.parse(body.toString('utf8'))
   } catch {
-    return { statusCode, headers, payload: body }
+    return asItCame(statusCode, upstreamHeaders, body)
   }
-  if (!isPlainObject(document)) return { statusCode, headers, payload: body }
-  // It parsed as JSON, so it was not encoded; the body sent is the gateway's own bytes.
-  delete headers['content-encoding']
+  if (!isPlainObject(document)) return asItCame(statusCode, upstreamHeaders, body)
+  const headers = stripHopByHop(upstreamHeaders, LEFT_OUT_OF_JSON_ANSWER) as Record<string, string | string[]>
   let changed = fillMeta(document, options)
   for (const { from, to } of options.responseFields) {
     const value = getAtPointer(document, from)

@@ -66,15 +66,15 @@ export function createForwarder(upstream: UpstreamClient, log: Pick<Logger, 'inf
 }
 
 /**
- * End-to-end request headers as they came (SPEC 7), minus hop-by-hop ones and `Host` (the
- * upstream's own is set by undici; the client's travels as `x-forwarded-host`).
+ * `Host`: the upstream's own is set by undici; the client's travels as `x-forwarded-host`.
+ * `Expect`: Node answers `Expect: 100-continue` itself, and undici refuses to send the header.
  */
+const NOT_FORWARDED: ReadonlySet<string> = new Set(['host', 'expect'])
+
+/** End-to-end request headers as they came (SPEC 7), minus hop-by-hop ones and NOT_FORWARDED. */
 function buildUpstreamHeaders(traffic: TrafficContext, options: ForwardOptions): Record<string, string | string[] | undefined> {
   const incoming = traffic.request.headers
-  let headers: Record<string, string | string[] | undefined> = stripHopByHop(incoming)
-  delete headers.host
-  // Node answers `Expect: 100-continue` itself; undici refuses to send the header.
-  delete headers.expect
+  let headers: Record<string, string | string[] | undefined> = stripHopByHop(incoming, NOT_FORWARDED)
   const socket = traffic.request.socket
   Object.assign(headers, forwardedHeaders(incoming, socket.remoteAddress, listenerProtocol(socket)))
   // SPEC 6: the resolved id (the client's when valid, else a new one) goes to every upstream call.

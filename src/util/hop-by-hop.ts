@@ -18,12 +18,19 @@ export function isHopByHop(name: string, connectionListed: readonly string[]): b
   return HOP_BY_HOP.has(name) || (connectionListed.length > 0 && connectionListed.includes(name))
 }
 
-export function stripHopByHop<T extends Record<string, unknown>>(headers: T): T {
+const NOTHING_ELSE: ReadonlySet<string> = new Set()
+
+/**
+ * A copy of `headers` without the hop-by-hop fields and without `alsoLeftOut` (lower-case
+ * names). Leaving a field out of the copy, rather than deleting it after, keeps the object in
+ * V8's fast shape, which every later reader of the headers (Node, undici) walks.
+ */
+export function stripHopByHop<T extends Record<string, unknown>>(headers: T, alsoLeftOut: ReadonlySet<string> = NOTHING_ELSE): T {
   const named = connectionOptions(headers.connection as string | string[] | undefined)
   const result: Record<string, unknown> = {}
   for (const name in headers) {
     const value = headers[name]
-    if (value !== undefined && !isHopByHop(name, named)) result[name] = value
+    if (value !== undefined && !isHopByHop(name, named) && !alsoLeftOut.has(name)) result[name] = value
   }
   return result as T
 }

@@ -22,4 +22,9 @@ describe('hop-by-hop headers (RFC 9110 7.6.1)', () => {
       'content-type': 'application/json'
     })
   })
+
+  it('leaves out the fields it is also given, and copies the rest in the order they came', () => {
+    const copy = stripHopByHop({ host: 'gw', 'content-type': 'application/json', expect: '100-continue', 'x-trace': '1', te: 'trailers' }, new Set(['host', 'expect']))
+    expect(Object.keys(copy)).toEqual(['content-type', 'x-trace'])
+  })
 })
