@@ -23,8 +23,6 @@ export interface LegacyCallContext {
   call: LegacyCall
   /** The parsed body, for a `body:` state key. */
   body: Record<string, unknown>
-  /** The body as the client sent it: an execute body when the translation is the identity. */
-  bodyBytes: Buffer
   requestHeaders: Record<string, string | string[] | undefined>
   /** Headers for every upstream call: `authorization`, `x-request-id`, `x-forwarded-*`, … */
   upstreamHeaders: Record<string, string>
@@ -56,8 +54,7 @@ export function runLegacyCall(context: LegacyCallContext, deps: LegacyCallDeps):
 }
 
 async function runExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
-  const body = context.tenant.executeBodyAsSent ? context.bodyBytes : JSON.stringify(translateExecute(context.call))
-  const response = await post(deps, context, V4_EXECUTE_PATH, body)
+  const response = await post(deps, context, V4_EXECUTE_PATH, translateExecute(context.call))
   return { response, v4Path: V4_EXECUTE_PATH, upstreamMs: response.durationMs }
 }
 
@@ -67,7 +64,7 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   let upstreamMs = 0
   const start = async (): Promise<StartResult<UpstreamResponse>> => {
     // Not cancellable: the start is shared by every waiter on the key, so one leaving must not cancel it.
-    const response = await post(deps, context, V4_SESSIONS_START_PATH, JSON.stringify(defaults), undefined)
+    const response = await post(deps, context, V4_SESSIONS_START_PATH, defaults, undefined)
     upstreamMs += response.durationMs
     if (response.statusCode < 200 || response.statusCode > 299) return { rejection: response }
     return { sessionId: readSessionId(response, deps.sessionsConfig.sessionIdPaths) }
@@ -79,7 +76,7 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   }
   let sessionId = first.result.sessionId
   let sessionOutcome: SessionOutcome = first.outcome
-  const body = JSON.stringify(translateSessionExecute(context.call))
+  const body = translateSessionExecute(context.call)
   let v4Path = sessionExecutePath(sessionId)
   let response = await post(deps, context, v4Path, body)
   upstreamMs += response.durationMs
@@ -102,13 +99,13 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   return { response, v4Path, sessionId, sessionOutcome, upstreamMs }
 }
 
-function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: string | Buffer, cancelScope: CancelScope | undefined = context.cancelScope): Promise<UpstreamResponse> {
+function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, cancelScope: CancelScope | undefined = context.cancelScope): Promise<UpstreamResponse> {
   return deps.upstream.request({
     origin: context.tenant.upstreamOrigin,
     method: 'POST',
     path,
     headers: context.upstreamHeaders,
-    body,
+    body: JSON.stringify(body),
     cancelScope,
     timeoutMs: deps.upstreamTimeoutMs
   })

@@ -1,4 +1,3 @@
-import type { LegacyFields } from '../config/schema.js'
 import type { LegacyCall } from './parse-legacy-body.js'
 
 export interface SessionDefaults {
@@ -18,19 +17,6 @@ function assignDefined<T extends Record<string, unknown>>(target: T, value: Reco
 /** `POST /v4/execute` body: `{ input, policy?, route?, risk? }`, only the fields given (SPEC 4). */
 export function translateExecute(call: LegacyCall): Record<string, unknown> {
   return assignDefined({ ...call.unknown, input: call.input }, { policy: call.policy, route: call.route, risk: call.risk })
-}
-
-const EXECUTE_FIELDS = ['input', 'policy', 'route', 'risk'] as const
-
-/**
- * Whether translateExecute gives back every member of the body as it came: the default field
- * names and unknown fields kept. Then the client's own bytes are the V4 body, which carries its
- * numbers and strings exactly as spelt rather than as a second serialisation spells them, and
- * costs no serialisation. (A body with a member name given twice reaches V4 as sent; the
- * gateway's checks read the last, as JSON.parse does.)
- */
-export function executeSendsBodyAsSent(fields: LegacyFields, unknownFields: 'keep' | 'drop'): boolean {
-  return unknownFields === 'keep' && EXECUTE_FIELDS.every((name) => fields[name] === `/${name}`)
 }
 
 /** Session defaults: `state` merged with a top-level `risk` (SPEC 4 session-execute step 1). */

@@ -1,6 +1,5 @@
 import { EMBEDDED_UPSTREAM, type GatewayConfig, type LegacyFields, type TenantConfig } from '../config/schema.js'
 import { compileRoutes, type CompiledRoute } from '../legacy/route-table.js'
-import { executeSendsBodyAsSent } from '../legacy/translate.js'
 
 /** A tenant resolved into plain decisions before anything is wired (SPEC 3, 4, 6). */
 export interface TenantRuntime {
@@ -11,8 +10,6 @@ export interface TenantRuntime {
   readonly routes: readonly CompiledRoute[]
   readonly fields: LegacyFields
   readonly unknownFields: 'keep' | 'drop'
-  /** An `execute` call's V4 body is the client's body bytes (see executeSendsBodyAsSent). */
-  readonly executeBodyAsSent: boolean
   readonly responseFields: readonly { from: string; to: string }[]
   /** RFC 9745 / RFC 8594 headers for legacy responses, or null. */
   readonly deprecationHeaders: Readonly<Record<string, string>> | null
@@ -49,7 +46,6 @@ export function buildTenantRuntime(name: string, tenant: TenantConfig, embeddedO
     routes: Object.freeze(compileRoutes(tenant.legacy.routes)),
     fields: tenant.legacy.fields,
     unknownFields: tenant.legacy.unknownFields,
-    executeBodyAsSent: executeSendsBodyAsSent(tenant.legacy.fields, tenant.legacy.unknownFields),
     responseFields: tenant.legacy.responseFields,
     deprecationHeaders: buildDeprecationHeaders(tenant.legacy.deprecation),
     fallback: tenant.fallback

@@ -165,7 +165,6 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         params: match.params,
         call,
         body,
-        bodyBytes: bytes,
         requestHeaders: request.headers,
         upstreamHeaders: buildUpstreamHeaders(traffic, authorization),
         // authorizeRuntimeCall succeeded, so a credential was presented.

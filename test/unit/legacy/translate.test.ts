@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { LegacyCall } from '../../../src/legacy/parse-legacy-body.js'
-import { legacyFieldsSchema } from '../../../src/config/schema.js'
-import { canonicalDefaults, executeSendsBodyAsSent, translateExecute, translateSessionDefaults, translateSessionExecute } from '../../../src/legacy/translate.js'
+import { canonicalDefaults, translateExecute, translateSessionDefaults, translateSessionExecute } from '../../../src/legacy/translate.js'
 
 function call(fields: Partial<LegacyCall>): LegacyCall {
   return { input: { q: 1 }, unknown: {}, ...fields }
@@ -84,22 +83,5 @@ describe('canonicalDefaults', () => {
 
   it('tells apart no defaults from an empty-string default', () => {
     expect(canonicalDefaults({})).not.toBe(canonicalDefaults({ policy: '' }))
-  })
-})
-
-describe('executeSendsBodyAsSent', () => {
-  const defaults = legacyFieldsSchema.parse({})
-
-  it('holds for the default field names with unknown fields kept', () => {
-    expect(executeSendsBodyAsSent(defaults, 'keep')).toBe(true)
-    // state and stateId are not execute fields: on execute they are carried as unknown members anyway.
-    expect(executeSendsBodyAsSent({ ...defaults, state: '/client/state', stateId: '/client/id' }, 'keep')).toBe(true)
-  })
-
-  it('does not hold when an execute field is remapped or unknown fields are dropped', () => {
-    expect(executeSendsBodyAsSent(defaults, 'drop')).toBe(false)
-    for (const name of ['input', 'policy', 'route', 'risk'] as const) {
-      expect(executeSendsBodyAsSent({ ...defaults, [name]: `/legacy/${name}` }, 'keep')).toBe(false)
-    }
   })
 })
