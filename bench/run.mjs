@@ -36,6 +36,8 @@ const GOALS = [
   { row: 'gateway-session-hit', minRatio: 1.3 }
 ]
 const MAX_P99_OVER_P50 = 3
+// Issue 6's scale: "a hand-written node:http + undici proxy reaches about 1.9x the plain plugin".
+const ISSUE_HANDWRITTEN_RATIO = 1.9
 const MAX_SESSION_BYTES_PER_ENTRY = 500
 
 const { values: flags } = parseArgs({
@@ -284,11 +286,34 @@ function goalLines(rows, samples, memory) {
     const value = row.p99Ms / row.p50Ms
     lines.push(`${value <= MAX_P99_OVER_P50 ? 'PASS' : 'FAIL'} ${name} p99 ${row.p99Ms.toFixed(2)} ms = ${value.toFixed(2)}x its p50 ${row.p50Ms.toFixed(2)} ms (goal <= ${MAX_P99_OVER_P50}x)`)
   }
+  lines.push(...scaleLines(rows))
   if (memory !== undefined) {
     const value = memory.heapBytesPerEntry
     lines.push(
       `${value <= MAX_SESSION_BYTES_PER_ENTRY ? 'PASS' : 'FAIL'} session map ${value.toFixed(0)} heap bytes/entry at ${memory.entries.toLocaleString('en-US')} entries (goal <= ${MAX_SESSION_BYTES_PER_ENTRY}); RSS ${memory.rssBytesPerEntry.toFixed(0)} bytes/entry`
     )
+  }
+  return lines
+}
+
+/**
+ * The goals were set on a machine where the hand-written proxy reads about 1.9x the reference.
+ * Where it reads otherwise, the reference is relatively cheaper or dearer here, for reasons that
+ * have nothing to do with the gateway; each goal row against the hand-written proxy (both are
+ * node:http + undici) separates the two. Informational: the verdicts above stay as measured.
+ */
+function scaleLines(rows) {
+  const reference = rows['fastify-http-proxy']?.rps
+  const handwritten = rows['handwritten-proxy']?.rps
+  if (reference === undefined || handwritten === undefined) return []
+  const lines = [
+    `scale: issue 6 puts the hand-written proxy at about ${ISSUE_HANDWRITTEN_RATIO}x fastify-http-proxy; this run read ${(handwritten / reference).toFixed(2)}x. Against the hand-written proxy (informational):`
+  ]
+  for (const goal of GOALS) {
+    const row = rows[goal.row]
+    if (row === undefined) continue
+    const share = row.rps / handwritten
+    lines.push(`  ${goal.row}: ${share.toFixed(2)}x the hand-written proxy, ${(share * ISSUE_HANDWRITTEN_RATIO).toFixed(2)}x at the issue's scale (goal >= ${goal.minRatio}x)`)
   }
   return lines
 }
