@@ -1,0 +1,155 @@
+/* global process, console, URL */
+// npm run bench:compare [-- --save-base] [-- --only gateway-execute,gateway-native] [-- --rounds N]
+//
+// Two builds of the gateway side by side, for a change too small for `npm run bench` to see:
+// on this VM a row's CPU per request drifts by ±30 % over tens of seconds, so two runs minutes
+// apart cannot show a 2 % change. Here both builds run at the same time, pinned to the same core,
+// each under its own load of the same kind, and each round compares their CPU µs per request of
+// the same seconds: the drift hits both alike and cancels in the ratio (the same build against
+// itself reads within about ±2.5 % per round in a calm phase of the machine).
+//
+//   npm run bench:compare -- --save-base   # on the commit to compare against: keeps dist/ as the base
+//   (change the code)
+//   npm run bench:compare                  # builds, then the change (dist/) against the base
+//
+// Both builds share the core, so neither is saturated alone, and CPU per request under sharing
+// is not the solo figure of `npm run bench`: read the ratio, not the absolute numbers. Loopback
+// only, bounded, and it ends only the processes it started, by PID.
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { CANDIDATES, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
+import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll } from './processes.mjs'
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
+const ROOT = dirname(BENCH_DIR)
+const BUILD = join(ROOT, 'dist')
+// Inside the project, so that the base build resolves the same node_modules.
+const BASE_BUILD = join(ROOT, '.bench-out', 'dist-base')
+const GATEWAY_NODE_FLAGS = productionNodeFlags(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')))
+const MEASURED_CORE = 1
+const LOAD_CORE = 0
+// Rows whose two builds can share one stub; the Redis row would need a store each.
+const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' && candidate.redis !== true)
+
+const { values: flags } = parseArgs({
+  options: {
+    'save-base': { type: 'boolean', default: false },
+    only: { type: 'string', default: 'gateway-native,gateway-execute,gateway-session-hit' },
+    rounds: { type: 'string', default: '8' },
+    duration: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' }
+  }
+})
+
+if (flags['save-base']) {
+  if (!existsSync(BUILD)) throw new Error('no dist/ to keep: run npm run build first')
+  rmSync(BASE_BUILD, { recursive: true, force: true })
+  cpSync(BUILD, BASE_BUILD, { recursive: true })
+  console.log(`kept ${BUILD} as the base build in ${BASE_BUILD}`)
+  process.exit(0)
+}
+if (!existsSync(BASE_BUILD)) throw new Error(`no base build in ${BASE_BUILD}: run npm run bench:compare -- --save-base on the commit to compare against`)
+if (!detectPinning([LOAD_CORE, MEASURED_CORE])) throw new Error('comparing builds needs taskset and two cores: both builds on one core, the loads on the other')
+
+const rows = flags.only.split(',').map((name) => {
+  const row = COMPARABLE.find((candidate) => candidate.name === name)
+  if (row === undefined) throw new Error(`unknown row ${name}; one of ${COMPARABLE.map((candidate) => candidate.name).join(', ')}`)
+  return row
+})
+const settings = { rounds: Number(flags.rounds), durationSec: Number(flags.duration), connections: Number(flags.connections) }
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+async function startGateway(row, build, label, stubUrl, workDir) {
+  const config = await writeGatewayConfig(workDir, `${row.name}-${label}`, { upstreamUrl: stubUrl, logLevel: row.logLevel })
+  const { handle, match } = await startNode({
+    name: `${row.name} (${label})`,
+    args: [...(row.nodeDefaults ? [] : GATEWAY_NODE_FLAGS), join(build, 'cli.js'), '--config', config],
+    core: MEASURED_CORE,
+    pin: true,
+    ready: /^v4gw listening on (\S+) \(admin/,
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdoutFile: join(workDir, `${row.name}-${label}.log`)
+  })
+  return { handle, url: match[1] }
+}
+
+/** One load window on one build; resolves with its CPU µs per answered request. */
+async function load(row, gateway, warmupSec, otherPids) {
+  const spec = {
+    url: new URL(row.load.path, gateway.url).href,
+    method: row.load.method,
+    headers: row.load.headers,
+    body: row.load.body,
+    idReplacement: row.load.idReplacement === true,
+    generator: 'autocannon',
+    // Each build gets half: together they put the usual load on the shared core.
+    connections: Math.max(1, Math.round(settings.connections / 2)),
+    warmupSec,
+    durationSec: settings.durationSec,
+    measuredPid: gateway.handle.pid,
+    otherPids
+  }
+  const output = await runNode({ name: `load(${row.name})`, args: [join(BENCH_DIR, 'load.mjs'), JSON.stringify(spec)], core: LOAD_CORE, pin: true, timeoutMs: (warmupSec + settings.durationSec + 30) * 1000 })
+  const sample = JSON.parse(output.trim().split('\n').at(-1))
+  const answered = sample.ok + sample.non2xx
+  if (answered === 0 || sample.errors + sample.timeouts + sample.non2xx > answered * 0.01) throw new Error(`${row.name}: more than 1% of requests failed`)
+  return { cpuTicks: sample.cpuTicks, answered }
+}
+
+async function compareRow(row, workDir, ticksPerSecond) {
+  const { handle: stub, match } = await startNode({ name: 'stub', args: [join(BENCH_DIR, 'stub-upstream.mjs')], core: LOAD_CORE, pin: true, ready: /^stub listening on (\S+)/ })
+  const base = await startGateway(row, BASE_BUILD, 'base', match[1], workDir)
+  const change = await startGateway(row, BUILD, 'change', match[1], workDir)
+  for (const gateway of [base, change]) await row.check(row.name, gateway.url, row.load)
+  const otherPids = [stub.pid, process.pid, base.handle.pid, change.handle.pid]
+  const ratios = []
+  const perRequest = { base: [], change: [] }
+  for (let round = 0; round < settings.rounds; round++) {
+    // Both loads start together and run the same seconds; the first round warms both builds up.
+    const warmupSec = round === 0 ? 2 : 0
+    const [onBase, onChange] = await Promise.all([load(row, base, warmupSec, otherPids), load(row, change, warmupSec, otherPids)])
+    const baseUs = (onBase.cpuTicks * 1e6) / ticksPerSecond / onBase.answered
+    const changeUs = (onChange.cpuTicks * 1e6) / ticksPerSecond / onChange.answered
+    perRequest.base.push(baseUs)
+    perRequest.change.push(changeUs)
+    ratios.push(changeUs / baseUs)
+  }
+  await stopAll()
+  return { ratios, base: median(perRequest.base), change: median(perRequest.change) }
+}
+
+async function main() {
+  pinSelf(LOAD_CORE)
+  const ticksPerSecond = clockTicksPerSecond()
+  const workDir = await mkdtemp(join(tmpdir(), 'v4gw-compare-'))
+  try {
+    console.log(`change (dist/) against base (${BASE_BUILD}): ${settings.rounds} rounds of ${settings.durationSec} s, both builds on core ${MEASURED_CORE}, loads on core ${LOAD_CORE}`)
+    for (const row of rows) {
+      const result = await compareRow(row, workDir, ticksPerSecond)
+      const sorted = [...result.ratios].sort((a, b) => a - b)
+      const change = median(result.ratios) - 1
+      console.log(
+        `${row.name}: CPU per request ${change >= 0 ? '+' : ''}${(100 * change).toFixed(1)} % (change/base per round ${sorted[0].toFixed(3)}–${sorted.at(-1).toFixed(3)}; ` +
+          `${result.base.toFixed(1)} → ${result.change.toFixed(1)} µs/req while sharing the core)`
+      )
+    }
+  } finally {
+    await stopAll()
+    await rm(workDir, { recursive: true, force: true })
+  }
+}
+
+process.once('exit', killAllNow)
+main().catch((error) => {
+  console.error(`compare failed: ${error.stack ?? error}`)
+  process.exitCode = 1
+})
