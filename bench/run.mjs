@@ -39,6 +39,11 @@ const MAX_P99_OVER_P50 = 3
 // Issue 6's scale: "a hand-written node:http + undici proxy reaches about 1.9x the plain plugin".
 const ISSUE_HANDWRITTEN_RATIO = 1.9
 const MAX_SESSION_BYTES_PER_ENTRY = 500
+// A window in which the machine spent more than this share of a core outside the benchmark (other
+// processes, or the hypervisor's steal) is measured again, at most MAX_REMEASURES times; the
+// sample with the least other work is kept.
+const MAX_OTHER_WORK_PCT = 10
+const MAX_REMEASURES = 2
 
 const { values: flags } = parseArgs({
   options: {
@@ -278,7 +283,7 @@ function goalLines(rows, samples, memory) {
     const value = row.rps / reference
     // The same ratio within each round: how far one run's verdict can be trusted on a drifting machine.
     const perRound = samples[goal.row].map((sample, round) => sample.rps / samples['fastify-http-proxy'][round].rps).sort((a, b) => a - b)
-    const spread = perRound.length > 1 ? `; per round ${perRound[0].toFixed(2)}–${perRound.at(-1).toFixed(2)}x` : ''
+    const spread = perRound.length > 1 ? `; per round ${perRound[0].toFixed(2)}–${perRound.at(-1).toFixed(2)}x, median ${median(perRound).toFixed(2)}x` : ''
     lines.push(`${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x fastify-http-proxy (goal >= ${goal.minRatio}x${spread})`)
   }
   for (const [name, row] of Object.entries(rows)) {
@@ -327,17 +332,27 @@ async function main() {
       `${settings.generator}, ${settings.connections} connections, pipelining 1; ${pin ? `measured process on core ${MEASURED_CORE}, load + stub on core ${LOAD_CORE}` : 'no pinning (taskset or core 0 or 1 missing)'}`
   )
   const samples = Object.fromEntries(selected.map((candidate) => [candidate.name, []]))
+  let remeasured = 0
   try {
     for (let round = 0; round < settings.rounds; round++) {
       // Alternate the order so that drift (thermal, other work on the machine) does not favour one row.
       const order = round % 2 === 0 ? selected : [...selected].reverse()
       for (const candidate of order) {
-        const sample = await measureOnce(candidate)
+        let sample
+        for (let attempt = 0; attempt <= MAX_REMEASURES; attempt++) {
+          const next = await measureOnce(candidate)
+          log(
+            `round ${round + 1} ${candidate.name}: ${next.rps.toFixed(0)} req/s, p50 ${next.p50Ms.toFixed(2)} ms, p99 ${next.p99Ms.toFixed(2)} ms, ` +
+              `${next.cpuUsPerReq.toFixed(1)} µs CPU/req, busy ${next.busyPct.toFixed(0)}%, other work ${next.foreignCpuPct.toFixed(0)}% of a core${next.failures > 0 ? `, ${next.failures} FAILED` : ''}`
+          )
+          if (sample === undefined || next.foreignCpuPct < sample.foreignCpuPct) sample = next
+          if (sample.foreignCpuPct <= MAX_OTHER_WORK_PCT) break
+          if (attempt < MAX_REMEASURES) {
+            remeasured++
+            log(`  other work over ${MAX_OTHER_WORK_PCT}% of a core: measuring ${candidate.name} again`)
+          }
+        }
         samples[candidate.name].push(sample)
-        log(
-          `round ${round + 1} ${candidate.name}: ${sample.rps.toFixed(0)} req/s, p50 ${sample.p50Ms.toFixed(2)} ms, p99 ${sample.p99Ms.toFixed(2)} ms, ` +
-            `${sample.cpuUsPerReq.toFixed(1)} µs CPU/req, busy ${sample.busyPct.toFixed(0)}%, other work ${sample.foreignCpuPct.toFixed(0)}% of a core${sample.failures > 0 ? `, ${sample.failures} FAILED` : ''}`
-        )
       }
     }
     let memory
@@ -376,7 +391,8 @@ async function main() {
     console.log('')
     printTable(rows)
     console.log('')
-    console.log(`"other work": CPU the machine spent outside this benchmark during the row, in % of one core (of ${cpus().length}); high values mean noisy numbers.`)
+    console.log(`"other work": CPU the machine spent outside this benchmark during the row, in % of one core (of ${cpus().length}; the hypervisor's steal included); high values mean noisy numbers.`)
+    console.log(`${remeasured} window(s) measured again for other work over ${MAX_OTHER_WORK_PCT}% of a core (at most ${MAX_REMEASURES} more per row and round; the least disturbed kept).`)
     for (const [name, row] of Object.entries(rows)) {
       if (name !== 'direct' && row.busyPct < 90) {
         console.log(`note: ${name} kept its process only ${row.busyPct.toFixed(0)}% busy (median): the load side set its pace, so its req/s ratio understates it.`)
