@@ -94,6 +94,23 @@ export async function writeGatewayConfig(directory, name, { upstreamUrl, logLeve
   return path
 }
 
+/** What bench/load.mjs runs: a row's `load` against `baseUrl`, with the CPU of `measuredPid` read around its window. */
+export function loadSpec(load, baseUrl, { generator, connections, warmupSec, durationSec, measuredPid, otherPids }) {
+  return {
+    url: new URL(load.path, baseUrl).href,
+    method: load.method,
+    headers: load.headers,
+    body: load.body,
+    idReplacement: load.idReplacement === true,
+    generator,
+    connections,
+    warmupSec,
+    durationSec,
+    measuredPid,
+    otherPids
+  }
+}
+
 async function send(baseUrl, load, bodyOverride) {
   const response = await fetch(new URL(load.path, baseUrl), { method: load.method, headers: load.headers, body: bodyOverride ?? load.body })
   const text = await response.text()

@@ -1,4 +1,4 @@
-/* global process, console, URL */
+/* global process, console */
 // npm run bench:compare [-- --save-base] [-- --only gateway-execute,gateway-native] [-- --rounds N]
 //
 // Two builds of the gateway side by side, for a change too small for `npm run bench` to see:
@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { CANDIDATES, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
+import { CANDIDATES, loadSpec, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
 import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
@@ -84,12 +84,7 @@ async function startGateway(row, build, label, stubUrl, workDir) {
 
 /** One load window on one build; resolves with its CPU µs per answered request. */
 async function load(row, gateway, warmupSec, otherPids) {
-  const spec = {
-    url: new URL(row.load.path, gateway.url).href,
-    method: row.load.method,
-    headers: row.load.headers,
-    body: row.load.body,
-    idReplacement: row.load.idReplacement === true,
+  const spec = loadSpec(row.load, gateway.url, {
     generator: 'autocannon',
     // Each build gets half: together they put the usual load on the shared core.
     connections: Math.max(1, Math.round(settings.connections / 2)),
@@ -97,7 +92,7 @@ async function load(row, gateway, warmupSec, otherPids) {
     durationSec: settings.durationSec,
     measuredPid: gateway.handle.pid,
     otherPids
-  }
+  })
   const output = await runNode({ name: `load(${row.name})`, args: [join(BENCH_DIR, 'load.mjs'), JSON.stringify(spec)], core: LOAD_CORE, pin: true, timeoutMs: (warmupSec + settings.durationSec + 30) * 1000 })
   const sample = JSON.parse(output.trim().split('\n').at(-1))
   const answered = sample.ok + sample.non2xx

@@ -1,4 +1,4 @@
-/* global process, console, URL */
+/* global process, console */
 // npm run bench [-- --quick] [-- --json FILE]: the gateway side by side with the alternatives a
 // user would pick, as ratios (issue 6). Loopback only, bounded in time, and it ends only the
 // processes it started, by PID. Uses the built gateway (dist/), so `npm run bench` builds first.
@@ -16,7 +16,7 @@ import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { CANDIDATES, CANDIDATE_NAMES, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
+import { CANDIDATES, CANDIDATE_NAMES, loadSpec, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
 import { createServer } from 'node:net'
 import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
 
@@ -166,19 +166,14 @@ async function measureOnce(candidate) {
     if (candidate.redis) redis = await startRedis()
     measured = await startMeasured(candidate, stub, match[1], redis?.url)
     await candidate.check(candidate.name, measured.url, candidate.load)
-    const spec = {
-      url: new URL(candidate.load.path, measured.url).href,
-      method: candidate.load.method,
-      headers: candidate.load.headers,
-      body: candidate.load.body,
-      idReplacement: candidate.load.idReplacement === true,
+    const spec = loadSpec(candidate.load, measured.url, {
       generator: settings.generator,
       connections: settings.connections,
       warmupSec: settings.warmupSec,
       durationSec: settings.durationSec,
       measuredPid: measured.handle.pid,
       otherPids: [stub.pid, process.pid]
-    }
+    })
     const output = await runNode({
       name: `load(${candidate.name})`,
       args: [join(BENCH_DIR, 'load.mjs'), JSON.stringify(spec)],
