@@ -56,7 +56,8 @@ export function parseConfigText(text: string, source: string, env: Record<string
   return deepFreeze(result.data)
 }
 
-function deepFreeze<T>(value: T): T {
+/** Freezes a parsed config all the way down, as the CLI runs it (tests do the same to their configs). */
+export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value)
     for (const child of Object.values(value)) deepFreeze(child)

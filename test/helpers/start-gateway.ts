@@ -1,5 +1,6 @@
 import { pino } from 'pino'
 import { buildGateway, type Gateway } from '../../src/app.js'
+import { deepFreeze } from '../../src/config/load-config.js'
 import { configSchema, type GatewayConfig } from '../../src/config/schema.js'
 import { REDACT_PATHS } from '../../src/observability/logger.js'
 import { createLogSink, type LogSink } from './log-sink.js'
@@ -28,7 +29,8 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, unknow
  * the test can read. `rawConfig` goes through the same zod schema as a config file.
  */
 export async function startGateway(rawConfig: Record<string, unknown>, options: { configPath?: string } = {}): Promise<StartedGateway> {
-  const config = configSchema.parse(rawConfig)
+  // Frozen as loadConfig freezes it, so that a test fails where the gateway would mutate its config.
+  const config = deepFreeze(configSchema.parse(rawConfig))
   const logs = createLogSink()
   const logger = pino({ level: config.log.level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, logs.stream)
   const gateway = await buildGateway({ config, logger, configPath: options.configPath })
