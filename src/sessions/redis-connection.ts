@@ -8,11 +8,20 @@ const COMMAND_TIMEOUT_MS = 1_000
 const CONNECT_TIMEOUT_MS = 2_000
 /** Reconnect backoff: 100 ms doubling, at most 1 s between tries, never giving up. */
 const MAX_RECONNECT_DELAY_MS = 1_000
+/**
+ * A server that stops answering (hung, paused, or black-holed by the network) keeps its TCP
+ * connection, so no connection event says it is gone: this many commands in a row that time out
+ * count it as down, and a PING every PROBE_INTERVAL_MS brings it back once it answers.
+ */
+const TIMEOUTS_BEFORE_DOWN = 3
+const PROBE_INTERVAL_MS = 1_000
+const COMMAND_TIMED_OUT = 'Command timed out'
 
 export interface RedisConnection {
-  readonly client: Redis
-  /** True while the connection is ready; commands are only sent then. */
+  /** True while the connection is ready and the server answers; commands are only sent then. */
   isUp(): boolean
+  /** Sends a command through this connection, counting its timeouts (a hung server is down). */
+  run<T>(command: (client: Redis) => Promise<T>): Promise<T>
   /** Settles once the first connection attempt has succeeded or failed, or after `timeoutMs`. */
   firstAttempt(timeoutMs: number): Promise<void>
   close(): Promise<void>
@@ -29,10 +38,11 @@ function reconnectDelayMs(times: number): number {
 }
 
 /**
- * One ioredis client with its reachability tracked from connection events. Each change is
- * logged once (down, up), never once per failed reconnect (issue 7 point 4). ioredis
- * reconnects by itself; `enableOfflineQueue: false` makes a command sent while it is away
- * fail at once instead of waiting in a queue.
+ * One ioredis client with its reachability tracked from connection events and, for a server
+ * that hangs with its connection open, from commands that time out (every command goes through
+ * `run`). Each change is logged once (down, up), never once per failed reconnect (issue 7
+ * point 4). ioredis reconnects by itself; `enableOfflineQueue: false` makes a command sent while
+ * it is away fail at once instead of waiting in a queue.
  */
 export function createRedisConnection(url: string, logger: StoreLogger): RedisConnection {
   const redis = describeRedisUrl(url)
@@ -47,6 +57,8 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
   let lastErrorCode: string | undefined
   let closing = false
   const settled: Array<() => void> = []
+  let timeoutsInARow = 0
+  let probe: NodeJS.Timeout | undefined
 
   function change(next: 'up' | 'down'): void {
     if (state === next || closing) return
@@ -56,8 +68,38 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
     else logger.warn({ sessionStore: 'redis', redis, reason: lastErrorCode }, "session store redis is down: serving with this replica's session map")
   }
 
+  /** While the server does not answer: a PING now and then, until one is answered. */
+  function probeUntilAnswered(): void {
+    probe = setTimeout(() => {
+      client.ping().then(
+        () => {
+          probe = undefined
+          timeoutsInARow = 0
+          lastErrorCode = undefined
+          if (client.status === 'ready') change('up')
+        },
+        () => {
+          if (!closing && state === 'down') probeUntilAnswered()
+          else probe = undefined
+        }
+      )
+    }, PROBE_INTERVAL_MS)
+    probe.unref()
+  }
+
+  function noteTimeout(): void {
+    timeoutsInARow++
+    if (timeoutsInARow < TIMEOUTS_BEFORE_DOWN || state !== 'up') return
+    lastErrorCode = 'COMMAND_TIMEOUT'
+    change('down')
+    probeUntilAnswered()
+  }
+
   client.on('ready', function onRedisReady() {
+    clearTimeout(probe)
+    probe = undefined
     lastErrorCode = undefined
+    timeoutsInARow = 0
     change('up')
   })
   // A listener is required: ioredis would print unhandled 'error' events itself.
@@ -70,8 +112,17 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
   })
 
   return {
-    client,
     isUp: () => state === 'up' && client.status === 'ready',
+    async run(command) {
+      try {
+        const result = await command(client)
+        timeoutsInARow = 0
+        return result
+      } catch (error) {
+        if (error instanceof Error && error.message === COMMAND_TIMED_OUT) noteTimeout()
+        throw error
+      }
+    },
     firstAttempt(timeoutMs) {
       if (state !== 'unknown') return Promise.resolve()
       return new Promise<void>((resolve) => {
@@ -84,6 +135,7 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
     },
     async close() {
       closing = true
+      clearTimeout(probe)
       if (client.status === 'ready') {
         await client.quit().catch(() => client.disconnect())
       } else {

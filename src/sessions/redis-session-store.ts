@@ -49,7 +49,6 @@ export async function createRedisSessionStore(options: RedisSessionStoreOptions)
 }
 
 function buildRedisSessionStore(connection: RedisConnection, options: RedisSessionStoreOptions): RedisSessionStore {
-  const { client } = connection
   const keys = buildRedisKeys(options.keyPrefix)
   const localTtlMs = Math.min(options.ttlMs, options.localTtlMs ?? DEFAULT_LOCAL_TTL_MS)
   const local = new LRUCache<string, SessionEntry>({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false, ttlAutopurge: false })
@@ -65,7 +64,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
   /** The shared entry and its remaining life, in one atomic round trip. */
   async function readShared(key: string, tenant: string): Promise<SessionEntry | undefined> {
     const redisKey = keys.session(tenant, key)
-    const replies = await client.multi().get(redisKey).pttl(redisKey).exec()
+    const replies = await connection.run((client) => client.multi().get(redisKey).pttl(redisKey).exec())
     const sessionId = replies?.[0]?.[1]
     const remainingMs = replies?.[1]?.[1]
     if (typeof sessionId !== 'string') return undefined
@@ -75,7 +74,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
 
   async function writeShared(key: string, entry: SessionEntry): Promise<boolean> {
     try {
-      await client.set(keys.session(entry.tenant, key), entry.sessionId, 'PX', options.ttlMs)
+      await connection.run((client) => client.set(keys.session(entry.tenant, key), entry.sessionId, 'PX', options.ttlMs))
       return true
     } catch {
       return false
@@ -86,7 +85,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
   async function scanKeys(pattern: string, onBatch: (batch: string[]) => Promise<void> | void): Promise<void> {
     let cursor = '0'
     do {
-      const [next, batch] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT)
+      const [next, batch] = await connection.run((client) => client.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT))
       cursor = next
       if (batch.length > 0) await onBatch(batch)
     } while (cursor !== '0')
@@ -114,7 +113,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       const lockKey = keys.lock(tenant, key)
       const owner = randomUUID()
       try {
-        const taken = await client.set(lockKey, owner, 'PX', options.lockMs, 'NX')
+        const taken = await connection.run((client) => client.set(lockKey, owner, 'PX', options.lockMs, 'NX'))
         if (taken === null) return { state: 'held' }
       } catch {
         return { state: 'unavailable' }
@@ -123,7 +122,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
         state: 'acquired',
         async release() {
           // Only our own lock: after an expiry another replica may hold it by now.
-          await client.eval(COMPARE_AND_DELETE, 1, lockKey, owner).catch(() => undefined)
+          await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, lockKey, owner)).catch(() => undefined)
         }
       }
     },
@@ -149,7 +148,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       const tenant = tenants.get(key) ?? local.peek(key)?.tenant
       if (local.peek(key)?.sessionId === sessionId) local.delete(key)
       if (tenant === undefined || !connection.isUp()) return
-      await client.eval(COMPARE_AND_DELETE, 1, keys.session(tenant, key), sessionId).catch(() => undefined)
+      await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, keys.session(tenant, key), sessionId)).catch(() => undefined)
     },
     async clear(tenant) {
       const localCount = clearLocal(tenant)
@@ -157,7 +156,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       let sharedCount = 0
       try {
         await scanKeys(keys.sessionPattern(tenant), async (batch) => {
-          sharedCount += await client.unlink(...batch)
+          sharedCount += await connection.run((client) => client.unlink(...batch))
         })
       } catch {
         options.logger.warn({ sessionStore: 'redis', tenant }, "clearing the shared session map failed: only this replica's entries went")

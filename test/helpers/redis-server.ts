@@ -18,6 +18,10 @@ export interface StartedRedis {
   kill(): Promise<void>
   /** Starts a new, empty server on the same port. */
   restart(): Promise<void>
+  /** Stops the server in its tracks (SIGSTOP): connections stay open, nothing is answered, as a hung server. */
+  pause(): void
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void
   /** Teardown: kills the server if it still runs. */
   stop(): Promise<void>
 }
@@ -121,6 +125,12 @@ export async function startRedisServer(): Promise<StartedRedis> {
     async restart() {
       await killServer(child)
       child = await spawnServer(port)
+    },
+    pause() {
+      child?.kill('SIGSTOP')
+    },
+    resume() {
+      child?.kill('SIGCONT')
     },
     async stop() {
       process.off('exit', killOnExit)
