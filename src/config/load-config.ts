@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { configSchema, type GatewayConfig } from './schema.js'
+import { deepFreeze } from '../util/deep-freeze.js'
 import { substituteEnv, type EnvProblem } from './substitute-env.js'
 
 export const DEFAULT_CONFIG_PATH = 'config/gateway.yaml'
@@ -54,13 +55,4 @@ export function parseConfigText(text: string, source: string, env: Record<string
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems)
   return deepFreeze(result.data)
-}
-
-/** Freezes a parsed config all the way down, as the CLI runs it (tests do the same to their configs). */
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const child of Object.values(value)) deepFreeze(child)
-  }
-  return value
 }

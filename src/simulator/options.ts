@@ -1,15 +1,8 @@
+import { deepFreeze } from '../util/deep-freeze.js'
 import type { EffectiveContext, SimulatorIdentity, SimulatorOptions } from './types.js'
 
 export const SERVICE_KEY_PREFIX = 'key_'
 export const SERVICE_ACCOUNT_PREFIX = 'sa_'
-
-function deepFreeze<T> (value: T): T {
-  if (typeof value === 'object' && value !== null) {
-    for (const inner of Object.values(value)) deepFreeze(inner)
-    Object.freeze(value)
-  }
-  return value
-}
 
 /**
  * The demo identities that `npm start` and the README curl examples rely on: keep the literal

@@ -1,6 +1,6 @@
 import { pino } from 'pino'
 import { buildGateway, type Gateway } from '../../src/app.js'
-import { deepFreeze } from '../../src/config/load-config.js'
+import { deepFreeze } from '../../src/util/deep-freeze.js'
 import { configSchema, type GatewayConfig } from '../../src/config/schema.js'
 import { REDACT_PATHS } from '../../src/observability/logger.js'
 import { createLogSink, type LogSink } from './log-sink.js'
