@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { shapeLegacyResponse, type ShapeOptions } from '../../../src/legacy/shape-response.js'
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' }
@@ -84,6 +84,31 @@ describe('shapeLegacyResponse pass-through', () => {
       options()
     )
     expect(shaped.headers).toEqual({ ...JSON_HEADERS, 'x-upstream': 'yes' })
+  })
+})
+
+describe('shapeLegacyResponse without parsing', () => {
+  afterEach(() => {
+    vi.restoreAllMocks()
+  })
+  const complete = Buffer.from(JSON.stringify({ output: 1, meta: { requestId: 'up-1', sessionId: 'ses_up', timingMs: { total: 3 } } }))
+
+  it('sends an answer that already has its meta as it came, without parsing it', () => {
+    const parse = vi.spyOn(JSON, 'parse')
+    const shaped = shapeLegacyResponse(200, { ...JSON_HEADERS, 'x-upstream': 'yes', 'content-length': '9' }, complete, options({ sessionId: 'ses_1' }))
+    expect(parse).not.toHaveBeenCalled()
+    expect(shaped.payload).toBe(complete)
+    expect(shaped.headers).toEqual({ ...JSON_HEADERS, 'x-upstream': 'yes' })
+  })
+
+  it.each([
+    ['a content-encoding', { ...JSON_HEADERS, 'content-encoding': 'identity' }, options()],
+    ['responseFields to copy', JSON_HEADERS, options({ responseFields: [{ from: '/output', to: '/result' }] })]
+  ])('parses it all the same with %s', (_case, headers, shapeOptions) => {
+    const parse = vi.spyOn(JSON, 'parse')
+    const shaped = shapeLegacyResponse(200, headers, complete, shapeOptions)
+    expect(parse).toHaveBeenCalledOnce()
+    expect(shaped.headers).not.toHaveProperty('content-encoding')
   })
 })
 
