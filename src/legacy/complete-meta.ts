@@ -29,8 +29,9 @@ function isKey(body: Buffer, start: number, end: number, key: Buffer): boolean {
 /**
  * Whether an upstream answer already holds every `meta` field SPEC 6 has the gateway fill in,
  * told from its bytes without parsing them: `meta.requestId`, `meta.timingMs.total`, and
- * `meta.sessionId` when `needsSessionId`. Most V4 answers do, and they go out as they came, so
- * the gateway need not build the whole document to learn that it has nothing to add.
+ * `meta.sessionId` when `needsSessionId`. The V4 contract (part 2) has the first two always
+ * present, so a conforming answer goes out as it came, and the gateway need not build the whole
+ * document to learn that it has nothing to add.
  *
  * True is a promise only about bytes that are valid JSON: they are then an object whose one
  * top-level `meta` is an object with those members, and JSON.parse plus the fill would change
