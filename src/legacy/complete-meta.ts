@@ -22,8 +22,13 @@ function skipWhitespace(body: Buffer, index: number): number {
   return index
 }
 
+// Byte by byte: the names are short, and Buffer#compare's native call cost more than the whole scan.
 function isKey(body: Buffer, start: number, end: number, key: Buffer): boolean {
-  return end - start === key.length && body.compare(key, 0, key.length, start, end) === 0
+  if (end - start !== key.length) return false
+  for (let offset = 0; offset < key.length; offset++) {
+    if (body[start + offset] !== key[offset]) return false
+  }
+  return true
 }
 
 /**
