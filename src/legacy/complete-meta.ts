@@ -49,9 +49,10 @@ export function hasCompleteMeta(body: Buffer, needsSessionId: boolean): boolean 
   let index = skipWhitespace(body, 0)
   if (body[index] !== OPEN_OBJECT) return false
   let depth = 0
-  // Depth of the `meta` object's members (2) while inside it, of `timingMs`'s (3) inside that; else -1.
-  let metaDepth = -1
-  let timingDepth = -1
+  // Depth of the `meta` object's members (2) while inside it, of `timingMs`'s (3) inside that;
+  // else 0, a depth no member of a valid document has.
+  let metaDepth = 0
+  let timingDepth = 0
   let metas = 0
   let timings = 0
   let requestId = false
@@ -65,8 +66,8 @@ export function hasCompleteMeta(body: Buffer, needsSessionId: boolean): boolean 
       continue
     }
     if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
-      if (depth === timingDepth) timingDepth = -1
-      if (depth === metaDepth) metaDepth = -1
+      if (depth === timingDepth) timingDepth = 0
+      if (depth === metaDepth) metaDepth = 0
       depth--
       index++
       continue
@@ -93,8 +94,7 @@ export function hasCompleteMeta(body: Buffer, needsSessionId: boolean): boolean 
     index = skipWhitespace(body, index + 1)
     // Only a name is followed by a colon; a string value is not.
     if (body[index] !== COLON) continue
-    const watched = depth === 1 || (depth === metaDepth && metaDepth !== -1) || (depth === timingDepth && timingDepth !== -1)
-    if (!watched) continue
+    if (depth !== 1 && depth !== metaDepth && depth !== timingDepth) continue
     if (escaped) return false
     const valueStart = skipWhitespace(body, index + 1)
     if (depth === 1) {
