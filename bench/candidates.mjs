@@ -72,6 +72,26 @@ export const CANDIDATES = [
 export const CANDIDATE_NAMES = CANDIDATES.map((candidate) => candidate.name)
 
 /**
+ * The order rows are measured in within a round (reversed every other round). The goal rows stand
+ * next to the reference, so that the machine's drift (±30 % over tens of seconds on the VM of
+ * docs/performance.md) moves a goal row and the reference alike, and their within-round ratio,
+ * on which the goals are read, compares windows a few seconds apart. Session-hit and execute
+ * have the least margin and stand right beside it.
+ */
+export const MEASUREMENT_ORDER = [
+  'direct',
+  'handwritten-proxy',
+  'gateway-native-quiet',
+  'gateway-native-node-defaults',
+  'gateway-native',
+  'gateway-execute',
+  'fastify-http-proxy',
+  'gateway-session-hit',
+  'gateway-session-hit-redis',
+  'gateway-session-miss'
+]
+
+/**
  * The gateway's config for one run: production defaults except what a benchmark must set
  * (loopback, port 0, the stub as upstream, the row's log level) and a short shutdown grace so that
  * the run stays bounded.
