@@ -90,6 +90,9 @@ export const MEASUREMENT_ORDER = [
   'gateway-session-hit-redis',
   'gateway-session-miss'
 ]
+if (MEASUREMENT_ORDER.length !== CANDIDATE_NAMES.length || !CANDIDATE_NAMES.every((name) => MEASUREMENT_ORDER.includes(name))) {
+  throw new Error('MEASUREMENT_ORDER must name every row of CANDIDATES once')
+}
 
 /**
  * The gateway's config for one run: production defaults except what a benchmark must set
