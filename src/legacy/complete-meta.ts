@@ -23,10 +23,10 @@ function skipWhitespace(body: Buffer, index: number): number {
 }
 
 // Byte by byte: the names are short, and Buffer#compare's native call cost more than the whole scan.
-function isKey(body: Buffer, start: number, end: number, key: Buffer): boolean {
-  if (end - start !== key.length) return false
-  for (let offset = 0; offset < key.length; offset++) {
-    if (body[start + offset] !== key[offset]) return false
+function nameEquals(body: Buffer, start: number, end: number, name: Buffer): boolean {
+  if (end - start !== name.length) return false
+  for (let offset = 0; offset < name.length; offset++) {
+    if (body[start + offset] !== name[offset]) return false
   }
   return true
 }
@@ -41,9 +41,10 @@ function isKey(body: Buffer, start: number, end: number, key: Buffer): boolean {
  * True is a promise only about bytes that are valid JSON: they are then an object whose one
  * top-level `meta` is an object with those members, and JSON.parse plus the fill would change
  * nothing. Bytes that are not valid JSON go out as they came either way, so nothing is
- * validated here. Whatever this scan cannot tell for sure is false, and the caller parses: an
- * escaped name where one of these keys could be, `meta` or `timingMs` given twice (JSON.parse
- * keeps the last), a `meta` or `timingMs` that is not an object.
+ * validated here. False sends the answer to the parser, which decides as before. It is false for
+ * any escaped name at the levels where these keys are looked for (it might decode to one), for
+ * `meta` or `timingMs` given twice (JSON.parse keeps the last), and, to keep the scan short, for
+ * a `meta` or `timingMs` that is not an object (which the parser then leaves as it is).
  */
 export function hasCompleteMeta(body: Buffer, needsSessionId: boolean): boolean {
   let index = skipWhitespace(body, 0)
@@ -78,14 +79,14 @@ export function hasCompleteMeta(body: Buffer, needsSessionId: boolean): boolean 
     }
     // A string: find its closing quote, noting any escape in it.
     const start = index + 1
-    let escaped = false
+    let hasEscape = false
     index = start
     for (;;) {
       const inner = body[index]
       if (inner === undefined) return false
       if (inner === QUOTE) break
       if (inner === BACKSLASH) {
-        escaped = true
+        hasEscape = true
         index++
       }
       index++
@@ -95,20 +96,20 @@ export function hasCompleteMeta(body: Buffer, needsSessionId: boolean): boolean 
     // Only a name is followed by a colon; a string value is not.
     if (body[index] !== COLON) continue
     if (depth !== 1 && depth !== metaDepth && depth !== timingDepth) continue
-    if (escaped) return false
+    if (hasEscape) return false
     const valueStart = skipWhitespace(body, index + 1)
     if (depth === 1) {
-      if (!isKey(body, start, end, META)) continue
+      if (!nameEquals(body, start, end, META)) continue
       if (++metas > 1 || body[valueStart] !== OPEN_OBJECT) return false
       metaDepth = 2
     } else if (depth === metaDepth) {
-      if (isKey(body, start, end, REQUEST_ID)) requestId = true
-      else if (isKey(body, start, end, SESSION_ID)) sessionId = true
-      else if (isKey(body, start, end, TIMING_MS)) {
+      if (nameEquals(body, start, end, REQUEST_ID)) requestId = true
+      else if (nameEquals(body, start, end, SESSION_ID)) sessionId = true
+      else if (nameEquals(body, start, end, TIMING_MS)) {
         if (++timings > 1 || body[valueStart] !== OPEN_OBJECT) return false
         timingDepth = 3
       }
-    } else if (isKey(body, start, end, TOTAL)) {
+    } else if (nameEquals(body, start, end, TOTAL)) {
       total = true
     }
     index = valueStart
