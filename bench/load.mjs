@@ -1,4 +1,4 @@
-/* global process */
+/* global process, setTimeout, clearTimeout */
 // The load generator, in its own process so that the runner can pin it to the load core.
 // Usage: node bench/load.mjs '<json spec>'; prints one JSON line with the measurement.
 //
@@ -62,21 +62,25 @@ function percentile(sorted, fraction) {
 }
 
 const useWrk = spec.generator === 'wrk'
-if (spec.warmupSec > 0) {
-  if (useWrk) await runWrk({ ...spec, durationSec: spec.warmupSec })
-  else await autocannon(options(spec.warmupSec))
-}
-
 const latencies = []
 let ok = 0
 let bad = 0
 let errors = 0
 let timeouts = 0
 let wrkPercentiles
-const cpuBefore = cpuTicks(spec.measuredPid)
-const busyBefore = machineBusyTicks() - ownTicks()
-const startedAt = performance.now()
+let cpuBefore = 0
+let busyBefore = 0
+let startedAt = 0
+function openWindow() {
+  cpuBefore = cpuTicks(spec.measuredPid)
+  busyBefore = machineBusyTicks() - ownTicks()
+  startedAt = performance.now()
+}
+
 if (useWrk) {
+  // wrk cannot start counting mid-run, so its warm-up is a run of its own on other connections.
+  if (spec.warmupSec > 0) await runWrk({ ...spec, durationSec: spec.warmupSec })
+  openWindow()
   const result = await runWrk({ ...spec, durationSec: spec.durationSec })
   ok = result.ok
   bad = result.non2xx
@@ -84,8 +88,19 @@ if (useWrk) {
   timeouts = result.timeouts
   wrkPercentiles = { p50Ms: result.p50Ms, p99Ms: result.p99Ms }
 } else {
-  const instance = autocannon(options(spec.durationSec))
+  // One run covers warm-up and window, and only answers after the warm-up count, so the window
+  // measures the same kept-alive connections. A separate warm-up run closes its connections and
+  // the window would open 50 new ones: their first few hundred milliseconds (new sockets on both
+  // sides, the load generator's fresh clients) read several times p50 and alone moved p99 by up
+  // to half (2026-11-23).
+  let measuring = false
+  const instance = autocannon(options(spec.warmupSec + spec.durationSec))
+  const warmupTimer = setTimeout(() => {
+    openWindow()
+    measuring = true
+  }, spec.warmupSec * 1000)
   instance.on('response', function recordResponse(_client, statusCode, _bytes, responseTimeMs) {
+    if (!measuring) return
     if (statusCode >= 200 && statusCode < 300) {
       ok++
       latencies.push(responseTimeMs)
@@ -94,6 +109,9 @@ if (useWrk) {
     }
   })
   const result = await instance
+  clearTimeout(warmupTimer)
+  if (!measuring) throw new Error('the load run ended before its warm-up did')
+  // autocannon counts these over the whole run, warm-up included: a failure there is still one.
   errors = result.errors
   timeouts = result.timeouts
 }
