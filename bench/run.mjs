@@ -290,8 +290,16 @@ function goalLines(rows, samples, memory) {
   }
   for (const [name, row] of Object.entries(rows)) {
     if (!name.startsWith('gateway-')) continue
-    const value = row.p99Ms / row.p50Ms
-    lines.push(`${value <= MAX_P99_OVER_P50 ? 'PASS' : 'FAIL'} ${name} p99 ${row.p99Ms.toFixed(2)} ms = ${value.toFixed(2)}x its p50 ${row.p50Ms.toFixed(2)} ms (goal <= ${MAX_P99_OVER_P50}x)`)
+    // Read within each window, as the throughput goals are read within each round: a window's
+    // p99 and p50 saw the same machine, while the median p99 and the median p50 may come from
+    // windows minutes apart. The ratio of the medians is printed beside it.
+    const perWindow = samples[name].map((sample) => sample.p99Ms / sample.p50Ms).sort((a, b) => a - b)
+    const value = median(perWindow)
+    const spread = perWindow.length > 1 ? `per window ${perWindow[0].toFixed(2)}–${perWindow.at(-1).toFixed(2)}x; ` : ''
+    lines.push(
+      `${value <= MAX_P99_OVER_P50 ? 'PASS' : 'FAIL'} ${name} p99 = ${value.toFixed(2)}x its p50, the median of the within-window ratios ` +
+        `(goal <= ${MAX_P99_OVER_P50}x; ${spread}p99 ${row.p99Ms.toFixed(2)} ms over p50 ${row.p50Ms.toFixed(2)} ms = ${(row.p99Ms / row.p50Ms).toFixed(2)}x)`
+    )
   }
   lines.push(...scaleLines(rows))
   if (memory !== undefined) {
