@@ -270,6 +270,12 @@ function printTable(rows) {
   for (const line of lines) console.log(format(line))
 }
 
+/** A goal read within rounds or windows: the median of the ratios, and their range for the goal line. */
+function readWithin(ratios, unit) {
+  const sorted = [...ratios].sort((a, b) => a - b)
+  return { value: median(sorted), spread: sorted.length > 1 ? `per ${unit} ${sorted[0].toFixed(2)}–${sorted.at(-1).toFixed(2)}x; ` : '' }
+}
+
 /** The goals of issue 6, as PASS/FAIL lines. Informational: they never change the exit code. */
 function goalLines(rows, samples, memory) {
   const lines = []
@@ -280,9 +286,10 @@ function goalLines(rows, samples, memory) {
     // Read within each round, where the row and the reference were measured seconds apart
     // (MEASUREMENT_ORDER): a ratio of the two rows' medians would pair windows a minute or more
     // apart, and the machine drifts in between. The ratio of the medians is printed beside it.
-    const perRound = samples[goal.row].map((sample, round) => sample.rps / samples['fastify-http-proxy'][round].rps).sort((a, b) => a - b)
-    const value = median(perRound)
-    const spread = perRound.length > 1 ? `per round ${perRound[0].toFixed(2)}–${perRound.at(-1).toFixed(2)}x; ` : ''
+    const { value, spread } = readWithin(
+      samples[goal.row].map((sample, round) => sample.rps / samples['fastify-http-proxy'][round].rps),
+      'round'
+    )
     lines.push(
       `${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x fastify-http-proxy, the median of the within-round ratios ` +
         `(goal >= ${goal.minRatio}x; ${spread}ratio of the ${flags.stat === 'best' ? 'bests' : 'medians'} ${(row.rps / reference).toFixed(2)}x)`
@@ -293,9 +300,10 @@ function goalLines(rows, samples, memory) {
     // Read within each window, as the throughput goals are read within each round: a window's
     // p99 and p50 saw the same machine, while the median p99 and the median p50 may come from
     // windows minutes apart. The ratio of the medians is printed beside it.
-    const perWindow = samples[name].map((sample) => sample.p99Ms / sample.p50Ms).sort((a, b) => a - b)
-    const value = median(perWindow)
-    const spread = perWindow.length > 1 ? `per window ${perWindow[0].toFixed(2)}–${perWindow.at(-1).toFixed(2)}x; ` : ''
+    const { value, spread } = readWithin(
+      samples[name].map((sample) => sample.p99Ms / sample.p50Ms),
+      'window'
+    )
     lines.push(
       `${value <= MAX_P99_OVER_P50 ? 'PASS' : 'FAIL'} ${name} p99 = ${value.toFixed(2)}x its p50, the median of the within-window ratios ` +
         `(goal <= ${MAX_P99_OVER_P50}x; ${spread}p99 ${row.p99Ms.toFixed(2)} ms over p50 ${row.p50Ms.toFixed(2)} ms = ${(row.p99Ms / row.p50Ms).toFixed(2)}x)` +
