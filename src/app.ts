@@ -71,6 +71,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   let embeddedOrigin = options.embeddedOrigin
   let listening = false
   let draining = false
+  let closing: Promise<void> | undefined
   const initial = options.config
   // A store given by the caller stays the caller's to close.
   const ownsSessionStore = options.sessionStore === undefined
@@ -176,14 +177,18 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       listening = true
       return { trafficUrl, adminUrl }
     },
-    async close() {
-      draining = true
-      await closeServer(trafficServer)
-      trafficHandler.stop()
-      listening = false
-      await admin.close()
-      await upstream.close()
-      if (ownsSessionStore) await sessionStore.close?.()
+    close() {
+      // Once: a signal and a caller may both ask, and the second must wait for the same end.
+      closing ??= (async () => {
+        draining = true
+        await closeServer(trafficServer)
+        trafficHandler.stop()
+        listening = false
+        await admin.close()
+        await upstream.close()
+        if (ownsSessionStore) await sessionStore.close?.()
+      })()
+      return closing
     }
   }
 }

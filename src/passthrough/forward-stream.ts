@@ -1,6 +1,4 @@
 import type { OutgoingHttpHeaders } from 'node:http'
-import type { Logger } from 'pino'
-import { writeGatewayError } from '../errors/error-handler.js'
 import type { TrafficContext } from '../traffic/traffic-context.js'
 import { requestBody } from '../traffic/request-body.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
@@ -31,7 +29,12 @@ export type Forward = (traffic: TrafficContext, options: ForwardOptions) => void
  * serialisation or retry wrapping (it never retries: SPEC 7 passes the upstream's answer
  * through once). The choice and its numbers: docs/performance.md.
  */
-export function createForwarder(upstream: UpstreamClient, log: Pick<Logger, 'info' | 'error'>, isDraining: () => boolean): Forward {
+export function createForwarder(
+  upstream: UpstreamClient,
+  /** The gateway's own error answer, for a failure before any upstream header. */
+  answerError: (traffic: TrafficContext, error: unknown) => void,
+  isDraining: () => boolean
+): Forward {
   return function forwardStream(traffic, options) {
     const { request, response } = traffic
     upstream.stream(
@@ -58,7 +61,7 @@ export function createForwarder(upstream: UpstreamClient, log: Pick<Logger, 'inf
           response.writeHead(statusCode, answer)
         },
         onFailure(error) {
-          writeGatewayError(traffic, error, log)
+          answerError(traffic, error)
         }
       }
     )

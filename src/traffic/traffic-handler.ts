@@ -55,7 +55,7 @@ const CLIENT_CLOSED_REQUEST = 499
 export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   const log = deps.logger
   const accessLog = createAccessLog(log)
-  const forwardStream = createForwarder(deps.upstream, log, deps.isDraining)
+  const forwardStream = createForwarder(deps.upstream, answerError, deps.isDraining)
   const inFlight = createInFlightLimiter(() => deps.getRuntime().config.limits.maxInFlight)
   const eventLoop = createEventLoopMonitor(deps.getRuntime().config.limits.maxEventLoopDelayMs)
 
@@ -74,10 +74,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       logAccess(traffic, aborted ? CLIENT_CLOSED_REQUEST : response.statusCode)
     })
     try {
-      if (deps.isDraining()) {
-        traffic.ownHeaders.connection = 'close'
-        throw new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance')
-      }
+      if (deps.isDraining()) throw new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance')
       // RFC 9112 3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
       const hostProblem = checkHost(request)
       if (hostProblem !== undefined) {
@@ -95,8 +92,14 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       }
       route(traffic)
     } catch (error) {
-      writeGatewayError(traffic, error, log)
+      answerError(traffic, error)
     }
+  }
+
+  /** The gateway's own error answer. While draining, every answer closes its connection (SPEC 9). */
+  function answerError(traffic: TrafficContext, error: unknown): void {
+    if (deps.isDraining()) traffic.ownHeaders.connection = 'close'
+    writeGatewayError(traffic, error, log)
   }
 
   function logAccess(traffic: TrafficContext, status: number): void {
@@ -121,7 +124,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     traffic.trafficClass = classification.trafficClass
     const { tenant, target } = classification
     if (classification.trafficClass === 'legacy') {
-      handleLegacy(traffic, runtime, tenant, classification.match, target).catch((error: unknown) => writeGatewayError(traffic, error, log))
+      handleLegacy(traffic, runtime, tenant, classification.match, target).catch((error: unknown) => answerError(traffic, error))
       return
     }
     if (classification.trafficClass === 'native') traffic.v4Path = target.pathname

@@ -1,7 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { until } from '../helpers/until.js'
 
 describe('a draining gateway', () => {
   let sim: StartedSimulator
@@ -25,5 +27,45 @@ describe('a draining gateway', () => {
     expect(answer.headers['x-request-id']).toBe(answer.json.error.requestId)
     expect((await send(gw.adminUrl, '/readyz')).status).toBe(503)
     expect(sim.simulator.calls).toEqual([])
+  })
+})
+
+describe('a request in flight when draining starts', () => {
+  let failing: RecordingUpstream
+  let gw: StartedGateway
+  const release: (() => void)[] = []
+
+  beforeAll(async () => {
+    // Holds each request until the test lets it go, then breaks off without an answer.
+    failing = await startRecordingUpstream((_request, response) =>
+      new Promise<void>((resolve) => release.push(resolve)).then(() => {
+        response.socket?.destroy()
+      })
+    )
+  })
+  // Draining does not end: a fresh gateway per case.
+  beforeEach(async () => {
+    gw = await startGateway(testConfig(failing.url))
+  })
+  afterEach(async () => {
+    await gw.close()
+  })
+  afterAll(async () => {
+    await failing.close()
+  })
+
+  it.each([
+    ['a legacy call', '/v1/headless/runs', 'UPSTREAM_UNAVAILABLE'],
+    ['a native call', '/v4/execute', 'UPSTREAM_UNAVAILABLE']
+  ])('%s that fails after draining started is answered with connection: close, like every answer then', async (_name, path, code) => {
+    const before = failing.requests.length
+    const answer = send(gw.url, path, { headers: { authorization: 'Bearer demo-token-alice' }, json: { input: 1 } })
+    await until(() => failing.requests.length > before)
+    gw.gateway.startDraining()
+    release.shift()?.()
+    const failed = await answer
+    expect(failed.status).toBe(502)
+    expect(failed.json.error.code).toBe(code)
+    expect(failed.headers.connection).toBe('close')
   })
 })
