@@ -68,6 +68,7 @@ function nextRequest(sequence) {
 
 const counts = { sent: 0, answered: 0, ok: 0, shed: 0, failed: 0, lost: 0, refused: 0, byKind: {} }
 const lostSamples = []
+let loadStartedAt = 0
 
 /** A target the load goes to; swapped at the rolling restart, as a load balancer would on readiness. */
 let target
@@ -79,6 +80,7 @@ async function worker(id, deadline) {
     const request = nextRequest(sequence)
     sequence += CONCURRENCY
     counts.sent++
+    const sentAt = Date.now()
     try {
       const response = await current.pool.request({ method: 'POST', path: request.path, headers: request.headers, body: request.body })
       await response.body.dump()
@@ -92,7 +94,8 @@ async function worker(id, deadline) {
       if (error.code === 'ECONNREFUSED') counts.refused++
       else {
         counts.lost++
-        if (lostSamples.length < 5) lostSamples.push(`${current.name}: ${error.code ?? ''} ${error.message}`)
+        // When: at the reload, the rolling restart, or neither.
+        if (lostSamples.length < 20) lostSamples.push(`sent ${((sentAt - loadStartedAt) / 1000).toFixed(3)} s, failed ${((Date.now() - loadStartedAt) / 1000).toFixed(3)} s, ${request.kind} to ${current.name}: ${error.code ?? ''} ${error.message}`)
       }
     }
   }
@@ -100,6 +103,7 @@ async function worker(id, deadline) {
 
 async function main() {
   const startedAt = Date.now()
+  loadStartedAt = startedAt
   const { handle: stub, match } = await startNode({ name: 'stub', args: [join(ROOT, 'bench/stub-upstream.mjs')], ready: /stub listening on (\S+)/ })
   const stubUrl = match[1]
   const configA = join(dir, 'a.yaml')

@@ -181,7 +181,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       // Once: a signal and a caller may both ask, and the second must wait for the same end.
       closing ??= (async () => {
         draining = true
-        await closeServer(trafficServer)
+        await closeServer(trafficServer, runtime.config.shutdown.idleCloseMs)
         trafficHandler.stop()
         listening = false
         await admin.close()

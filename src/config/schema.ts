@@ -158,7 +158,13 @@ export const configSchema = z
         maxEventLoopDelayMs: positiveInt.default(1_000)
       })
       .prefault({}),
-    shutdown: z.strictObject({ graceMs: wholeNumber(z.number().int().min(0)).default(10_000) }).prefault({}),
+    shutdown: z
+      .strictObject({
+        graceMs: wholeNumber(z.number().int().min(0)).default(10_000),
+        // Idle kept-alive connections stay open this long after the signal, so a request already on its way is answered, not cut.
+        idleCloseMs: wholeNumber(z.number().int().min(0)).default(1_000)
+      })
+      .prefault({}),
     credentials: z
       .strictObject({
         serviceKeyPrefix: z.string().min(1).default('key_'),

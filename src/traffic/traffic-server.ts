@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { Server as NetServer, type AddressInfo } from 'node:net'
 import type { Logger } from 'pino'
 import { answerClientError, answerConnect } from './client-error.js'
 import type { TrafficHandler } from './traffic-handler.js'
@@ -40,23 +40,33 @@ export function listen(server: Server, host: string, port: number): Promise<stri
 }
 
 /**
- * Stops accepting and closes idle kept-alive connections (Node 19+ does both in `close()`);
- * resolves once the connections still serving a request have ended.
- *
- * Not in the turn of the event loop that asked for it: a request a client has already sent on a
- * kept-alive connection can sit unread in its socket, and Node counts that connection idle
- * until it reads the request, so closing at once cut such requests unanswered (the 300 s soak
- * lost 20 at its rolling restart). The loop's next poll phase reads them first; arriving while
- * the gateway drains, they are answered 503 SHUTTING_DOWN with `connection: close`.
+ * Stops accepting at once; resolves once every connection has ended. Idle kept-alive
+ * connections are closed `idleCloseMs` later, not at once as `http.Server#close` closes them:
+ * Node counts a kept-alive connection idle until it has read the request waiting in it, and a
+ * client may still send one on it for a moment after the signal (a request queued in its pool),
+ * so closing at once cut requests clients had already sent (the 300 s soak lost 6-20 at its
+ * rolling restart). Arriving while the gateway drains, they are answered 503 SHUTTING_DOWN with
+ * `connection: close` instead. Connections serving a request close after their answer, which
+ * says `connection: close`; the caller cuts whatever is left when its grace period ends.
  */
-export async function closeServer(server: Server): Promise<void> {
-  if (!server.listening) return
-  await nextPollPhase()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-}
-
-/** Resolves after the event loop has passed through its poll phase (where sockets are read) once more. */
-function nextPollPhase(): Promise<void> {
-  // An immediate set from an immediate runs in the next iteration, after that iteration's poll phase.
-  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)))
+export function closeServer(server: Server, idleCloseMs: number): Promise<void> {
+  if (!server.listening) return Promise.resolve()
+  return new Promise((resolve) => {
+    let closed = false
+    let idleTimer: NodeJS.Timeout | undefined
+    // net.Server's own close: it stops accepting now and calls back when the last connection
+    // has ended. http.Server's would also close the idle connections in this same turn.
+    NetServer.prototype.close.call(server, () => {
+      closed = true
+      clearTimeout(idleTimer)
+      resolve()
+    })
+    // The idle wait starts after the loop's next poll phase, which reads what already sits in
+    // the sockets (an immediate set from an immediate runs after the next poll phase).
+    setImmediate(() =>
+      setImmediate(() => {
+        if (!closed) idleTimer = setTimeout(() => server.closeIdleConnections(), idleCloseMs)
+      })
+    )
+  })
 }

@@ -119,3 +119,50 @@ describe('closing the gateway while requests sit unread on kept-alive connection
     await Promise.all(connections.map((connection) => connection.whenClosed))
   })
 })
+
+describe('kept-alive connections after close began', () => {
+  let sim: StartedSimulator
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    sim = await startSimulator()
+    gw = await startGateway(testConfig(sim.url, { shutdown: { idleCloseMs: 300 } }))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await sim.close()
+  })
+
+  it('answers a request sent on an idle one within shutdown.idleCloseMs, refuses new ones, then closes the idle ones', async () => {
+    const { host, port } = new URL(gw.url)
+    const open = (): Promise<KeptAlive> =>
+      new Promise((resolve) => {
+        const socket = connect(Number(port), '127.0.0.1', () => resolve(new KeptAlive(socket)))
+      })
+    const [late, idle] = await Promise.all([open(), open()])
+    for (const connection of [late, idle]) {
+      connection.socket.write(request(host, 'warm'))
+      expect(await connection.nextResponse()).toMatch(/^HTTP\/1\.1 200 /)
+    }
+
+    const closed = gw.gateway.close()
+    // A client whose request was queued in its pool sends it a moment after the signal.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    late.socket.write(request(host, 'late'))
+    const answer = await late.nextResponse()
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /)
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i)
+    await late.whenClosed
+
+    const refused = await new Promise<string | undefined>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1', () => resolve(undefined))
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code))
+    })
+    expect(refused).toBe('ECONNREFUSED')
+
+    // The connection that stayed idle is closed once shutdown.idleCloseMs has passed.
+    expect(idle.closed).toBe(false)
+    await idle.whenClosed
+    await closed
+  })
+})

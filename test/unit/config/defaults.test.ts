@@ -38,8 +38,8 @@ describe('SPEC 8 defaults of a minimal config', () => {
     expect(config.limits).toEqual({ bodyBytes: 1_048_576, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000, maxInFlight: 10_000, maxEventLoopDelayMs: 1_000 })
   })
 
-  it('gives shutdown a 10 s grace period', () => {
-    expect(config.shutdown).toEqual({ graceMs: 10_000 })
+  it('gives shutdown a 10 s grace period, and idle connections 1 s before they are closed', () => {
+    expect(config.shutdown).toEqual({ graceMs: 10_000, idleCloseMs: 1_000 })
   })
 
   it('fills the credential prefixes, no query parameter and all four sources in order', () => {
