@@ -35,9 +35,6 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
   app.setNotFoundHandler(function adminNotFound() {
     throw new GatewayError('ROUTE_NOT_FOUND', 'no such admin endpoint')
   })
-  app.addHook('onRequest', async function checkAdminToken(request) {
-    if (request.url.startsWith('/admin/') || request.url === '/admin') assertAdminToken(deps.adminToken(), request.headers.authorization)
-  })
 
   app.get('/healthz', async function healthz() {
     return { status: 'ok' }
@@ -51,30 +48,44 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
     return reply.header('content-type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics())
   })
 
-  app.get('/admin/sessions', async function listSessions() {
-    const tenants = await deps.sessionStore.countByTenant()
-    return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }
-  })
-  app.delete<{ Querystring: { tenant?: string } }>('/admin/sessions', async function clearSessions(request) {
-    const tenant = request.query.tenant
-    const deleted = await deps.sessionStore.clear(tenant === '' ? undefined : tenant)
-    request.log.info({ tenant, deleted }, 'session map cleared')
-    return { deleted }
-  })
-  app.post('/admin/reload', async function reload(_request, reply) {
-    const result = await deps.reload()
-    if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped }
-    return reply.code(400).send({ status: 'rejected', error: { code: 'CONFIG_INVALID', message: 'the config file is invalid; the running config stays', problems: result.problems } })
-  })
-  app.post('/admin/explain', async function explain(request) {
-    const parsed = explainBodySchema.safeParse(request.body)
-    if (!parsed.success) {
-      const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
-      throw new GatewayError('INVALID_REQUEST', 'expected { method, path, tenant?, headers?, body? }', { details })
-    }
-    return deps.explain(parsed.data as ExplainInput)
-  })
-  app.get('/admin/migration', async function migration() {
-    return deps.migration.snapshot()
-  })
+  // The `/admin/*` endpoints in a context of their own, whose hook guards them (and that
+  // prefix's 404s): the router matches the decoded path, so a check of the raw URL's text
+  // would let `/%61dmin/...` through to the same handlers.
+  await app.register(
+    async function adminEndpoints(admin) {
+      admin.addHook('onRequest', async function checkAdminToken(request) {
+        assertAdminToken(deps.adminToken(), request.headers.authorization)
+      })
+      admin.setNotFoundHandler(function adminNotFound() {
+        throw new GatewayError('ROUTE_NOT_FOUND', 'no such admin endpoint')
+      })
+      admin.get('/sessions', async function listSessions() {
+        const tenants = await deps.sessionStore.countByTenant()
+        return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }
+      })
+      admin.delete<{ Querystring: { tenant?: string } }>('/sessions', async function clearSessions(request) {
+        const tenant = request.query.tenant
+        const deleted = await deps.sessionStore.clear(tenant === '' ? undefined : tenant)
+        request.log.info({ tenant, deleted }, 'session map cleared')
+        return { deleted }
+      })
+      admin.post('/reload', async function reload(_request, reply) {
+        const result = await deps.reload()
+        if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped }
+        return reply.code(400).send({ status: 'rejected', error: { code: 'CONFIG_INVALID', message: 'the config file is invalid; the running config stays', problems: result.problems } })
+      })
+      admin.post('/explain', async function explain(request) {
+        const parsed = explainBodySchema.safeParse(request.body)
+        if (!parsed.success) {
+          const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
+          throw new GatewayError('INVALID_REQUEST', 'expected { method, path, tenant?, headers?, body? }', { details })
+        }
+        return deps.explain(parsed.data as ExplainInput)
+      })
+      admin.get('/migration', async function migration() {
+        return deps.migration.snapshot()
+      })
+    },
+    { prefix: '/admin' }
+  )
 }

@@ -34,6 +34,24 @@ describe('the admin listener', () => {
     }
   })
 
+  it('answers 401 AUTH_INVALID on /admin/* spelled with percent-encoded letters, which route to the same endpoints', async () => {
+    const spellings = [
+      ['GET', '/%61dmin/sessions'],
+      ['DELETE', '/%61dmin/sessions'],
+      ['POST', '/%61dmin/reload'],
+      ['GET', '/admin/%73essions'],
+      ['GET', '/%61%64%6d%69%6e/migration'],
+      ['GET', '/%61dmin/no-such-endpoint']
+    ] as const
+    for (const [method, path] of spellings) {
+      const answer = await send(gw.adminUrl, path, { method })
+      expect(answer.status, `${method} ${path}`).toBe(401)
+      expect(answer.json.error.code).toBe('AUTH_INVALID')
+    }
+    // The same spelling with the token reaches the endpoint: the check is on the route, not on the text.
+    expect((await send(gw.adminUrl, '/%61dmin/sessions', { headers: admin })).status).toBe(200)
+  })
+
   it('answers 401 AUTH_INVALID on /admin/* with a wrong token, including one that is a prefix of the right one', async () => {
     for (const token of ['wrong', ADMIN_TOKEN.slice(0, -1), `${ADMIN_TOKEN}x`]) {
       const answer = await send(gw.adminUrl, '/admin/sessions', { headers: { authorization: `Bearer ${token}` } })
