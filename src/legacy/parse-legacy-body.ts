@@ -32,11 +32,25 @@ const sessionExecuteFieldsSchema = executeFieldsSchema.extend({
 const EXECUTE_FIELDS = ['input', 'policy', 'route', 'risk'] as const
 const SESSION_EXECUTE_FIELDS = [...EXECUTE_FIELDS, 'state', 'stateId'] as const
 
-/** `application/json` or `application/*+json`, any parameters (RFC 9110 8.3.1: case-insensitive). */
+/** The media type of a content-type, lower-cased (RFC 9110 8.3.1: case-insensitive), without parameters. */
+function mediaType(contentType: string): string {
+  return (contentType.split(';', 1)[0] as string).trim().toLowerCase()
+}
+
+/**
+ * A legacy request body's content type: `application/json` with any parameters. SPEC 4 answers
+ * anything else 415, structured `+json` types included.
+ */
+export function isLegacyBodyContentType(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false
+  return contentType === 'application/json' || mediaType(contentType) === 'application/json'
+}
+
+/** An answer's content type that says JSON: `application/json` or a structured `application/*+json` (RFC 6839). */
 export function isJsonContentType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false
   if (contentType === 'application/json') return true
-  const type = (contentType.split(';', 1)[0] as string).trim().toLowerCase()
+  const type = mediaType(contentType)
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
 }
 

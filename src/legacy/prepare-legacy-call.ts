@@ -2,7 +2,7 @@ import type { CredentialsConfig, LegacyAction } from '../config/schema.js'
 import { extractCredential, resolveRuntimeAuthorization, type PresentedCredential } from '../credentials/index.js'
 import { GatewayError } from '../errors/registry.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
-import { isJsonContentType, parseJsonObject, parseLegacyCall, type LegacyCall } from './parse-legacy-body.js'
+import { isLegacyBodyContentType, parseJsonObject, parseLegacyCall, type LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
 
 /**
@@ -42,7 +42,7 @@ export function readLegacyCredential(
  */
 export function authorizeRuntimeCall(credential: PresentedCredential | null, contentType: string | undefined): string {
   const authorization = resolveRuntimeAuthorization(credential)
-  if (!isJsonContentType(contentType)) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'legacy request bodies must be application/json')
+  if (!isLegacyBodyContentType(contentType)) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'legacy request bodies must be application/json')
   return authorization
 }
 

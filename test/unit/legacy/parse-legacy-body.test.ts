@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { legacyFieldsSchema, type LegacyFields } from '../../../src/config/schema.js'
 import type { GatewayError } from '../../../src/errors/registry.js'
-import { isJsonContentType, parseJsonObject, parseLegacyCall, validateWithSchema } from '../../../src/legacy/parse-legacy-body.js'
+import { isJsonContentType, isLegacyBodyContentType, parseJsonObject, parseLegacyCall, validateWithSchema } from '../../../src/legacy/parse-legacy-body.js'
 
 const DEFAULT_FIELDS: LegacyFields = legacyFieldsSchema.parse({})
 const REMAPPED_FIELDS: LegacyFields = legacyFieldsSchema.parse({ input: '/payload/data', policy: '/governance/policy', state: '/client/state' })
@@ -23,12 +23,22 @@ function parseSession(body: Record<string, unknown>) {
   return parseLegacyCall(body, 'session-execute', DEFAULT_FIELDS, 'keep')
 }
 
-describe('isJsonContentType', () => {
-  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/vnd.legacy+json'])('accepts %s', (type) => {
+describe('isLegacyBodyContentType', () => {
+  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON', ' application/json ; charset=utf-8'])('accepts %s', (type) => {
+    expect(isLegacyBodyContentType(type)).toBe(true)
+  })
+
+  it.each([undefined, 'text/plain', 'application/jsonx', 'application/x-www-form-urlencoded', 'text/json', 'application/vnd.legacy+json'])('refuses %s', (type) => {
+    expect(isLegacyBodyContentType(type)).toBe(false)
+  })
+})
+
+describe('isJsonContentType (an answer says JSON)', () => {
+  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/problem+json'])('accepts %s', (type) => {
     expect(isJsonContentType(type)).toBe(true)
   })
 
-  it.each([undefined, 'text/plain', 'application/jsonx', 'application/x-www-form-urlencoded', 'text/json'])('refuses %s', (type) => {
+  it.each([undefined, 'text/plain', 'application/jsonx', 'text/json'])('refuses %s', (type) => {
     expect(isJsonContentType(type)).toBe(false)
   })
 })
