@@ -8,6 +8,7 @@ import { buildGatewayRuntime, type GatewayRuntime } from './gateway-runtime.js'
 import { createLogger } from './observability/logger.js'
 import { createMetrics, type GatewayMetrics } from './observability/metrics.js'
 import { createMigrationReport, type MigrationReport } from './observability/migration-report.js'
+import { resolveRequestId } from './observability/request-id.js'
 import { createSessionMap } from './sessions/session-map.js'
 import { createSessionStore } from './sessions/create-session-store.js'
 import type { SessionStore } from './sessions/session-store.js'
@@ -144,7 +145,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
 
   const admin = Fastify({
     loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: true })
+    logController: new LogController({ disableRequestLogging: true }),
+    // SPEC 6's request id on the admin listener's errors too: a valid incoming one, else a UUID.
+    genReqId: (request) => resolveRequestId(request.headers['x-request-id'])
   })
   await admin.register(adminPlugin, {
     isReady: () => listening && !draining,

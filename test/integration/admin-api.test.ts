@@ -52,6 +52,17 @@ describe('the admin listener', () => {
     expect((await send(gw.adminUrl, '/%61dmin/sessions', { headers: admin })).status).toBe(200)
   })
 
+  it('answers admin errors with the request id sent, or a new UUID for an invalid one (SPEC 6)', async () => {
+    const kept = await send(gw.adminUrl, '/admin/sessions', { headers: { 'x-request-id': 'admin-call.42' } })
+    expect(kept.status).toBe(401)
+    expect(kept.headers['x-request-id']).toBe('admin-call.42')
+    expect(kept.json.meta.requestId).toBe('admin-call.42')
+    const replaced = await send(gw.adminUrl, '/admin/no-such-endpoint', { headers: { ...admin, 'x-request-id': 'not valid!' } })
+    expect(replaced.status).toBe(404)
+    expect(replaced.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+    expect(replaced.json.meta.requestId).toBe(replaced.headers['x-request-id'])
+  })
+
   it('answers 401 AUTH_INVALID on /admin/* with a wrong token, including one that is a prefix of the right one', async () => {
     for (const token of ['wrong', ADMIN_TOKEN.slice(0, -1), `${ADMIN_TOKEN}x`]) {
       const answer = await send(gw.adminUrl, '/admin/sessions', { headers: { authorization: `Bearer ${token}` } })
