@@ -23,7 +23,13 @@ const httpUrl = z
 /** Redis or Valkey, plain or TLS (issue 7); credentials may sit in the URL, which is never logged. */
 const redisUrl = z.url({ protocol: /^rediss?$/, error: 'Invalid URL: expected a redis:// or rediss:// URL' })
 
-const upstreamUrl = z.union([z.literal(EMBEDDED_UPSTREAM), httpUrl], {
+// Requests keep their own path (SPEC 7), so an upstream is an origin: a path there would be dropped.
+const originUrl = httpUrl.refine((value) => {
+  const url = parseUrl(value)
+  return url === undefined || url.pathname === '/'
+}, 'an upstream URL is an origin (scheme, host, port): requests keep their own path, so a path here would be ignored')
+
+const upstreamUrl = z.union([z.literal(EMBEDDED_UPSTREAM), originUrl], {
   error: `Invalid URL: expected an http(s) URL or "${EMBEDDED_UPSTREAM}"`
 })
 

@@ -67,6 +67,15 @@ describe('upstream URLs', () => {
     expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
   })
 
+  it('refuses an upstream URL with a path, which requests would not keep', async () => {
+    for (const staging of ['http://127.0.0.1:4010/api', 'http://127.0.0.1:4010/api/', 'https://v4.example.com/v4']) {
+      const problems = await problemsOf(acme({ staging }))
+      expect(problems, staging).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: .*origin/)])
+    }
+    const config = await load(acme({ staging: 'http://127.0.0.1:4010/' }))
+    expect(config.tenants.acme?.upstream.staging).toBe('http://127.0.0.1:4010/')
+  })
+
   it('accepts embedded as an upstream', async () => {
     const config = await load(acme({ staging: 'embedded' }))
     expect(config.tenants.acme?.upstream.staging).toBe('embedded')
@@ -117,8 +126,9 @@ describe('internalAdmin.urls', () => {
   })
 
   it('refuses a blocked origin however the upstream path differs', async () => {
+    // The path is a problem of its own now (an upstream is an origin); the origin is still refused.
     const problems = await problemsOf({ ...blocked, ...acme({ staging: 'http://admin.internal:8443/v4/other' }) })
-    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
+    expect(problems).toContainEqual(expect.stringMatching(/^tenants\.acme\.upstream\.staging: .*internalAdmin/))
   })
 
   it('refuses a blocked origin spelled in another letter case', async () => {
