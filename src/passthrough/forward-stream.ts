@@ -37,6 +37,7 @@ export function createForwarder(
 ): Forward {
   return function forwardStream(traffic, options) {
     const { request, response } = traffic
+    const sentAt = performance.now()
     upstream.stream(
       {
         origin: options.origin,
@@ -53,6 +54,9 @@ export function createForwarder(
           else traffic.cancel = cancel
         },
         onResponseStart(statusCode, headers) {
+          // A streamed answer's upstream time ends at its headers (SPEC 9 logs and histograms):
+          // the body then flows at the pace of both ends.
+          traffic.upstreamMs = performance.now() - sentAt
           // The upstream's end-to-end headers (RFC 9110 7.6.1) with the gateway's own on top.
           const answer = putOwnHeaders(stripHopByHop(headers) as OutgoingHttpHeaders, traffic.ownHeaders)
           // An HTTP/1.1 connection whose request body was not read to its end cannot carry another

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { until } from '../helpers/until.js'
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789'
 const ALICE = { authorization: 'Bearer demo-token-alice' }
@@ -154,6 +155,18 @@ describe('the admin listener', () => {
     expect(text).toMatch(/v4gw_credential_rejections_total\{reason="AUTH_INVALID"\} \d+/)
     expect(text).toMatch(/v4gw_credential_rejections_total\{reason="INVALID_CREDENTIAL_TYPE"\} \d+/)
     for (const secret of ['key_metrics_secret', 'sa_metrics_secret', 'demo-token-alice', 'demo-token-bob', ADMIN_TOKEN]) expect(text).not.toContain(secret)
+  })
+
+  it('times the upstream of streamed native traffic in the access log and the upstream histogram (SPEC 9)', async () => {
+    const answer = await send(gw.url, '/v4/execute', { headers: { ...ALICE, 'x-request-id': 'native-upstream-timed' }, json: { input: 6 } })
+    expect(answer.status).toBe(200)
+    await until(() => gw.logs.lines().some((line) => line.requestId === 'native-upstream-timed'))
+    const line = gw.logs.lines().find((entry) => entry.requestId === 'native-upstream-timed') as Record<string, unknown>
+    expect(line).toMatchObject({ class: 'native', v4Path: '/v4/execute', status: 200 })
+    expect(line.upstreamMs).toEqual(expect.any(Number))
+    expect(line.upstreamMs as number).toBeLessThanOrEqual(line.durationMs as number)
+    const text = (await send(gw.adminUrl, '/metrics')).text
+    expect(text).toMatch(/v4gw_upstream_duration_seconds_count\{class="native"\} [1-9]\d*/)
   })
 
   it('never labels metrics with an unknown tenant name sent by a client', async () => {
