@@ -39,6 +39,9 @@ export function listen(server: Server, host: string, port: number): Promise<stri
   })
 }
 
+/** `shutdown.idleCloseMs` may be 0 (close idle connections at once): still no sweep every millisecond. */
+const MIN_IDLE_SWEEP_MS = 50
+
 /**
  * Stops accepting at once; resolves once every connection has ended. Idle kept-alive
  * connections are closed `idleCloseMs` later, not at once as `http.Server#close` closes them:
@@ -47,25 +50,28 @@ export function listen(server: Server, host: string, port: number): Promise<stri
  * so closing at once cut requests clients had already sent (the 300 s soak lost 6-20 at its
  * rolling restart). Arriving while the gateway drains, they are answered 503 SHUTTING_DOWN with
  * `connection: close` instead. Connections serving a request close after their answer, which
- * says `connection: close`; the caller cuts whatever is left when its grace period ends.
+ * says `connection: close`, or at the next sweep when their answer began before the signal; the
+ * caller cuts whatever is left when its grace period ends.
  */
 export function closeServer(server: Server, idleCloseMs: number): Promise<void> {
   if (!server.listening) return Promise.resolve()
   return new Promise((resolve) => {
     let closed = false
-    let idleTimer: NodeJS.Timeout | undefined
+    let idleSweep: NodeJS.Timeout | undefined
     // net.Server's own close: it stops accepting now and calls back when the last connection
     // has ended. http.Server's would also close the idle connections in this same turn.
     NetServer.prototype.close.call(server, () => {
       closed = true
-      clearTimeout(idleTimer)
+      clearInterval(idleSweep)
       resolve()
     })
     // The idle wait starts after the loop's next poll phase, which reads what already sits in
-    // the sockets (an immediate set from an immediate runs after the next poll phase).
+    // the sockets (an immediate set from an immediate runs after the next poll phase). It is a
+    // sweep every idleCloseMs, not one: a response whose headers left before the signal said
+    // keep-alive, and its connection turns idle only when its body ends.
     setImmediate(() =>
       setImmediate(() => {
-        if (!closed) idleTimer = setTimeout(() => server.closeIdleConnections(), idleCloseMs)
+        if (!closed) idleSweep = setInterval(() => server.closeIdleConnections(), Math.max(idleCloseMs, MIN_IDLE_SWEEP_MS))
       })
     )
   })

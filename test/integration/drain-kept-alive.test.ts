@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
 import { buildRawRequest } from '../helpers/raw-http.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
@@ -150,5 +151,56 @@ describe('closing the gateway with kept-alive connections open', () => {
     expect(idle.closed).toBe(false)
     await idle.whenClosed
     await closed
+  })
+})
+
+/**
+ * A response whose headers left before the signal said keep-alive; when its body ends during
+ * the drain, its connection is idle again and must be closed then, not left open until the
+ * grace period cuts it (or the client gives up).
+ */
+describe('closing the gateway while a kept-alive response is still streaming', () => {
+  let upstream: FaultUpstream
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    upstream = await startFaultUpstream()
+    gw = await startGateway(testConfig(upstream.url, { shutdown: { idleCloseMs: 100, graceMs: 30_000 } }))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await upstream.close()
+  })
+
+  it('closes the connection once the response that began before the signal has ended', async () => {
+    let exchange: FaultExchange | undefined
+    upstream.setHandler((arrived) => {
+      exchange = arrived
+      arrived.response.writeHead(200, { 'content-type': 'text/plain' })
+      arrived.response.write('first;')
+    })
+    const { host, port } = new URL(gw.url)
+    const socket = await new Promise<Socket>((resolve) => {
+      const opened = connect(Number(port), '127.0.0.1', () => resolve(opened))
+    })
+    let received = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (text: string) => (received += text))
+    socket.on('error', () => undefined)
+    const closedBy = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
+    socket.write(buildRawRequest('GET /v4/stream HTTP/1.1', [['host', host]]))
+    while (!received.includes('first;')) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(received).not.toMatch(/\r\nconnection: close\r\n/i)
+
+    const closed = gw.gateway.close()
+    // Past the first idle sweep, then the body ends: the connection is idle from here on.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const endedAt = Date.now()
+    ;(exchange as FaultExchange).response.end('rest')
+    const closedAt = await closedBy
+    await closed
+    expect(received).toContain('rest')
+    // Swept within a few idle periods, far inside the 30 s grace (and the 72 s keep-alive).
+    expect(closedAt - endedAt).toBeLessThan(5_000)
   })
 })
