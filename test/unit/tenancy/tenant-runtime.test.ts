@@ -21,8 +21,8 @@ describe('selectUpstreamUrl (staging-first)', () => {
 })
 
 describe('buildTenantRuntime', () => {
-  it('uses the origin of the target upstream, dropping its path', () => {
-    const runtime = buildTenantRuntime('acme', tenant({ staging: 'http://staging.example:4010/base/path' }), undefined)
+  it('uses the origin of the target upstream, without its trailing slash', () => {
+    const runtime = buildTenantRuntime('acme', tenant({ staging: 'http://staging.example:4010/' }), undefined)
     expect(runtime.upstreamOrigin).toBe('http://staging.example:4010')
     expect(runtime.upstreamTarget).toBe('staging')
   })
