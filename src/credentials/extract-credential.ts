@@ -112,7 +112,7 @@ function assertUsable(presentation: Presentation): void {
 function valueProblem(value: string): string | null {
   if (value === '') return 'is empty'
   if (Buffer.byteLength(value, 'utf8') > MAX_CREDENTIAL_BYTES) return `is longer than ${MAX_CREDENTIAL_BYTES} bytes`
-  if (!VISIBLE_ASCII.test(value)) return 'contains whitespace or control characters'
+  if (!VISIBLE_ASCII.test(value)) return 'contains whitespace, control or non-ASCII characters'
   return null
 }
 

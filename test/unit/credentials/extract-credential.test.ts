@@ -90,7 +90,13 @@ describe('extractCredential: query parameter', () => {
   it('throws 401 AUTH_INVALID when the query parameter decodes to a value with a space', () => {
     const error = thrownBy(() => extractCredential({}, new URLSearchParams('token=a+b'), withQuery))
     expect(error.code).toBe('AUTH_INVALID')
-    expect(error.details).toEqual([{ pointer: 'query:token', message: 'contains whitespace or control characters' }])
+    expect(error.details).toEqual([{ pointer: 'query:token', message: 'contains whitespace, control or non-ASCII characters' }])
+  })
+
+  it('throws 401 AUTH_INVALID for a value outside visible ASCII, and says so', () => {
+    const error = thrownBy(() => extractCredential({}, new URLSearchParams('token=caf%C3%A9'), withQuery))
+    expect(error.code).toBe('AUTH_INVALID')
+    expect(error.details).toEqual([{ pointer: 'query:token', message: 'contains whitespace, control or non-ASCII characters' }])
   })
 
   it('throws 401 AUTH_INVALID when the query parameter is empty', () => {
