@@ -149,26 +149,86 @@ export function parseLegacyCall(
   call.unknown = {}
   if (unknownFields === 'keep') {
     const consumed = consumedMembers(fields, action)
-    const extra = extraConsumedPointer === undefined ? undefined : pointerTokens(extraConsumedPointer)[0]
+    const extra = extraConsumedPointer === undefined ? undefined : pointerTokens(extraConsumedPointer)
     for (const key of Object.keys(body)) {
-      // defineProperty: a member named "__proto__" stays a member, as JSON.parse made it.
-      if (!consumed.has(key) && key !== extra) Object.defineProperty(call.unknown, key, { value: body[key], enumerable: true, writable: true, configurable: true })
+      if (consumed.whole.has(key) || (extra?.length === 1 && extra[0] === key)) continue
+      let value = body[key]
+      const inner = innerPaths(consumed, extra, key)
+      if (inner.length > 0) {
+        value = withoutPaths(value, inner)
+        if (value === undefined) continue
+      }
+      defineMember(call.unknown, key, value)
     }
   }
   return call
 }
 
-/** The top-level body members a tenant's field map consumes, per action; worked out once per config. */
-const consumedByFields = new WeakMap<LegacyFields, Record<Exclude<LegacyAction, 'proxy'>, ReadonlySet<string | undefined>>>()
+// defineProperty: a member named "__proto__" stays a member, as JSON.parse made it.
+function defineMember(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+}
 
-function consumedMembers(fields: LegacyFields, action: Exclude<LegacyAction, 'proxy'>): ReadonlySet<string | undefined> {
+/**
+ * What a tenant's field map consumes of a body, per action; worked out once per config. A
+ * pointer of one token takes its member whole; a deeper one (`/payload/data`) takes only that
+ * part, and the rest of the member is carried like any unknown field (SPEC 4: nothing is dropped
+ * silently).
+ */
+interface ConsumedMembers {
+  whole: ReadonlySet<string | undefined>
+  /** Per top-level member, the token paths inside it that are consumed. */
+  inner: ReadonlyMap<string, readonly (readonly string[])[]>
+}
+
+const consumedByFields = new WeakMap<LegacyFields, Record<Exclude<LegacyAction, 'proxy'>, ConsumedMembers>>()
+
+function consumedMembers(fields: LegacyFields, action: Exclude<LegacyAction, 'proxy'>): ConsumedMembers {
   let sets = consumedByFields.get(fields)
   if (sets === undefined) {
-    const topLevel = (names: readonly (keyof LegacyFields)[]) => new Set(names.map((name) => pointerTokens(fields[name])[0]))
-    sets = { execute: topLevel(EXECUTE_FIELDS), 'session-execute': topLevel(SESSION_EXECUTE_FIELDS) }
+    const of = (names: readonly (keyof LegacyFields)[]): ConsumedMembers => {
+      const tokenLists = names.map((name) => pointerTokens(fields[name]))
+      const whole = new Set(tokenLists.filter((tokens) => tokens.length <= 1).map((tokens) => tokens[0]))
+      const inner = new Map<string, (readonly string[])[]>()
+      for (const [head, ...rest] of tokenLists) {
+        if (head === undefined || rest.length === 0 || whole.has(head)) continue
+        inner.set(head, [...(inner.get(head) ?? []), rest])
+      }
+      return { whole, inner }
+    }
+    sets = { execute: of(EXECUTE_FIELDS), 'session-execute': of(SESSION_EXECUTE_FIELDS) }
     consumedByFields.set(fields, sets)
   }
   return sets[action]
+}
+
+/** The paths consumed inside the member `key`: the field map's, and a deeper `body:` state key's. */
+function innerPaths(consumed: ConsumedMembers, extra: readonly string[] | undefined, key: string): readonly (readonly string[])[] {
+  const fromFields = consumed.inner.get(key) ?? []
+  if (extra === undefined || extra.length < 2 || extra[0] !== key) return fromFields
+  return [...fromFields, extra.slice(1)]
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/**
+ * `value` without the members at `paths`; the objects on the way are copied, never changed.
+ * An array on the way is kept whole (taking out an element would shift the rest). Undefined
+ * when nothing is left of an object: there is nothing to carry.
+ */
+function withoutPaths(value: unknown, paths: readonly (readonly string[])[]): unknown {
+  if (!isPlainObject(value)) return value
+  const copy: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) defineMember(copy, key, value[key])
+  for (const [head, ...rest] of paths) {
+    if (head === undefined || !Object.hasOwn(copy, head)) continue
+    const trimmed = rest.length === 0 ? undefined : withoutPaths(copy[head], [rest])
+    if (trimmed === undefined) delete copy[head]
+    else defineMember(copy, head, trimmed)
+  }
+  return Object.keys(copy).length === 0 ? undefined : copy
 }
 
 /** The call isPlainCall accepted, shaped as zod would give it: `state` a copy of its three fields. */

@@ -153,6 +153,12 @@ describe('legacy translation on the simulator', () => {
       expect(answer.json.effective.policy).toBe('strict')
     })
 
+    it('carries what the remapped pointers leave of their members into the V4 body (SPEC 4: nothing dropped silently)', async () => {
+      const answer = await post('/v1/headless/runs', { payload: { data: { q: 1 }, locale: 'de' }, governance: { policy: 'strict' }, trace: 't-1' }, as('remap'))
+      expect(answer.status).toBe(200)
+      expect(bodiesAt('/v4/execute')).toEqual([{ payload: { locale: 'de' }, trace: 't-1', input: { q: 1 }, policy: 'strict' }])
+    })
+
     it('answers 400 INVALID_REQUEST whose details name the remapped input pointer when input is missing', async () => {
       const answer = await post('/v1/headless/runs', { input: 'default-name', governance: { policy: 'strict' } }, as('remap'))
       expect(answer.status).toBe(400)

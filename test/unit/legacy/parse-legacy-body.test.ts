@@ -182,9 +182,44 @@ describe('parseLegacyCall unknown fields', () => {
     expect(parseSession({ input: 1, state: {}, stateId: 's', trace: 't' }).unknown).toEqual({ trace: 't' })
   })
 
-  it('consumes the top-level member of a body: state key pointer', () => {
+  it('consumes what a body: state key points at, and drops a member left empty', () => {
     const call = parseLegacyCall({ input: 1, client: { id: 'c-1' }, trace: 't' }, 'session-execute', DEFAULT_FIELDS, 'keep', '/client/id')
     expect(call.unknown).toEqual({ trace: 't' })
+  })
+
+  it('carries the rest of a member a body: state key points into', () => {
+    const call = parseLegacyCall({ input: 1, client: { id: 'c-1', name: 'n' } }, 'session-execute', DEFAULT_FIELDS, 'keep', '/client/id')
+    expect(call.unknown).toEqual({ client: { name: 'n' } })
+  })
+
+  it('carries the rest of the members nested field pointers point into, without changing the body', () => {
+    const body = {
+      payload: { data: [1], extra: 'e' },
+      governance: { policy: 'strict' },
+      client: { state: { route: 'r' }, name: 'n', deep: { kept: true } },
+      trace: 't'
+    }
+    const copy = structuredClone(body)
+    const call = parseLegacyCall(body, 'session-execute', REMAPPED_FIELDS, 'keep')
+    expect(call).toMatchObject({ input: [1], policy: 'strict', state: { route: 'r' } })
+    expect(call.unknown).toEqual({ payload: { extra: 'e' }, client: { name: 'n', deep: { kept: true } }, trace: 't' })
+    expect(body).toEqual(copy)
+  })
+
+  it('keeps an array a field pointer points into whole', () => {
+    const fields = legacyFieldsSchema.parse({ input: '/items/0' })
+    const call = parseLegacyCall({ items: ['first', 'second'], trace: 't' }, 'execute', fields, 'keep')
+    expect(call.input).toBe('first')
+    expect(call.unknown).toEqual({ items: ['first', 'second'], trace: 't' })
+  })
+
+  it('keeps a nested __proto__ member as a plain member when carrying the rest of an object', () => {
+    const body = JSON.parse('{"payload":{"data":1,"__proto__":{"polluted":true}}}') as Record<string, unknown>
+    const call = parseLegacyCall(body, 'execute', REMAPPED_FIELDS, 'keep')
+    const payload = call.unknown.payload as Record<string, unknown>
+    expect(Object.hasOwn(payload, '__proto__')).toBe(true)
+    expect(Object.getPrototypeOf(payload)).toBe(Object.prototype)
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
 
   it('keeps a __proto__ member as a plain unknown field without touching prototypes', () => {
