@@ -202,9 +202,11 @@ function consumedMembers(fields: LegacyFields, action: Exclude<LegacyAction, 'pr
   return sets[action]
 }
 
+const NO_PATHS: readonly (readonly string[])[] = Object.freeze([])
+
 /** The paths consumed inside the member `key`: the field map's, and a deeper `body:` state key's. */
 function innerPaths(consumed: ConsumedMembers, extra: readonly string[] | undefined, key: string): readonly (readonly string[])[] {
-  const fromFields = consumed.inner.get(key) ?? []
+  const fromFields = consumed.inner.get(key) ?? NO_PATHS
   if (extra === undefined || extra.length < 2 || extra[0] !== key) return fromFields
   return [...fromFields, extra.slice(1)]
 }
