@@ -39,9 +39,6 @@ export function listen(server: Server, host: string, port: number): Promise<stri
   })
 }
 
-/** `shutdown.idleCloseMs` may be 0 (close idle connections at once): still no sweep every millisecond. */
-const MIN_IDLE_SWEEP_MS = 50
-
 /**
  * Stops accepting at once; resolves once every connection has ended. Idle kept-alive
  * connections are closed `idleCloseMs` later, not at once as `http.Server#close` closes them:
@@ -50,28 +47,32 @@ const MIN_IDLE_SWEEP_MS = 50
  * so closing at once cut requests clients had already sent (the 300 s soak lost 6-20 at its
  * rolling restart). Arriving while the gateway drains, they are answered 503 SHUTTING_DOWN with
  * `connection: close` instead. Connections serving a request close after their answer, which
- * says `connection: close`, or at the next sweep when their answer began before the signal; the
- * caller cuts whatever is left when its grace period ends.
+ * says `connection: close`; one whose answer began before the signal (and so said keep-alive)
+ * closes once it has been idle for `idleCloseMs`. The caller cuts whatever is left when its
+ * grace period ends.
  */
 export function closeServer(server: Server, idleCloseMs: number): Promise<void> {
   if (!server.listening) return Promise.resolve()
+  // Node times a connection's keep-alive from the moment it turns idle, with the value of this
+  // field then: every connection that turns idle from now on is closed after idleCloseMs of
+  // idleness, not swept the moment after its last answer (0 would turn the timeout off).
+  server.keepAliveTimeout = Math.max(1, Math.min(server.keepAliveTimeout, idleCloseMs))
   return new Promise((resolve) => {
     let closed = false
-    let idleSweep: NodeJS.Timeout | undefined
+    let idleTimer: NodeJS.Timeout | undefined
     // net.Server's own close: it stops accepting now and calls back when the last connection
     // has ended. http.Server's would also close the idle connections in this same turn.
     NetServer.prototype.close.call(server, () => {
       closed = true
-      clearInterval(idleSweep)
+      clearTimeout(idleTimer)
       resolve()
     })
-    // The idle wait starts after the loop's next poll phase, which reads what already sits in
-    // the sockets (an immediate set from an immediate runs after the next poll phase). It is a
-    // sweep every idleCloseMs, not one: a response whose headers left before the signal said
-    // keep-alive, and its connection turns idle only when its body ends.
+    // The connections idle at the signal keep their old keep-alive timers: they are closed once,
+    // idleCloseMs after the loop's next poll phase, which reads what already sits in the sockets
+    // (an immediate set from an immediate runs after the next poll phase).
     setImmediate(() =>
       setImmediate(() => {
-        if (!closed) idleSweep = setInterval(() => server.closeIdleConnections(), Math.max(idleCloseMs, MIN_IDLE_SWEEP_MS))
+        if (!closed) idleTimer = setTimeout(() => server.closeIdleConnections(), idleCloseMs)
       })
     )
   })

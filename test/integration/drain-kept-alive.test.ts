@@ -156,29 +156,38 @@ describe('closing the gateway with kept-alive connections open', () => {
 
 /**
  * A response whose headers left before the signal said keep-alive; when its body ends during
- * the drain, its connection is idle again and must be closed then, not left open until the
- * grace period cuts it (or the client gives up).
+ * the drain, its connection turns idle, and the client may send its next request on it at once.
+ * That connection is closed once it has been idle for `shutdown.idleCloseMs` (not left open until
+ * the grace period cuts it, nor swept the moment after its answer).
  */
 describe('closing the gateway while a kept-alive response is still streaming', () => {
+  const IDLE_CLOSE_MS = 1_000
   let upstream: FaultUpstream
   let gw: StartedGateway
+  let exchange: FaultExchange | undefined
 
   beforeAll(async () => {
-    upstream = await startFaultUpstream()
-    gw = await startGateway(testConfig(upstream.url, { shutdown: { idleCloseMs: 100, graceMs: 30_000 } }))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await upstream.close()
-  })
-
-  it('closes the connection once the response that began before the signal has ended', async () => {
-    let exchange: FaultExchange | undefined
-    upstream.setHandler((arrived) => {
+    upstream = await startFaultUpstream((arrived) => {
       exchange = arrived
       arrived.response.writeHead(200, { 'content-type': 'text/plain' })
       arrived.response.write('first;')
     })
+  })
+  // Closing is the test: a fresh gateway per case.
+  beforeEach(async () => {
+    exchange = undefined
+    gw = await startGateway(testConfig(upstream.url, { shutdown: { idleCloseMs: IDLE_CLOSE_MS, graceMs: 30_000 } }))
+  })
+  afterEach(async () => {
+    exchange?.response.end()
+    await gw.close()
+  })
+  afterAll(async () => {
+    await upstream.close()
+  })
+
+  /** A raw connection with a native GET whose answer has begun (headers and a first chunk). */
+  async function openStreaming(): Promise<{ socket: Socket; received: () => string; closedAt: Promise<number> }> {
     const { host, port } = new URL(gw.url)
     const socket = await new Promise<Socket>((resolve) => {
       const opened = connect(Number(port), '127.0.0.1', () => resolve(opened))
@@ -187,20 +196,41 @@ describe('closing the gateway while a kept-alive response is still streaming', (
     socket.setEncoding('latin1')
     socket.on('data', (text: string) => (received += text))
     socket.on('error', () => undefined)
-    const closedBy = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
+    const closedAt = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
     socket.write(buildRawRequest('GET /v4/stream HTTP/1.1', [['host', host]]))
     while (!received.includes('first;')) await new Promise((resolve) => setTimeout(resolve, 10))
     expect(received).not.toMatch(/\r\nconnection: close\r\n/i)
+    return { socket, received: () => received, closedAt }
+  }
 
+  it('closes the connection once the response that began before the signal has ended and stayed idle', async () => {
+    const connection = await openStreaming()
     const closed = gw.gateway.close()
-    // Past the first idle sweep, then the body ends: the connection is idle from here on.
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    // Past the one sweep of connections idle at the signal, then the body ends.
+    await new Promise((resolve) => setTimeout(resolve, IDLE_CLOSE_MS + 300))
     const endedAt = Date.now()
     ;(exchange as FaultExchange).response.end('rest')
-    const closedAt = await closedBy
+    const closedAt = await connection.closedAt
     await closed
-    expect(received).toContain('rest')
-    // Swept within a few idle periods, far inside the 30 s grace (and the 72 s keep-alive).
-    expect(closedAt - endedAt).toBeLessThan(5_000)
+    expect(connection.received()).toContain('rest')
+    // After idleCloseMs of idleness, far inside the 30 s grace (and the 72 s keep-alive).
+    expect(closedAt - endedAt).toBeGreaterThanOrEqual(IDLE_CLOSE_MS - 100)
+    expect(closedAt - endedAt).toBeLessThan(IDLE_CLOSE_MS + 4_000)
+  })
+
+  it('answers a request the client sends on it right after that response ended (503, connection: close), cutting none', async () => {
+    const connection = await openStreaming()
+    const closed = gw.gateway.close()
+    // The body ends shortly before twice idleCloseMs, when a sweep every idleCloseMs would come
+    // round again; the client's next request follows shortly after that moment.
+    await new Promise((resolve) => setTimeout(resolve, 2 * IDLE_CLOSE_MS - 150))
+    ;(exchange as FaultExchange).response.end('rest')
+    while (!connection.received().includes('rest')) await new Promise((resolve) => setTimeout(resolve, 5))
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    connection.socket.write(request(new URL(gw.url).host, 'after-stream'))
+    await connection.closedAt
+    await closed
+    const afterStream = connection.received().slice(connection.received().indexOf('rest') + 'rest'.length)
+    expectShuttingDown(afterStream.slice(afterStream.indexOf('HTTP/1.1')))
   })
 })
