@@ -156,7 +156,7 @@ export function parseLegacyCall(
       const inner = innerPaths(consumed, extra, key)
       if (inner.length > 0) {
         value = withoutPaths(value, inner)
-        if (value === undefined) continue
+        if (value === EMPTIED) continue
       }
       defineMember(call.unknown, key, value)
     }
@@ -215,22 +215,33 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
+/** What `withoutPaths` gives for an object that held only what the field map consumed. */
+const EMPTIED = Symbol('emptied')
+
 /**
- * `value` without the members at `paths`; the objects on the way are copied, never changed.
- * An array on the way is kept whole (taking out an element would shift the rest). Undefined
- * when nothing is left of an object: there is nothing to carry.
+ * `value` without the members at `paths`; the objects on the way are copied, never changed,
+ * and `value` itself comes back when none of the paths is there. An array on the way is kept
+ * whole (taking out an element would shift the rest). EMPTIED when the consumed members were
+ * all an object held: there is nothing left to carry. An object that was empty already stays.
  */
 function withoutPaths(value: unknown, paths: readonly (readonly string[])[]): unknown {
   if (!isPlainObject(value)) return value
-  const copy: Record<string, unknown> = {}
-  for (const key of Object.keys(value)) defineMember(copy, key, value[key])
+  let copy: Record<string, unknown> | undefined
   for (const [head, ...rest] of paths) {
-    if (head === undefined || !Object.hasOwn(copy, head)) continue
-    const trimmed = rest.length === 0 ? undefined : withoutPaths(copy[head], [rest])
-    if (trimmed === undefined) delete copy[head]
+    const current = copy ?? value
+    if (head === undefined || !Object.hasOwn(current, head)) continue
+    const child = current[head]
+    const trimmed = rest.length === 0 ? EMPTIED : withoutPaths(child, [rest])
+    if (trimmed === child) continue
+    if (copy === undefined) {
+      copy = {}
+      for (const key of Object.keys(value)) defineMember(copy, key, value[key])
+    }
+    if (trimmed === EMPTIED) delete copy[head]
     else defineMember(copy, head, trimmed)
   }
-  return Object.keys(copy).length === 0 ? undefined : copy
+  if (copy === undefined) return value
+  return Object.keys(copy).length === 0 ? EMPTIED : copy
 }
 
 /** The call isPlainCall accepted, shaped as zod would give it: `state` a copy of its three fields. */

@@ -206,6 +206,15 @@ describe('parseLegacyCall unknown fields', () => {
     expect(body).toEqual(copy)
   })
 
+  it('carries a member a pointer points into whole when the pointed-at part is not there, empty objects included', () => {
+    const call = parseLegacyCall({ payload: { data: 1 }, governance: {}, client: { other: {} } }, 'session-execute', REMAPPED_FIELDS, 'keep')
+    expect(call.unknown).toEqual({ governance: {}, client: { other: {} } })
+    const session = parseLegacyCall({ input: 1, client: {} }, 'session-execute', DEFAULT_FIELDS, 'keep', '/client/id')
+    expect(session.unknown).toEqual({ client: {} })
+    const deep = parseLegacyCall({ input: 1, client: { id: {} } }, 'session-execute', DEFAULT_FIELDS, 'keep', '/client/id/x')
+    expect(deep.unknown).toEqual({ client: { id: {} } })
+  })
+
   it('keeps an array a field pointer points into whole', () => {
     const fields = legacyFieldsSchema.parse({ input: '/items/0' })
     const call = parseLegacyCall({ items: ['first', 'second'], trace: 't' }, 'execute', fields, 'keep')
