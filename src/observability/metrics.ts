@@ -37,7 +37,7 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
 
   const requests = new LabelledCounter('v4gw_requests_total', 'Requests on the traffic listener by tenant, traffic class, legacy route and status class', registry)
   const requestSeconds = new LabelledHistogram('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class', 'class', LATENCY_BUCKETS_SECONDS, registry)
-  const upstreamSeconds = new LabelledHistogram('v4gw_upstream_duration_seconds', 'Time spent in V4 calls made for one legacy request', 'class', LATENCY_BUCKETS_SECONDS, registry)
+  const upstreamSeconds = new LabelledHistogram('v4gw_upstream_duration_seconds', 'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers', 'class', LATENCY_BUCKETS_SECONDS, registry)
   const sessionEvents = new LabelledCounter('v4gw_session_map_events_total', 'Session-map outcomes: hit, miss, coalesced, stale-retry, evicted', registry)
   new Gauge({
     name: 'v4gw_session_map_entries',
