@@ -127,7 +127,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       handleLegacy(traffic, runtime, tenant, classification.match, target).catch((error: unknown) => answerError(traffic, error))
       return
     }
-    if (classification.trafficClass === 'native') traffic.v4Path = target.pathname
+    // Native traffic, or unknown traffic under `fallback: proxy`: the upstream path is the request's.
+    traffic.v4Path = target.pathname
     forwardStream(traffic, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery, timeoutMs: runtime.config.limits.upstreamTimeoutMs })
   }
 

@@ -4,6 +4,7 @@ import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { until } from '../helpers/until.js'
 
 // SPEC 6: every error the gateway makes itself, in its envelope, with its request id.
 
@@ -267,6 +268,11 @@ describe('errors for requests that are never forwarded', () => {
     const answer = await rawGet(gw.url, '/public/x')
     expect(answer.status).toBe(200)
     expect(upstream.requests.map((request) => request.url)).toEqual(['/public/x'])
+    // Its log line names the upstream path and time like any forwarded request (SPEC 9).
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.status === 200))
+    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.status === 200) as Record<string, unknown>
+    expect(line).toMatchObject({ class: 'unknown', v4Path: '/public/x' })
+    expect(line.upstreamMs).toEqual(expect.any(Number))
   })
 
   it.each([
