@@ -1,5 +1,5 @@
-import { createServer, type Server } from 'node:http'
-import { Server as NetServer, type AddressInfo } from 'node:net'
+import { createServer, type Server, type ServerResponse } from 'node:http'
+import { Server as NetServer, type AddressInfo, type Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { answerClientError, answerConnect } from './client-error.js'
 import type { TrafficHandler } from './traffic-handler.js'
@@ -9,6 +9,9 @@ import type { TrafficHandler } from './traffic-handler.js'
  * (docs/decisions.md): kept-alive connections live past the 60 s idle timeout of common load
  * balancers, and a request that never finishes arriving is cut after 5 minutes (408).
  */
+/** The traffic listener's open connections, which the drain goes through (Node lists them for no one else). */
+const openConnections = new WeakMap<Server, Set<Socket>>()
+
 export function createTrafficServer(handler: TrafficHandler, log: Logger): Server {
   const server = createServer(
     {
@@ -24,6 +27,12 @@ export function createTrafficServer(handler: TrafficHandler, log: Logger): Serve
   server.maxHeadersCount = 0
   server.on('clientError', (error: Error & { code?: string }, socket) => answerClientError(log, error, socket))
   server.on('connect', (_request, socket) => answerConnect(log, socket))
+  const connections = new Set<Socket>()
+  openConnections.set(server, connections)
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket)
+    socket.once('close', () => connections.delete(socket))
+  })
   return server
 }
 
@@ -39,41 +48,41 @@ export function listen(server: Server, host: string, port: number): Promise<stri
   })
 }
 
+/** node:http's socket field for the response it is writing (`closeIdleConnections` reads it too). */
+type ServerSocket = Socket & { _httpMessage?: ServerResponse | null }
+
 /**
- * Stops accepting at once; resolves once every connection has ended. Idle kept-alive
- * connections are closed `idleCloseMs` later, not at once as `http.Server#close` closes them:
- * Node counts a kept-alive connection idle until it has read the request waiting in it, and a
+ * Stops accepting at once; resolves once every connection has ended. A kept-alive connection
+ * is closed once it has been idle for `idleCloseMs`, not at once as `http.Server#close` closes
+ * idle ones: Node counts a connection idle until it has read the request waiting in it, and a
  * client may still send one on it for a moment after the signal (a request queued in its pool),
  * so closing at once cut requests clients had already sent (the 300 s soak lost 6-20 at its
  * rolling restart). Arriving while the gateway drains, they are answered 503 SHUTTING_DOWN with
- * `connection: close` instead. Connections serving a request close after their answer, which
- * says `connection: close`; one whose answer began before the signal (and so said keep-alive)
- * closes once it has been idle for `idleCloseMs`. The caller cuts whatever is left when its
- * grace period ends.
+ * `connection: close` instead, as is every answer written from now on.
+ *
+ * The clock is the socket's own inactivity timeout: bytes arriving restart it, a request that
+ * arrives clears it (Node does, for a kept-alive connection), and it starts for a connection
+ * serving an answer only when that answer has gone, all of it handed to the kernel (a response
+ * whose headers left before the signal said keep-alive). Node's keep-alive timer would add a
+ * second to `idleCloseMs`, and its `closeIdleConnections` would close a connection the moment
+ * after its last answer, or while a slow reader still has that answer queued. The caller cuts
+ * whatever is left when its grace period ends.
  */
 export function closeServer(server: Server, idleCloseMs: number): Promise<void> {
   if (!server.listening) return Promise.resolve()
-  // Node times a connection's keep-alive from the moment it turns idle, with the value of this
-  // field then: every connection that turns idle from now on is closed after idleCloseMs of
-  // idleness, not swept the moment after its last answer (0 would turn the timeout off).
-  server.keepAliveTimeout = Math.max(1, Math.min(server.keepAliveTimeout, idleCloseMs))
   return new Promise((resolve) => {
-    let closed = false
-    let idleTimer: NodeJS.Timeout | undefined
     // net.Server's own close: it stops accepting now and calls back when the last connection
     // has ended. http.Server's would also close the idle connections in this same turn.
-    NetServer.prototype.close.call(server, () => {
-      closed = true
-      clearTimeout(idleTimer)
-      resolve()
-    })
-    // The connections idle at the signal keep their old keep-alive timers: they are closed once,
-    // idleCloseMs after the loop's next poll phase, which reads what already sits in the sockets
-    // (an immediate set from an immediate runs after the next poll phase).
-    setImmediate(() =>
-      setImmediate(() => {
-        if (!closed) idleTimer = setTimeout(() => server.closeIdleConnections(), idleCloseMs)
-      })
-    )
+    NetServer.prototype.close.call(server, () => resolve())
+    // 0 would turn the timeout off: "at once" is the next turn of the loop.
+    const idleMs = Math.max(1, idleCloseMs)
+    for (const socket of openConnections.get(server) ?? []) {
+      const response = (socket as ServerSocket)._httpMessage
+      if (response === null || response === undefined) socket.setTimeout(idleMs)
+      else
+        response.once('close', () => {
+          if (!socket.destroyed) socket.setTimeout(idleMs)
+        })
+    }
   })
 }
