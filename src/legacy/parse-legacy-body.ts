@@ -150,7 +150,7 @@ export function parseLegacyCall(
   if (unknownFields === 'keep') {
     const consumed = consumedMembers(fields, action)
     const extra = extraConsumedPointer === undefined ? undefined : pointerTokens(extraConsumedPointer)
-    for (const key of Object.keys(body)) {
+    for (const key of consumed.all ? [] : Object.keys(body)) {
       if (consumed.whole.has(key) || (extra?.length === 1 && extra[0] === key)) continue
       let value = body[key]
       const inner = innerPaths(consumed, extra, key)
@@ -176,6 +176,8 @@ function defineMember(target: Record<string, unknown>, key: string, value: unkno
  * silently).
  */
 interface ConsumedMembers {
+  /** A pointer of no tokens (`""`) takes the whole body: nothing is left to carry. */
+  all: boolean
   whole: ReadonlySet<string | undefined>
   /** Per top-level member, the token paths inside it that are consumed. */
   inner: ReadonlyMap<string, readonly (readonly string[])[]>
@@ -194,7 +196,7 @@ function consumedMembers(fields: LegacyFields, action: Exclude<LegacyAction, 'pr
         if (head === undefined || rest.length === 0 || whole.has(head)) continue
         inner.set(head, [...(inner.get(head) ?? []), rest])
       }
-      return { whole, inner }
+      return { all: tokenLists.some((tokens) => tokens.length === 0), whole, inner }
     }
     sets = { execute: of(EXECUTE_FIELDS), 'session-execute': of(SESSION_EXECUTE_FIELDS) }
     consumedByFields.set(fields, sets)

@@ -215,6 +215,13 @@ describe('parseLegacyCall unknown fields', () => {
     expect(deep.unknown).toEqual({ client: { id: {} } })
   })
 
+  it('carries nothing when a field pointer of no tokens takes the whole body', () => {
+    const fields = legacyFieldsSchema.parse({ input: '' })
+    const call = parseLegacyCall({ text: 'the whole body is the input', trace: 't' }, 'execute', fields, 'keep')
+    expect(call.input).toEqual({ text: 'the whole body is the input', trace: 't' })
+    expect(call.unknown).toEqual({})
+  })
+
   it('keeps an array a field pointer points into whole', () => {
     const fields = legacyFieldsSchema.parse({ input: '/items/0' })
     const call = parseLegacyCall({ items: ['first', 'second'], trace: 't' }, 'execute', fields, 'keep')
