@@ -1,4 +1,4 @@
-import { createServer, type Server, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { answerClientError, answerConnect } from './client-error.js'
@@ -76,13 +76,21 @@ export function closeServer(server: Server, idleCloseMs: number): Promise<void> 
     NetServer.prototype.close.call(server, () => resolve())
     // 0 would turn the timeout off: "at once" is the next turn of the loop.
     const idleMs = Math.max(1, idleCloseMs)
-    for (const socket of openConnections.get(server) ?? []) {
-      const response = (socket as ServerSocket)._httpMessage
+    const closeWhenIdle = (socket: ServerSocket): void => {
+      const response = socket._httpMessage
       if (response === null || response === undefined) socket.setTimeout(idleMs)
+      // Once it has gone, the connection may serve the next pipelined answer: look again.
       else
         response.once('close', () => {
-          if (!socket.destroyed) socket.setTimeout(idleMs)
+          if (!socket.destroyed) closeWhenIdle(socket)
         })
     }
+    for (const socket of openConnections.get(server) ?? []) closeWhenIdle(socket)
+    // A request arriving while draining holds its connection until its answer has gone (Node
+    // clears the timeout only on a connection it had kept alive itself).
+    server.on('request', (request: IncomingMessage) => {
+      request.socket.setTimeout(0)
+      closeWhenIdle(request.socket)
+    })
   })
 }

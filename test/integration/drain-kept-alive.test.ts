@@ -261,4 +261,36 @@ describe('closing the gateway while a kept-alive response is still streaming', (
     await closed
     expect(received).toBeGreaterThan(Buffer.byteLength(answer))
   })
+
+  it('keeps a connection open for a pipelined answer still on its way after the one before it has gone', async () => {
+    const held = new Map<string, FaultExchange>()
+    upstream.setHandler((arrived) => {
+      held.set(arrived.url, arrived)
+      arrived.response.writeHead(200, { 'content-type': 'text/plain' })
+      if (arrived.url === '/v4/first') arrived.response.write('first-begun;')
+    })
+    const { host, port } = new URL(gw.url)
+    const socket = await new Promise<Socket>((resolve) => {
+      const opened = connect(Number(port), '127.0.0.1', () => resolve(opened))
+    })
+    let received = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (text: string) => (received += text))
+    socket.on('error', () => undefined)
+    const closedAt = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    // Two requests in one write: the second waits behind the first (HTTP/1.1 pipelining).
+    socket.write(Buffer.concat([buildRawRequest('GET /v4/first HTTP/1.1', [['host', host]]), buildRawRequest('GET /v4/second HTTP/1.1', [['host', host]])]))
+    while (!received.includes('first-begun;') || !held.has('/v4/second')) await new Promise((resolve) => setTimeout(resolve, 10))
+
+    const closed = gw.gateway.close()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    held.get('/v4/first')?.response.end('first-done')
+    // Longer than idleCloseMs after the first answer has gone: the second is still on its way.
+    await new Promise((resolve) => setTimeout(resolve, IDLE_CLOSE_MS + 500))
+    held.get('/v4/second')?.response.end('second-done')
+    await closedAt
+    await closed
+    expect(received).toContain('first-done')
+    expect(received).toContain('second-done')
+  })
 })
