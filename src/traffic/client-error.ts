@@ -38,6 +38,13 @@ export function answerConnect(log: Logger, socket: Duplex): void {
   endWithError(socket, new GatewayError('INVALID_REQUEST', 'CONNECT is not served: this gateway is not a forward proxy'), requestId)
 }
 
+/**
+ * How long a refused connection may stay half-open after the answer: the client reads it and
+ * closes its side; one that does not is cut then (Node sets no timeout on a CONNECT socket, and
+ * the listener allows half-open connections, so it would otherwise hold the drain open).
+ */
+const LINGER_MS = 1_000
+
 function endWithError(socket: Duplex, gatewayError: GatewayError, requestId: string): void {
   const body = JSON.stringify(buildErrorBody(gatewayError, requestId, 0))
   socket.end(
@@ -46,6 +53,11 @@ function endWithError(socket: Duplex, gatewayError: GatewayError, requestId: str
       `content-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${requestId}\r\n` +
       'connection: close\r\n\r\n' +
-      body
+      body,
+    () => {
+      // Not at once: a reset could reach the client before it has read the answer.
+      const linger = setTimeout(() => socket.destroy(), LINGER_MS).unref()
+      socket.once('close', () => clearTimeout(linger))
+    }
   )
 }

@@ -27,6 +27,10 @@ export function createTrafficServer(handler: TrafficHandler, log: Logger): Serve
   server.maxHeadersCount = 0
   server.on('clientError', (error: Error & { code?: string }, socket) => answerClientError(log, error, socket))
   server.on('connect', (_request, socket) => answerConnect(log, socket))
+  // An Expect other than 100-continue: served like any request, its expectation ignored (RFC 9110
+  // 10.1.1 lets a server do that), rather than Node's bare 417, which skips the gateway's log,
+  // metrics and envelope and keeps a draining connection alive.
+  server.on('checkExpectation', handler.handle)
   const connections = new Set<Socket>()
   openConnections.set(server, connections)
   server.on('connection', (socket: Socket) => {

@@ -1,5 +1,5 @@
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { writeGatewayError } from '../../src/errors/error-handler.js'
@@ -58,6 +58,33 @@ describe('the traffic server', () => {
     expect(server.requestTimeout).toBe(300_000)
     expect(server.keepAliveTimeout).toBe(72_000)
     expect(server.maxHeadersCount).toBe(0)
+  })
+
+  it('lets go of a refused CONNECT connection whose client keeps its side open, so a drain can end', async () => {
+    const own = await startGateway(testConfig(upstream.url))
+    const { port } = new URL(own.url)
+    // allowHalfOpen: the client never answers the gateway's FIN with its own.
+    const socket = connect({ host: '127.0.0.1', port: Number(port), allowHalfOpen: true })
+    let received = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (text: string) => (received += text))
+    socket.on('error', () => undefined)
+    socket.write('CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n')
+    await until(() => received.includes('"INVALID_REQUEST"'))
+    expect(received).toMatch(/^HTTP\/1\.1 400 /)
+    // close() resolves once every connection has ended: the gateway must end this one itself.
+    const ended = await Promise.race([own.gateway.close().then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 4_000))])
+    socket.destroy()
+    expect(ended).toBe(true)
+    await own.close()
+  })
+
+  it('serves a request whose Expect is not 100-continue, ignoring the expectation (RFC 9110 10.1.1)', async () => {
+    upstream.requests.length = 0
+    const answer = await rawExchange(gw.url, 'GET /v4/expect-probe HTTP/1.1\r\nHost: a\r\nExpect: bogus\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
+    expect(answer.response?.status).toBe(200)
+    expect(upstream.requests.map((request) => request.url)).toEqual(['/v4/expect-probe'])
+    expect(upstream.requests[0]?.headers.expect).toBeUndefined()
   })
 
   it('stops listening on close and then refuses new connections', async () => {
