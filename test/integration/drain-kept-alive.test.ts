@@ -186,8 +186,8 @@ describe('closing the gateway while a kept-alive response is still streaming', (
     await upstream.close()
   })
 
-  /** A raw connection with a native GET whose answer has begun (headers and a first chunk). */
-  async function openStreaming(): Promise<{ socket: Socket; received: () => string; closedAt: Promise<number> }> {
+  /** A raw connection to the gateway that keeps what it reads. */
+  async function openRaw(): Promise<{ socket: Socket; host: string; received: () => string; closedAt: Promise<number> }> {
     const { host, port } = new URL(gw.url)
     const socket = await new Promise<Socket>((resolve) => {
       const opened = connect(Number(port), '127.0.0.1', () => resolve(opened))
@@ -197,10 +197,16 @@ describe('closing the gateway while a kept-alive response is still streaming', (
     socket.on('data', (text: string) => (received += text))
     socket.on('error', () => undefined)
     const closedAt = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())))
-    socket.write(buildRawRequest('GET /v4/stream HTTP/1.1', [['host', host]]))
-    while (!received.includes('first;')) await new Promise((resolve) => setTimeout(resolve, 10))
-    expect(received).not.toMatch(/\r\nconnection: close\r\n/i)
-    return { socket, received: () => received, closedAt }
+    return { socket, host, received: () => received, closedAt }
+  }
+
+  /** A raw connection with a native GET whose answer has begun (headers and a first chunk). */
+  async function openStreaming(): Promise<Awaited<ReturnType<typeof openRaw>>> {
+    const connection = await openRaw()
+    connection.socket.write(buildRawRequest('GET /v4/stream HTTP/1.1', [['host', connection.host]]))
+    while (!connection.received().includes('first;')) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(connection.received()).not.toMatch(/\r\nconnection: close\r\n/i)
+    return connection
   }
 
   it('closes the connection once the response that began before the signal has ended and stayed idle for idleCloseMs', async () => {
@@ -269,18 +275,10 @@ describe('closing the gateway while a kept-alive response is still streaming', (
       arrived.response.writeHead(200, { 'content-type': 'text/plain' })
       if (arrived.url === '/v4/first') arrived.response.write('first-begun;')
     })
-    const { host, port } = new URL(gw.url)
-    const socket = await new Promise<Socket>((resolve) => {
-      const opened = connect(Number(port), '127.0.0.1', () => resolve(opened))
-    })
-    let received = ''
-    socket.setEncoding('latin1')
-    socket.on('data', (text: string) => (received += text))
-    socket.on('error', () => undefined)
-    const closedAt = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    const { socket, host, received, closedAt } = await openRaw()
     // Two requests in one write: the second waits behind the first (HTTP/1.1 pipelining).
     socket.write(Buffer.concat([buildRawRequest('GET /v4/first HTTP/1.1', [['host', host]]), buildRawRequest('GET /v4/second HTTP/1.1', [['host', host]])]))
-    while (!received.includes('first-begun;') || !held.has('/v4/second')) await new Promise((resolve) => setTimeout(resolve, 10))
+    while (!received().includes('first-begun;') || !held.has('/v4/second')) await new Promise((resolve) => setTimeout(resolve, 10))
 
     const closed = gw.gateway.close()
     await new Promise((resolve) => setTimeout(resolve, 300))
@@ -290,7 +288,7 @@ describe('closing the gateway while a kept-alive response is still streaming', (
     held.get('/v4/second')?.response.end('second-done')
     await closedAt
     await closed
-    expect(received).toContain('first-done')
-    expect(received).toContain('second-done')
+    expect(received()).toContain('first-done')
+    expect(received()).toContain('second-done')
   })
 })
