@@ -148,17 +148,12 @@ export function parseLegacyCall(
   const call = isPlainCall(raw, action) ? plainCall(raw) : validateWithSchema(raw, action, fields)
   call.unknown = {}
   if (unknownFields === 'keep') {
-    const consumed = consumedMembers(fields, action)
-    const extra = extraConsumedPointer === undefined ? undefined : pointerTokens(extraConsumedPointer)
+    const consumed = consumedMembers(fields, action, extraConsumedPointer)
     for (const key of consumed.all ? [] : Object.keys(body)) {
-      if (consumed.whole.has(key) || (extra?.length === 1 && extra[0] === key)) continue
-      let value = body[key]
-      const inner = innerPaths(consumed, extra, key)
-      if (inner.length > 0) {
-        value = withoutPaths(value, inner)
-        if (value === EMPTIED) continue
-      }
-      defineMember(call.unknown, key, value)
+      if (consumed.whole.has(key)) continue
+      const inner = consumed.inner.get(key)
+      const value = inner === undefined ? body[key] : withoutPaths(body[key], inner)
+      if (value !== EMPTIED) defineMember(call.unknown, key, value)
     }
   }
   return call
@@ -170,10 +165,10 @@ function defineMember(target: Record<string, unknown>, key: string, value: unkno
 }
 
 /**
- * What a tenant's field map consumes of a body, per action; worked out once per config. A
- * pointer of one token takes its member whole; a deeper one (`/payload/data`) takes only that
- * part, and the rest of the member is carried like any unknown field (SPEC 4: nothing is dropped
- * silently).
+ * What a tenant's field map (and a route's `body:` state key) consumes of a body, worked out once
+ * per config, action and state key. A pointer of one token takes its member whole; a deeper one
+ * (`/payload/data`) takes only that part, and the rest of the member is carried like any unknown
+ * field (SPEC 4: nothing is dropped silently).
  */
 interface ConsumedMembers {
   /** A pointer of no tokens (`""`) takes the whole body: nothing is left to carry. */
@@ -183,34 +178,35 @@ interface ConsumedMembers {
   inner: ReadonlyMap<string, readonly (readonly string[])[]>
 }
 
-const consumedByFields = new WeakMap<LegacyFields, Record<Exclude<LegacyAction, 'proxy'>, ConsumedMembers>>()
+type RuntimeAction = Exclude<LegacyAction, 'proxy'>
 
-function consumedMembers(fields: LegacyFields, action: Exclude<LegacyAction, 'proxy'>): ConsumedMembers {
-  let sets = consumedByFields.get(fields)
-  if (sets === undefined) {
-    const of = (names: readonly (keyof LegacyFields)[]): ConsumedMembers => {
-      const tokenLists = names.map((name) => pointerTokens(fields[name]))
-      const whole = new Set(tokenLists.filter((tokens) => tokens.length <= 1).map((tokens) => tokens[0]))
-      const inner = new Map<string, (readonly string[])[]>()
-      for (const [head, ...rest] of tokenLists) {
-        if (head === undefined || rest.length === 0 || whole.has(head)) continue
-        inner.set(head, [...(inner.get(head) ?? []), rest])
-      }
-      return { all: tokenLists.some((tokens) => tokens.length === 0), whole, inner }
-    }
-    sets = { execute: of(EXECUTE_FIELDS), 'session-execute': of(SESSION_EXECUTE_FIELDS) }
-    consumedByFields.set(fields, sets)
+/** Per field map, per action, per state-key pointer ("" for none): all come from the config. */
+const consumedByFields = new WeakMap<LegacyFields, Record<RuntimeAction, Map<string, ConsumedMembers>>>()
+
+function consumedMembers(fields: LegacyFields, action: RuntimeAction, statePointer = ''): ConsumedMembers {
+  let byAction = consumedByFields.get(fields)
+  if (byAction === undefined) {
+    byAction = { execute: new Map(), 'session-execute': new Map() }
+    consumedByFields.set(fields, byAction)
   }
-  return sets[action]
+  let consumed = byAction[action].get(statePointer)
+  if (consumed === undefined) {
+    const pointers = (action === 'execute' ? EXECUTE_FIELDS : SESSION_EXECUTE_FIELDS).map((name) => fields[name])
+    consumed = consumedBy(statePointer === '' ? pointers : [...pointers, statePointer])
+    byAction[action].set(statePointer, consumed)
+  }
+  return consumed
 }
 
-const NO_PATHS: readonly (readonly string[])[] = Object.freeze([])
-
-/** The paths consumed inside the member `key`: the field map's, and a deeper `body:` state key's. */
-function innerPaths(consumed: ConsumedMembers, extra: readonly string[] | undefined, key: string): readonly (readonly string[])[] {
-  const fromFields = consumed.inner.get(key) ?? NO_PATHS
-  if (extra === undefined || extra.length < 2 || extra[0] !== key) return fromFields
-  return [...fromFields, extra.slice(1)]
+function consumedBy(pointers: readonly string[]): ConsumedMembers {
+  const tokenLists = pointers.map(pointerTokens)
+  const whole = new Set(tokenLists.filter((tokens) => tokens.length <= 1).map((tokens) => tokens[0]))
+  const inner = new Map<string, (readonly string[])[]>()
+  for (const [head, ...rest] of tokenLists) {
+    if (head === undefined || rest.length === 0 || whole.has(head)) continue
+    inner.set(head, [...(inner.get(head) ?? []), rest])
+  }
+  return { all: tokenLists.some((tokens) => tokens.length === 0), whole, inner }
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
