@@ -42,9 +42,14 @@ function rejectNonSessionToken (token: string): void {
 
 /**
  * Contract part 5, rules 1-3: runtime endpoints accept only `Authorization: Bearer <session-token>`.
- * A service key sent alongside a valid bearer token is ignored, as the contract only names what is accepted.
+ * A `key_*` service key sent alongside a valid bearer token is ignored, as the contract only names
+ * what is accepted; an `sa_*` identifier in its place fails the call (rule 3).
  */
 export function resolveRuntimeIdentity (presented: PresentedCredentials, lookup: CredentialLookup): SimulatorIdentity {
+  // Rule 3: an sa_* identifier sent as an API key fails the call, whatever else came with it.
+  if (presented.serviceApiKey?.trim().startsWith(SERVICE_ACCOUNT_PREFIX) === true) {
+    throw new SimulatorError('INVALID_CREDENTIAL_TYPE', 'invalid API key: an sa_* service-account identifier is never a credential')
+  }
   if (presented.authorization === undefined) {
     throw new SimulatorError('AUTH_INVALID', presented.serviceApiKey === undefined
       ? 'missing session token: send Authorization: Bearer <session-token>'

@@ -243,6 +243,14 @@ describe('simulator admin/config auth (contract part 5)', () => {
     expect(answer.body.error?.code).toBe('CREDENTIALS_AMBIGUOUS')
   })
 
+  it('answers 401 INVALID_CREDENTIAL_TYPE to an sa_* id sent as x-service-api-key on a runtime route, even beside a valid bearer token', async () => {
+    for (const headers of [{ 'x-service-api-key': 'sa_demo' }, { ...ALICE, 'x-service-api-key': 'sa_demo' }]) {
+      const answer = await send(baseUrl, 'POST', '/v4/execute', { headers, json: { input: 1 } })
+      expect(answer.status).toBe(401)
+      expect(answer.body.error?.code).toBe('INVALID_CREDENTIAL_TYPE')
+    }
+  })
+
   it('answers 401 AUTH_REVOKED when a key revoked with revokeKey lists policies', async () => {
     await withSimulator({}, async (url, sim) => {
       sim.revokeKey('key_demo_admin')
