@@ -1,6 +1,6 @@
 import { startAcrossReplicas, type StartedSession } from './distributed-start.js'
 import { createSingleFlight } from './single-flight.js'
-import type { SessionStore } from './session-store.js'
+import type { SessionEntry, SessionStore } from './session-store.js'
 
 /** What `sessions.start` gave: a session id, or an answer to hand back to the client as it came. */
 export type StartResult<TRejection> = { sessionId: string; rejection?: undefined } | { sessionId?: undefined; rejection: TRejection }
@@ -17,11 +17,17 @@ export interface SessionMap<TRejection> {
   /**
    * The session for `key`: from the store, or started once by `start` however many callers
    * miss at the same time (SPEC 4 step 3). Only a started session is stored; a rejection or a
-   * thrown error reaches every waiter and leaves nothing behind.
+   * thrown error reaches every waiter and leaves nothing behind. A hit the store answers at once
+   * (the in-memory LRU, a replica's local copy) comes back as it is, not as a promise: the hit
+   * path is the hot one, and a promise there costs turns of the microtask queue.
    */
-  resolve(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<ResolvedSession<TRejection>>
+  resolve(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): ResolvedSession<TRejection> | Promise<ResolvedSession<TRejection>>
   evict(key: string, sessionId: string): Promise<void>
   readonly store: SessionStore
+}
+
+function hit<TRejection>(entry: SessionEntry): ResolvedSession<TRejection> {
+  return { result: { sessionId: entry.sessionId }, outcome: 'hit' }
 }
 
 export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvict?: () => void } = {}): SessionMap<TRejection> {
@@ -35,15 +41,19 @@ export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvi
     return { result, startedHere: true }
   }
 
+  async function startOnce(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<ResolvedSession<TRejection>> {
+    const { promise, shared } = starts.run(key, () => startAndStore(key, tenant, start))
+    const started = await promise
+    // A session another replica started is "coalesced": it may be stale-retried (SPEC 4 step 5).
+    return { result: started.result, outcome: shared || !started.startedHere ? 'coalesced' : 'miss' }
+  }
+
   return {
     store,
-    async resolve(key, tenant, start) {
-      const entry = await store.get(key, tenant)
-      if (entry !== undefined) return { result: { sessionId: entry.sessionId }, outcome: 'hit' }
-      const { promise, shared } = starts.run(key, () => startAndStore(key, tenant, start))
-      const started = await promise
-      // A session another replica started is "coalesced": it may be stale-retried (SPEC 4 step 5).
-      return { result: started.result, outcome: shared || !started.startedHere ? 'coalesced' : 'miss' }
+    resolve(key, tenant, start) {
+      const entry = store.get(key, tenant)
+      if (entry instanceof Promise) return entry.then((found) => (found === undefined ? startOnce(key, tenant, start) : hit(found)))
+      return entry === undefined ? startOnce(key, tenant, start) : hit(entry)
     },
     async evict(key, sessionId) {
       await store.deleteIfSession(key, sessionId)

@@ -84,4 +84,9 @@ describe('canonicalDefaults', () => {
   it('tells apart no defaults from an empty-string default', () => {
     expect(canonicalDefaults({})).not.toBe(canonicalDefaults({ policy: '' }))
   })
+
+  it('cannot be forged by a value that spells out the parts of other fields', () => {
+    const forged = [{ policy: 'p', route: 'r' }, { policy: `p${canonicalDefaults({ route: 'r' })}` }, { policy: 'p1:r' }, { policy: '1:p', route: '1:r' }, { policy: '-', route: '-' }, {}]
+    expect(new Set(forged.map(canonicalDefaults)).size).toBe(forged.length)
+  })
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest'
 import { createSessionMap, type StartResult } from '../../../src/sessions/session-map.js'
-import { createMemorySessionStore } from '../../../src/sessions/session-store.js'
+import { createMemorySessionStore, type SessionStore } from '../../../src/sessions/session-store.js'
 
 function newMap() {
   const store = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
@@ -15,12 +15,25 @@ describe('createSessionMap', () => {
     expect(store.get('k')).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
   })
 
-  it('answers a stored key as a hit without starting', async () => {
+  it('answers a stored key as a hit without starting, at once when the store answers at once', async () => {
     const { map } = newMap()
     await map.resolve('k', 'acme', async () => ({ sessionId: 'ses_1' }))
     const start = vi.fn(async (): Promise<StartResult<{ status: number }>> => ({ sessionId: 'ses_2' }))
-    await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'hit' })
+    const answer = map.resolve('k', 'acme', start)
+    // The hot path: no promise, so no turns of the microtask queue for a hit.
+    expect(answer).not.toBeInstanceOf(Promise)
+    expect(answer).toEqual({ result: { sessionId: 'ses_1' }, outcome: 'hit' })
     expect(start).not.toHaveBeenCalled()
+  })
+
+  it('waits for a store that answers later (a shared store asked over the network)', async () => {
+    const memory = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
+    const later: SessionStore = { ...memory, get: async (key) => memory.get(key), set: (key, entry) => memory.set(key, entry), size: 0 }
+    const map = createSessionMap<{ status: number }>(later)
+    const start = vi.fn(async (): Promise<StartResult<{ status: number }>> => ({ sessionId: 'ses_1' }))
+    await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'miss' })
+    await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'hit' })
+    expect(start).toHaveBeenCalledTimes(1)
   })
 
   it('starts once for concurrent misses and reports the waiters as coalesced', async () => {
