@@ -32,15 +32,7 @@ export function translateSessionExecute(call: LegacyCall): Record<string, unknow
   return assignDefined({ ...call.unknown, input: call.input }, { policy: call.policy, route: call.route })
 }
 
-/**
- * The defaults as one string for the session-map key: fixed order, each field `-` when absent or
- * length-prefixed, so equal defaults give equal strings and different ones never meet. (A
- * template: JSON.stringify of an array cost four times as much, on every session call.)
- */
+/** Canonical JSON of the defaults (SPEC 4): fixed key order, so equal defaults give equal map keys. */
 export function canonicalDefaults(defaults: SessionDefaults): string {
-  return `${keyPart(defaults.policy)}${keyPart(defaults.route)}${keyPart(defaults.risk)}`
-}
-
-function keyPart(value: string | undefined): string {
-  return value === undefined ? '-' : `${value.length}:${value}`
+  return JSON.stringify([defaults.policy ?? null, defaults.route ?? null, defaults.risk ?? null])
 }

@@ -11,5 +11,8 @@ export function fingerprintToken(token: string): string {
  * (SPEC 4). Length-prefixed parts, so no choice of values can make two tuples collide.
  */
 export function buildSessionKey(tenant: string, tokenFingerprint: string, stateKey: string, canonicalDefaults: string): string {
-  return hash('sha256', `${tenant.length}:${tenant}${tokenFingerprint.length}:${tokenFingerprint}${stateKey.length}:${stateKey}${canonicalDefaults.length}:${canonicalDefaults}`, 'base64url')
+  const parts = `${tenant.length}:${tenant}${tokenFingerprint.length}:${tokenFingerprint}${stateKey.length}:${stateKey}${canonicalDefaults.length}:${canonicalDefaults}`
+  // Hashing encodes UTF-8, which turns every lone surrogate (a JSON body may hold "\ud800") into
+  // U+FFFD, so such parts go in escaped, after a mark no well-formed string starts with (a digit does).
+  return hash('sha256', parts.isWellFormed() ? parts : `\u0000${JSON.stringify(parts)}`, 'base64url')
 }

@@ -52,8 +52,12 @@ export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvi
     store,
     resolve(key, tenant, start) {
       const entry = store.get(key, tenant)
-      if (entry instanceof Promise) return entry.then((found) => (found === undefined ? startOnce(key, tenant, start) : hit(found)))
-      return entry === undefined ? startOnce(key, tenant, start) : hit(entry)
+      if (entry === undefined) return startOnce(key, tenant, start)
+      // Any thenable, not only a native promise: a store given by an embedder may use its own.
+      if (typeof (entry as Partial<PromiseLike<unknown>>).then === 'function') {
+        return Promise.resolve(entry).then((found) => (found === undefined ? startOnce(key, tenant, start) : hit(found)))
+      }
+      return hit(entry as SessionEntry)
     },
     async evict(key, sessionId) {
       await store.deleteIfSession(key, sessionId)

@@ -395,6 +395,15 @@ describe('session-execute session-map keys (SPEC 4 step 1)', () => {
     expect(sim.simulator.countCalls('POST', START_PATH)).toBe(2)
   })
 
+  it('starts different sessions for stateIds that differ only in lone surrogates', async () => {
+    // The body carries each as a \u escape; hashed as UTF-8, all three would read U+FFFD: one session.
+    const answers = []
+    for (const stateId of ['\ud800', '\udc00', '\ufffd']) answers.push(await invoke(gw.url, { input: 1, stateId }))
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200])
+    expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id'])).size).toBe(3)
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(3)
+  })
+
   it('does not let per-call policy and route choose another session', async () => {
     const first = await invoke(gw.url, { input: 1, stateId: 'per-call' })
     const second = await invoke(gw.url, { input: 1, stateId: 'per-call', policy: 'override', route: 'other' })

@@ -44,6 +44,13 @@ describe('buildSessionKey', () => {
     expect(buildSessionKey('acme', FINGERPRINT, 'x:1', '')).not.toBe(buildSessionKey('acme', FINGERPRINT, 'x', ':1'))
   })
 
+  it('tells apart state keys that differ only in lone surrogates, which UTF-8 would make one U+FFFD', () => {
+    // A JSON body can carry "\ud800"; hashed as UTF-8, all three would be one key, and one session.
+    const stateKeys = ['\ud800', '\udc00', '\ufffd', '\\ud800', 'a\ud800b', 'a\ufffdb']
+    const keys = new Set(stateKeys.map((stateKey) => buildSessionKey('acme', FINGERPRINT, stateKey, DEFAULTS)))
+    expect(keys.size).toBe(stateKeys.length)
+  })
+
   it('never contains the token or its fingerprint', () => {
     const key = buildSessionKey('acme', fingerprintToken(TOKEN), 'state-1', DEFAULTS)
     expect(key).not.toContain(TOKEN)

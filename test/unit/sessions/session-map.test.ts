@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest'
 import { createSessionMap, type StartResult } from '../../../src/sessions/session-map.js'
-import { createMemorySessionStore, type SessionStore } from '../../../src/sessions/session-store.js'
+import { createMemorySessionStore, type SessionEntry, type SessionStore } from '../../../src/sessions/session-store.js'
 
 function newMap() {
   const store = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
@@ -30,6 +30,18 @@ describe('createSessionMap', () => {
     const memory = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
     const later: SessionStore = { ...memory, get: async (key) => memory.get(key), set: (key, entry) => memory.set(key, entry), size: 0 }
     const map = createSessionMap<{ status: number }>(later)
+    const start = vi.fn(async (): Promise<StartResult<{ status: number }>> => ({ sessionId: 'ses_1' }))
+    await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'miss' })
+    await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'hit' })
+    expect(start).toHaveBeenCalledTimes(1)
+  })
+
+  it('waits for a store that answers with a thenable of its own, not taking it for an entry', async () => {
+    const memory = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
+    // What an embedder's store built on another promise library hands back.
+    const thenable = <T>(value: T): PromiseLike<T> => ({ then: (onFulfilled) => Promise.resolve(value).then(onFulfilled) }) as PromiseLike<T>
+    const foreign = { ...memory, get: (key: string) => thenable(memory.get(key)), set: (key: string, entry: SessionEntry) => memory.set(key, entry), size: 0 } as unknown as SessionStore
+    const map = createSessionMap<{ status: number }>(foreign)
     const start = vi.fn(async (): Promise<StartResult<{ status: number }>> => ({ sessionId: 'ses_1' }))
     await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'miss' })
     await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'hit' })
