@@ -85,8 +85,11 @@ describe('canonicalDefaults', () => {
     expect(canonicalDefaults({})).not.toBe(canonicalDefaults({ policy: '' }))
   })
 
-  it('cannot be forged by a value that spells out the parts of other fields', () => {
-    const forged = [{ policy: 'p', route: 'r' }, { policy: `p${canonicalDefaults({ route: 'r' })}` }, { policy: 'p1:r' }, { policy: '1:p', route: '1:r' }, { policy: '-', route: '-' }, {}]
-    expect(new Set(forged.map(canonicalDefaults)).size).toBe(forged.length)
+  it('cannot be forged by a value that spells out the JSON of other fields, or by lone surrogates', () => {
+    // The session-map key hashes this as UTF-8, where a lone surrogate would read U+FFFD: JSON escapes it.
+    const forged = [{ policy: 'p', route: 'r' }, { policy: 'p","r' }, { policy: 'p",null,"r' }, { policy: '\ud800' }, { policy: '\udc00' }, { policy: '\ufffd' }, {}]
+    const texts = forged.map(canonicalDefaults)
+    expect(new Set(texts).size).toBe(forged.length)
+    expect(texts.every((text) => text.isWellFormed())).toBe(true)
   })
 })
