@@ -26,22 +26,14 @@ describe('createSessionMap', () => {
     expect(start).not.toHaveBeenCalled()
   })
 
-  it('waits for a store that answers later (a shared store asked over the network)', async () => {
+  // A store that answers later: a shared one asked over the network, or an embedder's on another promise library.
+  it.each([
+    ['a promise', <T>(value: T): PromiseLike<T> => Promise.resolve(value)],
+    ['a thenable of its own, not taking it for an entry', <T>(value: T): PromiseLike<T> => ({ then: (onFulfilled) => Promise.resolve(value).then(onFulfilled) }) as PromiseLike<T>]
+  ])('waits for a store that answers with %s', async (_, later) => {
     const memory = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
-    const later: SessionStore = { ...memory, get: async (key) => memory.get(key), set: (key, entry) => memory.set(key, entry), size: 0 }
-    const map = createSessionMap<{ status: number }>(later)
-    const start = vi.fn(async (): Promise<StartResult<{ status: number }>> => ({ sessionId: 'ses_1' }))
-    await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'miss' })
-    await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'hit' })
-    expect(start).toHaveBeenCalledTimes(1)
-  })
-
-  it('waits for a store that answers with a thenable of its own, not taking it for an entry', async () => {
-    const memory = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
-    // What an embedder's store built on another promise library hands back.
-    const thenable = <T>(value: T): PromiseLike<T> => ({ then: (onFulfilled) => Promise.resolve(value).then(onFulfilled) }) as PromiseLike<T>
-    const foreign = { ...memory, get: (key: string) => thenable(memory.get(key)), set: (key: string, entry: SessionEntry) => memory.set(key, entry), size: 0 } as unknown as SessionStore
-    const map = createSessionMap<{ status: number }>(foreign)
+    const store = { ...memory, get: (key: string) => later(memory.get(key)), set: (key: string, entry: SessionEntry) => memory.set(key, entry), size: 0 } as unknown as SessionStore
+    const map = createSessionMap<{ status: number }>(store)
     const start = vi.fn(async (): Promise<StartResult<{ status: number }>> => ({ sessionId: 'ses_1' }))
     await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'miss' })
     await expect(map.resolve('k', 'acme', start)).resolves.toEqual({ result: { sessionId: 'ses_1' }, outcome: 'hit' })
