@@ -62,8 +62,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
   }
 
   /** The shared entry and its remaining life, in one atomic round trip. */
-  async function readShared(key: string, tenant: string): Promise<SessionEntry | undefined> {
-    const redisKey = keys.session(tenant, key)
+  async function readShared(key: string, tenant: string, redisKey: string): Promise<SessionEntry | undefined> {
     const replies = await connection.run((client) => client.multi().get(redisKey).pttl(redisKey).exec())
     const sessionId = replies?.[0]?.[1]
     const remainingMs = replies?.[1]?.[1]
@@ -137,7 +136,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       // SPEC 4 hit path: a local hit never asks Redis (issue 7 point 3).
       const cached = local.get(key)
       if (cached !== undefined || tenant === undefined || !connection.isUp()) return cached
-      return readShared(key, tenant).catch(() => undefined)
+      return readShared(key, tenant, keys.session(tenant, key)).catch(() => undefined)
     },
     async set(key, entry) {
       const shared = connection.isUp() && (await writeShared(key, entry))
@@ -146,9 +145,15 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
     },
     async deleteIfSession(key, sessionId) {
       const tenant = tenants.get(key) ?? local.peek(key)?.tenant
-      if (local.peek(key)?.sessionId === sessionId) local.delete(key)
+      const forgetLocal = (): void => {
+        if (local.peek(key)?.sessionId === sessionId) local.delete(key)
+      }
+      forgetLocal()
       if (tenant === undefined || !connection.isUp()) return
       await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, keys.session(tenant, key), sessionId)).catch(() => undefined)
+      // A read sent before the delete answers before it (one connection, answers in order) and
+      // may have put the entry back here meanwhile.
+      forgetLocal()
     },
     async clear(tenant) {
       const localCount = clearLocal(tenant)

@@ -87,6 +87,19 @@ describe('createRedisSessionStore', () => {
     expect(replicaB.size).toBe(1)
   })
 
+  it('does not keep a copy that a read in flight brings back after this replica deleted the entry', async () => {
+    const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 50 })
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.get('k', 'acme')
+    await sleep(60)
+    // Another request's read goes out first, and its answer (the entry) comes back after the local delete.
+    const inFlight = replicaB.get('k', 'acme')
+    await replicaB.deleteIfSession('k', 'ses_1')
+    expect(await inFlight).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
+    // The evicting request's next look (SPEC 4 step 5: replace the stale session) must not find it.
+    expect(await replicaB.get('k', 'acme')).toBeUndefined()
+  })
+
   it('trusts a local copy for localTtlMs only, so a delete on another replica is seen', async () => {
     const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 1_000 })
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
