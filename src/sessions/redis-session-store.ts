@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache'
 import type { LockAttempt, StartLock } from './distributed-start.js'
 import { createRedisConnection, type RedisConnection, type StoreLogger } from './redis-connection.js'
 import { buildRedisKeys } from './redis-keys.js'
+import { createSingleFlight } from './single-flight.js'
 import type { SessionEntry, SessionStore } from './session-store.js'
 
 export interface RedisSessionStoreOptions {
@@ -60,6 +61,9 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
     tenants.set(key, entry.tenant)
     return entry
   }
+
+  // When a hot key's local copy runs out, every request in flight for it misses at once: one read serves them all.
+  const sharedReads = createSingleFlight<SessionEntry | undefined>()
 
   /** The shared entry and its remaining life, in one atomic round trip. */
   async function readShared(key: string, tenant: string, redisKey: string): Promise<SessionEntry | undefined> {
@@ -136,7 +140,8 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       // SPEC 4 hit path: a local hit never asks Redis (issue 7 point 3).
       const cached = local.get(key)
       if (cached !== undefined || tenant === undefined || !connection.isUp()) return cached
-      return readShared(key, tenant, keys.session(tenant, key)).catch(() => undefined)
+      const redisKey = keys.session(tenant, key)
+      return sharedReads.run(redisKey, () => readShared(key, tenant, redisKey).catch(() => undefined)).promise
     },
     async set(key, entry) {
       const shared = connection.isUp() && (await writeShared(key, entry))

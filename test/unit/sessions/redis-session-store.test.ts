@@ -87,6 +87,16 @@ describe('createRedisSessionStore', () => {
     expect(replicaB.size).toBe(1)
   })
 
+  it('reads a key once for all the requests that miss it locally at the same moment', async () => {
+    const [replicaA, replicaB] = await twoReplicas()
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    const reads = async (): Promise<number> => Number(/cmdstat_pttl:calls=(\d+)/.exec(await inspect.info('commandstats'))?.[1] ?? 0)
+    const before = await reads()
+    const answers = await Promise.all(Array.from({ length: 50 }, () => replicaB.get('k', 'acme')))
+    expect(new Set(answers.map((answer) => answer?.sessionId))).toEqual(new Set(['ses_1']))
+    expect((await reads()) - before).toBe(1)
+  })
+
   it('does not keep a copy that a read in flight brings back after this replica deleted the entry', async () => {
     const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 50 })
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
