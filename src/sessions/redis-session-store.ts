@@ -3,7 +3,6 @@ import { LRUCache } from 'lru-cache'
 import type { LockAttempt, StartLock } from './distributed-start.js'
 import { createRedisConnection, type RedisConnection, type StoreLogger } from './redis-connection.js'
 import { buildRedisKeys } from './redis-keys.js'
-import { createSingleFlight } from './single-flight.js'
 import type { SessionEntry, SessionStore } from './session-store.js'
 
 export interface RedisSessionStoreOptions {
@@ -25,6 +24,12 @@ export interface RedisSessionStoreOptions {
 }
 
 export const DEFAULT_LOCAL_TTL_MS = 5_000
+
+/** One read of a shared entry, and whether a local write or delete has made its answer too old to keep. */
+interface SharedRead {
+  promise: Promise<SessionEntry | undefined>
+  retired: boolean
+}
 const DEFAULT_POLL_MS = 25
 const SCAN_COUNT = 500
 
@@ -62,15 +67,42 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
     return entry
   }
 
-  // When a hot key's local copy runs out, every request in flight for it misses at once: one read serves them all.
-  const sharedReads = createSingleFlight<SessionEntry | undefined>()
+  /**
+   * Reads of the shared entry in flight, by Redis key. When a hot key's local copy runs out,
+   * every request in flight for it misses at once, and they share one read. A local write or
+   * delete of the key retires its read: later looks read again, and what the retired read
+   * brings back is answered to its callers but not kept, since it may be the entry just deleted.
+   */
+  const sharedReads = new Map<string, SharedRead>()
+
+  function readSharedOnce(key: string, tenant: string): Promise<SessionEntry | undefined> {
+    const redisKey = keys.session(tenant, key)
+    const inFlight = sharedReads.get(redisKey)
+    if (inFlight !== undefined) return inFlight.promise
+    const read: SharedRead = { retired: false, promise: Promise.resolve(undefined) }
+    read.promise = readShared(key, tenant, redisKey, read)
+      .catch(() => undefined)
+      .finally(() => {
+        if (sharedReads.get(redisKey) === read) sharedReads.delete(redisKey)
+      })
+    sharedReads.set(redisKey, read)
+    return read.promise
+  }
+
+  function retireSharedRead(redisKey: string): void {
+    const read = sharedReads.get(redisKey)
+    if (read === undefined) return
+    read.retired = true
+    sharedReads.delete(redisKey)
+  }
 
   /** The shared entry and its remaining life, in one atomic round trip. */
-  async function readShared(key: string, tenant: string, redisKey: string): Promise<SessionEntry | undefined> {
+  async function readShared(key: string, tenant: string, redisKey: string, read: SharedRead): Promise<SessionEntry | undefined> {
     const replies = await connection.run((client) => client.multi().get(redisKey).pttl(redisKey).exec())
     const sessionId = replies?.[0]?.[1]
     const remainingMs = replies?.[1]?.[1]
     if (typeof sessionId !== 'string') return undefined
+    if (read.retired) return { sessionId, tenant }
     const ttlMs = typeof remainingMs === 'number' && remainingMs > 0 ? Math.min(localTtlMs, remainingMs) : localTtlMs
     return remember(key, { sessionId, tenant }, ttlMs)
   }
@@ -140,25 +172,22 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       // SPEC 4 hit path: a local hit never asks Redis (issue 7 point 3).
       const cached = local.get(key)
       if (cached !== undefined || tenant === undefined || !connection.isUp()) return cached
-      const redisKey = keys.session(tenant, key)
-      return sharedReads.run(redisKey, () => readShared(key, tenant, redisKey).catch(() => undefined)).promise
+      return readSharedOnce(key, tenant)
     },
     async set(key, entry) {
+      retireSharedRead(keys.session(entry.tenant, key))
       const shared = connection.isUp() && (await writeShared(key, entry))
       // Without Redis this replica's copy is the map: it lives the entry's whole life.
       remember(key, entry, shared ? localTtlMs : options.ttlMs)
     },
     async deleteIfSession(key, sessionId) {
       const tenant = tenants.get(key) ?? local.peek(key)?.tenant
-      const forgetLocal = (): void => {
-        if (local.peek(key)?.sessionId === sessionId) local.delete(key)
-      }
-      forgetLocal()
-      if (tenant === undefined || !connection.isUp()) return
-      await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, keys.session(tenant, key), sessionId)).catch(() => undefined)
-      // A read sent before the delete answers before it (one connection, answers in order) and
-      // may have put the entry back here meanwhile.
-      forgetLocal()
+      if (local.peek(key)?.sessionId === sessionId) local.delete(key)
+      if (tenant === undefined) return
+      const redisKey = keys.session(tenant, key)
+      retireSharedRead(redisKey)
+      if (!connection.isUp()) return
+      await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, redisKey, sessionId)).catch(() => undefined)
     },
     async clear(tenant) {
       const localCount = clearLocal(tenant)

@@ -110,6 +110,20 @@ describe('createRedisSessionStore', () => {
     expect(await replicaB.get('k', 'acme')).toBeUndefined()
   })
 
+  it('does not hand a look that comes after an eviction the answer of a read from before it', async () => {
+    const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 50 })
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.get('k', 'acme')
+    await sleep(60)
+    const before = replicaB.get('k', 'acme')
+    const evicting = replicaB.deleteIfSession('k', 'ses_1')
+    // Sent after the delete: it must read Redis again, not share the read that went out before.
+    const after = replicaB.get('k', 'acme')
+    await evicting
+    expect(await before).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
+    expect(await after).toBeUndefined()
+  })
+
   it('trusts a local copy for localTtlMs only, so a delete on another replica is seen', async () => {
     const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 1_000 })
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
