@@ -96,13 +96,21 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
     sharedReads.delete(redisKey)
   }
 
+  function retireAllSharedReads(): void {
+    for (const read of sharedReads.values()) read.retired = true
+    sharedReads.clear()
+  }
+
   /** The shared entry and its remaining life, in one atomic round trip. */
   async function readShared(key: string, tenant: string, redisKey: string, read: SharedRead): Promise<SessionEntry | undefined> {
     const replies = await connection.run((client) => client.multi().get(redisKey).pttl(redisKey).exec())
     const sessionId = replies?.[0]?.[1]
     const remainingMs = replies?.[1]?.[1]
     if (typeof sessionId !== 'string') return undefined
-    if (read.retired) return { sessionId, tenant }
+    if (read.retired) {
+      tenants.set(key, tenant)
+      return { sessionId, tenant }
+    }
     const ttlMs = typeof remainingMs === 'number' && remainingMs > 0 ? Math.min(localTtlMs, remainingMs) : localTtlMs
     return remember(key, { sessionId, tenant }, ttlMs)
   }
@@ -147,6 +155,9 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       if (!connection.isUp()) return { state: 'unavailable' }
       const lockKey = keys.lock(tenant, key)
       const owner = randomUUID()
+      // The winner looks at the entry once more; that look must read after the lock, not share a
+      // read sent before it, which may predate another replica's entry (a second sessions.start).
+      retireSharedRead(keys.session(tenant, key))
       try {
         const taken = await connection.run((client) => client.set(lockKey, owner, 'PX', options.lockMs, 'NX'))
         if (taken === null) return { state: 'held' }
@@ -190,6 +201,9 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, redisKey, sessionId)).catch(() => undefined)
     },
     async clear(tenant) {
+      // Reads in flight may bring back entries from before the clear: none of them is kept. Those
+      // sent while it runs may answer before their key is unlinked: their copies go at the end.
+      retireAllSharedReads()
       const localCount = clearLocal(tenant)
       if (!connection.isUp()) return localCount
       let sharedCount = 0
@@ -200,6 +214,9 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       } catch {
         options.logger.warn({ sessionStore: 'redis', tenant }, "clearing the shared session map failed: only this replica's entries went")
         return localCount
+      } finally {
+        retireAllSharedReads()
+        clearLocal(tenant)
       }
       return sharedCount
     },

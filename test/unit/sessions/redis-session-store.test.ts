@@ -124,6 +124,17 @@ describe('createRedisSessionStore', () => {
     expect(await after).toBeUndefined()
   })
 
+  it('does not keep what a read in flight during an admin clear brings back', async () => {
+    const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 50 })
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.get('k', 'acme')
+    await sleep(60)
+    const before = replicaB.get('k', 'acme')
+    await replicaB.clear('acme')
+    expect(await before).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
+    expect(await replicaB.get('k', 'acme')).toBeUndefined()
+  })
+
   it('trusts a local copy for localTtlMs only, so a delete on another replica is seen', async () => {
     const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 1_000 })
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
@@ -210,6 +221,23 @@ describe('createRedisSessionStore', () => {
 })
 
 describe('the start lock', () => {
+  it('makes the look after taking it read Redis again, not share a read sent before the lock', async () => {
+    // The winner looks once more after taking the lock (distributed-start.ts); a read from before
+    // may predate another replica's entry, and sharing it would start the session a second time.
+    const [replicaA, replicaB, prefix] = await twoReplicas({ localTtlMs: 50 })
+    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await replicaB.get('k', 'acme')
+    await sleep(60)
+    const pttlCalls = async (): Promise<number> => Number(/cmdstat_pttl:calls=(\d+)/.exec(await inspect.info('commandstats'))?.[1] ?? 0)
+    const calls = await pttlCalls()
+    const before = replicaB.get('k', 'acme')
+    const attempt = replicaB.startLock.acquire('k', 'acme')
+    const look = replicaB.get('k', 'acme')
+    await Promise.all([before, attempt, look])
+    expect((await pttlCalls()) - calls).toBe(2)
+    await inspect.del(`${prefix}l:acme:k`)
+  })
+
   it('is taken by one replica at a time, with a PX of lockMs', async () => {
     const [replicaA, replicaB, prefix] = await twoReplicas({ lockMs: 3_000 })
     const first = await replicaA.startLock.acquire('k', 'acme')
