@@ -24,14 +24,14 @@ export interface RedisSessionStoreOptions {
 }
 
 export const DEFAULT_LOCAL_TTL_MS = 5_000
+const DEFAULT_POLL_MS = 25
+const SCAN_COUNT = 500
 
-/** One read of a shared entry, and whether a local write or delete has made its answer too old to keep. */
+/** One read of a shared entry, and whether something since (a write, a delete, the start lock, a clear) made its answer too old to keep. */
 interface SharedRead {
   promise: Promise<SessionEntry | undefined>
   retired: boolean
 }
-const DEFAULT_POLL_MS = 25
-const SCAN_COUNT = 500
 
 /** Deletes KEYS[1] only while it still holds ARGV[1]: lock release and session eviction. */
 const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
@@ -69,9 +69,10 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
 
   /**
    * Reads of the shared entry in flight, by Redis key. When a hot key's local copy runs out,
-   * every request in flight for it misses at once, and they share one read. A local write or
-   * delete of the key retires its read: later looks read again, and what the retired read
-   * brings back is answered to its callers but not kept, since it may be the entry just deleted.
+   * every request in flight for it misses at once, and they share one read. A write, a delete or
+   * the start lock of the key here (a clear: every key) retires its read: later looks read again,
+   * and what the retired read brings back is answered to its callers but not kept, since it may
+   * be the entry just deleted.
    */
   const sharedReads = new Map<string, SharedRead>()
 
