@@ -45,6 +45,18 @@ async function twoReplicas(overrides: Partial<RedisSessionStoreOptions> = {}): P
   return [await openStore({ keyPrefix, ...overrides }), await openStore({ keyPrefix, ...overrides }), keyPrefix]
 }
 
+/**
+ * Replica B has read the entry A stored, and B's local copy (50 ms) has run out: B's next look
+ * reads Redis, the moment the races of a read in flight need.
+ */
+async function replicaWithExpiredCopy(): Promise<{ replicaB: RedisSessionStore; prefix: string }> {
+  const [replicaA, replicaB, prefix] = await twoReplicas({ localTtlMs: 50 })
+  await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+  await replicaB.get('k', 'acme')
+  await sleep(60)
+  return { replicaB, prefix }
+}
+
 describe('buildRedisKeys', () => {
   it('names session entries <prefix>s:<tenant>:<key> and locks <prefix>l:<tenant>:<key>', () => {
     const keys = buildRedisKeys('v4gw:')
@@ -98,10 +110,7 @@ describe('createRedisSessionStore', () => {
   })
 
   it('does not keep a copy that a read in flight brings back after this replica deleted the entry', async () => {
-    const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 50 })
-    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
-    await replicaB.get('k', 'acme')
-    await sleep(60)
+    const { replicaB } = await replicaWithExpiredCopy()
     // Another request's read goes out first, and its answer (the entry) comes back after the local delete.
     const inFlight = replicaB.get('k', 'acme')
     await replicaB.deleteIfSession('k', 'ses_1')
@@ -111,10 +120,7 @@ describe('createRedisSessionStore', () => {
   })
 
   it('does not hand a look that comes after an eviction the answer of a read from before it', async () => {
-    const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 50 })
-    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
-    await replicaB.get('k', 'acme')
-    await sleep(60)
+    const { replicaB } = await replicaWithExpiredCopy()
     const before = replicaB.get('k', 'acme')
     const evicting = replicaB.deleteIfSession('k', 'ses_1')
     // Sent after the delete: it must read Redis again, not share the read that went out before.
@@ -125,10 +131,7 @@ describe('createRedisSessionStore', () => {
   })
 
   it('does not keep what a read in flight during an admin clear brings back', async () => {
-    const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 50 })
-    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
-    await replicaB.get('k', 'acme')
-    await sleep(60)
+    const { replicaB } = await replicaWithExpiredCopy()
     const before = replicaB.get('k', 'acme')
     await replicaB.clear('acme')
     expect(await before).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
@@ -224,10 +227,7 @@ describe('the start lock', () => {
   it('makes the look after taking it read Redis again, not share a read sent before the lock', async () => {
     // The winner looks once more after taking the lock (distributed-start.ts); a read from before
     // may predate another replica's entry, and sharing it would start the session a second time.
-    const [replicaA, replicaB, prefix] = await twoReplicas({ localTtlMs: 50 })
-    await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
-    await replicaB.get('k', 'acme')
-    await sleep(60)
+    const { replicaB, prefix } = await replicaWithExpiredCopy()
     const pttlCalls = async (): Promise<number> => Number(/cmdstat_pttl:calls=(\d+)/.exec(await inspect.info('commandstats'))?.[1] ?? 0)
     const calls = await pttlCalls()
     const before = replicaB.get('k', 'acme')
