@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { configSchema, EMBEDDED_UPSTREAM } from './schema.js'
+import { isPlainObject } from '../util/is-plain-object.js'
 
 type JsonSchema = Record<string, unknown>
 
@@ -12,27 +13,23 @@ function schemaDefaults(): Record<string, unknown> {
   return defaults
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
-
 /** Adds defaults zod could not express (preprocessed numbers) and lets numbers be placeholders. */
 function decorate(node: JsonSchema, defaults: unknown): JsonSchema {
   const properties = node.properties
-  if (isObject(properties)) {
+  if (isPlainObject(properties)) {
     for (const [key, child] of Object.entries(properties)) {
-      if (isObject(child)) properties[key] = decorate(child, isObject(defaults) ? defaults[key] : undefined)
+      if (isPlainObject(child)) properties[key] = decorate(child, isPlainObject(defaults) ? defaults[key] : undefined)
     }
   }
   for (const key of ['additionalProperties', 'items'] as const) {
     const child = node[key]
-    if (isObject(child)) node[key] = decorate(child, undefined)
+    if (isPlainObject(child)) node[key] = decorate(child, undefined)
   }
   for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
     const children = node[key]
-    if (Array.isArray(children)) node[key] = children.map((child: unknown) => (isObject(child) ? decorate(child, defaults) : child))
+    if (Array.isArray(children)) node[key] = children.map((child: unknown) => (isPlainObject(child) ? decorate(child, defaults) : child))
   }
-  const withDefault = defaults !== undefined && !('default' in node) && !isObject(defaults) ? { ...node, default: defaults } : node
+  const withDefault = defaults !== undefined && !('default' in node) && !isPlainObject(defaults) ? { ...node, default: defaults } : node
   if (withDefault.type === 'integer') {
     const { default: defaultValue, ...integer } = withDefault
     return { ...(defaultValue === undefined ? {} : { default: defaultValue }), anyOf: [integer, { type: 'string', pattern: PLACEHOLDER_OR_WHOLE_NUMBER }] }

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { LegacyAction, LegacyFields } from '../config/schema.js'
 import { GatewayError, type ErrorDetail } from '../errors/registry.js'
 import { encodeToken, getAtPointer, pointerTokens } from '../util/json-pointer.js'
+import { isPlainObject } from '../util/is-plain-object.js'
 
 /** A legacy call's fields, read through the tenant's `legacy.fields` pointers (SPEC 4). */
 export interface LegacyCall {
@@ -207,10 +208,6 @@ function consumedBy(pointers: readonly string[]): ConsumedMembers {
     inner.set(head, [...(inner.get(head) ?? []), rest])
   }
   return { all: tokenLists.some((tokens) => tokens.length === 0), whole, inner }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /** What `withoutPaths` gives for an object that held only what the field map consumed. */

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { stripHopByHop } from '../util/hop-by-hop.js'
 import { getAtPointer, setAtPointer } from '../util/json-pointer.js'
+import { isPlainObject } from '../util/is-plain-object.js'
 import { hasCompleteMeta } from './complete-meta.js'
 import { isJsonContentType } from './parse-legacy-body.js'
 
@@ -25,10 +26,6 @@ const LEFT_OUT_OF_JSON_ANSWER: ReadonlySet<string> = new Set(['content-length', 
 /** An answer the gateway does not read into: status, headers and body as they came. */
 function asItCame(statusCode: number, upstreamHeaders: IncomingHttpHeaders, body: Buffer): ShapedResponse {
   return { statusCode, headers: stripHopByHop(upstreamHeaders, LEFT_OUT_OF_ANSWER) as Record<string, string | string[]>, payload: body }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /**
