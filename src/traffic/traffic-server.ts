@@ -4,14 +4,14 @@ import type { Logger } from 'pino'
 import { answerClientError, answerConnect } from './client-error.js'
 import type { TrafficHandler } from './traffic-handler.js'
 
+/** The traffic listener's open connections, which the drain goes through (Node lists them for no one else). */
+const openConnections = new WeakMap<Server, Set<Socket>>()
+
 /**
  * The traffic listener's node:http server. Its timeouts are the ones fastify gave it before
  * (docs/decisions.md): kept-alive connections live past the 60 s idle timeout of common load
  * balancers, and a request that never finishes arriving is cut after 5 minutes (408).
  */
-/** The traffic listener's open connections, which the drain goes through (Node lists them for no one else). */
-const openConnections = new WeakMap<Server, Set<Socket>>()
-
 export function createTrafficServer(handler: TrafficHandler, log: Logger): Server {
   const server = createServer(
     {
