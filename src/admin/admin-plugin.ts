@@ -32,9 +32,7 @@ const explainBodySchema = z.strictObject({
 /** The admin listener (SPEC 9): open probes and metrics; `/admin/*` behind `admin.token` when set. */
 export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   app.setErrorHandler(sendGatewayError)
-  app.setNotFoundHandler(function adminNotFound() {
-    throw new GatewayError('ROUTE_NOT_FOUND', 'no such admin endpoint')
-  })
+  app.setNotFoundHandler(adminNotFound)
 
   app.get('/healthz', async function healthz() {
     return { status: 'ok' }
@@ -56,9 +54,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       admin.addHook('onRequest', async function checkAdminToken(request) {
         assertAdminToken(deps.adminToken(), request.headers.authorization)
       })
-      admin.setNotFoundHandler(function adminNotFound() {
-        throw new GatewayError('ROUTE_NOT_FOUND', 'no such admin endpoint')
-      })
+      admin.setNotFoundHandler(adminNotFound)
       admin.get('/sessions', async function listSessions() {
         const tenants = await deps.sessionStore.countByTenant()
         return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }
@@ -88,4 +84,8 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
     },
     { prefix: '/admin' }
   )
+}
+
+function adminNotFound(): never {
+  throw new GatewayError('ROUTE_NOT_FOUND', 'no such admin endpoint')
 }
