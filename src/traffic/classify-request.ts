@@ -23,13 +23,21 @@ export interface ClassificationNote {
   tenant?: string
 }
 
-/** Which of SPEC 2's classes a request is, and for whom; blocked and unroutable requests throw their SPEC 6 error. */
-export function classifyRequest(runtime: GatewayRuntime, head: RequestHead, note: ClassificationNote = {}): Classification {
-  const target = parseRequestTarget(head.url)
+/**
+ * SPEC 2/3: a path under a blocked prefix is answered 403 and never forwarded. Checked on the
+ * client's path and again on a proxy route's rewritten one, which a path parameter fills in.
+ */
+export function assertNotBlocked(runtime: GatewayRuntime, target: Pick<RequestTarget, 'comparablePath'>, note: ClassificationNote): void {
   if (runtime.blockedPrefixes.some((prefix) => target.comparablePath.startsWith(prefix))) {
     note.trafficClass = 'blocked'
     throw new GatewayError('FORBIDDEN', 'this path belongs to the internal platform-admin surface and is never forwarded')
   }
+}
+
+/** Which of SPEC 2's classes a request is, and for whom; blocked and unroutable requests throw their SPEC 6 error. */
+export function classifyRequest(runtime: GatewayRuntime, head: RequestHead, note: ClassificationNote = {}): Classification {
+  const target = parseRequestTarget(head.url)
+  assertNotBlocked(runtime, target, note)
   const tenantHeader = head.headers[runtime.tenancy.header]
   const host = head.headers.host
   const tenant = resolveTenant(

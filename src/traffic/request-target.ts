@@ -5,13 +5,14 @@ export interface RequestTarget {
   pathname: string
   /** Without "?"; "" for none. */
   rawQuery: string
-  /** Decoded, slashes collapsed, lower-cased: only for the blocked-prefix check. */
+  /** Decoded, `;` segment parameters left out, slashes collapsed, lower-cased: only for the blocked-prefix check. */
   comparablePath: string
 }
 
-const DOT_SEGMENT = /^(\.|%2e){1,2}$/i
-// Paths with none of these are plain: nothing to decode, no dot segment, no slash to collapse.
-const NEEDS_CHECKS = /[%.\\]|\/\//
+// A dot segment, raw or encoded, with or without `;` parameters after it (`..;x`).
+const DOT_SEGMENT = /^(\.|%2e){1,2}(;.*)?$/i
+// Paths with none of these are plain: nothing to decode, no dot segment, no slash to collapse, no `;` parameters.
+const NEEDS_CHECKS = /[%.\\;]|\/\//
 
 /**
  * Splits and checks the request target. Only origin-form is served: an absolute-form target
@@ -35,11 +36,19 @@ export function parseRequestTarget(url: string): RequestTarget {
   } catch {
     throw new GatewayError('INVALID_REQUEST', 'the request path is not valid percent-encoding', { details: [{ pointer: 'request-target', message: 'invalid percent-encoding' }] })
   }
-  if (pathname.split('/').some((segment) => DOT_SEGMENT.test(segment)) || decoded.split(/[/\\]/).some((segment) => segment === '.' || segment === '..')) {
+  // Servlet-style stacks drop a segment's `;` parameters before they resolve dot segments, so
+  // `..;` and `/;x/` are read as `..` and `//` there: both checks see segments without them.
+  const segments = decoded.split(/[/\\]/).map(withoutSegmentParameters)
+  if (pathname.split('/').some((segment) => DOT_SEGMENT.test(segment)) || segments.some((segment) => segment === '.' || segment === '..')) {
     throw new GatewayError('INVALID_REQUEST', 'dot segments are not allowed in the request path', { details: [{ pointer: 'request-target', message: 'contains . or .. segments' }] })
   }
   if (decoded.includes('\0')) {
     throw new GatewayError('INVALID_REQUEST', 'the request path contains a NUL byte', { details: [{ pointer: 'request-target', message: 'contains NUL' }] })
   }
-  return { pathname, rawQuery, comparablePath: decoded.replace(/[/\\]+/g, '/').toLowerCase() }
+  return { pathname, rawQuery, comparablePath: segments.join('/').replace(/\/+/g, '/').toLowerCase() }
+}
+
+function withoutSegmentParameters(segment: string): string {
+  const semicolon = segment.indexOf(';')
+  return semicolon === -1 ? segment : segment.slice(0, semicolon)
 }

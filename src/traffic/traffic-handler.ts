@@ -17,10 +17,10 @@ import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
 import { putOwnHeaders } from '../util/own-headers.js'
-import { classifyRequest, type RequestHead } from './classify-request.js'
+import { assertNotBlocked, classifyRequest, type RequestHead } from './classify-request.js'
 import { createEventLoopMonitor, createInFlightLimiter, overloadedError, RETRY_AFTER_SECONDS } from './load-shedding.js'
 import { requestBody } from './request-body.js'
-import type { RequestTarget } from './request-target.js'
+import { parseRequestTarget, type RequestTarget } from './request-target.js'
 import { TrafficContext } from './traffic-context.js'
 
 export interface TrafficDeps {
@@ -147,6 +147,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
 
     if (route.action === 'proxy') {
       const path = buildRewrittenPath(route, match.params)
+      // A parameter can carry the rewritten path into a blocked prefix (`/v1/:area` → `/v4/:area`).
+      assertNotBlocked(runtime, parseRequestTarget(path), traffic)
       traffic.v4Path = path
       forwardStream(traffic, {
         origin: tenant.upstreamOrigin,

@@ -530,13 +530,17 @@ for (const target of ['/v4/framing', EXECUTE]) {
 const DOT_SEGMENT_PATHS = [
   '/v4/../internal/x', '/v4/%2e%2e/internal', '/v4/%2E%2E/internal', '/v4/.%2e/internal', '/v4/%2e./internal', '/v4/..%2finternal', '/v4/..%2Finternal',
   '/v4/..%5cinternal', '/v4/%5c..%5cinternal', '/v4\\..\\internal', '/v4/x/../../internal/x', '/v4/./internal', '/./internal/x', '/internal/../v4/x',
-  '/internal%2f..%2fv4', '/v4/%2e/internal', '/v1/../internal/x', `${EXECUTE}/../../../internal`, '/v1/runs/%2e%2e/invoke', '/v1/runs/..%2f..%2finternal/invoke'
+  '/internal%2f..%2fv4', '/v4/%2e/internal', '/v1/../internal/x', `${EXECUTE}/../../../internal`, '/v1/runs/%2e%2e/invoke', '/v1/runs/..%2f..%2finternal/invoke',
+  // Servlet-style stacks drop `;` segment parameters before resolving dot segments: `..;` is `..` there.
+  '/v4/..;/internal/x', '/v4/..;x=1/internal', '/v4/.;/internal', '/v4/%2e%2e;/internal', '/v4/..%3b/internal'
 ]
 for (const path of DOT_SEGMENT_PATHS) add(`answers 400 INVALID_REQUEST to the dot-segment path ${path}`, request('GET', path), INVALID)
 const BLOCKED_PATHS = [
   '/internal', '/internal/', '/internal/x', '//internal/x', '///internal', '/INTERNAL/x', '/Internal', '/%69nternal/x', '/%49NTERNAL', '/%2finternal',
   '/v4/internal', '/v4//internal/x', '/v4%2finternal/x', '/V4/INTERNAL/keys', '/v4/%69nternal', '/internal;x=1', '/v4/internal;jsessionid=1',
-  '/internal.', '/internal./x', '/internal..', '/internal?x=1', '/internal#frag', '/v4/internal\\x', '/v4/internal%2f', '/internalx'
+  '/internal.', '/internal./x', '/internal..', '/internal?x=1', '/internal#frag', '/v4/internal\\x', '/v4/internal%2f', '/internalx',
+  // An empty segment with parameters is an empty segment there: `/v4/;x/internal` is `/v4//internal`.
+  '/v4/;x/internal/y', '/;/internal', '/v4;x/internal', '/v4/;/;/internal'
 ]
 for (const path of BLOCKED_PATHS) add(`answers 403 FORBIDDEN to the blocked path ${path}`, request('GET', path), FORBIDDEN)
 {

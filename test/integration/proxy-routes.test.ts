@@ -19,12 +19,15 @@ const PROXY_ROUTES = [
   { method: 'GET', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' },
   { method: 'POST', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' },
   { method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' },
-  { method: 'GET', path: '/v1/teams/:team/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id/teams/:team' }
+  { method: 'GET', path: '/v1/teams/:team/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id/teams/:team' },
+  // A parameter that is a whole segment of the rewrite: the client picks where it lands.
+  { method: 'GET', path: '/v1/areas/:area/:item', action: 'proxy', rewrite: '/v4/:area/:item' }
 ]
 
 function proxyConfig(upstreamUrl: string): Record<string, unknown> {
   return testConfig(upstreamUrl, {
     credentials: { queryParam: 'token' },
+    internalAdmin: { pathPrefixes: ['/v4/internal'] },
     tenants: { acme: { upstream: { staging: upstreamUrl }, legacy: { routes: PROXY_ROUTES } } }
   })
 }
@@ -170,6 +173,17 @@ describe('proxy routes towards a recording upstream', () => {
     const answer = await call('/v1/policies/a%2Fb%20c', { headers: { 'x-api-key': ADMIN_KEY } })
     expect(answer.status).toBe(200)
     expect(only(upstream.requests).url).toBe('/v4/policies/a%2Fb%20c')
+  })
+
+  it('answers 403 FORBIDDEN, forwarding nothing, when a parameter puts the rewritten path under a blocked prefix', async () => {
+    for (const area of ['internal', 'INTERNAL', 'internal;x=1', '%69nternal']) {
+      const answer = await call(`/v1/areas/${area}/keys`, { headers: { 'x-api-key': ADMIN_KEY } })
+      expectGatewayError(answer, 403, 'FORBIDDEN')
+      expect(upstream.requests).toHaveLength(0)
+    }
+    const allowed = await call('/v1/areas/policies/pol_1', { headers: { 'x-api-key': ADMIN_KEY } })
+    expect(allowed.status).toBe(200)
+    expect(only(upstream.requests).url).toBe('/v4/policies/pol_1')
   })
 
   it('streams a POST body to the rewritten path unchanged', async () => {
