@@ -138,7 +138,14 @@ function readSessionId(response: UpstreamResponse, paths: readonly string[]): st
   }
   for (const path of paths) {
     const value = getAtPointer(document, path)
-    if (typeof value === 'string' && value !== '') return value
+    if (typeof value !== 'string' || value === '') continue
+    // It goes back in x-v4-session-id (SPEC 4 step 6): one that cannot would fail only after the
+    // execution ran, and on every later call of the state key it stayed mapped to.
+    if (!HEADER_VALUE.test(value)) throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a session id that cannot be sent in a header')
+    return value
   }
   throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered without a session id')
 }
+
+// What Node's writeHead accepts in a header value (RFC 9110 5.5 field-content, obs-text included), without surrounding whitespace.
+const HEADER_VALUE = /^[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/

@@ -255,6 +255,19 @@ describe('session-execute session ids from sessions.start (SPEC 4 step 2)', () =
     })
   })
 
+  it.each(['ses_✓', 'ses_1\r\nx-injected: 1', 'ses_\u0000', ' ses_1'])('answers 502 UPSTREAM_BAD_RESPONSE to a session id that cannot go in x-v4-session-id (%j), before any execution, and maps nothing', async (sessionId) => {
+    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId } }) }, {}, async ({ upstream, gw }) => {
+      for (let call = 0; call < 2; call++) {
+        const answer = await invoke(gw.url, { input: 1 })
+        expect(answer.status).toBe(502)
+        expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
+      }
+      expect(executionsOf(upstream)).toHaveLength(0)
+      expect(startsOf(upstream)).toHaveLength(2)
+      expect(gw.gateway.sessionStore.size).toBe(0)
+    })
+  })
+
   it('percent-encodes the session id in the execution path', async () => {
     await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses/1 x?' } }) }, {}, async ({ upstream, gw }) => {
       expect((await invoke(gw.url, { input: 1 })).status).toBe(200)
