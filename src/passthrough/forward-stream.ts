@@ -64,6 +64,16 @@ export function createForwarder(
           if (!request.complete || isDraining()) answer.connection = 'close'
           response.writeHead(statusCode, answer)
         },
+        onInformational(statusCode, headers) {
+          // RFC 9110 15.2 has a proxy pass interim answers on. Node can write a 103's Link (and
+          // answers 100-continue itself); other 1xx are dropped, the final answer still follows.
+          if (statusCode !== 103 || headers.link === undefined || response.headersSent) return
+          try {
+            response.writeEarlyHints({ link: headers.link })
+          } catch {
+            // A Link value Node refuses is only a hint: the final answer is what counts.
+          }
+        },
         onFailure(error) {
           answerError(traffic, error)
         }

@@ -40,7 +40,10 @@ export interface UpstreamResponse {
 export interface StreamTarget {
   /** Called with a function that cancels the call, e.g. when the downstream client goes away. */
   onStart(cancel: () => void): void
+  /** The final answer's status and headers; interim (1xx) answers go to onInformational. */
   onResponseStart(statusCode: number, headers: IncomingHttpHeaders): void
+  /** An interim 1xx answer before the final one (RFC 9110 15.2), e.g. 103 Early Hints. */
+  onInformational(statusCode: number, headers: IncomingHttpHeaders): void
   /** The body goes here, with backpressure; it is ended, or destroyed when the upstream breaks off. */
   readonly body: Writable
   /** A failure before any response header: the target answers it itself. */
@@ -116,6 +119,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    // An interim (1xx) answer is not the answer: the gateway reads the final one.
+    if (statusCode < 200) return
     this.statusCode = statusCode
     this.headers = headers
   }
@@ -162,6 +167,8 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    // undici reports interim answers here too; the final one follows on the same request.
+    if (statusCode < 200) return this.target.onInformational(statusCode, headers)
     this.started = true
     this.target.onResponseStart(statusCode, headers)
   }

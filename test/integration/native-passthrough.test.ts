@@ -5,7 +5,7 @@ import { Readable } from 'node:stream'
 import { Agent, request as undiciRequest } from 'undici'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
-import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
+import { parseRawResponse, rawExchange as exchangeRaw } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 
@@ -400,5 +400,44 @@ describe('native upstream failures', () => {
     expect(answer.status).toBe(504)
     expectErrorEnvelope(answer, 'UPSTREAM_TIMEOUT')
     expect(performance.now() - startedAt).toBeLessThan(5_000)
+  })
+})
+
+describe('interim (1xx) answers from the upstream', () => {
+  const LINK = '</styles.css>; rel=preload; as=style'
+  let upstream: RecordingUpstream
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    // 103 Early Hints, then 102 Processing, then the final answer: undici reports all three.
+    upstream = await startRecordingUpstream((_request, response) => {
+      response.writeEarlyHints({ link: LINK })
+      response.writeProcessing()
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end(JSON.stringify({ output: 'final', meta: { requestId: 'r', timingMs: { total: 1 } } }))
+    })
+    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await upstream.close()
+  })
+
+  it('passes a 103 Early Hints on (RFC 9110 15.2) and then the final answer, on native traffic', async () => {
+    const result = await exchangeRaw(gw.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n')
+    const text = result.bytes.toString('latin1')
+    expect(text.startsWith('HTTP/1.1 103 Early Hints\r\n')).toBe(true)
+    expect(text).toContain(`Link: ${LINK}\r\n`)
+    expect(text).not.toContain('HTTP/1.1 102')
+    const final = parseRawResponse(result.bytes.subarray(text.indexOf('\r\n\r\n') + 4), result.closedByServer)
+    expect(final?.status).toBe(200)
+    expect(final?.complete).toBe(true)
+    expect(final?.json).toEqual({ output: 'final', meta: { requestId: 'r', timingMs: { total: 1 } } })
+  })
+
+  it('answers a legacy call with the final answer, not the interim one', async () => {
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: { authorization: 'Bearer tok_interim' }, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    expect(answer.json.output).toBe('final')
   })
 })
