@@ -18,7 +18,10 @@ function toGatewayError(code: string | undefined): GatewayError {
  * raw request bytes, credentials included, to parser errors.
  */
 export function answerClientError(log: Logger, error: Error & { code?: string }, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) {
+  // Our bytes must not land inside an answer already under way, nor be read as the answer to an
+  // earlier request that was fine (a malformed pipelined one after it): cut the connection then.
+  // Node's default handler, which a `clientError` listener replaces, guards the first case only.
+  if (error.code === 'ECONNRESET' || !socket.writable || answerWouldMislead(socket)) {
     socket.destroy()
     return
   }
@@ -26,6 +29,17 @@ export function answerClientError(log: Logger, error: Error & { code?: string },
   const requestId = randomUUID()
   log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
   endWithError(socket, gatewayError, requestId)
+}
+
+/**
+ * Whether a 400 now would corrupt or misattribute an answer: node:http's response in progress on
+ * this socket (its `_httpMessage`, as Node's own socketOnError reads it) has sent its head, or
+ * belongs to a request that was read whole, so the error is about a later one.
+ */
+function answerWouldMislead(socket: Duplex): boolean {
+  const current = (socket as Duplex & { _httpMessage?: { writableFinished: boolean; headersSent: boolean; req?: { complete: boolean } } | null })._httpMessage
+  if (current === undefined || current === null || current.writableFinished) return false
+  return current.headersSent || current.req?.complete === true
 }
 
 /**

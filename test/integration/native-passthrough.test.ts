@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import { Agent, request as undiciRequest } from 'undici'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
@@ -439,5 +439,61 @@ describe('interim (1xx) answers from the upstream', () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { authorization: 'Bearer tok_interim' }, json: { input: 1 } })
     expect(answer.status).toBe(200)
     expect(answer.json.output).toBe('final')
+  })
+})
+
+describe('a malformed request on a connection whose answer is still streaming', () => {
+  const FIRST_HALF = '{"part":"one",'
+  const SECOND_HALF = '"rest":"two"}'
+  let upstream: RecordingUpstream
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': FIRST_HALF.length + SECOND_HALF.length })
+      response.write(FIRST_HALF)
+      setTimeout(() => response.end(SECOND_HALF), 300)
+    })
+    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await upstream.close()
+  })
+
+  function pipelineBadRequest(whenSeen: string): Promise<string> {
+    const { port } = new URL(gw.url)
+    return new Promise((resolve) => {
+      let text = ''
+      let sent = false
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write('GET /v4/slow HTTP/1.1\r\nHost: gateway.test\r\n\r\n')
+        if (whenSeen === '') {
+          sent = true
+          socket.write('NOT A REQUEST LINE\r\n\r\n')
+        }
+      })
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1')
+        if (!sent && text.includes(whenSeen)) {
+          sent = true
+          socket.write('NOT A REQUEST LINE\r\n\r\n')
+        }
+      })
+      socket.on('error', () => undefined)
+      socket.on('close', () => resolve(text))
+    })
+  }
+
+  it('cuts the connection rather than writing its 400 into an answer whose body is streaming', async () => {
+    const text = await pipelineBadRequest(FIRST_HALF)
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/)
+    expect(text).not.toContain('HTTP/1.1 400')
+    expect((FIRST_HALF + SECOND_HALF).startsWith(text.slice(text.indexOf('\r\n\r\n') + 4))).toBe(true)
+  })
+
+  it('cuts the connection rather than answering 400 where the client waits for the first answer', async () => {
+    // Read as the first request's answer, a 400 would blame a request that was fine.
+    expect(await pipelineBadRequest('')).not.toContain('HTTP/1.1 400')
   })
 })
