@@ -54,7 +54,7 @@ export function runLegacyCall(context: LegacyCallContext, deps: LegacyCallDeps):
 }
 
 async function runExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
-  const response = await post(deps, context, V4_EXECUTE_PATH, translateExecute(context.call))
+  const response = await post(deps, context, V4_EXECUTE_PATH, translateExecute(context.call), context.cancelScope)
   return { response, v4Path: V4_EXECUTE_PATH, upstreamMs: response.durationMs }
 }
 
@@ -78,7 +78,7 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   let sessionOutcome: SessionOutcome = first.outcome
   const body = translateSessionExecute(context.call)
   let v4Path = sessionExecutePath(sessionId)
-  let response = await post(deps, context, v4Path, body)
+  let response = await post(deps, context, v4Path, body, context.cancelScope)
   upstreamMs += response.durationMs
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
@@ -91,7 +91,7 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
     }
     sessionId = retry.result.sessionId
     v4Path = sessionExecutePath(sessionId)
-    response = await post(deps, context, v4Path, body)
+    response = await post(deps, context, v4Path, body, context.cancelScope)
     upstreamMs += response.durationMs
   }
   // A 401 evicts the entry, the retried one included, and is returned as it came.
@@ -99,7 +99,8 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   return { response, v4Path, sessionId, sessionOutcome, upstreamMs }
 }
 
-function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, cancelScope: CancelScope | undefined = context.cancelScope): Promise<UpstreamResponse> {
+/** `cancelScope` is explicit: a default would also fill in an `undefined` passed on purpose. */
+function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, cancelScope: CancelScope | undefined): Promise<UpstreamResponse> {
   return deps.upstream.request({
     origin: context.tenant.upstreamOrigin,
     method: 'POST',

@@ -1,10 +1,12 @@
 import type { ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { request as undiciRequest } from 'undici'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream, type UpstreamHandler } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { until } from '../helpers/until.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 const BOB = { authorization: 'Bearer demo-token-bob' }
@@ -122,6 +124,27 @@ describe('session-execute single-flight (SPEC 4 step 3)', () => {
       expect(answers.map((answer) => answer.status)).toEqual(Array<number>(50).fill(200))
       expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_1']))
       expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(Array<string>(50).fill('ses_1'))
+    })
+  })
+
+  it('keeps the shared sessions.start going when the client that began it goes away, for the callers still waiting', async () => {
+    await withFakeGateway({ start: (n) => ({ status: 201, body: { sessionId: `ses_${n}` }, delayMs: 300 }) }, {}, async ({ upstream, gw }) => {
+      const leaving = new AbortController()
+      const first = undiciRequest(`${gw.url}/v1/runs/invoke`, {
+        method: 'POST',
+        headers: { ...ALICE, 'content-type': 'application/json' },
+        body: JSON.stringify({ input: 'leaves', stateId: 'shared-start' }),
+        signal: leaving.signal
+      }).catch((error: unknown) => error)
+      await until(() => startsOf(upstream).length === 1)
+      const staying = invoke(gw.url, { input: 'stays', stateId: 'shared-start' })
+      await sleep(50)
+      leaving.abort()
+      await first
+      const answer = await staying
+      expect(answer.status).toBe(200)
+      expect(answer.headers['x-v4-session-id']).toBe('ses_1')
+      expect(startsOf(upstream)).toHaveLength(1)
     })
   })
 
