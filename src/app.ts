@@ -56,6 +56,11 @@ export interface Gateway {
   listen(overrides?: { trafficPort?: number; adminPort?: number; host?: string }): Promise<ListenAddresses>
   /** Stops accepting, waits for in-flight requests, then releases everything. */
   close(): Promise<void>
+  /**
+   * The end of the grace period: cuts the traffic connections still open and fails the upstream
+   * calls still under way, a shared `sessions.start` included, so that `close` ends now.
+   */
+  cutRemaining(): void
 }
 
 /** Keys that need a restart: they shape listeners and pools built once. */
@@ -73,6 +78,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   let listening = false
   let draining = false
   let closing: Promise<void> | undefined
+  // Set when the grace period ends: the pool is destroyed rather than waited for.
+  let upstreamCut: Promise<void> | undefined
   const initial = options.config
   // A store given by the caller stays the caller's to close.
   const ownsSessionStore = options.sessionStore === undefined
@@ -180,6 +187,10 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       listening = true
       return { trafficUrl, adminUrl }
     },
+    cutRemaining() {
+      trafficServer.closeAllConnections()
+      upstreamCut ??= upstream.destroy()
+    },
     close() {
       // Once: a signal and a caller may both ask, and the second must wait for the same end.
       closing ??= (async () => {
@@ -188,7 +199,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
         trafficHandler.stop()
         listening = false
         await admin.close()
-        await upstream.close()
+        await (upstreamCut ?? upstream.close())
         if (ownsSessionStore) await sessionStore.close?.()
       })()
       return closing

@@ -53,8 +53,8 @@ export async function runGateway(configPath: string): Promise<RunningGateway> {
       gateway.startDraining()
       // In-flight requests get `graceMs`; whatever is still open then is cut.
       const deadline = setTimeout(() => {
-        logger.warn({ graceMs }, 'grace period over: closing the remaining connections')
-        gateway.trafficServer.closeAllConnections()
+        logger.warn({ graceMs }, 'grace period over: closing the remaining connections and upstream calls')
+        gateway.cutRemaining()
       }, graceMs)
       try {
         await gateway.close()

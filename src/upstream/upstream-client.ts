@@ -55,7 +55,10 @@ export interface UpstreamClient {
   request(request: UpstreamRequest): Promise<UpstreamResponse>
   /** Streams a request's answer into `target`, both ways without buffering (SPEC 7). */
   stream(request: UpstreamRequest, target: StreamTarget): void
+  /** Waits for the calls under way, then closes the pool. */
   close(): Promise<void>
+  /** Fails every call still under way and closes the pool: the end of a shutdown's grace period. */
+  destroy(): Promise<void>
 }
 
 export interface UpstreamClientOptions {
@@ -91,7 +94,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     stream(request, target) {
       agent.dispatch(dispatchOptions(request), new StreamingHandler(target))
     },
-    close: () => agent.close()
+    close: () => agent.close(),
+    destroy: () => agent.destroy(new Error('the gateway is shutting down'))
   }
 }
 

@@ -84,6 +84,19 @@ describe('the gateway process and its signals', () => {
     await hanging
   })
 
+  it('cuts a shared sessions.start still under way after shutdown.graceMs, rather than waiting for limits.upstreamTimeoutMs', async () => {
+    // The start is shared by every waiter on its key, so no client going away cancels it.
+    const gateway = await spawnWith('grace-start.yaml', processConfig(stalled.url, { shutdown: { graceMs: 200 }, limits: { upstreamTimeoutMs: 20_000 } }))
+    const before = stalled.requests.length
+    const hanging = send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 'never', stateId: 'grace' } }).catch((error: unknown) => error)
+    await until(() => stalled.requests.some((request, index) => index >= before && request.url === '/v4/sessions.start'))
+    const signalledAt = Date.now()
+    gateway.child.kill('SIGTERM')
+    expect(await gateway.exited).toBe(0)
+    expect(Date.now() - signalledAt).toBeLessThan(5_000)
+    await hanging
+  })
+
   it('re-reads the config file on SIGHUP and sends new requests to the new upstream', async () => {
     const path = join(dir, 'hup.yaml')
     await writeFile(path, stringify(processConfig(slow.url)))
