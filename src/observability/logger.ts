@@ -7,9 +7,13 @@ import { LineBatcher } from './line-batcher.js'
  */
 export const REDACTED_HEADERS = ['authorization', 'x-service-api-key', 'x-api-key', 'x-session-token', 'cookie', 'set-cookie', 'proxy-authorization'] as const
 
-export const REDACT_PATHS: string[] = ['req.headers', 'res.headers', 'headers', 'request.headers', 'upstream.headers'].flatMap((base) =>
-  REDACTED_HEADERS.map((name) => `${base}["${name}"]`)
-)
+export const REDACT_PATHS: string[] = [
+  ...['req.headers', 'res.headers', 'headers', 'request.headers', 'upstream.headers'].flatMap((base) => REDACTED_HEADERS.map((name) => `${base}["${name}"]`)),
+  // Node attaches the raw request bytes, headers and all, to an HTTP parser error; fastify's
+  // default clientError handler (the admin listener) logs that error at trace level.
+  // (Only under `err`, pino's error key: `error` is an access-line field, which must stay unredacted to be written fast.)
+  'err.rawPacket'
+]
 
 export interface LoggerOptions {
   level: string

@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto'
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { LEGACY_V1_ROUTES } from '../../src/config/schema.js'
 import { send, type Answer, type SendOptions } from '../helpers/http.js'
+import { rawExchange } from '../helpers/raw-http.js'
 import { startRecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { until } from '../helpers/until.js'
 
 // SPEC 9 and STYLE "Tests": secrets planted in every credential position never reach a log
 // line or an error body, whatever the request turns into.
@@ -312,6 +314,27 @@ describe('secret safety (SPEC 9)', () => {
     for (const line of errorLines) {
       const text = JSON.stringify(line)
       for (const value of ALL_SECRETS) expect(text).not.toContain(value)
+    }
+  })
+})
+
+describe('secret safety of requests the admin listener cannot parse (SPEC 9)', () => {
+  it('writes no byte of a malformed admin request, its Authorization included, to the log at trace level', async () => {
+    const adminToken = secret('secret-admin-token')
+    const closed = await startRecordingUpstream()
+    await closed.close()
+    const via = await startGateway(testConfig(closed.url, { log: { level: 'trace' }, admin: { token: adminToken } }))
+    try {
+      // A header line without a colon: Node's parser refuses it and attaches the raw bytes to the error.
+      const result = await rawExchange(via.adminUrl, `GET /admin/sessions HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${adminToken}\r\nBroken header line\r\n\r\n`)
+      expect(result.response?.status).toBe(400)
+      await until(() => via.logs.text().includes('"level":10'))
+      // Bytes are logged as a Buffer's JSON, a list of numbers: decode them before looking.
+      const decoded = via.logs.lines().map((line) => JSON.stringify(line, (_key, value: unknown) =>
+        (value as { type?: string })?.type === 'Buffer' ? Buffer.from((value as { data: number[] }).data).toString('latin1') : value))
+      expect(decoded.join('\n')).not.toContain(adminToken)
+    } finally {
+      await via.close()
     }
   })
 })
