@@ -18,7 +18,8 @@ function embeddedSimulator(): { start(): Promise<string>; close(): Promise<void>
   let origin: Promise<string> | undefined
   return {
     start() {
-      simulator ??= createSimulator()
+      // Not recording calls: that is for tests, and this process may run for weeks.
+      simulator ??= createSimulator({ recordCalls: false })
       origin ??= simulator.listen({ host: '127.0.0.1', port: 0 })
       return origin
     },

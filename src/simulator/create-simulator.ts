@@ -41,12 +41,13 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
   })
 
   // Recorded before parsing and auth, so rejected calls still show what reached the upstream.
+  const record = resolved.recordCalls
   app.addHook('onRequest', async function recordCall (request) {
     markRequestStart(request)
-    recorder.record(request)
+    if (record) recorder.record(request)
   })
   installBodyParsers(app, function recordBody (request, body) {
-    recorder.attachBody(request, body)
+    if (record) recorder.attachBody(request, body)
   })
   installErrorReplies(app)
   registerRuntimeRoutes(app, state)

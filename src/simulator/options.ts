@@ -18,7 +18,8 @@ export const DEFAULT_SIMULATOR_OPTIONS: Required<SimulatorOptions> = deepFreeze(
   },
   backendDefaults: { policy: 'default', route: 'standard', risk: 'low' },
   sessionTtlMs: 3_600_000,
-  logger: false
+  logger: false,
+  recordCalls: true
 })
 
 export interface ResolvedSimulatorOptions {
@@ -27,6 +28,7 @@ export interface ResolvedSimulatorOptions {
   backendDefaults: Readonly<EffectiveContext>
   sessionTtlMs: number
   logger: boolean
+  recordCalls: boolean
 }
 
 // Maps rather than records: a token like `constructor` must not find Object.prototype's member.
@@ -66,6 +68,7 @@ export function resolveSimulatorOptions (options: SimulatorOptions = {}): Resolv
     serviceKeys,
     backendDefaults: Object.freeze({ ...(options.backendDefaults ?? DEFAULT_SIMULATOR_OPTIONS.backendDefaults) }),
     sessionTtlMs,
-    logger: options.logger ?? DEFAULT_SIMULATOR_OPTIONS.logger
+    logger: options.logger ?? DEFAULT_SIMULATOR_OPTIONS.logger,
+    recordCalls: options.recordCalls ?? DEFAULT_SIMULATOR_OPTIONS.recordCalls
   }
 }

@@ -29,6 +29,11 @@ export interface SimulatorOptions {
   /** Sessions older than this answer 410 SESSION_EXPIRED. */
   sessionTtlMs?: number
   logger?: boolean
+  /**
+   * Keep every request in `calls` (headers and body) for tests to read. The gateway's embedded
+   * simulator turns it off: a long-running process would keep every request it ever served.
+   */
+  recordCalls?: boolean
 }
 
 export interface SimulatorCall {

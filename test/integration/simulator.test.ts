@@ -613,6 +613,20 @@ describe('simulator options', () => {
     expect(Object.isFrozen(DEFAULT_SIMULATOR_OPTIONS)).toBe(true)
   })
 
+  it('keeps no request with recordCalls: false (the embedded simulator of a long-running gateway), and still answers', async () => {
+    const sim = createSimulator({ recordCalls: false })
+    const url = await sim.listen()
+    try {
+      for (let call = 0; call < 3; call++) {
+        expect((await send(url, 'POST', '/v4/execute', { headers: ALICE, json: { input: 'x'.repeat(10_000) } })).status).toBe(200)
+      }
+      expect(sim.calls).toHaveLength(0)
+      expect(sim.countCalls('POST', '/v4/execute')).toBe(0)
+    } finally {
+      await sim.close()
+    }
+  })
+
   it('accepts only the configured session tokens when sessionTokens is given', async () => {
     await withSimulator({ sessionTokens: { 'custom-token': { subject: 'user_c', roles: [] } } }, async (url) => {
       const custom = await send(url, 'POST', '/v4/execute', { headers: { authorization: 'Bearer custom-token' }, json: { input: 1 } })
