@@ -82,15 +82,20 @@ function canonicalNumeral(numeral: string): string | undefined {
  * when a cheap hint says such a number may be there.
  */
 function assertNumbersSurviveParsing(text: string): void {
-  if (!LOSSY_NUMBER_HINT.test(text)) return
+  const token = firstLossyNumber(text)
+  if (token === undefined) return
+  throw new GatewayError('INVALID_REQUEST', 'request body has a number that JSON cannot carry unchanged (out of range or too precise); send it as a string', {
+    details: [{ pointer: '', message: `number out of range or too precise: ${token.slice(0, 24)}${token.length > 24 ? '…' : ''}` }]
+  })
+}
+
+/** The first number in a JSON text that JSON.parse would not keep as written (by value), if any. */
+export function firstLossyNumber(text: string): string | undefined {
+  if (!LOSSY_NUMBER_HINT.test(text)) return undefined
   for (const [token] of text.matchAll(NUMBER_OR_STRING)) {
-    if (token.startsWith('"')) continue
-    if (canonicalNumeral(token) !== canonicalNumeral(String(Number(token)))) {
-      throw new GatewayError('INVALID_REQUEST', 'request body has a number that JSON cannot carry unchanged (out of range or too precise); send it as a string', {
-        details: [{ pointer: '', message: `number out of range or too precise: ${token.slice(0, 24)}${token.length > 24 ? '…' : ''}` }]
-      })
-    }
+    if (!token.startsWith('"') && canonicalNumeral(token) !== canonicalNumeral(String(Number(token)))) return token
   }
+  return undefined
 }
 
 export function parseJsonObject(bytes: Buffer): Record<string, unknown> {

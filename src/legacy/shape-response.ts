@@ -3,7 +3,7 @@ import { stripHopByHop } from '../util/hop-by-hop.js'
 import { getAtPointer, setAtPointer } from '../util/json-pointer.js'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { hasCompleteMeta } from './complete-meta.js'
-import { isJsonContentType } from './parse-legacy-body.js'
+import { firstLossyNumber, isJsonContentType } from './parse-legacy-body.js'
 
 export interface ShapedResponse {
   statusCode: number
@@ -41,11 +41,15 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
     return asItCame(statusCode, upstreamHeaders, body)
   }
   let document: unknown
+  const text = body.toString('utf8')
   try {
-    document = JSON.parse(body.toString('utf8'))
+    document = JSON.parse(text)
   } catch {
     return asItCame(statusCode, upstreamHeaders, body)
   }
+  // Serialised again, a number JSON cannot hold (a 20-digit id, 1e400) would change: the body
+  // then goes out as it came, its meta unfilled, since SPEC 6 puts "as they came" first.
+  if (firstLossyNumber(text) !== undefined) return asItCame(statusCode, upstreamHeaders, body)
   if (!isPlainObject(document)) return asItCame(statusCode, upstreamHeaders, body)
   const headers = stripHopByHop(upstreamHeaders, LEFT_OUT_OF_JSON_ANSWER) as Record<string, string | string[]>
   let changed = fillMeta(document, options)

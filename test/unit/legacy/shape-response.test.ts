@@ -17,6 +17,17 @@ describe('shapeLegacyResponse meta', () => {
     expect(shapeJson({ output: 1 }).json).toEqual({ output: 1, meta: { requestId: 'gw-req-1', timingMs: { total: 12.5 } } })
   })
 
+  it.each(['{"output":{"id":12345678901234567890}}', '{"output":1e400}', '{"output":[1e-400],"meta":{}}'])('sends an answer with a number JSON cannot hold (%s) as it came, rather than change it to fill meta', (text) => {
+    for (const sessionId of [undefined, 'ses_1']) {
+      const shaped = shapeLegacyResponse(200, JSON_HEADERS, Buffer.from(text), options({ sessionId, responseFields: [{ from: '/output', to: '/result' }] }))
+      expect(shaped.payload.toString()).toBe(text)
+    }
+  })
+
+  it('still fills meta in an answer whose long numerals JSON holds unchanged', () => {
+    expect(shapeLegacyResponse(200, JSON_HEADERS, Buffer.from('{"output":1.50000000000000000}'), options()).payload.toString()).toBe('{"output":1.5,"meta":{"requestId":"gw-req-1","timingMs":{"total":12.5}}}')
+  })
+
   it('keeps the upstream meta.requestId and meta.timingMs.total', () => {
     const meta = { requestId: 'up-1', timingMs: { total: 3 }, executionId: 'exe_1' }
     expect(shapeJson({ output: 1, meta }).json.meta).toEqual(meta)
