@@ -37,6 +37,21 @@ export async function runGateway(configPath: string): Promise<RunningGateway> {
   const logger = createLogger({ level: config.log.level, destination: logDestination.stream })
   // Buffered lines must reach stdout however the process ends.
   process.once('exit', () => logDestination.flushSync())
+  // Signals that come while the gateway starts (the embedded simulator, a first Redis attempt of
+  // up to 2 s) are held and acted on once it is up: Node's default would end the process on a
+  // SIGHUP, and on a SIGTERM by signal rather than with a drain and exit 0.
+  let heldStop: NodeJS.Signals | undefined
+  let heldReload = false
+  const holdStop = (signal: NodeJS.Signals): void => {
+    heldStop ??= signal
+  }
+  const holdReload = (): void => {
+    heldReload = true
+  }
+  process.on('SIGTERM', holdStop)
+  process.on('SIGINT', holdStop)
+  process.on('SIGHUP', holdReload)
+  logger.info({ config: configPath }, 'v4gw starting')
   const simulator = embeddedSimulator()
   const embeddedOrigin = usesEmbeddedUpstream(config) ? await simulator.start() : undefined
   const gateway = await buildGateway({ config, configPath, logger, embeddedOrigin, startEmbedded: simulator.start })
@@ -80,11 +95,16 @@ export async function runGateway(configPath: string): Promise<RunningGateway> {
       }
     )
   }
+  process.off('SIGTERM', holdStop)
+  process.off('SIGINT', holdStop)
+  process.off('SIGHUP', holdReload)
   process.once('SIGTERM', onStopSignal)
   process.once('SIGINT', onStopSignal)
   process.on('SIGHUP', function reloadOnHangup() {
     void gateway.reload()
   })
+  if (heldStop !== undefined) onStopSignal(heldStop)
+  else if (heldReload) void gateway.reload()
 
   return { gateway, trafficUrl, adminUrl, stop }
 }

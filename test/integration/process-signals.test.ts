@@ -1,6 +1,9 @@
+import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createServer as createNetServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
@@ -95,6 +98,33 @@ describe('the gateway process and its signals', () => {
     expect(await gateway.exited).toBe(0)
     expect(Date.now() - signalledAt).toBeLessThan(5_000)
     await hanging
+  })
+
+  it('holds a SIGHUP that comes while it starts, rather than dying of it, and drains on a SIGTERM after', async () => {
+    // A Redis that accepts connections and never answers: the start waits out its first attempt.
+    const silent = createNetServer(() => undefined)
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const { port } = silent.address() as AddressInfo
+    const path = join(dir, 'early-signal.yaml')
+    await writeFile(path, stringify(processConfig(slow.url, { sessions: { store: 'redis', redis: { url: `redis://127.0.0.1:${port}` } } })))
+    const child = spawn(process.execPath, [fileURLToPath(new URL('../../dist/cli.js', import.meta.url)), '--config', path], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    try {
+      await until(() => output.includes('v4gw starting'))
+      expect(output).not.toContain('v4gw listening')
+      child.kill('SIGHUP')
+      await until(() => output.includes('v4gw listening'), 10_000)
+      await until(() => output.includes('config reloaded'))
+      expect(child.exitCode).toBeNull()
+      child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+    } finally {
+      child.kill('SIGKILL')
+      silent.close()
+    }
   })
 
   it('re-reads the config file on SIGHUP and sends new requests to the new upstream', async () => {
