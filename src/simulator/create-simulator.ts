@@ -5,7 +5,7 @@ import { CallRecorder } from './call-recorder.js'
 import { registerAdminRoutes } from './admin-routes.js'
 import { registerControlRoutes } from './control-routes.js'
 import { CredentialDirectory } from './credential-directory.js'
-import { installErrorReplies } from './error-replies.js'
+import { answerFrameworkError, installErrorReplies } from './error-replies.js'
 import { markRequestStart, newId } from './meta.js'
 import { resolveSimulatorOptions } from './options.js'
 import { PolicyStore } from './policy-store.js'
@@ -37,7 +37,11 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
     logger: resolved.logger,
     // Contract part 2: meta.requestId is the caller's x-request-id when it sent one.
     requestIdHeader: 'x-request-id',
-    genReqId: function generateRequestId () { return newId('req') }
+    genReqId: function generateRequestId () { return newId('req') },
+    // Ids of any length route (fastify's 100-character limit would answer 414 in its own shape);
+    // an id nobody issued is then SESSION_NOT_FOUND, as the contract has it.
+    maxParamLength: 8192,
+    frameworkErrors: answerFrameworkError
   })
 
   // Recorded before parsing and auth, so rejected calls still show what reached the upstream.

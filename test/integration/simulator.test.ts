@@ -613,6 +613,24 @@ describe('simulator options', () => {
     expect(Object.isFrozen(DEFAULT_SIMULATOR_OPTIONS)).toBe(true)
   })
 
+  it('answers a session id longer than fastify\'s default parameter limit 404 SESSION_NOT_FOUND in its own error shape', async () => {
+    await withSimulator({}, async (url) => {
+      const answer = await send(url, 'POST', `/v4/sessions/ses_${'a'.repeat(300)}/executions.execute`, { headers: ALICE, json: { input: 1 } })
+      expect(answer.status).toBe(404)
+      expect(answer.body.error?.code).toBe('SESSION_NOT_FOUND')
+      expect(typeof answer.body.meta.requestId).toBe('string')
+    })
+  })
+
+  it('answers a URL it cannot decode 400 INVALID_REQUEST in its own error shape', async () => {
+    await withSimulator({}, async (url) => {
+      const answer = await send(url, 'POST', '/v4/sessions/%zz/executions.execute', { headers: ALICE, json: { input: 1 } })
+      expect(answer.status).toBe(400)
+      expect(answer.body.error).toEqual({ code: 'INVALID_REQUEST', message: 'the request URL could not be read' })
+      expect(typeof answer.body.meta.timingMs.total).toBe('number')
+    })
+  })
+
   it('keeps no request with recordCalls: false (the embedded simulator of a long-running gateway), and still answers', async () => {
     const sim = createSimulator({ recordCalls: false })
     const url = await sim.listen()
