@@ -2,11 +2,10 @@ import { redactQueryCredential, removeQueryCredential, rewriteProxyCredentialHea
 import { toGatewayError } from '../errors/error-handler.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
 import { authorizeRuntimeCall, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
-import { buildRewrittenPath } from '../legacy/route-table.js'
 import { readStateKey, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy/run-legacy-call.js'
 import { translateExecute, translateSessionDefaults, translateSessionExecute } from '../legacy/translate.js'
 import { REDACTED_HEADERS } from '../observability/logger.js'
-import { classifyRequest, type ClassificationNote } from './classify-request.js'
+import { classifyRequest, rewrittenProxyPath, type ClassificationNote } from './classify-request.js'
 
 export interface ExplainInput {
   method: string
@@ -72,14 +71,15 @@ export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Ex
     }
     const { route, params } = classification.match
     Object.assign(explanation, { legacyRoute: `${route.method} ${route.path}`, action: route.action })
+    const proxyPath = route.action === 'proxy' ? rewrittenProxyPath(runtime, classification.match, note) : undefined
     const credentials = runtime.config.credentials
     const headersDistinct = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, [value]]))
     const credential = readLegacyCredential(headersDistinct, target.rawQuery, credentials)
-    if (route.action === 'proxy') {
+    if (proxyPath !== undefined) {
       const rewrittenQuery = removeQueryCredential(target.rawQuery, credentials.queryParam)
       explanation.calls.push({
         method: route.method,
-        url: `${origin}${buildRewrittenPath(route, params)}${rewrittenQuery === '' ? '' : `?${rewrittenQuery}`}`,
+        url: `${origin}${proxyPath}${rewrittenQuery === '' ? '' : `?${rewrittenQuery}`}`,
         headers: redactHeaders(rewriteProxyCredentialHeaders(headers, credential)),
         body: input.body
       })

@@ -6,7 +6,7 @@ import { GatewayError } from '../errors/registry.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
 import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import { readBody } from '../legacy/read-body.js'
-import { buildRewrittenPath, type RouteMatch } from '../legacy/route-table.js'
+import type { RouteMatch } from '../legacy/route-table.js'
 import { runLegacyCall } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
 import { createAccessLog } from '../observability/access-log.js'
@@ -17,10 +17,10 @@ import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
 import { putOwnHeaders } from '../util/own-headers.js'
-import { assertNotBlocked, classifyRequest, type RequestHead } from './classify-request.js'
+import { classifyRequest, rewrittenProxyPath, type RequestHead } from './classify-request.js'
 import { createEventLoopMonitor, createInFlightLimiter, overloadedError, RETRY_AFTER_SECONDS } from './load-shedding.js'
 import { requestBody } from './request-body.js'
-import { parseRequestTarget, type RequestTarget } from './request-target.js'
+import type { RequestTarget } from './request-target.js'
 import { TrafficContext } from './traffic-context.js'
 
 export interface TrafficDeps {
@@ -140,15 +140,14 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     traffic.ownHeaders['x-request-id'] = traffic.id
     if (tenant.deprecationHeaders !== null) Object.assign(traffic.ownHeaders, tenant.deprecationHeaders)
 
+    const proxyPath = route.action === 'proxy' ? rewrittenProxyPath(runtime, match, traffic) : undefined
     const credentials = runtime.config.credentials
     const credential = readLegacyCredential(credentialHeaders(request.rawHeaders, credentials.sources), target.rawQuery, credentials)
     const credentialFingerprint = credential === null ? undefined : fingerprintToken(credential.value)
     traffic.clientFingerprint = credentialFingerprint
 
-    if (route.action === 'proxy') {
-      const path = buildRewrittenPath(route, match.params)
-      // A parameter can carry the rewritten path into a blocked prefix (`/v1/:area` → `/v4/:area`).
-      assertNotBlocked(runtime, parseRequestTarget(path), traffic)
+    if (proxyPath !== undefined) {
+      const path = proxyPath
       traffic.v4Path = path
       forwardStream(traffic, {
         origin: tenant.upstreamOrigin,

@@ -181,6 +181,15 @@ describe('proxy routes towards a recording upstream', () => {
       expectGatewayError(answer, 403, 'FORBIDDEN')
       expect(upstream.requests).toHaveLength(0)
     }
+    // Before credentials are read (docs/decisions.md, order of checks): two of them, or a malformed one, still get 403.
+    for (const headers of [{ 'x-api-key': 'key_a', authorization: 'Bearer t' }, { 'x-api-key': 'a b' }] as Headers[]) {
+      expectGatewayError(await call('/v1/areas/internal/keys', { headers }), 403, 'FORBIDDEN')
+    }
+    // /admin/explain tells the same.
+    const explained = await send(gw.adminUrl, '/admin/explain', { json: { method: 'GET', path: '/v1/areas/internal/keys', headers: { 'x-api-key': ADMIN_KEY } } })
+    expect(explained.json.answer).toMatchObject({ status: 403, code: 'FORBIDDEN' })
+    expect(explained.json.calls).toEqual([])
+    expect(upstream.requests).toHaveLength(0)
     const allowed = await call('/v1/areas/policies/pol_1', { headers: { 'x-api-key': ADMIN_KEY } })
     expect(allowed.status).toBe(200)
     expect(only(upstream.requests).url).toBe('/v4/policies/pol_1')
