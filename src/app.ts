@@ -78,8 +78,13 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   let listening = false
   let draining = false
   let closing: Promise<void> | undefined
-  // Set when the grace period ends: the pool is destroyed rather than waited for.
+  // Settles when the grace period ends and the pool is destroyed: close() waits for the pool's
+  // calls only until then (undici's close() may already be waiting when the cut comes).
   let upstreamCut: Promise<void> | undefined
+  let announceCut: () => void = () => undefined
+  const cutCome = new Promise<void>((resolve) => {
+    announceCut = resolve
+  })
   const initial = options.config
   // A store given by the caller stays the caller's to close.
   const ownsSessionStore = options.sessionStore === undefined
@@ -189,7 +194,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     },
     cutRemaining() {
       trafficServer.closeAllConnections()
-      upstreamCut ??= upstream.destroy()
+      upstreamCut ??= upstream.destroy().then(announceCut, announceCut)
     },
     close() {
       // Once: a signal and a caller may both ask, and the second must wait for the same end.
@@ -199,7 +204,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
         trafficHandler.stop()
         listening = false
         await admin.close()
-        await (upstreamCut ?? upstream.close())
+        await Promise.race([upstream.close().catch(() => undefined), cutCome])
         if (ownsSessionStore) await sessionStore.close?.()
       })()
       return closing

@@ -4,6 +4,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { request as undiciRequest } from 'undici'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
@@ -87,12 +88,25 @@ describe('the gateway process and its signals', () => {
     await hanging
   })
 
-  it('cuts a shared sessions.start still under way after shutdown.graceMs, rather than waiting for limits.upstreamTimeoutMs', async () => {
+  it.each([
+    { clientLeft: false, name: 'its client still waiting' },
+    { clientLeft: true, name: 'its client gone before the signal' }
+  ])('cuts a shared sessions.start still under way after shutdown.graceMs ($name), rather than waiting for limits.upstreamTimeoutMs', async ({ clientLeft }) => {
     // The start is shared by every waiter on its key, so no client going away cancels it.
     const gateway = await spawnWith('grace-start.yaml', processConfig(stalled.url, { shutdown: { graceMs: 200 }, limits: { upstreamTimeoutMs: 20_000 } }))
     const before = stalled.requests.length
-    const hanging = send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 'never', stateId: 'grace' } }).catch((error: unknown) => error)
+    const leaving = new AbortController()
+    const hanging = undiciRequest(`${gateway.url}/v1/runs/invoke`, {
+      method: 'POST',
+      headers: { ...ALICE, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'never', stateId: `grace-${String(clientLeft)}` }),
+      signal: leaving.signal
+    }).catch((error: unknown) => error)
     await until(() => stalled.requests.some((request, index) => index >= before && request.url === '/v4/sessions.start'))
+    if (clientLeft) {
+      leaving.abort()
+      await hanging
+    }
     const signalledAt = Date.now()
     gateway.child.kill('SIGTERM')
     expect(await gateway.exited).toBe(0)
