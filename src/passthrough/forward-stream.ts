@@ -67,9 +67,12 @@ export function createForwarder(
         onInformational(statusCode, headers) {
           // RFC 9110 15.2 has a proxy pass interim answers on. Node can write a 103's Link (and
           // answers 100-continue itself); other 1xx are dropped, the final answer still follows.
-          if (statusCode !== 103 || headers.link === undefined || response.headersSent) return
+          // Never to an HTTP/1.0 client, which would read it as the answer (RFC 9110 15).
+          if (statusCode !== 103 || headers.link === undefined || response.headersSent || request.httpVersionMinor === 0) return
           try {
-            response.writeEarlyHints({ link: headers.link })
+            // Node takes one link per entry: `</a.css>; rel=preload, </b.js>; rel=preload` is two.
+            const links = (Array.isArray(headers.link) ? headers.link : [headers.link]).flatMap((value) => value.split(/,\s*(?=<)/))
+            response.writeEarlyHints({ link: links })
           } catch {
             // A Link value Node refuses is only a hint: the final answer is what counts.
           }

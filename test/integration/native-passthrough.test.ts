@@ -405,13 +405,14 @@ describe('native upstream failures', () => {
 
 describe('interim (1xx) answers from the upstream', () => {
   const LINK = '</styles.css>; rel=preload; as=style'
+  const SECOND_LINK = '</app.js>; rel=preload; as=script'
   let upstream: RecordingUpstream
   let gw: StartedGateway
 
   beforeAll(async () => {
     // 103 Early Hints, then 102 Processing, then the final answer: undici reports all three.
     upstream = await startRecordingUpstream((_request, response) => {
-      response.writeEarlyHints({ link: LINK })
+      response.writeEarlyHints({ link: [LINK, SECOND_LINK] })
       response.writeProcessing()
       response.writeHead(200, { 'content-type': 'application/json' })
       response.end(JSON.stringify({ output: 'final', meta: { requestId: 'r', timingMs: { total: 1 } } }))
@@ -427,12 +428,19 @@ describe('interim (1xx) answers from the upstream', () => {
     const result = await exchangeRaw(gw.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n')
     const text = result.bytes.toString('latin1')
     expect(text.startsWith('HTTP/1.1 103 Early Hints\r\n')).toBe(true)
-    expect(text).toContain(`Link: ${LINK}\r\n`)
+    // Node writes the upstream's two links as one comma-joined line, which its writeEarlyHints then refuses whole.
+    expect(text).toContain(`Link: ${LINK}, ${SECOND_LINK}\r\n`)
     expect(text).not.toContain('HTTP/1.1 102')
     const final = parseRawResponse(result.bytes.subarray(text.indexOf('\r\n\r\n') + 4), result.closedByServer)
     expect(final?.status).toBe(200)
     expect(final?.complete).toBe(true)
     expect(final?.json).toEqual({ output: 'final', meta: { requestId: 'r', timingMs: { total: 1 } } })
+  })
+
+  it('sends no 103 to an HTTP/1.0 client, which would read it as the answer (RFC 9110 15)', async () => {
+    const result = await exchangeRaw(gw.url, 'GET /v4/policies HTTP/1.0\r\nHost: gateway.test\r\n\r\n')
+    expect(result.bytes.toString('latin1')).not.toContain(' 103 ')
+    expect(result.response?.status).toBe(200)
   })
 
   it('answers a legacy call with the final answer, not the interim one', async () => {
