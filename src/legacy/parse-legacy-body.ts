@@ -59,8 +59,8 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 // which would change the input. (ignoreBOM keeps a BOM in the text, where JSON.parse refuses it.)
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-// A number JSON.parse may not hold unchanged: 16+ digits, or an exponent of 3+ digits.
-const LOSSY_NUMBER_HINT = /\d{16,}|[eE][+-]?\d{3,}/
+// A number JSON.parse may not hold unchanged: 16+ digits (a decimal point among them or not), or an exponent of 3+ digits.
+const LOSSY_NUMBER_HINT = /\d(?:\.?\d){15,}|[eE][+-]?\d{3,}/
 const NUMBER_OR_STRING = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g
 const NUMERAL = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
 

@@ -47,9 +47,6 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
   } catch {
     return asItCame(statusCode, upstreamHeaders, body)
   }
-  // Serialised again, a number JSON cannot hold (a 20-digit id, 1e400) would change: the body
-  // then goes out as it came, its meta unfilled, since SPEC 6 puts "as they came" first.
-  if (firstLossyNumber(text) !== undefined) return asItCame(statusCode, upstreamHeaders, body)
   if (!isPlainObject(document)) return asItCame(statusCode, upstreamHeaders, body)
   const headers = stripHopByHop(upstreamHeaders, LEFT_OUT_OF_JSON_ANSWER) as Record<string, string | string[]>
   let changed = fillMeta(document, options)
@@ -58,7 +55,11 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
     if (value !== undefined) changed = setAtPointer(document, to, structuredClone(value)) || changed
   }
   // An answer that already had everything goes out as it came, without a second serialisation.
-  return { statusCode, headers, payload: changed ? JSON.stringify(document) : body }
+  if (!changed) return { statusCode, headers, payload: body }
+  // Serialised again, a number JSON cannot hold (a 20-digit id, 1e400) would change: the body
+  // then goes out as it came, its meta unfilled, since SPEC 6 puts "as they came" first.
+  if (firstLossyNumber(text) !== undefined) return asItCame(statusCode, upstreamHeaders, body)
+  return { statusCode, headers, payload: JSON.stringify(document) }
 }
 
 /** Fills the `meta` fields SPEC 6 asks for where the upstream left them out; true when it changed anything. */

@@ -148,7 +148,7 @@ for (const path of LEGACY_ROUTES) {
   addLegacy('answers 400 INVALID_REQUEST when a duplicate policy key ends as a number', path, '{"input":1,"policy":"strict","policy":5}', INVALID)
   addLegacy('answers 413 PAYLOAD_TOO_LARGE to 100,000 opening brackets', path, '['.repeat(100_000), refused(413, 'PAYLOAD_TOO_LARGE'))
   addLegacy('answers 413 PAYLOAD_TOO_LARGE to a string one byte over limits.bodyBytes', path, `{"input":"${'a'.repeat(BODY_LIMIT - 11)}"}`, refused(413, 'PAYLOAD_TOO_LARGE'))
-  for (const [name, literal] of [['1e999999', '1e999999'], ['-1e999999', '-1e999999'], ['a 400-digit integer', '9'.repeat(400)], ['a negative 400-digit integer', `-${'1'.repeat(400)}`]] as const) {
+  for (const [name, literal] of [['1e999999', '1e999999'], ['-1e999999', '-1e999999'], ['a 400-digit integer', '9'.repeat(400)], ['a negative 400-digit integer', `-${'1'.repeat(400)}`], ['18 digits around a decimal point', '123456789.123456789']] as const) {
     addLegacy(`answers 400 INVALID_REQUEST or forwards the digits unchanged, never null, for ${name} in input`, path, `{"input":{"n":${literal}}}`, { kind: 'refused-or-verbatim', literal })
   }
 }

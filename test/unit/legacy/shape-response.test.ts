@@ -17,7 +17,7 @@ describe('shapeLegacyResponse meta', () => {
     expect(shapeJson({ output: 1 }).json).toEqual({ output: 1, meta: { requestId: 'gw-req-1', timingMs: { total: 12.5 } } })
   })
 
-  it.each(['{"output":{"id":12345678901234567890}}', '{"output":1e400}', '{"output":[1e-400],"meta":{}}'])('sends an answer with a number JSON cannot hold (%s) as it came, rather than change it to fill meta', (text) => {
+  it.each(['{"output":{"id":12345678901234567890}}', '{"output":123456789.123456789}', '{"output":1e400}', '{"output":[1e-400],"meta":{}}'])('sends an answer with a number JSON cannot hold (%s) as it came, rather than change it to fill meta', (text) => {
     for (const sessionId of [undefined, 'ses_1']) {
       const shaped = shapeLegacyResponse(200, JSON_HEADERS, Buffer.from(text), options({ sessionId, responseFields: [{ from: '/output', to: '/result' }] }))
       expect(shaped.payload.toString()).toBe(text)
