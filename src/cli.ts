@@ -28,7 +28,8 @@ function packageVersion(): string {
 
 async function runSimulatorCommand(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '4010' } } })
-  const simulator = createSimulator({ logger: true })
+  // A standalone process: nothing reads its recorded calls, which would only grow.
+  const simulator = createSimulator({ logger: true, recordCalls: false })
   const url = await simulator.listen({ host: values.host, port: Number(values.port) })
   console.log(`v4 simulator listening on ${url}`)
   const stop = (): void => {

@@ -38,14 +38,16 @@ export function parseRequestTarget(url: string): RequestTarget {
   }
   // Servlet-style stacks drop a segment's `;` parameters before they resolve dot segments, so
   // `..;` and `/;x/` are read as `..` and `//` there: both checks see segments without them.
-  const segments = decoded.split(/[/\\]/).map(withoutSegmentParameters)
+  const hasParameters = decoded.includes(';')
+  const segments = decoded.split(/[/\\]/)
+  if (hasParameters) for (let index = 0; index < segments.length; index++) segments[index] = withoutSegmentParameters(segments[index] as string)
   if (pathname.split('/').some((segment) => DOT_SEGMENT.test(segment)) || segments.some((segment) => segment === '.' || segment === '..')) {
     throw new GatewayError('INVALID_REQUEST', 'dot segments are not allowed in the request path', { details: [{ pointer: 'request-target', message: 'contains . or .. segments' }] })
   }
   if (decoded.includes('\0')) {
     throw new GatewayError('INVALID_REQUEST', 'the request path contains a NUL byte', { details: [{ pointer: 'request-target', message: 'contains NUL' }] })
   }
-  return { pathname, rawQuery, comparablePath: segments.join('/').replace(/\/+/g, '/').toLowerCase() }
+  return { pathname, rawQuery, comparablePath: (hasParameters ? segments.join('/') : decoded).replace(/[/\\]+/g, '/').toLowerCase() }
 }
 
 function withoutSegmentParameters(segment: string): string {
