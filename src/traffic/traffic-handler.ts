@@ -147,11 +147,10 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     traffic.clientFingerprint = credentialFingerprint
 
     if (proxyPath !== undefined) {
-      const path = proxyPath
-      traffic.v4Path = path
+      traffic.v4Path = proxyPath
       forwardStream(traffic, {
         origin: tenant.upstreamOrigin,
-        path,
+        path: proxyPath,
         query: removeQueryCredential(target.rawQuery, credentials.queryParam),
         timeoutMs: runtime.config.limits.upstreamTimeoutMs,
         rewriteHeaders: (headers) => rewriteProxyCredentialHeaders(headers, credential)
