@@ -9,8 +9,7 @@ export interface RequestTarget {
   comparablePath: string
 }
 
-// A dot segment, raw or encoded, with or without `;` parameters after it (`..;x`).
-const DOT_SEGMENT = /^(\.|%2e){1,2}(;.*)?$/i
+const DOT_SEGMENT = /^(\.|%2e){1,2}$/i
 // Paths with none of these are plain: nothing to decode, no dot segment, no slash to collapse, no `;` parameters.
 const NEEDS_CHECKS = /[%.\\;]|\/\//
 
