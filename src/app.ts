@@ -80,7 +80,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   let closing: Promise<void> | undefined
   // Settles when the grace period ends and the pool is destroyed: close() waits for the pool's
   // calls only until then (undici's close() may already be waiting when the cut comes).
-  let upstreamCut: Promise<void> | undefined
+  let cut = false
   let announceCut: () => void = () => undefined
   const cutCome = new Promise<void>((resolve) => {
     announceCut = resolve
@@ -194,7 +194,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     },
     cutRemaining() {
       trafficServer.closeAllConnections()
-      upstreamCut ??= upstream.destroy().then(announceCut, announceCut)
+      if (cut) return
+      cut = true
+      void upstream.destroy().then(announceCut, announceCut)
     },
     close() {
       // Once: a signal and a caller may both ask, and the second must wait for the same end.
