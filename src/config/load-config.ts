@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { extname } from 'node:path'
-import { parse as parseYaml } from 'yaml'
+import { parseDocument, type YAMLError } from 'yaml'
 import { configSchema, type GatewayConfig } from './schema.js'
 import { deepFreeze } from '../util/deep-freeze.js'
 import { substituteEnv, type EnvProblem } from './substitute-env.js'
@@ -40,12 +40,7 @@ export async function loadConfig(path: string, env: Record<string, string | unde
 }
 
 export function parseConfigText(text: string, source: string, env: Record<string, string | undefined>): GatewayConfig {
-  let document: unknown
-  try {
-    document = extname(source) === '.json' ? JSON.parse(text) : parseYaml(text, { prettyErrors: true, uniqueKeys: true })
-  } catch (error) {
-    throw new ConfigError(source, [`cannot parse the file: ${(error as Error).message.split('\n')[0]}`])
-  }
+  const document = extname(source) === '.json' ? parseJson(text, source) : parseYaml(text, source)
   const envProblems: EnvProblem[] = []
   const substituted = substituteEnv(document ?? {}, env, envProblems)
   const result = configSchema.safeParse(substituted)
@@ -55,4 +50,49 @@ export function parseConfigText(text: string, source: string, env: Record<string
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems)
   return deepFreeze(result.data)
+}
+
+/*
+ * A parse error says what and where, never the file's text: a config may hold a secret written
+ * in it (an admin token, a Redis password), and the error goes to the log. V8 quotes up to ten
+ * characters around a JSON error; yaml quotes tags, aliases and the lines around an error.
+ */
+
+function parseJson(text: string, source: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    const message = (error as Error).message
+    const at = / in JSON at position (\d+)/.exec(message)
+    // "Unexpected token 'k', "{"token":key_…"... is not valid JSON": the token and the excerpt are the file's.
+    const what = at === null ? message.replace(/^(Unexpected token)\b.*$/s, '$1').replace(/, ".*$/s, '') : message.slice(0, at.index)
+    throw new ConfigError(source, [`cannot parse the file: ${what}${at === null ? '' : whereInText(text, Number(at[1]))}`])
+  }
+}
+
+function parseYaml(text: string, source: string): unknown {
+  // logLevel silent: yaml would otherwise print its warnings, with the offending line, to stderr.
+  const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true, logLevel: 'silent' })
+  // A warning (an unknown tag such as `!secret`) is a problem too: the value would not be what was meant.
+  const problems = [...document.errors, ...document.warnings].map((error) => `cannot parse the file: ${describeYamlError(error)}`)
+  if (problems.length > 0) throw new ConfigError(source, problems)
+  try {
+    return document.toJS()
+  } catch (error) {
+    // An alias with no anchor before it; yaml names the alias after a colon.
+    throw new ConfigError(source, [`cannot parse the file: ${(error as Error).message.split(':')[0]}`])
+  }
+}
+
+function describeYamlError(error: YAMLError): string {
+  // The first line, without its " at line L, column C:" and anything yaml quotes after a colon.
+  const what = (error.message.split('\n')[0] as string).replace(/ at line \d+, column \d+:?$/, '').split(': ')[0] as string
+  const start = error.linePos?.[0]
+  return start === undefined ? what : `${what} at line ${start.line}, column ${start.col}`
+}
+
+function whereInText(text: string, position: number): string {
+  const before = text.slice(0, position)
+  const line = before.split('\n').length
+  return ` at line ${line}, column ${position - before.lastIndexOf('\n')}`
 }

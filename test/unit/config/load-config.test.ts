@@ -70,13 +70,49 @@ describe('loadConfig reads files', () => {
   it('rejects a file that is not YAML with CONFIG_INVALID', async () => {
     const error = await configError(await writeTemp('broken.yaml', 'tenants: [unclosed\n  - {'))
     expect(error.code).toBe('CONFIG_INVALID')
-    expect(error.problems).toHaveLength(1)
-    expect(error.problems[0]).toMatch(/^cannot parse the file: /)
+    // Every error yaml found, each with its place.
+    expect(error.problems.length).toBeGreaterThan(0)
+    for (const problem of error.problems) expect(problem).toMatch(/^cannot parse the file: .* at line \d+, column \d+$/)
   })
 
   it('rejects a file that is not JSON with CONFIG_INVALID', async () => {
     const error = await configError(await writeTemp('broken.json', '{ "tenants": '))
     expect(error.problems[0]).toMatch(/^cannot parse the file: /)
+  })
+
+  it('says where a JSON file breaks, by line and column', async () => {
+    const error = await configError(await writeTemp('position.json', '{\n  "listen": { "port": 8080 } x\n}'))
+    expect(error.problems).toEqual(["cannot parse the file: Expected ',' or '}' after property value at line 2, column 30"])
+  })
+
+  // A parse error goes to the log: the file's own text, where a secret may be written, stays out of it.
+  it.each([
+    ['a JSON token V8 would quote', 'token.json', '{"admin": {"token": key_supersecret42}}'],
+    ['a short JSON file V8 would quote whole', 'whole.json', 'key_supersecret42'],
+    ['an unterminated YAML string', 'quote.yaml', 'admin:\n  token: "key_supersecret42\n'],
+    ['an unknown YAML tag', 'tag.yaml', 'admin:\n  token: !key_supersecret42 x\n'],
+    ['a YAML alias without its anchor', 'alias.yaml', 'admin:\n  token: *key_supersecret42\n'],
+    ['a YAML block scalar header', 'block.yaml', 'admin:\n  token: |key_supersecret42\n    x\n']
+  ])('never echoes the file in a parse error: %s', async (_case, name, text) => {
+    const warnings: unknown[] = []
+    const onWarning = (warning: unknown): number => warnings.push(warning)
+    process.on('warning', onWarning)
+    try {
+      const error = await configError(await writeTemp(name, text))
+      expect(error.problems.length).toBeGreaterThan(0)
+      for (const problem of error.problems) expect(problem).toMatch(/^cannot parse the file: /)
+      expect(error.message).not.toMatch(/key_su|supersecret/)
+      // yaml prints its warnings with the offending line unless told not to.
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings).toEqual([])
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
+  it('rejects a YAML value with an unknown tag instead of reading it as a string', async () => {
+    const error = await configError(await writeTemp('unknown-tag.yaml', `${MINIMAL_YAML}\nlog: { level: !loud info }\n`))
+    expect(error.problems).toEqual(['cannot parse the file: Unresolved tag at line 7, column 15'])
   })
 
   it('rejects a YAML mapping with a duplicate key with CONFIG_INVALID', async () => {
