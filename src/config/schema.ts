@@ -143,104 +143,115 @@ const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header 
 
 export const credentialSourceSchema = z.enum(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
 
-export const configSchema = z
-  .strictObject({
-    listen: z.strictObject({ host: z.string().min(1).default('0.0.0.0'), port: port.default(8080) }).prefault({}),
-    admin: z
-      .strictObject({
-        host: z.string().min(1).default('127.0.0.1'),
-        port: port.default(9901),
-        // An empty token (the usual `${V4GW_ADMIN_TOKEN:-}`) means "no token".
-        token: z.string().nullable().default(null).transform((token) => (token === '' ? null : token))
-      })
-      .prefault({}),
-    log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
-    limits: z
-      .strictObject({
-        bodyBytes: positiveInt.default(1_048_576),
-        upstreamTimeoutMs: positiveInt.default(30_000),
-        connectTimeoutMs: positiveInt.default(5_000),
-        maxInFlight: positiveInt.default(10_000),
-        maxEventLoopDelayMs: positiveInt.default(1_000)
-      })
-      .prefault({}),
-    shutdown: z
-      .strictObject({
-        graceMs: wholeNumber(z.number().int().min(0)).default(10_000),
-        // Idle kept-alive connections stay open this long after the signal, so a request already on its way is answered, not cut.
-        idleCloseMs: wholeNumber(z.number().int().min(0)).default(1_000)
-      })
-      .prefault({}),
-    credentials: z
-      .strictObject({
-        serviceKeyPrefix: z.string().min(1).default('key_'),
-        serviceAccountPrefix: z.string().min(1).default('sa_'),
-        queryParam: z.string().min(1).nullable().default(null),
-        sources: z.array(credentialSourceSchema).min(1).default(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
-      })
-      .prefault({}),
-    sessions: z
-      .strictObject({
-        maxEntries: positiveInt.default(10_000),
-        ttlMs: positiveInt.default(900_000),
-        staleStatuses: z.array(wholeNumber(z.number().int().min(400).max(599))).default([404, 410]),
-        sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId']),
-        store: z.enum(['memory', 'redis']).default('memory'),
-        redis: z
-          .strictObject({
-            // An empty URL (the usual `${V4GW_REDIS_URL:-}`) means "none".
-            url: z.union([z.literal(''), redisUrl], { error: 'Invalid URL: expected a redis:// or rediss:// URL' }).nullable().default(null).transform((url) => (url === '' ? null : url)),
-            keyPrefix: z.string().min(1).default('v4gw:')
-          })
-          .prefault({})
-      })
-      .superRefine((sessions, ctx) => {
-        if (sessions.store === 'redis' && sessions.redis.url === null) {
-          ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'sessions.store is redis but no sessions.redis.url is set' })
-        }
-      })
-      .prefault({}),
-    tenancy: z
-      .strictObject({
-        header: headerName.default('x-tenant-id'),
-        hosts: z.record(z.string().min(1), z.string().min(1)).default({}),
-        default: z.string().min(1).nullable().default(null)
-      })
-      .prefault({}),
-    internalAdmin: z
-      .strictObject({
-        urls: z.array(z.url()).default([]),
-        pathPrefixes: z.array(z.string().startsWith('/')).default([])
-      })
-      .prefault({}),
-    tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema)
-  })
-  .superRefine((config, ctx) => {
-    if (Object.keys(config.tenants).length === 0) {
-      ctx.addIssue({ code: 'custom', path: ['tenants'], message: 'at least one tenant is required' })
-    }
-    const blockedOrigins = new Set(config.internalAdmin.urls.map((url) => parseUrl(url)?.origin))
-    for (const [name, tenant] of Object.entries(config.tenants)) {
-      for (const which of ['staging', 'production'] as const) {
-        const url = tenant.upstream[which]
-        const origin = url === null || url === EMBEDDED_UPSTREAM ? undefined : parseUrl(url)?.origin
-        if (origin !== undefined && blockedOrigins.has(origin)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['tenants', name, 'upstream', which],
-            message: 'this origin is listed in internalAdmin.urls: the internal platform-admin surface must never be reachable through the gateway'
-          })
-        }
+const configObject = z.strictObject({
+  listen: z.strictObject({ host: z.string().min(1).default('0.0.0.0'), port: port.default(8080) }).prefault({}),
+  admin: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: port.default(9901),
+      // An empty token (the usual `${V4GW_ADMIN_TOKEN:-}`) means "no token".
+      token: z.string().nullable().default(null).transform((token) => (token === '' ? null : token))
+    })
+    .prefault({}),
+  log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+  limits: z
+    .strictObject({
+      bodyBytes: positiveInt.default(1_048_576),
+      upstreamTimeoutMs: positiveInt.default(30_000),
+      connectTimeoutMs: positiveInt.default(5_000),
+      maxInFlight: positiveInt.default(10_000),
+      maxEventLoopDelayMs: positiveInt.default(1_000)
+    })
+    .prefault({}),
+  shutdown: z
+    .strictObject({
+      graceMs: wholeNumber(z.number().int().min(0)).default(10_000),
+      // Idle kept-alive connections stay open this long after the signal, so a request already on its way is answered, not cut.
+      idleCloseMs: wholeNumber(z.number().int().min(0)).default(1_000)
+    })
+    .prefault({}),
+  credentials: z
+    .strictObject({
+      serviceKeyPrefix: z.string().min(1).default('key_'),
+      serviceAccountPrefix: z.string().min(1).default('sa_'),
+      queryParam: z.string().min(1).nullable().default(null),
+      sources: z.array(credentialSourceSchema).min(1).default(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
+    })
+    .prefault({}),
+  sessions: z
+    .strictObject({
+      maxEntries: positiveInt.default(10_000),
+      ttlMs: positiveInt.default(900_000),
+      staleStatuses: z.array(wholeNumber(z.number().int().min(400).max(599))).default([404, 410]),
+      sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId']),
+      store: z.enum(['memory', 'redis']).default('memory'),
+      redis: z
+        .strictObject({
+          // An empty URL (the usual `${V4GW_REDIS_URL:-}`) means "none".
+          url: z.union([z.literal(''), redisUrl], { error: 'Invalid URL: expected a redis:// or rediss:// URL' }).nullable().default(null).transform((url) => (url === '' ? null : url)),
+          keyPrefix: z.string().min(1).default('v4gw:')
+        })
+        .prefault({})
+    })
+    .superRefine((sessions, ctx) => {
+      if (sessions.store === 'redis' && sessions.redis.url === null) {
+        ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'sessions.store is redis but no sessions.redis.url is set' })
+      }
+    })
+    .prefault({}),
+  tenancy: z
+    .strictObject({
+      header: headerName.default('x-tenant-id'),
+      hosts: z.record(z.string().min(1), z.string().min(1)).default({}),
+      default: z.string().min(1).nullable().default(null)
+    })
+    .prefault({}),
+  internalAdmin: z
+    .strictObject({
+      urls: z.array(z.url()).default([]),
+      pathPrefixes: z.array(z.string().startsWith('/')).default([])
+    })
+    .prefault({}),
+  tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema)
+})
+
+/** The sections checkCrossReferences reads. */
+const CROSS_CHECKED_SECTIONS: ReadonlySet<string> = new Set(['tenants', 'tenancy', 'internalAdmin'])
+
+export const configSchema = configObject.superRefine(checkCrossReferences, {
+  // zod skips a refinement after any aborting issue (a value of the wrong type, anywhere). These
+  // checks need only the sections they read to be whole, so a file with a bad port still hears
+  // about its unknown default tenant in the same run. (An unknown key does not abort.)
+  when: (payload) => !payload.issues.some((issue) => issue.continue !== true && CROSS_CHECKED_SECTIONS.has(String(issue.path?.[0])))
+})
+
+/** What one section says of another: tenant names, internal origins. */
+function checkCrossReferences(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (Object.keys(config.tenants).length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['tenants'], message: 'at least one tenant is required' })
+  }
+  const blockedOrigins = new Set(config.internalAdmin.urls.map((url) => parseUrl(url)?.origin))
+  for (const [name, tenant] of Object.entries(config.tenants)) {
+    for (const which of ['staging', 'production'] as const) {
+      const url = tenant.upstream[which]
+      const origin = url === null || url === EMBEDDED_UPSTREAM ? undefined : parseUrl(url)?.origin
+      if (origin !== undefined && blockedOrigins.has(origin)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', name, 'upstream', which],
+          message: 'this origin is listed in internalAdmin.urls: the internal platform-admin surface must never be reachable through the gateway'
+        })
       }
     }
-    const tenantNames = new Set(Object.keys(config.tenants))
-    if (config.tenancy.default !== null && !tenantNames.has(config.tenancy.default)) {
-      ctx.addIssue({ code: 'custom', path: ['tenancy', 'default'], message: `tenant "${config.tenancy.default}" is not configured` })
-    }
-    for (const [host, tenant] of Object.entries(config.tenancy.hosts)) {
-      if (!tenantNames.has(tenant)) ctx.addIssue({ code: 'custom', path: ['tenancy', 'hosts', host], message: `tenant "${tenant}" is not configured` })
-    }
-  })
+  }
+  const tenantNames = new Set(Object.keys(config.tenants))
+  if (config.tenancy.default !== null && !tenantNames.has(config.tenancy.default)) {
+    ctx.addIssue({ code: 'custom', path: ['tenancy', 'default'], message: `tenant "${config.tenancy.default}" is not configured` })
+  }
+  for (const [host, tenant] of Object.entries(config.tenancy.hosts)) {
+    if (!tenantNames.has(tenant)) ctx.addIssue({ code: 'custom', path: ['tenancy', 'hosts', host], message: `tenant "${tenant}" is not configured` })
+  }
+}
 
 export type GatewayConfig = z.output<typeof configSchema>
 export type TenantConfig = z.output<typeof tenantSchema>

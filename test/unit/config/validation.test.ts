@@ -292,6 +292,19 @@ describe('every problem is reported together', () => {
     )
   })
 
+  it('reports a tenant reference together with a wrongly typed key elsewhere', async () => {
+    const problems = await problemsOf({ listen: { port: 'eighty' }, log: 7, tenancy: { default: 'ghost' }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^listen\.port: /), expect.stringMatching(/^log: /), expect.stringMatching(/^tenancy\.default: .*ghost/)])
+    )
+    expect(problems).toHaveLength(3)
+  })
+
+  it('leaves the tenant references unchecked while the tenants themselves are the wrong shape', async () => {
+    const problems = await problemsOf({ tenancy: { default: 'ghost' }, internalAdmin: { urls: ['http://admin.internal'] }, tenants: { acme: { upstream: 5 } } })
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream: /)])
+  })
+
   it('reports an invalid upstream URL together with the other problems of the file', async () => {
     const problems = await problemsOf({
       internalAdmin: { urls: ['http://admin.internal:8443'] },
