@@ -124,7 +124,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     let sessionsDropped = 0
     for (const [name, tenant] of previous.tenancy.tenants) {
       if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) {
-        const dropped = sessionStore.clear(name)
+        const dropped = sessions.clear(name)
         // A shared store may answer later; the count is then unknown here.
         if (typeof dropped === 'number') sessionsDropped += dropped
       }
@@ -166,6 +166,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     adminToken: () => runtime.config.admin.token,
     metrics,
     sessionStore,
+    clearSessions: (tenant) => sessions.clear(tenant),
     migration,
     reload,
     explain: (input) => explainRequest(runtime, input)

@@ -7,6 +7,7 @@ import { send } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { until } from '../helpers/until.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 
@@ -93,6 +94,51 @@ describe('hot reload', () => {
     const answer = await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 's' } })
     expect(answer.status).toBe(200)
     expect(simB.simulator.countCalls('POST', '/v4/sessions.start')).toBe(1)
+  })
+
+  it('does not let a sessions.start still under way at the old upstream map its session, or hand it to requests after the reload', async () => {
+    let releaseOldStart!: () => void
+    const oldStartHeld = new Promise<void>((resolve) => (releaseOldStart = resolve))
+    const old = await startRecordingUpstream(async (request, response) => {
+      if (request.url === '/v4/sessions.start') await oldStartHeld
+      const body = request.url === '/v4/sessions.start' ? { sessionId: 'ses_old_upstream' } : { output: 'old', meta: { requestId: 'r', timingMs: { total: 1 } } }
+      response.writeHead(request.url === '/v4/sessions.start' ? 201 : 200, { 'content-type': 'application/json' })
+      response.end(JSON.stringify(body))
+    })
+    try {
+      const gateway = await start(testConfig(old.url))
+      const invoke = () => send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'moving' } })
+      const beforeReload = invoke()
+      await until(() => old.requests.some((request) => request.url === '/v4/sessions.start'))
+
+      await writeConfig(testConfig(simB.url))
+      expect((await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })).json.status).toBe('reloaded')
+      const startsAtB = simB.simulator.countCalls('POST', '/v4/sessions.start')
+      const afterReload = invoke()
+      // Started at the new upstream, not waiting on the old one's start.
+      await until(() => simB.simulator.countCalls('POST', '/v4/sessions.start') === startsAtB + 1)
+      releaseOldStart()
+
+      const [first, second] = await Promise.all([beforeReload, afterReload])
+      // The request that began before the reload finishes where it began.
+      expect(first.status).toBe(200)
+      expect(first.headers['x-v4-session-id']).toBe('ses_old_upstream')
+      expect(first.json.output).toBe('old')
+      expect(second.status).toBe(200)
+      const newSession = second.headers['x-v4-session-id']
+      expect(newSession).not.toBe('ses_old_upstream')
+
+      // The old start answered after the reload: its session is not mapped, the new one is.
+      const third = await invoke()
+      expect(third.headers['x-v4-session-id']).toBe(newSession)
+      expect(simB.simulator.countCalls('POST', '/v4/sessions/ses_old_upstream/executions.execute')).toBe(0)
+      expect(simB.simulator.countCalls('POST', '/v4/sessions.start')).toBe(startsAtB + 1)
+    } finally {
+      releaseOldStart()
+      await gw?.close()
+      gw = undefined
+      await old.close()
+    }
   })
 
   it('applies a changed route table on reload', async () => {
