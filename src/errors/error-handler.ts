@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
-import type { TrafficContext } from '../traffic/traffic-context.js'
+import { clientWentAway, type TrafficContext } from '../traffic/traffic-context.js'
 import { buildErrorBody } from './error-body.js'
 import { GatewayError, isGatewayError } from './registry.js'
 
@@ -38,7 +38,7 @@ function logGatewayError(log: Pick<Logger, 'info' | 'error'>, error: GatewayErro
 /** The admin listener's error handler: every error leaves in the SPEC 6 envelope with its request id. */
 export function sendGatewayError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const gatewayError = toGatewayError(error)
-  logGatewayError(request.log, gatewayError, request.raw.destroyed)
+  logGatewayError(request.log, gatewayError, clientWentAway(request.raw))
   const body = JSON.stringify(buildErrorBody(gatewayError, request.id, roundMs(reply.elapsedTime)))
   return reply
     .code(gatewayError.statusCode)

@@ -39,6 +39,15 @@ export class TrafficContext implements CancelScope {
 
   /** Whether the client broke off or went away: then no failure is the gateway's. */
   get clientGone(): boolean {
-    return this.cancelled || this.request.destroyed || this.request.socket?.destroyed === true
+    return this.cancelled || clientWentAway(this.request)
   }
+}
+
+/**
+ * Whether the client broke off its request or closed its connection. Not `request.destroyed`
+ * alone: Node destroys a request once its body has been read to the end, which every legacy
+ * call's has by the time its upstream can fail.
+ */
+export function clientWentAway(request: IncomingMessage): boolean {
+  return (request.destroyed && !request.complete) || request.socket?.destroyed === true
 }

@@ -102,6 +102,8 @@ function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T>
 interface FaultContext {
   upstream: () => FaultUpstream
   url: () => string
+  /** The gateway's log lines so far (it logs at warn). */
+  logs: () => Record<string, unknown>[]
 }
 
 /**
@@ -133,7 +135,7 @@ function useFaultGateway(upstreamTimeoutMs: number): FaultContext {
     await gateway?.close()
     await upstream?.close()
   })
-  return { upstream: () => upstream, url: () => gateway.url }
+  return { upstream: () => upstream, url: () => gateway.url, logs: () => gateway.logs.lines() }
 }
 
 /** The good calls that end each describe: the gateway is still whole after the faults. */
@@ -282,6 +284,10 @@ describe('sessions.start faults', () => {
     const answer = await sessionCall(context.url(), 'no-id-start')
     expectGatewayError(answer, 'UPSTREAM_BAD_RESPONSE')
     expect(context.upstream().exchanges.map((exchange) => exchange.url)).toEqual(['/v4/sessions.start'])
+    // The client was there for its answer: this is the gateway's failure, logged at error level.
+    // (Node marks a request destroyed once its body is read, which once logged it as the client's.)
+    const requestId = answer.headers['x-request-id']
+    expect(context.logs().filter((line) => line.requestId === requestId).map((line) => [line.level, line.msg])).toEqual([[50, 'gateway error']])
   })
 
   it('passes a sessions.start 500 through as it came', async () => {
@@ -363,11 +369,19 @@ describe('a client that goes away mid-request', () => {
     expect(exchange.finished()).toBe(false)
   }
 
-  it('cancels the upstream call of a legacy request whose client aborts while waiting', async () => {
+  it('cancels the upstream call of a legacy request whose client aborts while waiting, and logs no gateway error for it', async () => {
     const body = '{"input":{"n":1}}'
+    const requestId = 'aborting-client-1'
     await expectCancelled(
-      buildRawRequest(`POST ${LEGACY} HTTP/1.1`, [['Host', 'gateway.test'], ['Authorization', TOKEN], ['Content-Type', 'application/json'], ['Content-Length', String(body.length)]], body)
+      buildRawRequest(
+        `POST ${LEGACY} HTTP/1.1`,
+        [['Host', 'gateway.test'], ['Authorization', TOKEN], ['Content-Type', 'application/json'], ['Content-Length', String(body.length)], ['X-Request-Id', requestId]],
+        body
+      )
     )
+    // Logged at info ("client went away"), under this gateway's warn level: nothing at all.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(context.logs().filter((line) => line.requestId === requestId)).toEqual([])
   })
 
   it('cancels the upstream call of a native request whose client aborts while waiting', async () => {
