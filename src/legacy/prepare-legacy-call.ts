@@ -50,6 +50,9 @@ export function authorizeRuntimeCall(credential: PresentedCredential | null, con
 export function parseRuntimeBody(bytes: Buffer, tenant: TenantRuntime, route: CompiledRoute): { body: Record<string, unknown>; call: LegacyCall } {
   const body = parseJsonObject(bytes)
   const bodyStatePointer = route.stateKey?.startsWith('body:') === true ? route.stateKey.slice('body:'.length) : undefined
+  // The default `body:/stateId` is read where `legacy.fields.stateId` points (readStateKey), which
+  // the field map consumes already: a member the client calls `stateId` is then an unknown field.
+  const consumedStatePointer = bodyStatePointer === '/stateId' ? undefined : bodyStatePointer
   const action = route.action as Exclude<LegacyAction, 'proxy'>
-  return { body, call: parseLegacyCall(body, action, tenant.fields, tenant.unknownFields, bodyStatePointer) }
+  return { body, call: parseLegacyCall(body, action, tenant.fields, tenant.unknownFields, consumedStatePointer) }
 }

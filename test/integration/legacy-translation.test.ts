@@ -33,6 +33,7 @@ function tenantsOn(upstreamUrl: string): Record<string, unknown> {
       }
     },
     remap: { upstream, legacy: { fields: { input: '/payload/data', policy: '/governance/policy' } } },
+    restate: { upstream, legacy: { fields: { stateId: '/sid', state: '/st' } } },
     dropper: { upstream, legacy: { unknownFields: 'drop' } },
     copies: {
       upstream,
@@ -178,6 +179,20 @@ describe('legacy translation on the simulator', () => {
       expect(answer.status).toBe(200)
       expect(bodiesAt(START_PATH)).toEqual([{ route: 'fast' }])
       expect(bodiesAt(EXECUTION_PATH)).toEqual([{ input: 'x', policy: 'loose' }])
+    })
+  })
+
+  describe('legacy.fields remapping of stateId (SPEC 4)', () => {
+    it('keys the session by the remapped stateId and carries a top-level stateId member as the unknown field it is', async () => {
+      const first = await post('/v1/runs/invoke', { input: 1, sid: 'k-1', st: { policy: 'strict' }, stateId: 'legacy-thing', state: { note: 'mine' } }, as('restate'))
+      const again = await post('/v1/runs/invoke', { input: 2, sid: 'k-1', st: { policy: 'strict' }, stateId: 'other-thing' }, as('restate'))
+      expect([first.status, again.status]).toEqual([200, 200])
+      expect(again.headers['x-v4-session-id']).toBe(first.headers['x-v4-session-id'])
+      expect(bodiesAt(START_PATH)).toEqual([{ policy: 'strict' }])
+      expect(bodiesAt(EXECUTION_PATH)).toEqual([
+        { stateId: 'legacy-thing', state: { note: 'mine' }, input: 1 },
+        { stateId: 'other-thing', input: 2 }
+      ])
     })
   })
 
