@@ -1,4 +1,5 @@
 import type { Server } from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { adminPlugin, type ReloadResult } from './admin/admin-plugin.js'
@@ -62,6 +63,9 @@ export interface Gateway {
    */
   cutRemaining(): void
 }
+
+/** How long `close` waits at most for the last responses to report their end. */
+const SETTLE_GUARD_MS = 1_000
 
 /** Keys that need a restart: they shape listeners and pools built once. */
 const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis'] as const
@@ -204,6 +208,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       closing ??= (async () => {
         draining = true
         await closeServer(trafficServer, runtime.config.shutdown.idleCloseMs)
+        // Every connection has ended or been cut, so every response closes within a turn or two;
+        // the bound is only a guard against one that somehow never does.
+        await Promise.race([trafficHandler.settled(), sleep(SETTLE_GUARD_MS, undefined, { ref: false })])
         trafficHandler.stop()
         listening = false
         await admin.close()

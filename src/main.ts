@@ -83,6 +83,12 @@ export async function runGateway(configPath: string): Promise<RunningGateway> {
   }
 
   function onStopSignal(signal: NodeJS.Signals): void {
+    // A second signal (an orchestrator that repeats SIGTERM, a second Ctrl-C) changes nothing:
+    // the drain already under way ends by `shutdown.graceMs` at the latest.
+    if (stopping !== undefined) {
+      logger.info({ signal }, 'already draining; the signal changes nothing')
+      return
+    }
     logger.info({ signal, graceMs: gateway.runtime().config.shutdown.graceMs }, 'draining: readiness is false, no new connections')
     stop().then(
       () => {
@@ -98,8 +104,9 @@ export async function runGateway(configPath: string): Promise<RunningGateway> {
   process.off('SIGTERM', holdStop)
   process.off('SIGINT', holdStop)
   process.off('SIGHUP', holdReload)
-  process.once('SIGTERM', onStopSignal)
-  process.once('SIGINT', onStopSignal)
+  // `on`, not `once`: with no listener left, Node's default would end the process mid-drain.
+  process.on('SIGTERM', onStopSignal)
+  process.on('SIGINT', onStopSignal)
   process.on('SIGHUP', function reloadOnHangup() {
     void gateway.reload()
   })

@@ -57,7 +57,8 @@ export function writeGatewayError(traffic: TrafficContext, error: unknown, log: 
   traffic.errorCode = gatewayError.code
   logGatewayError(log, gatewayError, traffic.clientGone, traffic.id)
   const response = traffic.response
-  if (response.headersSent || response.destroyed) {
+  // A socket already destroyed (a cut connection) takes no answer; its response reports its end a turn later.
+  if (response.headersSent || response.destroyed || response.socket?.destroyed === true) {
     response.destroy()
     return
   }

@@ -40,6 +40,12 @@ export interface TrafficHandler {
   handle(request: IncomingMessage, response: ServerResponse): void
   /** Stops the event-loop sampler. */
   stop(): void
+  /**
+   * Resolves once every request has ended, its access line and metrics written. A cut
+   * connection's response closes a turn or two after the server's own close: without this wait
+   * the process exited first, and the requests cut at the end of a grace period left no line.
+   */
+  settled(): Promise<void>
 }
 
 /** Logged for a client that went away before its answer was written (nginx's convention). */
@@ -59,9 +65,13 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   const inFlight = createInFlightLimiter(() => deps.getRuntime().config.limits.maxInFlight)
   const eventLoop = createEventLoopMonitor(deps.getRuntime().config.limits.maxEventLoopDelayMs)
 
+  let open = 0
+  let whenSettled: (() => void)[] = []
+
   function handle(request: IncomingMessage, response: ServerResponse): void {
     const traffic = new TrafficContext(request, response)
     let entered = false
+    open++
     // One listener ends every request, answered or aborted: it frees the in-flight slot, cancels
     // an upstream call still under way, and writes the access-log line and metrics.
     response.once('close', function finishTraffic() {
@@ -72,6 +82,10 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         traffic.cancel?.()
       }
       logAccess(traffic, aborted ? CLIENT_CLOSED_REQUEST : response.statusCode)
+      if (--open === 0 && whenSettled.length > 0) {
+        for (const resolve of whenSettled) resolve()
+        whenSettled = []
+      }
     })
     try {
       if (deps.isDraining()) throw new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance')
@@ -199,7 +213,11 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     response.end(bodiless ? undefined : shaped.payload)
   }
 
-  return { handle, stop: () => eventLoop.stop() }
+  return {
+    handle,
+    stop: () => eventLoop.stop(),
+    settled: () => (open === 0 ? Promise.resolve() : new Promise((resolve) => whenSettled.push(resolve)))
+  }
 }
 
 /** Why the request's Host is not usable (RFC 9112 3.2), or undefined. Node keeps only the first of two. */

@@ -76,16 +76,46 @@ describe('the gateway process and its signals', () => {
     expect(await gateway.exited).toBe(0)
   })
 
-  it('cuts requests still open after shutdown.graceMs and still exits 0', async () => {
+  it('ignores a second SIGTERM or SIGINT while draining: the request in flight still finishes, and the exit is 0', async () => {
+    const gateway = await spawnWith('twice.yaml', processConfig(slow.url))
+    const before = slow.requests.length
+    const inFlight = send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'slow' } })
+    await until(() => slow.requests.length > before)
+    gateway.child.kill('SIGTERM')
+    await until(() => gateway.output().includes('draining: readiness is false'))
+    gateway.child.kill('SIGTERM')
+    gateway.child.kill('SIGINT')
+    const answer = await inFlight
+    expect(answer.status).toBe(200)
+    expect(answer.json.output).toBe('finished')
+    expect(await gateway.exited).toBe(0)
+    expect(gateway.output()).toContain('already draining; the signal changes nothing')
+  })
+
+  it('cuts requests still open after shutdown.graceMs, still exits 0, and writes an access line for each', async () => {
     const gateway = await spawnWith('grace.yaml', processConfig(stalled.url, { shutdown: { graceMs: 200 } }))
     const before = stalled.requests.length
-    const hanging = send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'never' } }).catch((error: unknown) => error)
-    await until(() => stalled.requests.length > before)
+    const hanging = [
+      send(gateway.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-request-id': 'cut-legacy' }, json: { input: 'never' } }).catch((error: unknown) => error),
+      send(gateway.url, '/v4/execute', { headers: { ...ALICE, 'x-request-id': 'cut-native' }, json: { input: 'never' } }).catch((error: unknown) => error)
+    ]
+    await until(() => stalled.requests.length >= before + 2)
     const signalledAt = Date.now()
     gateway.child.kill('SIGTERM')
     expect(await gateway.exited).toBe(0)
     expect(Date.now() - signalledAt).toBeLessThan(5_000)
-    await hanging
+    await Promise.all(hanging)
+    // SPEC 9: one line per request, a cut one too (499: no answer was written).
+    const lines = gateway
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+    const accessLines = lines.filter((line) => line.msg === 'request' && String(line.requestId).startsWith('cut-'))
+    expect(accessLines.map((line) => [line.requestId, line.status]).sort()).toEqual([
+      ['cut-legacy', 499],
+      ['cut-native', 499]
+    ])
   })
 
   it.each([
