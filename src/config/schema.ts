@@ -208,7 +208,9 @@ const configObject = z.strictObject({
     .prefault({}),
   internalAdmin: z
     .strictObject({
-      urls: z.array(z.url()).default([]),
+      // http(s) only: `admin.internal:9000` parses as a URL of scheme `admin.internal` whose
+      // origin is "null", which no upstream ever matches, so the guard would be off unseen.
+      urls: z.array(z.url({ protocol: /^https?$/, error: 'Invalid URL: expected an http(s) URL' })).default([]),
       pathPrefixes: z.array(z.string().startsWith('/')).default([])
     })
     .prefault({}),

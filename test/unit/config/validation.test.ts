@@ -151,6 +151,11 @@ describe('internalAdmin.urls', () => {
     expect(config.tenants.acme?.upstream.staging).toBe('https://admin.internal:8443')
   })
 
+  it('refuses an internalAdmin.urls entry that is not http(s), which no upstream origin could ever match', async () => {
+    const problems = await problemsOf({ internalAdmin: { urls: ['admin.internal:9000', 'mailto:ops@example.com'] }, ...acme({ staging: 'http://admin.internal:9000' }) })
+    expect(problems).toEqual([expect.stringMatching(/^internalAdmin\.urls\.0: .*http\(s\)/), expect.stringMatching(/^internalAdmin\.urls\.1: .*http\(s\)/)])
+  })
+
   it('reports an internalAdmin.urls entry that is not a URL as a CONFIG_INVALID problem', async () => {
     const problems = await problemsOf({ internalAdmin: { urls: ['not a url'] }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
     expect(problems).toEqual([expect.stringMatching(/^internalAdmin\.urls\.0: /)])
