@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
 import { roundMs, writeGatewayError } from '../errors/error-handler.js'
@@ -71,10 +72,18 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   function handle(request: IncomingMessage, response: ServerResponse): void {
     const traffic = new TrafficContext(request, response)
     let entered = false
+    let finished = false
     open++
-    // One listener ends every request, answered or aborted: it frees the in-flight slot, cancels
-    // an upstream call still under way, and writes the access-log line and metrics.
-    response.once('close', function finishTraffic() {
+    const unfinished = unfinishedOn(request.socket)
+    unfinished.add(finishTraffic)
+    // One function ends every request, answered or aborted: it frees the in-flight slot, cancels
+    // an upstream call still under way, and writes the access-log line and metrics. The response's
+    // 'close' calls it, or the connection's for an answer queued behind a pipelined one.
+    response.once('close', finishTraffic)
+    function finishTraffic(): void {
+      if (finished) return
+      finished = true
+      unfinished.delete(finishTraffic)
       if (entered) inFlight.leave()
       const aborted = !response.writableFinished
       if (aborted) {
@@ -86,7 +95,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         for (const resolve of whenSettled) resolve()
         whenSettled = []
       }
-    })
+    }
     try {
       if (deps.isDraining()) throw new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance')
       // RFC 9112 3.2: an HTTP/1.1 request without Host, or with more than one, is answered 400.
@@ -218,6 +227,27 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     stop: () => eventLoop.stop(),
     settled: () => (open === 0 ? Promise.resolve() : new Promise((resolve) => whenSettled.push(resolve)))
   }
+}
+
+/** The requests of each connection whose end has not been reported. */
+const unfinishedBySocket = new WeakMap<Socket, Set<() => void>>()
+
+/**
+ * The connection's unfinished requests, ended with it. Node closes only the response it is
+ * writing when a connection goes: an answer queued behind it (pipelining) never reports 'close',
+ * and without this its in-flight slot, upstream call and access line were lost for good.
+ */
+function unfinishedOn(socket: Socket): Set<() => void> {
+  let unfinished = unfinishedBySocket.get(socket)
+  if (unfinished === undefined) {
+    const created = new Set<() => void>()
+    unfinishedBySocket.set(socket, created)
+    socket.once('close', () => {
+      for (const finish of created) finish()
+    })
+    unfinished = created
+  }
+  return unfinished
 }
 
 /** Why the request's Host is not usable (RFC 9112 3.2), or undefined. Node keeps only the first of two. */

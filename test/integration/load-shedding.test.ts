@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { until } from '../helpers/until.js'
@@ -6,6 +7,10 @@ import { startGateway, testConfig, type StartedGateway } from '../helpers/start-
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 
+
+function upstreamConnections(upstream: RecordingUpstream): Promise<number> {
+  return new Promise((resolve, reject) => upstream.server.getConnections((error, count) => (error ? reject(error) : resolve(count))))
+}
 
 describe('load shedding', () => {
   let slow: RecordingUpstream
@@ -53,6 +58,47 @@ describe('load shedding', () => {
     await new Promise((resolve) => setTimeout(resolve, 50))
     const both = await Promise.all([send(gw.url, '/v4/a', { headers: ALICE }), send(gw.url, '/v4/b', { headers: ALICE })])
     expect(both.map((answer) => answer.status)).toEqual([200, 200])
+  })
+
+  // Node closes only the response it is writing when a connection goes, not those queued behind it.
+  it.each([
+    ['native', (index: number) => `GET /v4/pipelined-${index} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer t\r\nX-Request-Id: piped-native-${index}\r\n\r\n`],
+    [
+      'legacy',
+      (index: number) => {
+        const body = `{"input":${index}}`
+        return `POST /v1/headless/runs HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer t\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nX-Request-Id: piped-legacy-${index}\r\n\r\n${body}`
+      }
+    ]
+  ])('frees the slots, upstream calls and access lines of %s requests pipelined on a connection the client closes', async (kind, request) => {
+    const stalled = await startRecordingUpstream(() => undefined)
+    try {
+      gw = await startGateway(testConfig(stalled.url, { limits: { maxInFlight: 4, upstreamTimeoutMs: 30_000 } }))
+      const { hostname, port } = new URL(gw.url)
+      const socket = connect({ host: hostname, port: Number(port) })
+      socket.on('error', () => undefined)
+      socket.write(Array.from({ length: 4 }, (_, index) => request(index)).join(''))
+      // Node hands every pipelined request to the gateway at once; each starts its upstream call.
+      await until(() => stalled.requests.length === 4)
+      socket.destroy()
+
+      // One access line each, and their upstream calls cancelled.
+      const piped = (): Record<string, unknown>[] => gw!.logs.lines().filter((line) => line.msg === 'request' && String(line.requestId).startsWith(`piped-${kind}-`))
+      await until(() => piped().length === 4)
+      expect(piped().map((line) => line.status)).toEqual([499, 499, 499, 499])
+      await until(async () => (await upstreamConnections(stalled)) === 0)
+
+      // Every slot is free again: four requests at once all reach the upstream, none is shed.
+      const leaving = new AbortController()
+      const again = Array.from({ length: 4 }, (_, index) => fetch(new URL(`/v4/again-${index}`, gw!.url), { headers: ALICE, signal: leaving.signal }).catch(() => undefined))
+      await until(() => stalled.requests.length === 8)
+      leaving.abort()
+      await Promise.all(again)
+    } finally {
+      await gw?.close()
+      gw = undefined
+      await stalled.close()
+    }
   })
 
   it('answers 503 OVERLOADED while the event loop is stalled past limits.maxEventLoopDelayMs, then recovers by itself', async () => {
