@@ -7,6 +7,26 @@ const UNAVAILABLE_CODES = new Set([
   'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED'
 ])
 
+/**
+ * An answer undici would not take: it came, so the upstream was reached, but it cannot be read
+ * (SPEC 6 UPSTREAM_BAD_RESPONSE). A header section over the size limit, a body shorter than its
+ * length, and the socket errors undici raises for a 100 it did not ask for (the gateway never
+ * sends `Expect` upstream) or a 101 to a request that asked for no upgrade.
+ */
+const BAD_ANSWER_CODES = new Set(['UND_ERR_HEADERS_OVERFLOW', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH', 'UND_ERR_RES_EXCEEDED_MAX_SIZE'])
+const BAD_ANSWER_SOCKET_MESSAGES = new Set(['bad response', 'bad upgrade'])
+
+function isBadAnswer(error: unknown): boolean {
+  let current: unknown = error
+  for (let depth = 0; depth < 5 && current !== null && typeof current === 'object'; depth++) {
+    const { code, message } = current as { code?: unknown; message?: unknown }
+    if (typeof code === 'string' && BAD_ANSWER_CODES.has(code)) return true
+    if (code === 'UND_ERR_SOCKET' && typeof message === 'string' && BAD_ANSWER_SOCKET_MESSAGES.has(message)) return true
+    current = (current as { cause?: unknown }).cause
+  }
+  return false
+}
+
 function errorCodes(error: unknown): string[] {
   const codes: string[] = []
   let current: unknown = error
@@ -30,7 +50,7 @@ export function mapUpstreamError(error: unknown): GatewayError {
   if (codes.some((code) => TIMEOUT_CODES.has(code))) {
     return new GatewayError('UPSTREAM_TIMEOUT', 'the upstream did not answer in time', { cause: error })
   }
-  if (codes.some((code) => code.startsWith('HPE_'))) {
+  if (codes.some((code) => code.startsWith('HPE_')) || isBadAnswer(error)) {
     return new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer could not be read', { cause: error })
   }
   const known = codes.find((code) => UNAVAILABLE_CODES.has(code))

@@ -405,12 +405,16 @@ describe('errors about an upstream that cannot be reached', () => {
 describe('errors about an upstream answer the gateway cannot read', () => {
   let upstream: RecordingUpstream
   let gw: StartedGateway
-  let startAnswer: { status: number; contentType: string; body: string } | 'garbage'
+  let startAnswer: { status: number; contentType: string; body: string } | 'garbage' | { raw: string }
 
   beforeAll(async () => {
     upstream = await startRecordingUpstream((request: RecordedRequest, response) => {
       if (startAnswer === 'garbage') {
         response.socket?.end('this is not HTTP\r\n\r\n')
+        return
+      }
+      if ('raw' in startAnswer) {
+        response.socket?.end(startAnswer.raw)
         return
       }
       if (request.url === '/v4/sessions.start') {
@@ -472,6 +476,30 @@ describe('errors about an upstream answer the gateway cannot read', () => {
     startAnswer = 'garbage'
     const answer = await send(gw.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
     expectGatewayError(answer, 502, 'UPSTREAM_BAD_RESPONSE')
+  })
+
+  // HTTP, but not an answer undici will take: the upstream answered, badly, so it is not "unreachable".
+  describe.each([
+    ['a header section over the size limit', `HTTP/1.1 200 OK\r\nx-big: ${'a'.repeat(70_000)}\r\ncontent-length: 2\r\n\r\n{}`],
+    ['an unsolicited 100 Continue (the gateway never sends Expect upstream)', 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}'],
+    ['a 101 to a request that asked for no upgrade', 'HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: other\r\n\r\n'],
+    ['a body shorter than its content-length, then the end of the connection', 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n{}']
+  ])('an upstream answer with %s', (_case, raw) => {
+    it('answers a legacy call 502 UPSTREAM_BAD_RESPONSE', async () => {
+      startAnswer = { raw }
+      expectGatewayError(await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } }), 502, 'UPSTREAM_BAD_RESPONSE')
+    })
+  })
+
+  describe.each([
+    ['a header section over the size limit', `HTTP/1.1 200 OK\r\nx-big: ${'a'.repeat(70_000)}\r\ncontent-length: 2\r\n\r\n{}`],
+    ['an unsolicited 100 Continue (the gateway never sends Expect upstream)', 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}'],
+    ['a 101 to a request that asked for no upgrade', 'HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: other\r\n\r\n']
+  ])('an upstream answer with %s', (_case, raw) => {
+    it('answers native /v4/* traffic 502 UPSTREAM_BAD_RESPONSE', async () => {
+      startAnswer = { raw }
+      expectGatewayError(await send(gw.url, '/v4/execute', { headers: ALICE, json: { input: 1 } }), 502, 'UPSTREAM_BAD_RESPONSE')
+    })
   })
 })
 
