@@ -8,10 +8,8 @@ import { putOwnHeaders } from '../util/own-headers.js'
 
 export interface ForwardOptions {
   origin: string
-  /** The upstream path, without query. */
-  path: string
-  /** The upstream query without "?"; "" for none. */
-  query: string
+  /** The upstream path and query, as they go on the request line. */
+  target: string
   /** No response headers, or no body progress, for this long is a 504 (SPEC 6). */
   timeoutMs: number
   /** Called on the request headers after hop-by-hop removal and `x-forwarded-*`. */
@@ -42,7 +40,7 @@ export function createForwarder(
       {
         origin: options.origin,
         method: request.method as string,
-        path: options.query === '' ? options.path : `${options.path}?${options.query}`,
+        path: options.target,
         headers: buildUpstreamHeaders(traffic, options),
         body: requestBody(request),
         timeoutMs: options.timeoutMs

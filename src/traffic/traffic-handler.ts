@@ -152,7 +152,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     }
     // Native traffic, or unknown traffic under `fallback: proxy`: the upstream path is the request's.
     traffic.v4Path = target.pathname
-    forwardStream(traffic, { origin: tenant.upstreamOrigin, path: target.pathname, query: target.rawQuery, timeoutMs: runtime.config.limits.upstreamTimeoutMs })
+    // The target as the client sent it (SPEC 7: path and query unchanged; a bare "?" included).
+    forwardStream(traffic, { origin: tenant.upstreamOrigin, target: traffic.request.url as string, timeoutMs: runtime.config.limits.upstreamTimeoutMs })
   }
 
   async function handleLegacy(traffic: TrafficContext, runtime: GatewayRuntime, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget): Promise<void> {
@@ -171,10 +172,10 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
 
     if (proxyPath !== undefined) {
       traffic.v4Path = proxyPath
+      const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
       forwardStream(traffic, {
         origin: tenant.upstreamOrigin,
-        path: proxyPath,
-        query: removeQueryCredential(target.rawQuery, credentials.queryParam),
+        target: query === '' ? proxyPath : `${proxyPath}?${query}`,
         timeoutMs: runtime.config.limits.upstreamTimeoutMs,
         rewriteHeaders: (headers) => rewriteProxyCredentialHeaders(headers, credential)
       })

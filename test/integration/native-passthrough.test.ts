@@ -127,6 +127,13 @@ describe('native /v4/* passthrough', () => {
       expect(only()).toMatchObject({ method: 'GET', url: '/v4/policies/p%2F1?b=2&a=1&a=%20x&empty=' })
     })
 
+    it('forwards an empty query, a bare "?", unchanged', async () => {
+      // Raw: an HTTP client's URL handling drops a bare "?" before it is sent.
+      const result = await exchangeRaw(gw.url, 'GET /v4/policies? HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n')
+      expect(result.response?.status).toBe(200)
+      expect(only()).toMatchObject({ method: 'GET', url: '/v4/policies?' })
+    })
+
     it('forwards a PUT with its JSON body byte for byte', async () => {
       const body = '{ "name" : "strict",\n "rules": [1, 2] }'
       await send(gw.url, '/v4/policies/strict', { method: 'PUT', body, headers: { 'content-type': 'application/json' } })
