@@ -104,6 +104,13 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         traffic.ownHeaders.connection = 'close'
         throw new GatewayError('INVALID_REQUEST', `an HTTP/1.1 request needs exactly one Host header`, { details: [{ pointer: 'header:host', message: hostProblem }] })
       }
+      // RFC 9112 6.1: Node de-chunks a `gzip, chunked` body but leaves it gzip-coded, and the
+      // header goes as hop-by-hop: the upstream would read coded bytes as the body itself.
+      const codings = request.headers['transfer-encoding']
+      if (codings !== undefined && codings.toLowerCase() !== 'chunked') {
+        traffic.ownHeaders.connection = 'close'
+        throw new GatewayError('INVALID_REQUEST', 'the only transfer coding served is chunked', { details: [{ pointer: 'header:transfer-encoding', message: 'expected chunked alone' }] })
+      }
       entered = inFlight.tryEnter()
       if (!entered) {
         traffic.ownHeaders['retry-after'] = String(RETRY_AFTER_SECONDS)

@@ -40,6 +40,10 @@ async function startHeldUpstream(): Promise<{ upstream: RecordingUpstream; relea
   return { upstream: slow, release }
 }
 
+function upstreamRequestCount(): number {
+  return upstream.requests.length
+}
+
 function lastRequest() {
   const recorded = upstream.requests.at(-1)
   if (recorded === undefined) throw new Error('nothing reached the upstream')
@@ -121,6 +125,21 @@ describe('request bodies on native passthrough (RFC 9112 6.3)', () => {
     expect(lastRequest().method).toBe('DELETE')
     expect(lastRequest().body.toString()).toBe('{"why":"x"}')
     await exchange('POST /v4/execute HTTP/1.1\r\nHost: gw.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n', '5\r\nhello\r\n0\r\n\r\n')
+    expect(lastRequest().body.toString()).toBe('hello')
+  })
+
+  it.each(['gzip, chunked', 'deflate,Chunked'])('refuses a body with a transfer coding besides chunked (%s) with 400 and connection: close, sending nothing on', async (codings) => {
+    const before = upstreamRequestCount()
+    const answer = await exchange(`POST /v4/execute HTTP/1.1\r\nHost: gw.test\r\nTransfer-Encoding: ${codings}\r\n\r\n`, '5\r\nhello\r\n0\r\n\r\n')
+    // Node frames these (chunked last) and hands them to the gateway, which cannot pass them on as they are.
+    expect(answer.status).toBe(400)
+    expect(answer.json.error.details).toEqual([expect.objectContaining({ pointer: 'header:transfer-encoding' })])
+    expect(answer.headers.connection).toBe('close')
+    expect(upstreamRequestCount()).toBe(before)
+  })
+
+  it('takes "chunked" in any case', async () => {
+    await exchange('POST /v4/execute HTTP/1.1\r\nHost: gw.test\r\nTransfer-Encoding: CHUNKED\r\nConnection: close\r\n\r\n', '5\r\nhello\r\n0\r\n\r\n')
     expect(lastRequest().body.toString()).toBe('hello')
   })
 
