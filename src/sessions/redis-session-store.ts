@@ -237,6 +237,8 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       return counts
     },
     get size() {
+      // As the memory store's: expired local copies are not counted.
+      local.purgeStale()
       return local.size
     },
     describe: () => ({ kind: 'redis', redis: connection.isUp() ? 'up' : 'down' }),

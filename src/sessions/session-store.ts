@@ -51,6 +51,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions): Se
     },
     clear: (tenant) => {
       if (tenant === undefined) {
+        cache.purgeStale()
         const count = cache.size
         cache.clear()
         return count
@@ -67,6 +68,9 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions): Se
       return counts
     },
     get size() {
+      // lru-cache drops an expired entry only when it is next read (no autopurge timer per entry),
+      // so its size counts entries past their TTL until then: the gauge and /admin/sessions would disagree.
+      cache.purgeStale()
       return cache.size
     },
     describe: () => ({ kind: 'memory' })

@@ -19,6 +19,19 @@ describe('createMemorySessionStore', () => {
     expect(sessions.get('other')).toBeUndefined()
   })
 
+  it('counts no entry past its TTL in size or in what a full clear reports, read or not', async () => {
+    const sessions = store(100, 30)
+    sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
+    sessions.set('k2', { sessionId: 'ses_2', tenant: 'acme' })
+    await sleep(60)
+    // Nothing read them since: the gauge (size) and /admin/sessions (countByTenant) agree.
+    expect(sessions.size).toBe(0)
+    expect(sessions.countByTenant()).toEqual({})
+    sessions.set('k3', { sessionId: 'ses_3', tenant: 'acme' })
+    await sleep(60)
+    expect(sessions.clear()).toBe(0)
+  })
+
   it('keeps at most maxEntries and drops the least recently set entry first', () => {
     const sessions = store(2)
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
