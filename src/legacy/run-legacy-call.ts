@@ -3,7 +3,7 @@ import { GatewayError } from '../errors/registry.js'
 import type { SessionMap, SessionOutcome, StartResult } from '../sessions/session-map.js'
 import { buildSessionKey } from '../sessions/session-key.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
-import type { CancelScope, UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
+import type { CancelScope, UpstreamClient, UpstreamResponse, UpstreamTiming } from '../upstream/upstream-client.js'
 import { getAtPointer } from '../util/json-pointer.js'
 import type { LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
@@ -29,15 +29,20 @@ export interface LegacyCallContext {
   tokenFingerprint: string
   /** Cancels the execution calls when the client goes away. */
   cancelScope: CancelScope
+  /** Filled in as the call goes, so that a call that fails midway is still logged with them (SPEC 9). */
+  trace: LegacyCallTrace
+}
+
+/** What the request's log line says of its V4 calls: the last path called, the time, the session-map outcome. */
+export interface LegacyCallTrace extends UpstreamTiming {
+  v4Path: string | undefined
+  sessionOutcome: SessionOutcome | undefined
 }
 
 export interface LegacyCallResult {
   response: UpstreamResponse
-  v4Path: string
   /** The session the execution ran in (session-execute only). */
   sessionId?: string
-  sessionOutcome?: SessionOutcome
-  upstreamMs: number
 }
 
 export interface LegacyCallDeps {
@@ -54,53 +59,51 @@ export function runLegacyCall(context: LegacyCallContext, deps: LegacyCallDeps):
 }
 
 async function runExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
-  const response = await post(deps, context, V4_EXECUTE_PATH, translateExecute(context.call), context.cancelScope)
-  return { response, v4Path: V4_EXECUTE_PATH, upstreamMs: response.durationMs }
+  return { response: await post(deps, context, V4_EXECUTE_PATH, translateExecute(context.call), context.cancelScope) }
 }
 
 async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
+  const trace = context.trace
   const defaults = translateSessionDefaults(context.call)
   const key = buildSessionKey(context.tenant.name, context.tokenFingerprint, readStateKey(context), canonicalDefaults(defaults))
-  let upstreamMs = 0
   const start = async (): Promise<StartResult<UpstreamResponse>> => {
     // Not cancellable: the start is shared by every waiter on the key, so one leaving must not cancel it.
     const response = await post(deps, context, V4_SESSIONS_START_PATH, defaults, undefined)
-    upstreamMs += response.durationMs
     if (response.statusCode < 200 || response.statusCode > 299) return { rejection: response }
     return { sessionId: readSessionId(response, deps.sessionsConfig.sessionIdPaths) }
   }
 
   const first = await deps.sessions.resolve(key, context.tenant.name, start)
+  trace.sessionOutcome = first.outcome
+  // A waiter on another request's start: that request's trace has the call.
   if (first.result.rejection !== undefined) {
-    return { response: first.result.rejection, v4Path: V4_SESSIONS_START_PATH, sessionOutcome: first.outcome, upstreamMs }
+    trace.v4Path = V4_SESSIONS_START_PATH
+    return { response: first.result.rejection }
   }
   let sessionId = first.result.sessionId
-  let sessionOutcome: SessionOutcome = first.outcome
   const body = translateSessionExecute(context.call)
-  let v4Path = sessionExecutePath(sessionId)
-  let response = await post(deps, context, v4Path, body, context.cancelScope)
-  upstreamMs += response.durationMs
+  let response = await post(deps, context, sessionExecutePath(sessionId), body, context.cancelScope)
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
   if (first.outcome !== 'miss' && deps.sessionsConfig.staleStatuses.includes(response.statusCode)) {
     await deps.sessions.evict(key, sessionId)
+    trace.sessionOutcome = 'stale-retry'
     const retry = await deps.sessions.resolve(key, context.tenant.name, start)
-    sessionOutcome = 'stale-retry'
     if (retry.result.rejection !== undefined) {
-      return { response: retry.result.rejection, v4Path: V4_SESSIONS_START_PATH, sessionOutcome, upstreamMs }
+      trace.v4Path = V4_SESSIONS_START_PATH
+      return { response: retry.result.rejection }
     }
     sessionId = retry.result.sessionId
-    v4Path = sessionExecutePath(sessionId)
-    response = await post(deps, context, v4Path, body, context.cancelScope)
-    upstreamMs += response.durationMs
+    response = await post(deps, context, sessionExecutePath(sessionId), body, context.cancelScope)
   }
   // A 401 evicts the entry, the retried one included, and is returned as it came.
   if (response.statusCode === 401) await deps.sessions.evict(key, sessionId)
-  return { response, v4Path, sessionId, sessionOutcome, upstreamMs }
+  return { response, sessionId }
 }
 
 /** `cancelScope` is explicit: a default would also fill in an `undefined` passed on purpose. */
 function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, cancelScope: CancelScope | undefined): Promise<UpstreamResponse> {
+  context.trace.v4Path = path
   return deps.upstream.request({
     origin: context.tenant.upstreamOrigin,
     method: 'POST',
@@ -108,6 +111,7 @@ function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, bo
     headers: context.upstreamHeaders,
     body: JSON.stringify(body),
     cancelScope,
+    timing: context.trace,
     timeoutMs: deps.upstreamTimeoutMs
   })
 }

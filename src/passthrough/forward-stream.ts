@@ -76,6 +76,8 @@ export function createForwarder(
           }
         },
         onFailure(error) {
+          // The time it took to fail (a timeout, a refused connection) is upstream time too.
+          traffic.upstreamMs = performance.now() - sentAt
           answerError(traffic, error)
         }
       }

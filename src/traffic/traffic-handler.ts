@@ -204,14 +204,11 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         upstreamHeaders: buildUpstreamHeaders(traffic, authorization),
         // authorizeRuntimeCall succeeded, so a credential was presented.
         tokenFingerprint: credentialFingerprint as string,
-        cancelScope: traffic
+        cancelScope: traffic,
+        trace: traffic
       },
       { upstream: deps.upstream, sessions: deps.sessions, sessionsConfig: runtime.config.sessions, upstreamTimeoutMs: runtime.config.limits.upstreamTimeoutMs }
     )
-    traffic.v4Path = result.v4Path
-    traffic.upstreamMs = result.upstreamMs
-    traffic.sessionOutcome = result.sessionOutcome
-
     const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, {
       requestId: traffic.id,
       totalMs: roundMs(performance.now() - traffic.startedAt),

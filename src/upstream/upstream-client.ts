@@ -18,6 +18,13 @@ export interface UpstreamRequest {
   timeoutMs: number
   /** Lets the caller cancel the call while it is under way (buffered calls). */
   cancelScope?: CancelScope
+  /** Where the call's time on the upstream is added once it settles, answered or failed (buffered calls). */
+  timing?: UpstreamTiming
+}
+
+/** The time a request spent on upstream calls, for its log line and histogram (SPEC 9). */
+export interface UpstreamTiming {
+  upstreamMs: number | undefined
 }
 
 /**
@@ -33,7 +40,6 @@ export interface UpstreamResponse {
   statusCode: number
   headers: IncomingHttpHeaders
   body: Buffer
-  durationMs: number
 }
 
 /** Where a streamed answer goes; the client calls `onResponseStart` once, before any byte of body. */
@@ -88,7 +94,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   return {
     request(request) {
       return new Promise((resolve, reject) => {
-        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.cancelScope))
+        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.cancelScope, request.timing))
       })
     },
     stream(request, target) {
@@ -111,7 +117,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   constructor(
     private readonly resolve: (response: UpstreamResponse) => void,
     private readonly reject: (error: GatewayError) => void,
-    private readonly cancelScope: CancelScope | undefined
+    private readonly cancelScope: CancelScope | undefined,
+    private readonly timing: UpstreamTiming | undefined
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -142,8 +149,9 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.settled) return
     this.settled = true
+    this.addTime()
     const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.bytes)
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, body, durationMs: performance.now() - this.startedAt })
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, body })
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -156,7 +164,13 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   private fail(error: GatewayError): void {
     if (this.settled) return
     this.settled = true
+    this.addTime()
     this.reject(error)
+  }
+
+  private addTime(): void {
+    const timing = this.timing
+    if (timing !== undefined) timing.upstreamMs = (timing.upstreamMs ?? 0) + (performance.now() - this.startedAt)
   }
 }
 

@@ -5,6 +5,7 @@ import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type F
 import { send, type Answer } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawResult } from '../helpers/raw-http.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
 
 /*
  * Issue 5: broken upstreams never lose a request. Loopback upstreams that refuse, reset, stall
@@ -102,7 +103,7 @@ function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T>
 interface FaultContext {
   upstream: () => FaultUpstream
   url: () => string
-  /** The gateway's log lines so far (it logs at warn). */
+  /** The gateway's log lines so far (it logs at info). */
   logs: () => Record<string, unknown>[]
 }
 
@@ -117,7 +118,7 @@ function useFaultGateway(upstreamTimeoutMs: number): FaultContext {
     upstream = await startFaultUpstream(answerLikeV4)
     gateway = await startGateway(
       testConfig(upstream.url, {
-        log: { level: 'warn' },
+        log: { level: 'info' },
         limits: { upstreamTimeoutMs },
         tenancy: { default: 'faulty' },
         tenants: {
@@ -239,6 +240,37 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
     expectGatewayError(answer, 'UPSTREAM_TIMEOUT')
   })
 
+  // SPEC 9: the line of a call that failed on its way says where it failed and how long that took.
+  it.each([
+    ['a legacy execute', () => legacyCall(context.url()), '/v4/execute', undefined],
+    ['a session-execute at its sessions.start', () => sessionCall(context.url(), 'slow-start'), '/v4/sessions.start', undefined],
+    ['a native call', () => nativeCall(context.url()), '/v4/execute', undefined]
+  ])('logs %s that timed out with its V4 path and its time on the upstream', async (_case, call, v4Path, session) => {
+    context.upstream().setHandler(stallBeforeHeaders)
+    const answer = await call()
+    expectGatewayError(answer, 'UPSTREAM_TIMEOUT')
+    const requestId = answer.headers['x-request-id']
+    await until(() => context.logs().some((line) => line.requestId === requestId && line.msg === 'request'))
+    const line = context.logs().find((entry) => entry.requestId === requestId && entry.msg === 'request') as Record<string, unknown>
+    expect(line).toMatchObject({ status: 504, error: 'UPSTREAM_TIMEOUT', v4Path })
+    expect(line.session).toBe(session)
+    expect(line.upstreamMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 20)
+  })
+
+  it('logs a session hit whose execution timed out with the execution path and the outcome', async () => {
+    const first = await sessionCall(context.url(), 'hit-then-slow')
+    expect(first.status).toBe(200)
+    const sessionId = String(first.headers['x-v4-session-id'])
+    context.upstream().setHandler(stallBeforeHeaders)
+    const answer = await sessionCall(context.url(), 'hit-then-slow')
+    expectGatewayError(answer, 'UPSTREAM_TIMEOUT')
+    const requestId = answer.headers['x-request-id']
+    await until(() => context.logs().some((line) => line.requestId === requestId && line.msg === 'request'))
+    const line = context.logs().find((entry) => entry.requestId === requestId && entry.msg === 'request') as Record<string, unknown>
+    expect(line).toMatchObject({ status: 504, v4Path: `/v4/sessions/${sessionId}/executions.execute`, session: 'hit' })
+    expect(line.upstreamMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 20)
+  })
+
   it('answers 504 UPSTREAM_TIMEOUT to a legacy call when the upstream body stalls after the headers', async () => {
     context.upstream().setHandler(stallMidBody)
     const answer = await legacyCall(context.url())
@@ -287,7 +319,11 @@ describe('sessions.start faults', () => {
     // The client was there for its answer: this is the gateway's failure, logged at error level.
     // (Node marks a request destroyed once its body is read, which once logged it as the client's.)
     const requestId = answer.headers['x-request-id']
-    expect(context.logs().filter((line) => line.requestId === requestId).map((line) => [line.level, line.msg])).toEqual([[50, 'gateway error']])
+    await until(() => context.logs().some((line) => line.requestId === requestId && line.msg === 'request'))
+    expect(context.logs().filter((line) => line.requestId === requestId).map((line) => [line.level, line.msg])).toEqual([
+      [50, 'gateway error'],
+      [30, 'request']
+    ])
   })
 
   it('passes a sessions.start 500 through as it came', async () => {
@@ -379,9 +415,17 @@ describe('a client that goes away mid-request', () => {
         body
       )
     )
-    // Logged at info ("client went away"), under this gateway's warn level: nothing at all.
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(context.logs().filter((line) => line.requestId === requestId)).toEqual([])
+    // Not the gateway's failure: an info line saying so, and the access line with 499.
+    await until(() => context.logs().some((line) => line.requestId === requestId && line.msg === 'request'))
+    await until(() => context.logs().filter((line) => line.requestId === requestId).length === 2)
+    const lines = context.logs().filter((line) => line.requestId === requestId)
+    expect(lines.map((line) => [line.level, line.msg, line.status])).toEqual(
+      expect.arrayContaining([
+        [30, 'client went away before its answer', undefined],
+        [30, 'request', 499]
+      ])
+    )
+    expect(lines).toHaveLength(2)
   })
 
   it('cancels the upstream call of a native request whose client aborts while waiting', async () => {
