@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { normalizeHost } from '../tenancy/resolve-tenant.js'
 
 /**
  * The config file's schema (SPEC 8). Types come from here (`z.output`), never written twice.
@@ -202,7 +203,7 @@ const configObject = z.strictObject({
   tenancy: z
     .strictObject({
       header: headerName.default('x-tenant-id'),
-      hosts: z.record(z.string().min(1), z.string().min(1)).default({}),
+      hosts: z.record(z.string().min(1), z.string().min(1)).default({}).superRefine(checkHostKeys),
       default: z.string().min(1).nullable().default(null)
     })
     .prefault({}),
@@ -216,6 +217,22 @@ const configObject = z.strictObject({
     .prefault({}),
   tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema)
 })
+
+/**
+ * `Host` is matched lower-cased and without its port (resolve-tenant.ts): a key with a port
+ * would never match, and two keys that differ only in case would silently be one.
+ */
+function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): void {
+  const seen = new Set<string>()
+  for (const host of Object.keys(hosts)) {
+    const lower = host.toLowerCase()
+    if (normalizeHost(lower) !== lower) {
+      ctx.addIssue({ code: 'custom', path: [host], message: `Host is matched without its port: write "${normalizeHost(lower) ?? ''}"` })
+    }
+    if (seen.has(lower)) ctx.addIssue({ code: 'custom', path: [host], message: 'listed twice: Host is matched without regard to case' })
+    seen.add(lower)
+  }
+}
 
 /** The sections checkCrossReferences reads. */
 const CROSS_CHECKED_SECTIONS: ReadonlySet<string> = new Set(['tenants', 'tenancy', 'internalAdmin'])

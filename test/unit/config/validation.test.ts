@@ -179,6 +179,19 @@ describe('tenancy references', () => {
     expect(config.tenancy.hosts).toEqual({ 'api.example.com': 'acme' })
   })
 
+  it('refuses a tenancy.hosts key with a port, which no request could match', async () => {
+    const problems = await problemsOf({ tenancy: { hosts: { 'api.example.com:8443': 'acme', '[::1]:8080': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([
+      expect.stringMatching(/^tenancy\.hosts\.api\.example\.com:8443: .*without its port: write "api\.example\.com"/),
+      expect.stringMatching(/^tenancy\.hosts\.\[::1\]:8080: .*write "\[::1\]"/)
+    ])
+  })
+
+  it('refuses two tenancy.hosts keys that differ only in case', async () => {
+    const problems = await problemsOf({ tenancy: { hosts: { 'API.example.com': 'acme', 'api.example.com': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenancy\.hosts\.api\.example\.com: listed twice/)])
+  })
+
   it('lower-cases tenancy.header', async () => {
     const config = await load({ tenancy: { header: 'X-Org-Id' }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
     expect(config.tenancy.header).toBe('x-org-id')
