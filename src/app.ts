@@ -92,7 +92,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   const initial = options.config
   // A store given by the caller stays the caller's to close.
   const ownsSessionStore = options.sessionStore === undefined
-  const sessionStore = options.sessionStore ?? (await createSessionStore(initial, logger))
+  // The metrics are made after the store (they read its size); evictions come only with traffic.
+  const sessionStore = options.sessionStore ?? (await createSessionStore(initial, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') }))
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
   const metrics = createMetrics({ sessionEntries: () => sessionStore.size, sessionStoreStatus: () => sessionStore.describe() })
   const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })

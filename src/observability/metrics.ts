@@ -13,7 +13,7 @@ import type { SessionStoreStatus } from '../sessions/session-store.js'
 export interface GatewayMetrics {
   readonly registry: Registry
   observeRequest(sample: RequestSample): void
-  observeSessionEvent(event: SessionOutcome | 'evicted'): void
+  observeSessionEvent(event: SessionOutcome | 'evicted' | 'capacity-evicted'): void
   observeReload(result: 'success' | 'failure'): void
 }
 
@@ -38,7 +38,7 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
   const requests = new LabelledCounter('v4gw_requests_total', 'Requests on the traffic listener by tenant, traffic class, legacy route and status class', registry)
   const requestSeconds = new LabelledHistogram('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class', 'class', LATENCY_BUCKETS_SECONDS, registry)
   const upstreamSeconds = new LabelledHistogram('v4gw_upstream_duration_seconds', 'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers', 'class', LATENCY_BUCKETS_SECONDS, registry)
-  const sessionEvents = new LabelledCounter('v4gw_session_map_events_total', 'Session-map outcomes: hit, miss, coalesced, stale-retry, evicted', registry)
+  const sessionEvents = new LabelledCounter('v4gw_session_map_events_total', 'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)', registry)
   new Gauge({
     name: 'v4gw_session_map_entries',
     help: 'Entries in the session map',

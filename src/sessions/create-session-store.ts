@@ -15,11 +15,12 @@ export function startLockMs(upstreamTimeoutMs: number): number {
 }
 
 /** The session store `sessions.store` names: the in-memory LRU (default) or Redis/Valkey shared by replicas. */
-export async function createSessionStore(config: GatewayConfig, logger: StoreLogger): Promise<SessionStore> {
+export async function createSessionStore(config: GatewayConfig, logger: StoreLogger, hooks: { onCapacityEvict?: () => void } = {}): Promise<SessionStore> {
   const { sessions } = config
   if (sessions.store === 'memory' || sessions.redis.url === null) {
-    return createMemorySessionStore({ maxEntries: sessions.maxEntries, ttlMs: sessions.ttlMs })
+    return createMemorySessionStore({ maxEntries: sessions.maxEntries, ttlMs: sessions.ttlMs, onCapacityEvict: hooks.onCapacityEvict })
   }
+  // Redis evicts by its own policy (docs/scaling.md); the local copies going are not sessions lost.
   return createRedisSessionStore({
     url: sessions.redis.url,
     keyPrefix: sessions.redis.keyPrefix,

@@ -37,10 +37,19 @@ export interface MemorySessionStoreOptions {
   maxEntries: number
   /** Counted from creation: a hit does not extend an entry's life (SPEC 4). */
   ttlMs: number
+  /** Hears each entry pushed out at `maxEntries` by a newer one: a map too small shows here. */
+  onCapacityEvict?: () => void
 }
 
 export function createMemorySessionStore(options: MemorySessionStoreOptions): SessionStore {
-  const cache = new LRUCache<string, SessionEntry>({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false, ttlAutopurge: false })
+  const onCapacityEvict = options.onCapacityEvict
+  const cache = new LRUCache<string, SessionEntry>({
+    max: options.maxEntries,
+    ttl: options.ttlMs,
+    updateAgeOnGet: false,
+    ttlAutopurge: false,
+    ...(onCapacityEvict === undefined ? {} : { dispose: (_entry, _key, reason) => reason === 'evict' && onCapacityEvict() })
+  })
   return {
     get: (key) => cache.get(key),
     set: (key, entry) => {

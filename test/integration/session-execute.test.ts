@@ -747,6 +747,10 @@ describe('session-execute map bounds (SPEC 4)', () => {
       const again = await invoke(gw.url, { input: 1, stateId: 'a' })
       expect(again.headers['x-v4-session-id']).toBe('ses_4')
       expect(startsOf(upstream)).toHaveLength(4)
+      // A map too small for its traffic shows in the metrics: 'c' pushed out 'a', then 'a' pushed out 'b'.
+      const metrics = (await send(gw.adminUrl, '/metrics')).text
+      expect(metrics).toMatch(/v4gw_session_map_events_total\{event="capacity-evicted"\} 2\n/)
+      expect(metrics).not.toMatch(/event="evicted"/)
     })
   })
 
