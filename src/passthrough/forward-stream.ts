@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import type { TrafficContext } from '../traffic/traffic-context.js'
 import { requestBody } from '../traffic/request-body.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
@@ -91,14 +91,25 @@ export function createForwarder(
  */
 const NOT_FORWARDED: ReadonlySet<string> = new Set(['host', 'expect'])
 
-/** End-to-end request headers as they came (SPEC 7), minus hop-by-hop ones and NOT_FORWARDED. */
 function buildUpstreamHeaders(traffic: TrafficContext, options: ForwardOptions): Record<string, string | string[] | undefined> {
-  const incoming = traffic.request.headers
-  let headers: Record<string, string | string[] | undefined> = stripHopByHop(incoming, NOT_FORWARDED)
   const socket = traffic.request.socket
-  Object.assign(headers, forwardedHeaders(incoming, socket.remoteAddress, listenerProtocol(socket)))
+  const headers = passthroughHeaders(traffic.request.headers, socket.remoteAddress, listenerProtocol(socket), traffic.id)
+  return options.rewriteHeaders === undefined ? headers : options.rewriteHeaders(headers)
+}
+
+/**
+ * End-to-end request headers as they came (SPEC 7), minus hop-by-hop ones and NOT_FORWARDED, with
+ * `x-forwarded-*` and the request id. Also what `explain` shows.
+ */
+export function passthroughHeaders(
+  incoming: IncomingHttpHeaders,
+  clientAddress: string | undefined,
+  protocol: string,
+  requestId: string
+): Record<string, string | string[] | undefined> {
+  const headers: Record<string, string | string[] | undefined> = stripHopByHop(incoming, NOT_FORWARDED)
+  Object.assign(headers, forwardedHeaders(incoming, clientAddress, protocol))
   // SPEC 6: the resolved id (the client's when valid, else a new one) goes to every upstream call.
-  headers['x-request-id'] = traffic.id
-  if (options.rewriteHeaders !== undefined) headers = options.rewriteHeaders(headers)
+  headers['x-request-id'] = requestId
   return headers
 }

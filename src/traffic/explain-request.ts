@@ -1,10 +1,13 @@
 import { redactQueryCredential, removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
 import { toGatewayError } from '../errors/error-handler.js'
+import { GatewayError } from '../errors/registry.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
 import { authorizeRuntimeCall, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import { readStateKey, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy/run-legacy-call.js'
+import { runtimeCallHeaders } from '../legacy/runtime-call-headers.js'
 import { translateExecute, translateSessionDefaults, translateSessionExecute } from '../legacy/translate.js'
 import { REDACTED_HEADERS } from '../observability/logger.js'
+import { passthroughHeaders } from '../passthrough/forward-stream.js'
 import { classifyRequest, rewrittenProxyPath, type ClassificationNote } from './classify-request.js'
 
 export interface ExplainInput {
@@ -38,6 +41,11 @@ export interface Explanation {
 
 const REDACTED = new Set<string>(REDACTED_HEADERS)
 
+/** Stand-ins for what only a live request has. */
+const CLIENT_ADDRESS = '(client address)'
+const NEW_REQUEST_ID = '(a new request id)'
+const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
 function redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const result: Record<string, string> = {}
   for (const [name, value] of Object.entries(headers)) {
@@ -53,20 +61,27 @@ function redactHeaders(headers: Record<string, string | string[] | undefined>): 
  * and preparation steps the traffic listener uses; sends nothing.
  */
 export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Explanation {
+  const method = input.method.toUpperCase()
   const headers: Record<string, string> = {}
   for (const [name, value] of Object.entries(input.headers ?? {})) headers[name.toLowerCase()] = value
   if (input.tenant !== undefined) headers[runtime.tenancy.header] = input.tenant
-  if (input.body !== undefined) headers['content-type'] ??= 'application/json'
+  // GET and HEAD bodies are never read, so never sent on (request-body.ts).
+  const body = method === 'GET' || method === 'HEAD' ? undefined : input.body
+  if (body !== undefined) headers['content-type'] ??= 'application/json'
+  const incomingId = headers['x-request-id']
+  const requestId = incomingId !== undefined && VALID_REQUEST_ID.test(incomingId) ? incomingId : NEW_REQUEST_ID
   const note: ClassificationNote = {}
   const explanation: Explanation = { calls: [] }
   try {
-    const classification = classifyRequest(runtime, { method: input.method.toUpperCase(), url: input.path, headers }, note)
+    const classification = classifyRequest(runtime, { method, url: input.path, headers }, note)
     const { tenant, target } = classification
     const origin = tenant.upstreamOrigin
     const shownQuery = redactQueryCredential(target.rawQuery, runtime.config.credentials.queryParam)
     const query = shownQuery === '' ? '' : `?${shownQuery}`
+    // The headers as the traffic listener builds them: hop-by-hop ones gone, x-forwarded-* added.
+    const forwarded = passthroughHeaders(headers, CLIENT_ADDRESS, 'http', requestId)
     if (classification.trafficClass !== 'legacy') {
-      explanation.calls.push({ method: input.method.toUpperCase(), url: `${origin}${target.pathname}${query}`, headers: redactHeaders(headers), body: input.body })
+      explanation.calls.push({ method, url: `${origin}${target.pathname}${query}`, headers: redactHeaders(forwarded), body })
       return Object.assign(explanation, note, { trafficClass: classification.trafficClass })
     }
     const { route, params } = classification.match
@@ -78,20 +93,23 @@ export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Ex
     if (proxyPath !== undefined) {
       const rewrittenQuery = removeQueryCredential(target.rawQuery, credentials.queryParam)
       explanation.calls.push({
-        method: route.method,
+        method,
         url: `${origin}${proxyPath}${rewrittenQuery === '' ? '' : `?${rewrittenQuery}`}`,
-        headers: redactHeaders(rewriteProxyCredentialHeaders(headers, credential)),
-        body: input.body
+        headers: redactHeaders(rewriteProxyCredentialHeaders(forwarded, credential)),
+        body
       })
       return Object.assign(explanation, note, { trafficClass: 'legacy' })
     }
-    authorizeRuntimeCall(credential, headers['content-type'])
-    const { body, call } = parseRuntimeBody(Buffer.from(JSON.stringify(input.body ?? null)), tenant, route)
-    const v4Headers = { 'content-type': 'application/json', authorization: 'Bearer [redacted]' }
+    const authorization = authorizeRuntimeCall(credential, headers['content-type'])
+    const bytes = Buffer.from(JSON.stringify(body ?? null))
+    // The same limit the traffic listener reads a legacy body with (SPEC 10).
+    if (bytes.length > runtime.config.limits.bodyBytes) throw new GatewayError('PAYLOAD_TOO_LARGE', `request body is larger than ${runtime.config.limits.bodyBytes} bytes`)
+    const { body: parsed, call } = parseRuntimeBody(bytes, tenant, route)
+    const v4Headers = redactHeaders(runtimeCallHeaders(headers, CLIENT_ADDRESS, 'http', requestId, authorization))
     if (route.action === 'execute') {
       explanation.calls.push({ method: 'POST', url: `${origin}${V4_EXECUTE_PATH}`, headers: v4Headers, body: translateExecute(call) })
     } else {
-      const stateKey = readStateKey({ route, params, requestHeaders: headers, call, body })
+      const stateKey = readStateKey({ route, params, requestHeaders: headers, call, body: parsed })
       explanation.calls.push(
         { method: 'POST', url: `${origin}${V4_SESSIONS_START_PATH}`, headers: v4Headers, body: translateSessionDefaults(call), when: `only when the session map has no session for this identity, state key "${stateKey}" and these defaults` },
         { method: 'POST', url: `${origin}/v4/sessions/{sessionId}/executions.execute`, headers: v4Headers, body: translateSessionExecute(call) }

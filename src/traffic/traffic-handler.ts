@@ -7,6 +7,7 @@ import { GatewayError } from '../errors/registry.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
 import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import { readBody } from '../legacy/read-body.js'
+import { runtimeCallHeaders } from '../legacy/runtime-call-headers.js'
 import type { RouteMatch } from '../legacy/route-table.js'
 import { runLegacyCall } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
@@ -16,7 +17,7 @@ import { fingerprintToken } from '../sessions/session-key.js'
 import type { SessionMap } from '../sessions/session-map.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
-import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
+import { listenerProtocol } from '../util/forwarded-headers.js'
 import { putOwnHeaders } from '../util/own-headers.js'
 import { classifyRequest, rewrittenProxyPath, type RequestHead } from './classify-request.js'
 import { createEventLoopMonitor, createInFlightLimiter, overloadedError, RETRY_AFTER_SECONDS } from './load-shedding.js'
@@ -201,7 +202,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         call,
         body,
         requestHeaders: request.headers,
-        upstreamHeaders: buildUpstreamHeaders(traffic, authorization),
+        upstreamHeaders: runtimeCallHeaders(request.headers, request.socket.remoteAddress, listenerProtocol(request.socket), traffic.id, authorization),
         // authorizeRuntimeCall succeeded, so a credential was presented.
         tokenFingerprint: credentialFingerprint as string,
         cancelScope: traffic,
@@ -265,22 +266,4 @@ function checkHost(request: IncomingMessage): string | undefined {
     if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) return 'sent more than once'
   }
   return undefined
-}
-
-/** Headers of every V4 call made for a legacy request: one credential, and nothing else of the client's but its agent. */
-function buildUpstreamHeaders(traffic: TrafficContext, authorization: string): Record<string, string> {
-  const incoming = traffic.request.headers
-  const socket = traffic.request.socket
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json',
-    // The gateway reads these answers, so it asks for them uncompressed.
-    'accept-encoding': 'identity',
-    authorization,
-    'x-request-id': traffic.id,
-    ...forwardedHeaders(incoming, socket.remoteAddress, listenerProtocol(socket))
-  }
-  const userAgent = incoming['user-agent']
-  if (userAgent !== undefined) headers['user-agent'] = userAgent
-  return headers
 }

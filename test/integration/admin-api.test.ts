@@ -120,6 +120,37 @@ describe('the admin listener', () => {
     expect(answer.text).not.toContain('key_live_secret')
   })
 
+  it('explains a legacy body over limits.bodyBytes as the 413 the traffic listener gives it', async () => {
+    const limited = await startGateway(testConfig(sim.url, { limits: { bodyBytes: 10 } }))
+    try {
+      const request = { method: 'POST', path: '/v1/headless/runs', headers: { authorization: 'Bearer demo-token-alice' }, body: { input: '0123456789abcdef' } }
+      const explained = await send(limited.adminUrl, '/admin/explain', { json: request })
+      expect(explained.json.answer).toMatchObject({ status: 413, code: 'PAYLOAD_TOO_LARGE' })
+      expect(explained.json.calls).toEqual([])
+      expect((await send(limited.url, request.path, { headers: request.headers, json: request.body })).status).toBe(413)
+    } finally {
+      await limited.close()
+    }
+  })
+
+  it('explains native traffic with the headers the upstream gets: hop-by-hop ones gone, x-forwarded-* and the request id added', async () => {
+    const answer = await send(gw.adminUrl, '/admin/explain', {
+      headers: admin,
+      json: { method: 'POST', path: '/v4/execute', headers: { connection: 'keep-alive, x-drop', 'x-drop': '1', te: 'trailers', host: 'legacy.example', 'x-request-id': 'explained-1', 'x-custom': 'kept' }, body: { input: 1 } }
+    })
+    expect(answer.json.calls).toHaveLength(1)
+    const { headers } = answer.json.calls[0]
+    for (const gone of ['connection', 'x-drop', 'te', 'host']) expect(headers[gone]).toBeUndefined()
+    expect(headers).toMatchObject({ 'x-custom': 'kept', 'x-request-id': 'explained-1', 'x-forwarded-host': 'legacy.example', 'x-forwarded-proto': 'http', 'x-forwarded-for': '(client address)' })
+  })
+
+  it('explains a GET with a body as a call without one: GET bodies are never sent on', async () => {
+    const answer = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { method: 'GET', path: '/v4/policies', body: { a: 1 } } })
+    expect(answer.json.calls).toHaveLength(1)
+    expect(answer.json.calls[0].body).toBeUndefined()
+    expect(answer.json.calls[0].headers['content-type']).toBeUndefined()
+  })
+
   it('answers 400 INVALID_REQUEST to an explain body without method and path', async () => {
     const answer = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { path: 'nope' } })
     expect(answer.status).toBe(400)

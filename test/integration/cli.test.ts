@@ -259,7 +259,20 @@ describe('v4gw explain', () => {
     const explanation = JSON.parse(stdout)
     expect(explanation).toMatchObject({ tenant: 'demo', trafficClass: 'legacy', legacyRoute: 'POST /v1/headless/runs', action: 'execute' })
     expect(explanation.calls).toEqual([
-      { method: 'POST', url: 'http://embedded-simulator/v4/execute', headers: { 'content-type': 'application/json', authorization: 'Bearer [redacted]' }, body: { extra: true, input: { q: 1 }, policy: 'strict' } }
+      {
+        method: 'POST',
+        url: 'http://embedded-simulator/v4/execute',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'accept-encoding': 'identity',
+          authorization: 'Bearer [redacted]',
+          'x-request-id': '(a new request id)',
+          'x-forwarded-for': '(client address)',
+          'x-forwarded-proto': 'http'
+        },
+        body: { extra: true, input: { q: 1 }, policy: 'strict' }
+      }
     ])
     expect(stdout).not.toContain('explain-secret-token')
   })
