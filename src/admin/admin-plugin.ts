@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
-import { sendGatewayError } from '../errors/error-handler.js'
+import { buildErrorBody } from '../errors/error-body.js'
+import { roundMs, sendGatewayError } from '../errors/error-handler.js'
 import { GatewayError } from '../errors/registry.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { MigrationReport } from '../observability/migration-report.js'
@@ -67,10 +68,16 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         request.log.info({ tenant, deleted }, 'session map cleared')
         return { deleted }
       })
-      admin.post('/reload', async function reload(_request, reply) {
+      admin.post('/reload', async function reload(request, reply) {
         const result = await deps.reload()
         if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped }
-        return reply.code(400).send({ status: 'rejected', error: { code: 'CONFIG_INVALID', message: 'the config file is invalid; the running config stays', problems: result.problems } })
+        // The SPEC 6 envelope, with every problem of the file: each is "path: message", not a pointer into this request.
+        const rejected = new GatewayError('CONFIG_INVALID', 'the config file is invalid; the running config stays')
+        const body = buildErrorBody(rejected, request.id, roundMs(reply.elapsedTime))
+        return reply
+          .code(rejected.statusCode)
+          .header('x-request-id', request.id)
+          .send({ status: 'rejected', error: { ...body.error, problems: result.problems }, meta: body.meta })
       })
       admin.post('/explain', async function explain(request) {
         const parsed = explainBodySchema.safeParse(request.body)

@@ -21,6 +21,8 @@ export const ERROR_STATUS = {
   OVERLOADED: 503,
   SHUTTING_DOWN: 503,
   UPSTREAM_TIMEOUT: 504,
+  // Not in SPEC 6: the admin listener's answer to a reload whose config file is invalid.
+  CONFIG_INVALID: 400,
   // Not in SPEC 6: the answer to a gateway bug, so that even that keeps the envelope.
   INTERNAL_ERROR: 500
 } as const satisfies Record<string, number>

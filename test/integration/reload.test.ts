@@ -72,6 +72,10 @@ describe('hot reload', () => {
     const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
     expect(reload.status).toBe(400)
     expect(reload.json.error.code).toBe('CONFIG_INVALID')
+    // The SPEC 6 envelope, request id and all.
+    const requestId = reload.headers['x-request-id']
+    expect(requestId).toEqual(expect.any(String))
+    expect(reload.json).toMatchObject({ status: 'rejected', error: { requestId }, meta: { requestId, timingMs: { total: expect.any(Number) } } })
     expect(reload.json.error.problems).toEqual(expect.arrayContaining([expect.stringContaining('tenants.acme.upstream.staging'), expect.stringContaining('tenants.acme: Unrecognized key')]))
     expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
     const logged = gateway.logs.lines().find((line) => line.msg === 'config reload rejected; the running config stays')
