@@ -1,4 +1,5 @@
-import type { Server } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
@@ -18,6 +19,8 @@ import { explainRequest } from './traffic/explain-request.js'
 import type { TrafficContext } from './traffic/traffic-context.js'
 import { createTrafficHandler } from './traffic/traffic-handler.js'
 import { closeServer, createTrafficServer, listen } from './traffic/traffic-server.js'
+import { answerClientError, answerConnect } from './traffic/client-error.js'
+import { sendGatewayError } from './errors/error-handler.js'
 import { createUpstreamClient, type UpstreamResponse } from './upstream/upstream-client.js'
 
 export interface GatewayOptions {
@@ -160,12 +163,18 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     }
   }
 
+  const adminLog = logger.child({ listener: 'admin' })
   const admin = Fastify({
-    loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger,
+    loggerInstance: adminLog as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     // SPEC 6's request id on the admin listener's errors too: a valid incoming one, else a UUID.
-    genReqId: (request) => resolveRequestId(request.headers['x-request-id'])
+    genReqId: (request) => resolveRequestId(request.headers['x-request-id']),
+    // The envelope for what fastify and Node refuse before a route runs too (an undecodable URL,
+    // malformed HTTP), as on the traffic listener.
+    frameworkErrors: (error, request, reply) => sendGatewayError(error, request, reply),
+    clientErrorHandler: (error, socket) => answerClientError(adminLog, error, socket)
   })
+  admin.server.on('connect', (_request: IncomingMessage, socket: Duplex) => answerConnect(adminLog, socket))
   await admin.register(adminPlugin, {
     isReady: () => listening && !draining,
     adminToken: () => runtime.config.admin.token,

@@ -2,6 +2,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { rawExchange } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 
@@ -37,6 +38,19 @@ describe('admin probes while running', () => {
     expect(answer.status).toBe(404)
     expect(answer.json.error.code).toBe('ROUTE_NOT_FOUND')
     expect(upstream.requests).toEqual([])
+  })
+  // What fastify and Node refuse before a route runs gets the SPEC 6 envelope, as on the traffic listener.
+  it.each([
+    ['an undecodable URL', 'GET /healthz%zz HTTP/1.1\r\nHost: a\r\nX-Request-Id: bad-url-1\r\nConnection: close\r\n\r\n', 'bad-url-1'],
+    ['a request that is not HTTP', 'GARBAGE\r\n\r\n', undefined],
+    ['CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', undefined]
+  ])('answers %s on the admin listener with 400 in the SPEC 6 envelope', async (_case, request, requestId) => {
+    const result = await rawExchange(gw.adminUrl, request)
+    expect(result.response?.status).toBe(400)
+    expect(result.response?.json.error.code).toBe('INVALID_REQUEST')
+    const id = result.response?.headers['x-request-id']
+    expect(id).toEqual(requestId ?? expect.any(String))
+    expect(result.response?.json.meta.requestId).toBe(id)
   })
 })
 
