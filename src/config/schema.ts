@@ -21,8 +21,36 @@ const httpUrl = z
     return url === undefined || (url.username === '' && url.password === '' && url.search === '' && url.hash === '')
   }, 'upstream URLs carry no credentials, query or fragment')
 
-/** Redis or Valkey, plain or TLS (issue 7); credentials may sit in the URL, which is never logged. */
-const redisUrl = z.url({ protocol: /^rediss?$/, error: 'Invalid URL: expected a redis:// or rediss:// URL' })
+function decodes(text: string): boolean {
+  try {
+    decodeURIComponent(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Redis or Valkey, plain or TLS (issue 7); credentials may sit in the URL, which is never logged,
+ * so no message here quotes it. The gateway reads it as these checks do (redis-connection.ts):
+ * host, port, percent-encoded user and password, and a database number as the path.
+ */
+const redisUrl = z
+  .url({ protocol: /^rediss?$/, error: 'Invalid URL: expected a redis:// or rediss:// URL' })
+  .refine((value) => {
+    const url = parseRedisUrl(value)
+    return url === undefined || (decodes(url.username) && decodes(url.password))
+  }, 'the user or password in the Redis URL is not valid percent-encoding (write % as %25)')
+  .refine((value) => {
+    const url = parseRedisUrl(value)
+    return url === undefined || (url.hostname !== '' && url.search === '' && url.hash === '' && /^(\/\d*)?$/.test(url.pathname))
+  }, 'a Redis URL is redis[s]://[user:password@]host[:port][/db]: no query, no fragment, a database number as its only path')
+
+/** A URL of the Redis schemes; anything else is left to the scheme check, which names it. */
+function parseRedisUrl(value: string): URL | undefined {
+  const url = parseUrl(value)
+  return url !== undefined && (url.protocol === 'redis:' || url.protocol === 'rediss:') ? url : undefined
+}
 
 // Requests keep their own path (SPEC 7), so an upstream is an origin: a path there would be dropped.
 const originUrl = httpUrl.refine((value) => {

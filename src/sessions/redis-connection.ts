@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 
 export type StoreLogger = Pick<Logger, 'info' | 'warn'>
@@ -33,6 +33,28 @@ export function describeRedisUrl(url: string): string {
   return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`
 }
 
+/**
+ * ioredis's own options for a `redis://` or `rediss://` URL, read with the WHATWG parser the config
+ * was validated with. Handed the URL itself, ioredis reads it with Node's legacy `url.parse`,
+ * which reads some URLs differently (a `\` in the password becomes a `/`, so host and password
+ * change) and prints the whole URL, password included, in a deprecation warning.
+ */
+export function redisOptionsFromUrl(url: string): Pick<RedisOptions, 'host' | 'port' | 'username' | 'password' | 'db' | 'tls'> {
+  const parsed = new URL(url)
+  const options: Pick<RedisOptions, 'host' | 'port' | 'username' | 'password' | 'db' | 'tls'> = {
+    // An IPv6 literal comes bracketed: the socket wants the address alone.
+    host: parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname,
+    port: parsed.port === '' ? DEFAULT_REDIS_PORT : Number(parsed.port)
+  }
+  if (parsed.username !== '') options.username = decodeURIComponent(parsed.username)
+  if (parsed.password !== '') options.password = decodeURIComponent(parsed.password)
+  if (parsed.pathname.length > 1) options.db = Number(parsed.pathname.slice(1))
+  if (parsed.protocol === 'rediss:') options.tls = {}
+  return options
+}
+
+const DEFAULT_REDIS_PORT = 6379
+
 function reconnectDelayMs(times: number): number {
   return Math.min(100 * 2 ** Math.max(0, times - 1), MAX_RECONNECT_DELAY_MS)
 }
@@ -46,7 +68,8 @@ function reconnectDelayMs(times: number): number {
  */
 export function createRedisConnection(url: string, logger: StoreLogger): RedisConnection {
   const redis = describeRedisUrl(url)
-  const client = new Redis(url, {
+  const client = new Redis({
+    ...redisOptionsFromUrl(url),
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     commandTimeout: COMMAND_TIMEOUT_MS,

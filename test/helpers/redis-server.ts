@@ -50,7 +50,7 @@ function freePort(): Promise<number> {
   })
 }
 
-/** True once the server answers PING with +PONG. */
+/** True once the server answers PING (with +PONG, or NOAUTH when it has a password). */
 function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port })
@@ -61,7 +61,8 @@ function ping(port: number): Promise<boolean> {
       reply += chunk.toString('latin1')
       if (reply.includes('\r\n')) {
         socket.destroy()
-        resolve(reply.startsWith('+PONG'))
+        // A server with a password answers NOAUTH: it is up all the same.
+        resolve(reply.startsWith('+PONG') || reply.startsWith('-NOAUTH'))
       }
     })
     socket.once('timeout', () => {
@@ -72,9 +73,10 @@ function ping(port: number): Promise<boolean> {
   })
 }
 
-async function spawnServer(port: number): Promise<ChildProcess> {
+async function spawnServer(port: number, password: string | undefined): Promise<ChildProcess> {
   // No persistence, loopback only: a throwaway server owned by the test.
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const auth = password === undefined ? [] : ['--requirepass', password]
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...auth], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   let exited = false
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
@@ -106,10 +108,10 @@ async function killServer(child: ChildProcess | undefined): Promise<void> {
  * Without redis-server on PATH this throws a message that says how to get it: the Redis tests
  * fail loudly instead of passing without having run (issue 7 point 5).
  */
-export async function startRedisServer(): Promise<StartedRedis> {
+export async function startRedisServer(options: { password?: string } = {}): Promise<StartedRedis> {
   if (!onPath('redis-server')) throw new Error(REDIS_SERVER_MISSING)
   const port = await freePort()
-  let child: ChildProcess | undefined = await spawnServer(port)
+  let child: ChildProcess | undefined = await spawnServer(port, options.password)
   // A test process that dies without its teardown must not leave a server behind.
   const killOnExit = (): void => {
     child?.kill('SIGKILL')
@@ -124,7 +126,7 @@ export async function startRedisServer(): Promise<StartedRedis> {
     },
     async restart() {
       await killServer(child)
-      child = await spawnServer(port)
+      child = await spawnServer(port, options.password)
     },
     pause() {
       child?.kill('SIGSTOP')

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { parseConfigText, type ConfigError } from '../../../src/config/load-config.js'
 import type { GatewayConfig } from '../../../src/config/schema.js'
 import { MAX_START_LOCK_MS, startLockMs } from '../../../src/sessions/create-session-store.js'
+import { redisOptionsFromUrl } from '../../../src/sessions/redis-connection.js'
 
 const TENANT = 'tenants:\n  acme:\n    upstream: { staging: "http://127.0.0.1:4010" }\n'
 
@@ -56,6 +57,17 @@ describe('sessions.store and sessions.redis (issue 7 point 1)', () => {
     expect(problemsOf(`sessions:\n  store: redis\n  redis: { url: "${url}" }`)).toEqual(['sessions.redis.url: Invalid URL: expected a redis:// or rediss:// URL'])
   })
 
+  // Never quoted back: the URL may hold the password.
+  it('rejects a Redis URL whose password is not valid percent-encoding, without quoting it', () => {
+    const problems = problemsOf('sessions:\n  store: redis\n  redis: { url: "redis://:a%zzs3cret-pw@valkey:6379" }')
+    expect(problems).toEqual([expect.stringMatching(/^sessions\.redis\.url: the user or password in the Redis URL is not valid percent-encoding/)])
+    expect(problems.join('\n')).not.toContain('s3cret-pw')
+  })
+
+  it.each(['redis://valkey:6379?family=6', 'redis://valkey:6379/cache', 'redis://valkey:6379/0#x'])('rejects %s: a Redis URL has a database number as its only path, and no query or fragment', (url) => {
+    expect(problemsOf(`sessions:\n  store: redis\n  redis: { url: "${url}" }`)).toEqual([expect.stringMatching(/^sessions\.redis\.url: a Redis URL is redis\[s\]:\/\/\[user:password@\]host/)])
+  })
+
   it('rejects a store that is neither memory nor redis', () => {
     expect(problemsOf('sessions:\n  store: memcached')[0]).toMatch(/^sessions\.store: /)
   })
@@ -77,5 +89,15 @@ describe('startLockMs (issue 7 point 4)', () => {
   it('is capped, so a crashed owner holds up a key for at most 10 s', () => {
     expect(startLockMs(30_000)).toBe(MAX_START_LOCK_MS)
     expect(MAX_START_LOCK_MS).toBe(10_000)
+  })
+})
+
+describe('redisOptionsFromUrl: the URL as the config validated it, not as url.parse reads it', () => {
+  it.each([
+    ['a backslash in the password', 'redis://:Zq\\9x@127.0.0.1:46380', { host: '127.0.0.1', port: 46380, password: 'Zq\\9x' }],
+    ['a percent-encoded user and password, a database', 'redis://app%40fleet:p%40ss@cache:7000/2', { host: 'cache', port: 7000, username: 'app@fleet', password: 'p@ss', db: 2 }],
+    ['TLS on an IPv6 literal, the default port', 'rediss://[::1]', { host: '::1', port: 6379, tls: {} }]
+  ])('%s', (_case, url, options) => {
+    expect(redisOptionsFromUrl(url)).toEqual(options)
   })
 })
