@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { normalizeHost } from '../tenancy/resolve-tenant.js'
+import { isPlainObject } from '../util/is-plain-object.js'
 
 /**
  * The config file's schema (SPEC 8). Types come from here (`z.output`), never written twice.
@@ -269,7 +270,9 @@ export const configSchema = configObject.superRefine(checkCrossReferences, {
   // zod skips a refinement after any aborting issue (a value of the wrong type, anywhere). These
   // checks need only the sections they read to be whole, so a file with a bad port still hears
   // about its unknown default tenant in the same run. (An unknown key does not abort.)
-  when: (payload) => !payload.issues.some((issue) => issue.continue !== true && CROSS_CHECKED_SECTIONS.has(String(issue.path?.[0])))
+  when: (payload) =>
+    isPlainObject(payload.value) &&
+    !payload.issues.some((issue) => issue.continue !== true && (issue.path === undefined || issue.path.length === 0 || CROSS_CHECKED_SECTIONS.has(String(issue.path[0]))))
 })
 
 /** What one section says of another: tenant names, internal origins. */

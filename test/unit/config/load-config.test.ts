@@ -115,6 +115,11 @@ describe('loadConfig reads files', () => {
     expect(error.problems).toEqual(['cannot parse the file: Unresolved tag at line 7, column 15'])
   })
 
+  it.each([['a string', 'hello\n'], ['a list', '- a\n'], ['a number', '42\n']])('reports a file whose root is %s as a problem of the root', async (_case, text) => {
+    const error = await configError(await writeTemp('root.yaml', text))
+    expect(error.problems).toEqual([expect.stringMatching(/^\(root\): Invalid input: expected object/)])
+  })
+
   it('rejects a YAML mapping with a duplicate key with CONFIG_INVALID', async () => {
     const error = await configError(await writeTemp('duplicate.yaml', `${MINIMAL_YAML}\nlisten: { port: 1 }\nlisten: { port: 2 }\n`))
     expect(error.problems[0]).toMatch(/^cannot parse the file: /)
