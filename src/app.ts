@@ -132,7 +132,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     let sessionsDropped = 0
     for (const [name, tenant] of previous.tenancy.tenants) {
       if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) {
-        const dropped = sessions.clear(name)
+        const dropped = sessionStore.clear(name)
         // A shared store may answer later; the count is then unknown here.
         if (typeof dropped === 'number') sessionsDropped += dropped
       }
@@ -180,7 +180,6 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     adminToken: () => runtime.config.admin.token,
     metrics,
     sessionStore,
-    clearSessions: (tenant) => sessions.clear(tenant),
     migration,
     reload,
     explain: (input) => explainRequest(runtime, input)

@@ -17,8 +17,6 @@ export interface AdminDeps {
   adminToken: () => string | null
   metrics: GatewayMetrics
   sessionStore: SessionStore
-  /** Drops entries, and the starts under way for them (SessionMap.clear). */
-  clearSessions: (tenant?: string) => number | Promise<number>
   migration: MigrationReport
   reload: () => Promise<ReloadResult>
   explain: (input: ExplainInput) => Explanation
@@ -64,7 +62,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       })
       admin.delete<{ Querystring: { tenant?: string } }>('/sessions', async function clearSessions(request) {
         const tenant = request.query.tenant
-        const deleted = await deps.clearSessions(tenant === '' ? undefined : tenant)
+        const deleted = await deps.sessionStore.clear(tenant === '' ? undefined : tenant)
         request.log.info({ tenant, deleted }, 'session map cleared')
         return { deleted }
       })

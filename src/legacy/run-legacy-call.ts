@@ -65,7 +65,7 @@ async function runExecute(context: LegacyCallContext, deps: LegacyCallDeps): Pro
 async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
   const trace = context.trace
   const defaults = translateSessionDefaults(context.call)
-  const key = buildSessionKey(context.tenant.name, context.tokenFingerprint, readStateKey(context), canonicalDefaults(defaults))
+  const key = buildSessionKey(context.tenant.name, context.tenant.upstreamOrigin, context.tokenFingerprint, readStateKey(context), canonicalDefaults(defaults))
   const start = async (): Promise<StartResult<UpstreamResponse>> => {
     // Not cancellable: the start is shared by every waiter on the key, so one leaving must not cancel it.
     const response = await post(deps, context, V4_SESSIONS_START_PATH, defaults, undefined)

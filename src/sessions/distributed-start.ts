@@ -41,13 +41,11 @@ export async function startAcrossReplicas<TRejection>(
   tenant: string,
   start: () => Promise<StartResult<TRejection>>,
   store: SessionStore,
-  lock: StartLock,
-  /** False once the tenant's entries were dropped while this start was under way (session-map.ts). */
-  mayStore: () => boolean
+  lock: StartLock
 ): Promise<StartedSession<TRejection>> {
   async function startHere(): Promise<StartedSession<TRejection>> {
     const result = await start()
-    if (result.sessionId !== undefined && mayStore()) await store.set(key, { sessionId: result.sessionId, tenant })
+    if (result.sessionId !== undefined) await store.set(key, { sessionId: result.sessionId, tenant })
     return { result, startedHere: true }
   }
 

@@ -8,10 +8,14 @@ export function fingerprintToken(token: string): string {
 
 /**
  * The session-map key: a hash of (tenant, token fingerprint, state key, canonical defaults)
- * (SPEC 4). Length-prefixed parts, so no choice of values can make two tuples collide.
+ * (SPEC 4), and of the upstream origin the session lives on. A session exists on one backend:
+ * after a reload moves a tenant, requests that began before it (their calls go to the old
+ * upstream) and after it (the new one) must neither share an entry nor join each other's
+ * `sessions.start`, and no interleaving of the two can mix them when the origin is in the key.
+ * Length-prefixed parts, so no choice of values can make two tuples collide.
  */
-export function buildSessionKey(tenant: string, tokenFingerprint: string, stateKey: string, canonicalDefaults: string): string {
-  const parts = `${tenant.length}:${tenant}${tokenFingerprint.length}:${tokenFingerprint}${stateKey.length}:${stateKey}${canonicalDefaults.length}:${canonicalDefaults}`
+export function buildSessionKey(tenant: string, upstreamOrigin: string, tokenFingerprint: string, stateKey: string, canonicalDefaults: string): string {
+  const parts = `${tenant.length}:${tenant}${upstreamOrigin.length}:${upstreamOrigin}${tokenFingerprint.length}:${tokenFingerprint}${stateKey.length}:${stateKey}${canonicalDefaults.length}:${canonicalDefaults}`
   // Hashing encodes UTF-8, which turns every lone surrogate (a JSON body may hold "\ud800") into
   // U+FFFD, so such parts go in escaped, after a mark no well-formed string starts with (a digit does).
   return hash('sha256', parts.isWellFormed() ? parts : `\u0000${JSON.stringify(parts)}`, 'base64url')

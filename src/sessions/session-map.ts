@@ -23,21 +23,7 @@ export interface SessionMap<TRejection> {
    */
   resolve(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): ResolvedSession<TRejection> | Promise<ResolvedSession<TRejection>>
   evict(key: string, sessionId: string): Promise<void>
-  /**
-   * Drops the entries of `tenant`, or all, as the store's `clear` does, and the starts under way
-   * for them too: those still answer the callers waiting on them, but map nothing, and a later
-   * call starts its own session. A reload that moves a tenant to another upstream clears it,
-   * and a session the old upstream is still starting must not reach the new one.
-   */
-  clear(tenant?: string): number | Promise<number>
   readonly store: SessionStore
-}
-
-/** A `sessions.start` under way; `dropped` once its tenant's entries were cleared. */
-interface PendingStart {
-  readonly key: string
-  readonly tenant: string
-  dropped: boolean
 }
 
 function hit<TRejection>(entry: SessionEntry): ResolvedSession<TRejection> {
@@ -46,25 +32,17 @@ function hit<TRejection>(entry: SessionEntry): ResolvedSession<TRejection> {
 
 export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvict?: () => void } = {}): SessionMap<TRejection> {
   const starts = createSingleFlight<StartedSession<TRejection>>()
-  const pending = new Set<PendingStart>()
 
-  async function startAndStore(pendingStart: PendingStart, start: () => Promise<StartResult<TRejection>>): Promise<StartedSession<TRejection>> {
-    const { key, tenant } = pendingStart
-    pending.add(pendingStart)
-    try {
-      const mayStore = (): boolean => !pendingStart.dropped
-      // A store shared by replicas also makes the start single across them (issue 7 point 2).
-      if (store.startLock !== undefined) return await startAcrossReplicas(key, tenant, start, store, store.startLock, mayStore)
-      const result = await start()
-      if (result.sessionId !== undefined && mayStore()) await store.set(key, { sessionId: result.sessionId, tenant })
-      return { result, startedHere: true }
-    } finally {
-      pending.delete(pendingStart)
-    }
+  async function startAndStore(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<StartedSession<TRejection>> {
+    // A store shared by replicas also makes the start single across them (issue 7 point 2).
+    if (store.startLock !== undefined) return startAcrossReplicas(key, tenant, start, store, store.startLock)
+    const result = await start()
+    if (result.sessionId !== undefined) await store.set(key, { sessionId: result.sessionId, tenant })
+    return { result, startedHere: true }
   }
 
   async function startOnce(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<ResolvedSession<TRejection>> {
-    const { promise, shared } = starts.run(key, () => startAndStore({ key, tenant, dropped: false }, start))
+    const { promise, shared } = starts.run(key, () => startAndStore(key, tenant, start))
     const started = await promise
     // A session another replica started is "coalesced": it may be stale-retried (SPEC 4 step 5).
     return { result: started.result, outcome: shared || !started.startedHere ? 'coalesced' : 'miss' }
@@ -84,14 +62,6 @@ export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvi
     async evict(key, sessionId) {
       await store.deleteIfSession(key, sessionId)
       hooks.onEvict?.()
-    },
-    clear(tenant) {
-      for (const pendingStart of pending) {
-        if (tenant !== undefined && pendingStart.tenant !== tenant) continue
-        pendingStart.dropped = true
-        starts.forget(pendingStart.key)
-      }
-      return store.clear(tenant)
     }
   }
 }

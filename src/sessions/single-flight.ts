@@ -4,8 +4,6 @@
  */
 export interface SingleFlight<T> {
   run(key: string, call: () => Promise<T>): { promise: Promise<T>; shared: boolean }
-  /** Frees the key now: the call under way goes on for those already waiting, a later `run` starts anew. */
-  forget(key: string): void
   readonly inFlight: number
 }
 
@@ -15,15 +13,9 @@ export function createSingleFlight<T>(): SingleFlight<T> {
     run(key, call) {
       const existing = calls.get(key)
       if (existing !== undefined) return { promise: existing, shared: true }
-      const promise: Promise<T> = call().finally(() => {
-        // Unless forgotten and taken again by a newer call.
-        if (calls.get(key) === promise) calls.delete(key)
-      })
+      const promise = call().finally(() => calls.delete(key))
       calls.set(key, promise)
       return { promise, shared: false }
-    },
-    forget(key) {
-      calls.delete(key)
     },
     get inFlight() {
       return calls.size

@@ -37,8 +37,8 @@ function invoke(replica: StartedGateway, stateId: string, headers: Record<string
   return send(replica.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${PLANTED_TOKEN}`, ...headers }, json: { input: 1, stateId } })
 }
 
-function sessionKeyOf(keyPrefix: string, stateId: string, tenant = 'acme'): string {
-  return buildRedisKeys(keyPrefix).session(tenant, buildSessionKey(tenant, fingerprintToken(PLANTED_TOKEN), stateId, canonicalDefaults({})))
+function sessionKeyOf(keyPrefix: string, stateId: string, tenant = 'acme', upstreamUrl = sim.url): string {
+  return buildRedisKeys(keyPrefix).session(tenant, buildSessionKey(tenant, new URL(upstreamUrl).origin, fingerprintToken(PLANTED_TOKEN), stateId, canonicalDefaults({})))
 }
 
 async function allKeys(pattern: string): Promise<string[]> {
@@ -99,7 +99,7 @@ describe('evictions reach the shared map (issue 7 point 2)', () => {
       expect((await invoke(replicaA, 'refused')).headers['x-v4-session-id']).toBe('ses_1')
       refused.add('ses_1')
       expect((await invoke(replicaB, 'refused')).status).toBe(401)
-      expect(await inspect.exists(sessionKeyOf(keyPrefix, 'refused'))).toBe(0)
+      expect(await inspect.exists(sessionKeyOf(keyPrefix, 'refused', 'acme', upstream.url))).toBe(0)
       const onC = await invoke(replicaC, 'refused')
       expect(onC.status).toBe(200)
       expect(onC.headers['x-v4-session-id']).toBe('ses_2')

@@ -19,8 +19,8 @@ function invoke(replica: StartedGateway, stateId: string): Promise<Answer> {
 }
 
 /** The start lock the gateway takes for a call on `stateId` without state (SPEC 4 step 1 key). */
-function lockKeyOf(stateId: string): string {
-  const mapKey = buildSessionKey('acme', fingerprintToken(TOKEN), stateId, canonicalDefaults({}))
+function lockKeyOf(stateId: string, upstreamUrl: string): string {
+  const mapKey = buildSessionKey('acme', new URL(upstreamUrl).origin, fingerprintToken(TOKEN), stateId, canonicalDefaults({}))
   return buildRedisKeys(KEY_PREFIX).lock('acme', mapKey)
 }
 
@@ -45,7 +45,7 @@ describe('a lock owner that died (issue 7 point 4)', () => {
 
   it('holds up the key only until the orphaned lock expires, then another replica starts the session', async () => {
     // What a replica leaves when it dies after SET NX PX and before storing a session: a lock, no value.
-    expect(await inspect.set(lockKeyOf('orphaned'), 'crashed-replica', 'PX', ORPHAN_LOCK_MS, 'NX')).toBe('OK')
+    expect(await inspect.set(lockKeyOf('orphaned', sim.url), 'crashed-replica', 'PX', ORPHAN_LOCK_MS, 'NX')).toBe('OK')
     sim.simulator.resetCalls()
     const began = Date.now()
     const calls = Promise.all(Array.from({ length: 10 }, (_, index) => invoke(replicas[index % 2] as StartedGateway, 'orphaned')))
@@ -64,6 +64,6 @@ describe('a lock owner that died (issue 7 point 4)', () => {
 
   it('leaves no lock behind after a start', async () => {
     expect((await invoke(replicas[0] as StartedGateway, 'clean')).status).toBe(200)
-    expect(await inspect.exists(lockKeyOf('clean'))).toBe(0)
+    expect(await inspect.exists(lockKeyOf('clean', sim.url))).toBe(0)
   })
 })

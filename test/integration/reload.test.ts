@@ -1,4 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -143,6 +144,36 @@ describe('hot reload', () => {
       gw = undefined
       await old.close()
     }
+  })
+
+  it('keeps a request that began before the reload, and its session, on the old upstream even when its body ends after it', async () => {
+    const gateway = await start(testConfig(simA.url))
+    const body = JSON.stringify({ input: 1, stateId: 'straddling' })
+    const { hostname, port } = new URL(gateway.url)
+    const socket = connect({ host: hostname, port: Number(port) })
+    const answered = new Promise<string>((resolve) => {
+      let text = ''
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
+      socket.on('end', () => resolve(text))
+    })
+    // The tenant, and so its upstream, is resolved from the head; the body comes after the reload.
+    socket.write(`POST /v1/runs/invoke HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer demo-token-alice\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await writeConfig(testConfig(simB.url))
+    expect((await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })).json.status).toBe('reloaded')
+    socket.write(body.slice(5))
+    const first = await answered
+    expect(first).toMatch(/^HTTP\/1\.1 200/)
+    const oldSession = /x-v4-session-id: (\S+)/i.exec(first)?.[1]
+    expect(simA.simulator.countCalls('POST', `/v4/sessions/${String(oldSession)}/executions.execute`)).toBe(1)
+
+    // After the reload the same identity and state get a session of the new upstream, started there.
+    const startsAtB = simB.simulator.countCalls('POST', '/v4/sessions.start')
+    const after = await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 2, stateId: 'straddling' } })
+    expect(after.status).toBe(200)
+    expect(after.headers['x-v4-session-id']).not.toBe(oldSession)
+    expect(simB.simulator.countCalls('POST', '/v4/sessions.start')).toBe(startsAtB + 1)
+    expect(simB.simulator.countCalls('POST', `/v4/sessions/${String(oldSession)}/executions.execute`)).toBe(0)
   })
 
   it('applies a changed route table on reload', async () => {

@@ -6,9 +6,6 @@ import { createMemorySessionStore, type SessionStore } from '../../../src/sessio
 
 type Rejection = { status: number }
 
-/** Nothing cleared the tenant while the start was under way. */
-const always = (): boolean => true
-
 /** A lock shared by "replicas" in one process, with an expiry like `SET NX PX`. */
 function sharedLock(options: { lockMs?: number; waitMs?: number; unavailable?: boolean } = {}): StartLock & { holders: Map<string, number>; onWaitExpired: ReturnType<typeof vi.fn> } {
   const holders = new Map<string, number>()
@@ -51,7 +48,7 @@ describe('startAcrossReplicas (issue 7 point 2)', () => {
     const store = sharedStore()
     const lock = sharedLock()
     const starts = [slowStart('ses_a'), slowStart('ses_b'), slowStart('ses_c')]
-    const results = await Promise.all(starts.map((start) => startAcrossReplicas('k', 'acme', start, store, lock, always)))
+    const results = await Promise.all(starts.map((start) => startAcrossReplicas('k', 'acme', start, store, lock)))
     expect(starts.reduce((sum, start) => sum + start.mock.calls.length, 0)).toBe(1)
     expect(new Set(results.map((started) => started.result.sessionId)).size).toBe(1)
     expect(results.filter((started) => started.startedHere)).toHaveLength(1)
@@ -66,9 +63,9 @@ describe('startAcrossReplicas (issue 7 point 2)', () => {
       return { rejection: { status: 503 } }
     })
     const waiterStart = slowStart('ses_waiter', 1)
-    const owner = startAcrossReplicas('k', 'acme', failing, store, lock, always)
+    const owner = startAcrossReplicas('k', 'acme', failing, store, lock)
     await sleep(1)
-    const waiter = startAcrossReplicas('k', 'acme', waiterStart, store, lock, always)
+    const waiter = startAcrossReplicas('k', 'acme', waiterStart, store, lock)
     expect((await owner).result.rejection).toEqual({ status: 503 })
     expect(await waiter).toEqual({ result: { sessionId: 'ses_waiter' }, startedHere: true })
     expect(await store.get('k')).toEqual({ sessionId: 'ses_waiter', tenant: 'acme' })
@@ -79,21 +76,21 @@ describe('startAcrossReplicas (issue 7 point 2)', () => {
     const lock = sharedLock({ lockMs: 150 })
     lock.holders.set('k', Date.now() + 150)
     const began = Date.now()
-    const started = await startAcrossReplicas('k', 'acme', slowStart('ses_1', 1), store, lock, always)
+    const started = await startAcrossReplicas('k', 'acme', slowStart('ses_1', 1), store, lock)
     expect(started.startedHere).toBe(true)
     expect(Date.now() - began).toBeGreaterThanOrEqual(140)
   })
 
   it('starts here without waiting when the shared store is unavailable', async () => {
     const start = slowStart('ses_local', 1)
-    const started = await startAcrossReplicas('k', 'acme', start, sharedStore(), sharedLock({ unavailable: true }), always)
+    const started = await startAcrossReplicas('k', 'acme', start, sharedStore(), sharedLock({ unavailable: true }))
     expect(started).toEqual({ result: { sessionId: 'ses_local' }, startedHere: true })
   })
 
   it('gives up waiting at waitMs and starts here, saying so', async () => {
     const lock = sharedLock({ lockMs: 10_000, waitMs: 60 })
     lock.holders.set('k', Date.now() + 10_000)
-    const started = await startAcrossReplicas('k', 'acme', slowStart('ses_late', 1), sharedStore(), lock, always)
+    const started = await startAcrossReplicas('k', 'acme', slowStart('ses_late', 1), sharedStore(), lock)
     expect(started.startedHere).toBe(true)
     expect(lock.onWaitExpired).toHaveBeenCalledWith('k')
   })
@@ -102,7 +99,7 @@ describe('startAcrossReplicas (issue 7 point 2)', () => {
     const store = sharedStore()
     store.set('k', { sessionId: 'ses_stored', tenant: 'acme' })
     const start = slowStart('ses_new', 1)
-    const started = await startAcrossReplicas('k', 'acme', start, store, sharedLock(), always)
+    const started = await startAcrossReplicas('k', 'acme', start, store, sharedLock())
     expect(started).toEqual({ result: { sessionId: 'ses_stored' }, startedHere: false })
     expect(start).not.toHaveBeenCalled()
   })

@@ -52,43 +52,6 @@ describe('createSessionMap', () => {
     expect(new Set(resolved.map((entry) => entry.result.sessionId))).toEqual(new Set(['ses_1']))
   })
 
-  // A reload that moves a tenant to another upstream clears it while a start may be under way there.
-  it('clears a tenant with a start under way: its waiters get the session, nothing is mapped, and a later call starts its own', async () => {
-    const { store, map } = newMap()
-    let release!: () => void
-    const held = new Promise<void>((resolve) => (release = resolve))
-    const oldStart = vi.fn(async (): Promise<StartResult<{ status: number }>> => {
-      await held
-      return { sessionId: 'ses_old_upstream' }
-    })
-    const waiters = [map.resolve('k', 'acme', oldStart), map.resolve('k', 'acme', oldStart)]
-    const other = map.resolve('k2', 'beta', async () => ({ sessionId: 'ses_beta' }))
-    map.clear('acme')
-    const newStart = vi.fn(async (): Promise<StartResult<{ status: number }>> => ({ sessionId: 'ses_new_upstream' }))
-    await expect(map.resolve('k', 'acme', newStart)).resolves.toEqual({ result: { sessionId: 'ses_new_upstream' }, outcome: 'miss' })
-    release()
-    expect((await Promise.all(waiters)).map((waiter) => waiter.result.sessionId)).toEqual(['ses_old_upstream', 'ses_old_upstream'])
-    expect(oldStart).toHaveBeenCalledTimes(1)
-    expect(store.get('k')).toEqual({ sessionId: 'ses_new_upstream', tenant: 'acme' })
-    // Another tenant's start is not touched.
-    await other
-    expect(store.get('k2')).toEqual({ sessionId: 'ses_beta', tenant: 'beta' })
-  })
-
-  it('clears every tenant, with their starts under way, when no tenant is named', async () => {
-    const { store, map } = newMap()
-    let release!: () => void
-    const held = new Promise<void>((resolve) => (release = resolve))
-    const waiter = map.resolve('k', 'acme', async () => {
-      await held
-      return { sessionId: 'ses_old' }
-    })
-    map.clear()
-    release()
-    await expect(waiter).resolves.toEqual({ result: { sessionId: 'ses_old' }, outcome: 'miss' })
-    expect(store.size).toBe(0)
-  })
-
   it('hands a rejection to the caller and stores nothing', async () => {
     const { store, map } = newMap()
     const resolved = await map.resolve('k', 'acme', async () => ({ rejection: { status: 401 } }))

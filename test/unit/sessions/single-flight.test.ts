@@ -85,21 +85,4 @@ describe('createSingleFlight', () => {
     await run.promise
     expect(flight.inFlight).toBe(0)
   })
-
-  it('forgets a key: the call under way still answers its callers, a later run calls anew, and its end frees nothing newer', async () => {
-    const flight = createSingleFlight<string>()
-    const old = deferred<string>()
-    const first = flight.run('k', () => old.promise)
-    flight.forget('k')
-    const newer = deferred<string>()
-    const second = flight.run('k', () => newer.promise)
-    expect(second.shared).toBe(false)
-    old.resolve('ses_old')
-    await expect(first.promise).resolves.toBe('ses_old')
-    // The old call's end must not free the key the newer call holds.
-    expect(flight.run('k', () => Promise.resolve('third')).shared).toBe(true)
-    newer.resolve('ses_new')
-    await expect(second.promise).resolves.toBe('ses_new')
-    expect(flight.inFlight).toBe(0)
-  })
 })
