@@ -86,7 +86,7 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
   if (first.outcome !== 'miss' && deps.sessionsConfig.staleStatuses.includes(response.statusCode)) {
-    await deps.sessions.evict(key, sessionId)
+    await deps.sessions.evict(key, context.tenant.name, sessionId)
     trace.sessionOutcome = 'stale-retry'
     const retry = await deps.sessions.resolve(key, context.tenant.name, start)
     if (retry.result.rejection !== undefined) {
@@ -97,7 +97,7 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
     response = await post(deps, context, sessionExecutePath(sessionId), body, context.cancelScope)
   }
   // A 401 evicts the entry, the retried one included, and is returned as it came.
-  if (response.statusCode === 401) await deps.sessions.evict(key, sessionId)
+  if (response.statusCode === 401) await deps.sessions.evict(key, context.tenant.name, sessionId)
   return { response, sessionId }
 }
 

@@ -58,12 +58,9 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
   const keys = buildRedisKeys(options.keyPrefix)
   const localTtlMs = Math.min(options.ttlMs, options.localTtlMs ?? DEFAULT_LOCAL_TTL_MS)
   const local = new LRUCache<string, SessionEntry>({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false, ttlAutopurge: false })
-  // deleteIfSession(key, id) is called without a tenant; the map key -> tenant relation never changes.
-  const tenants = new LRUCache<string, string>({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false, ttlAutopurge: false })
 
   function remember(key: string, entry: SessionEntry, ttlMs: number): SessionEntry {
     local.set(key, entry, { ttl: ttlMs })
-    tenants.set(key, entry.tenant)
     return entry
   }
 
@@ -108,10 +105,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
     const sessionId = replies?.[0]?.[1]
     const remainingMs = replies?.[1]?.[1]
     if (typeof sessionId !== 'string') return undefined
-    if (read.retired) {
-      tenants.set(key, tenant)
-      return { sessionId, tenant }
-    }
+    if (read.retired) return { sessionId, tenant }
     const ttlMs = typeof remainingMs === 'number' && remainingMs > 0 ? Math.min(localTtlMs, remainingMs) : localTtlMs
     return remember(key, { sessionId, tenant }, ttlMs)
   }
@@ -163,6 +157,10 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
         const taken = await connection.run((client) => client.set(lockKey, owner, 'PX', options.lockMs, 'NX'))
         if (taken === null) return { state: 'held' }
       } catch {
+        // A SET that timed out here may still run once a stalled Redis goes on, leaving a lock
+        // nobody owns that every replica would wait out. The delete goes on the same connection,
+        // after it, so it runs after it too; sent and not awaited, as this replica starts now.
+        void connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, lockKey, owner)).catch(() => undefined)
         return { state: 'unavailable' }
       }
       return {
@@ -192,10 +190,8 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       // Without Redis this replica's copy is the map: it lives the entry's whole life.
       remember(key, entry, shared ? localTtlMs : options.ttlMs)
     },
-    async deleteIfSession(key, sessionId) {
-      const tenant = tenants.get(key) ?? local.peek(key)?.tenant
+    async deleteIfSession(key, sessionId, tenant) {
       if (local.peek(key)?.sessionId === sessionId) local.delete(key)
-      if (tenant === undefined) return
       const redisKey = keys.session(tenant, key)
       retireSharedRead(redisKey)
       if (!connection.isUp()) return

@@ -22,7 +22,7 @@ export interface SessionMap<TRejection> {
    * path is the hot one, and a promise there costs turns of the microtask queue.
    */
   resolve(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): ResolvedSession<TRejection> | Promise<ResolvedSession<TRejection>>
-  evict(key: string, sessionId: string): Promise<void>
+  evict(key: string, tenant: string, sessionId: string): Promise<void>
   readonly store: SessionStore
 }
 
@@ -59,8 +59,8 @@ export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvi
       }
       return hit(entry as SessionEntry)
     },
-    async evict(key, sessionId) {
-      await store.deleteIfSession(key, sessionId)
+    async evict(key, tenant, sessionId) {
+      await store.deleteIfSession(key, sessionId, tenant)
       hooks.onEvict?.()
     }
   }

@@ -20,8 +20,8 @@ export interface SessionStore {
   /** `tenant` lets a shared store find the entry of a key it has not seen yet (issue 7). */
   get(key: string, tenant?: string): SessionEntry | undefined | Promise<SessionEntry | undefined>
   set(key: string, entry: SessionEntry): void | Promise<void>
-  /** Deletes the entry only while it still names `sessionId`, so a newer entry survives. */
-  deleteIfSession(key: string, sessionId: string): void | Promise<void>
+  /** Deletes the entry only while it still names `sessionId`, so a newer entry survives. `tenant` finds a shared one. */
+  deleteIfSession(key: string, sessionId: string, tenant: string): void | Promise<void>
   /** Drops every entry of `tenant`, or all entries; returns how many went. */
   clear(tenant?: string): number | Promise<number>
   countByTenant(): Record<string, number> | Promise<Record<string, number>>

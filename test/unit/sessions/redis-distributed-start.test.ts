@@ -112,7 +112,7 @@ describe('createSessionMap with a store shared by replicas', () => {
     const withLock: SessionStore = {
       get: (key) => store.get(key),
       set: (key, entry) => store.set(key, entry),
-      deleteIfSession: (key, sessionId) => store.deleteIfSession(key, sessionId),
+      deleteIfSession: (key, sessionId, tenant) => store.deleteIfSession(key, sessionId, tenant),
       clear: (tenant) => store.clear(tenant),
       countByTenant: () => store.countByTenant(),
       size: 0,

@@ -113,7 +113,7 @@ describe('createRedisSessionStore', () => {
     const { replicaB } = await replicaWithExpiredCopy()
     // Another request's read goes out first, and its answer (the entry) comes back after the local delete.
     const inFlight = replicaB.get('k', 'acme')
-    await replicaB.deleteIfSession('k', 'ses_1')
+    await replicaB.deleteIfSession('k', 'ses_1', 'acme')
     expect(await inFlight).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
     // The evicting request's next look (SPEC 4 step 5: replace the stale session) must not find it.
     expect(await replicaB.get('k', 'acme')).toBeUndefined()
@@ -122,7 +122,7 @@ describe('createRedisSessionStore', () => {
   it('does not hand a look that comes after an eviction the answer of a read from before it', async () => {
     const { replicaB } = await replicaWithExpiredCopy()
     const before = replicaB.get('k', 'acme')
-    const evicting = replicaB.deleteIfSession('k', 'ses_1')
+    const evicting = replicaB.deleteIfSession('k', 'ses_1', 'acme')
     // Sent after the delete: it must read Redis again, not share the read that went out before.
     const after = replicaB.get('k', 'acme')
     await evicting
@@ -142,7 +142,7 @@ describe('createRedisSessionStore', () => {
     const [replicaA, replicaB] = await twoReplicas({ localTtlMs: 1_000 })
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
     await replicaB.get('k', 'acme')
-    await replicaA.deleteIfSession('k', 'ses_1')
+    await replicaA.deleteIfSession('k', 'ses_1', 'acme')
     expect(await replicaB.get('k', 'acme')).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
     await sleep(1_100)
     expect(await replicaB.get('k', 'acme')).toBeUndefined()
@@ -161,8 +161,19 @@ describe('createRedisSessionStore', () => {
     const [replicaA, replicaB, prefix] = await twoReplicas()
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
     await replicaB.get('k', 'acme')
-    await replicaB.deleteIfSession('k', 'ses_1')
+    await replicaB.deleteIfSession('k', 'ses_1', 'acme')
     expect(await inspect.exists(`${prefix}s:acme:k`)).toBe(0)
+  })
+
+  it('deleteIfSession reaches the shared entry of a key this replica no longer holds anything of', async () => {
+    // maxEntries 1: the second key pushes every local trace of the first out.
+    const store = await openStore({ maxEntries: 1 })
+    await store.set('k', { sessionId: 'ses_1', tenant: 'acme' })
+    await store.set('other', { sessionId: 'ses_2', tenant: 'acme' })
+    const keyPrefix = `t${prefixCount}:`
+    expect(await inspect.get(`${keyPrefix}s:acme:k`)).toBe('ses_1')
+    await store.deleteIfSession('k', 'ses_1', 'acme')
+    expect(await inspect.exists(`${keyPrefix}s:acme:k`)).toBe(0)
   })
 
   it('deleteIfSession keeps a shared entry that already names a newer session', async () => {
@@ -170,7 +181,7 @@ describe('createRedisSessionStore', () => {
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
     await replicaB.get('k', 'acme')
     await replicaA.set('k', { sessionId: 'ses_2', tenant: 'acme' })
-    await replicaB.deleteIfSession('k', 'ses_1')
+    await replicaB.deleteIfSession('k', 'ses_1', 'acme')
     expect(await inspect.get(`${prefix}s:acme:k`)).toBe('ses_2')
     expect(await replicaB.get('k', 'acme')).toEqual({ sessionId: 'ses_2', tenant: 'acme' })
   })
@@ -255,6 +266,17 @@ describe('the start lock', () => {
     expect((await replicaA.startLock.acquire('k', 'acme')).state).toBe('acquired')
     await sleep(150)
     expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
+  })
+
+  it('leaves no lock behind when taking it timed out on a stalled Redis that then goes on', async () => {
+    const store = await openStore({ lockMs: 8_000 })
+    const lockKey = `t${prefixCount}:l:acme:k`
+    // Every client but this one waits 1.5 s, past the store's 1 s command timeout; then Redis runs what was sent.
+    await inspect.call('CLIENT', 'PAUSE', '1500', 'ALL')
+    expect((await store.startLock.acquire('k', 'acme')).state).toBe('unavailable')
+    await sleep(1_000)
+    // The SET went through once Redis went on: a lock nobody owns would stay for lockMs.
+    expect(await inspect.exists(lockKey)).toBe(0)
   })
 
   it('release leaves alone a lock that expired and was taken by another replica', async () => {

@@ -68,14 +68,14 @@ describe('createSessionMap', () => {
   it('evict removes the entry that names the session', async () => {
     const { store, map } = newMap()
     await map.resolve('k', 'acme', async () => ({ sessionId: 'ses_1' }))
-    await map.evict('k', 'ses_1')
+    await map.evict('k', 'acme', 'ses_1')
     expect(store.get('k')).toBeUndefined()
   })
 
   it('evict keeps an entry that already names a newer session', async () => {
     const { store, map } = newMap()
     store.set('k', { sessionId: 'ses_2', tenant: 'acme' })
-    await map.evict('k', 'ses_1')
+    await map.evict('k', 'acme', 'ses_1')
     expect(await store.get('k')).toEqual({ sessionId: 'ses_2', tenant: 'acme' })
   })
 })

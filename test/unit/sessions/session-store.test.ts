@@ -76,7 +76,7 @@ describe('createMemorySessionStore', () => {
   it('deleteIfSession deletes the entry while it still names that session', () => {
     const sessions = store()
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
-    sessions.deleteIfSession('k1', 'ses_1')
+    sessions.deleteIfSession('k1', 'ses_1', 'acme')
     expect(sessions.get('k1')).toBeUndefined()
     expect(sessions.size).toBe(0)
   })
@@ -85,14 +85,14 @@ describe('createMemorySessionStore', () => {
     const sessions = store()
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
     sessions.set('k1', { sessionId: 'ses_2', tenant: 'acme' })
-    sessions.deleteIfSession('k1', 'ses_1')
+    sessions.deleteIfSession('k1', 'ses_1', 'acme')
     expect(entryAt(sessions, 'k1')?.sessionId).toBe('ses_2')
   })
 
   it('deleteIfSession on a missing key changes nothing', () => {
     const sessions = store()
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
-    sessions.deleteIfSession('missing', 'ses_1')
+    sessions.deleteIfSession('missing', 'ses_1', 'acme')
     expect(sessions.size).toBe(1)
   })
 
