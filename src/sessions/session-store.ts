@@ -48,7 +48,8 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions): Se
     ttl: options.ttlMs,
     updateAgeOnGet: false,
     ttlAutopurge: false,
-    ...(onCapacityEvict === undefined ? {} : { dispose: (_entry, _key, reason) => reason === 'evict' && onCapacityEvict() })
+    // lru-cache also pushes out an entry that expired unread: only a live one is a session lost.
+    ...(onCapacityEvict === undefined ? {} : { dispose: (_entry, key, reason) => reason === 'evict' && cache.getRemainingTTL(key) > 0 && onCapacityEvict() })
   })
   return {
     get: (key) => cache.get(key),

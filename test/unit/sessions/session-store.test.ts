@@ -32,6 +32,19 @@ describe('createMemorySessionStore', () => {
     expect(sessions.clear()).toBe(0)
   })
 
+  it('reports an entry pushed out at maxEntries while still live, not one that had expired', async () => {
+    let evicted = 0
+    const sessions = createMemorySessionStore({ maxEntries: 2, ttlMs: 30, onCapacityEvict: () => evicted++ })
+    sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
+    sessions.set('k2', { sessionId: 'ses_2', tenant: 'acme' })
+    await sleep(60)
+    sessions.set('k3', { sessionId: 'ses_3', tenant: 'acme' })
+    sessions.set('k4', { sessionId: 'ses_4', tenant: 'acme' })
+    expect(evicted).toBe(0)
+    sessions.set('k5', { sessionId: 'ses_5', tenant: 'acme' })
+    expect(evicted).toBe(1)
+  })
+
   it('keeps at most maxEntries and drops the least recently set entry first', () => {
     const sessions = store(2)
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
