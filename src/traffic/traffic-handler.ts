@@ -75,16 +75,17 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     let entered = false
     let finished = false
     open++
-    const unfinished = unfinishedOn(request.socket)
-    unfinished.add(finishTraffic)
     // One function ends every request, answered or aborted: it frees the in-flight slot, cancels
     // an upstream call still under way, and writes the access-log line and metrics. The response's
-    // 'close' calls it, or the connection's for an answer queued behind a pipelined one.
+    // 'close' calls it, or the connection's for an answer queued behind a pipelined one (it has
+    // no socket yet, and Node never closes it).
     response.once('close', finishTraffic)
+    const queuedOn = response.socket === null ? unfinishedOn(request.socket) : undefined
+    queuedOn?.add(finishTraffic)
     function finishTraffic(): void {
       if (finished) return
       finished = true
-      unfinished.delete(finishTraffic)
+      queuedOn?.delete(finishTraffic)
       if (entered) inFlight.leave()
       const aborted = !response.writableFinished
       if (aborted) {
@@ -239,9 +240,10 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
 const unfinishedBySocket = new WeakMap<Socket, Set<() => void>>()
 
 /**
- * The connection's unfinished requests, ended with it. Node closes only the response it is
- * writing when a connection goes: an answer queued behind it (pipelining) never reports 'close',
- * and without this its in-flight slot, upstream call and access line were lost for good.
+ * The connection's requests whose answers wait behind another's, ended with it. Node closes only
+ * the response it is writing when a connection goes: an answer queued behind it (pipelining)
+ * never reports 'close', and without this its in-flight slot, upstream call and access line were
+ * lost for good.
  */
 function unfinishedOn(socket: Socket): Set<() => void> {
   let unfinished = unfinishedBySocket.get(socket)
