@@ -73,13 +73,12 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
     return { sessionId: readSessionId(response, deps.sessionsConfig.sessionIdPaths) }
   }
 
+  // Until an execution goes out, what this request waits on is a sessions.start, its own or one
+  // it shares (whose time is on the trace of the request that sent it).
+  trace.v4Path = V4_SESSIONS_START_PATH
   const first = await deps.sessions.resolve(key, context.tenant.name, start)
   trace.sessionOutcome = first.outcome
-  // A waiter on another request's start: that request's trace has the call.
-  if (first.result.rejection !== undefined) {
-    trace.v4Path = V4_SESSIONS_START_PATH
-    return { response: first.result.rejection }
-  }
+  if (first.result.rejection !== undefined) return { response: first.result.rejection }
   let sessionId = first.result.sessionId
   const body = translateSessionExecute(context.call)
   let response = await post(deps, context, sessionExecutePath(sessionId), body, context.cancelScope)
@@ -88,11 +87,9 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   if (first.outcome !== 'miss' && deps.sessionsConfig.staleStatuses.includes(response.statusCode)) {
     await deps.sessions.evict(key, context.tenant.name, sessionId)
     trace.sessionOutcome = 'stale-retry'
+    trace.v4Path = V4_SESSIONS_START_PATH
     const retry = await deps.sessions.resolve(key, context.tenant.name, start)
-    if (retry.result.rejection !== undefined) {
-      trace.v4Path = V4_SESSIONS_START_PATH
-      return { response: retry.result.rejection }
-    }
+    if (retry.result.rejection !== undefined) return { response: retry.result.rejection }
     sessionId = retry.result.sessionId
     response = await post(deps, context, sessionExecutePath(sessionId), body, context.cancelScope)
   }

@@ -257,6 +257,17 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
     expect(line.upstreamMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 20)
   })
 
+  it('logs a request that waited on another request\'s sessions.start, which timed out, with that path', async () => {
+    context.upstream().setHandler(stallBeforeHeaders)
+    const answers = await Promise.all([sessionCall(context.url(), 'shared-slow-start'), sessionCall(context.url(), 'shared-slow-start')])
+    for (const answer of answers) expectGatewayError(answer, 'UPSTREAM_TIMEOUT')
+    expect(context.upstream().exchanges.filter((exchange) => exchange.url === '/v4/sessions.start')).toHaveLength(1)
+    const ids = answers.map((answer) => answer.headers['x-request-id'])
+    await until(() => context.logs().filter((line) => ids.includes(line.requestId as string) && line.msg === 'request').length === 2)
+    const lines = context.logs().filter((line) => ids.includes(line.requestId as string) && line.msg === 'request')
+    expect(lines.map((line) => line.v4Path)).toEqual(['/v4/sessions.start', '/v4/sessions.start'])
+  })
+
   it('logs a session hit whose execution timed out with the execution path and the outcome', async () => {
     const first = await sessionCall(context.url(), 'hit-then-slow')
     expect(first.status).toBe(200)
