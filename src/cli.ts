@@ -29,8 +29,10 @@ function packageVersion(): string {
 async function runSimulatorCommand(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '4010' } } })
   // A standalone process: nothing reads its recorded calls, which would only grow.
+  const port = values.port.trim() === '' ? Number.NaN : Number(values.port)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number from 0 to 65535')
   const simulator = createSimulator({ logger: true, recordCalls: false })
-  const url = await simulator.listen({ host: values.host, port: Number(values.port) })
+  const url = await simulator.listen({ host: values.host, port })
   console.log(`v4 simulator listening on ${url}`)
   const stop = (): void => {
     void simulator.close().then(() => process.exit(0))

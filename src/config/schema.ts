@@ -180,7 +180,13 @@ const configObject = z.strictObject({
       host: z.string().min(1).default('127.0.0.1'),
       port: port.default(9901),
       // An empty token (the usual `${V4GW_ADMIN_TOKEN:-}`) means "no token".
-      token: z.string().nullable().default(null).transform((token) => (token === '' ? null : token))
+      // It is presented as `Authorization: Bearer <token>`: one with whitespace could never match.
+      token: z
+        .string()
+        .regex(/^[\x21-\x7e]*$/, 'an admin token is visible ASCII without spaces (it is sent as Authorization: Bearer <token>)')
+        .nullable()
+        .default(null)
+        .transform((token) => (token === '' ? null : token))
     })
     .prefault({}),
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),

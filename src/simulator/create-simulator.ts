@@ -40,7 +40,7 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
     genReqId: function generateRequestId () { return newId('req') },
     // Ids of any length route (fastify's 100-character limit would answer 414 in its own shape);
     // an id nobody issued is then SESSION_NOT_FOUND, as the contract has it.
-    maxParamLength: 8192,
+    routerOptions: { maxParamLength: 8192 },
     frameworkErrors: answerFrameworkError
   })
 

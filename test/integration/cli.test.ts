@@ -247,6 +247,17 @@ describe('v4gw simulator', () => {
     expect(answer.json.effective).toEqual({ policy: 'default', route: 'standard', risk: 'low' })
     expect(typeof answer.json.meta.requestId).toBe('string')
   })
+
+  it('prints no deprecation warning as it starts', () => {
+    expect(running.stderr()).not.toMatch(/DeprecationWarning|FSTDEP/)
+  })
+
+  it.each(['abc', '70000', ''])('refuses --port %j as a usage error (64), without a stack trace', async (port) => {
+    const { code, stderr } = await runCli(['simulator', '--port', port])
+    expect(code).toBe(64)
+    expect(stderr).toContain('--port must be a port number')
+    expect(stderr).not.toMatch(/\n\s+at /)
+  })
 })
 
 describe('v4gw explain', () => {

@@ -82,31 +82,32 @@ describe('${NAME} substitution', () => {
   })
 })
 
+// A free-form string key (admin.token takes no whitespace since 2026-11-23): the value stays one string.
 describe('an environment value never changes the document structure', () => {
   it('keeps a value with a newline and a YAML key as one string', async () => {
-    const config = await load(`${TENANTS}admin:\n  token: \${ADMIN_TOKEN}\n`, { ADMIN_TOKEN: 'abc\n  evil: 1' })
-    expect(config.admin.token).toBe('abc\n  evil: 1')
-    expect(config.admin).not.toHaveProperty('evil')
+    const config = await load(`${TENANTS}sessions:\n  redis:\n    keyPrefix: \${VALUE}\n`, { VALUE: 'abc\n  evil: 1' })
+    expect(config.sessions.redis.keyPrefix).toBe('abc\n  evil: 1')
+    expect(config.sessions.redis).not.toHaveProperty('evil')
   })
 
   it('keeps a value that looks like a YAML flow mapping as a string', async () => {
-    const config = await load(`${TENANTS}admin:\n  token: \${ADMIN_TOKEN}\n`, { ADMIN_TOKEN: '{ evil: 1 }' })
-    expect(config.admin.token).toBe('{ evil: 1 }')
+    const config = await load(`${TENANTS}sessions:\n  redis:\n    keyPrefix: \${VALUE}\n`, { VALUE: '{ evil: 1 }' })
+    expect(config.sessions.redis.keyPrefix).toBe('{ evil: 1 }')
   })
 
   it('cannot add a tenant through a value that spells one in YAML', async () => {
-    const config = await load(`${TENANTS}admin:\n  token: "\${ADMIN_TOKEN}"\n`, { ADMIN_TOKEN: 'x\ntenants:\n  evil:\n    upstream:\n      staging: http://evil.example' })
+    const config = await load(`${TENANTS}sessions:\n  redis:\n    keyPrefix: "\${VALUE}"\n`, { VALUE: 'x\ntenants:\n  evil:\n    upstream:\n      staging: http://evil.example' })
     expect(Object.keys(config.tenants)).toEqual(['acme'])
   })
 
   it('does not substitute placeholders that arrive inside an environment value', async () => {
-    const config = await load(`${TENANTS}admin:\n  token: \${ADMIN_TOKEN}\n`, { ADMIN_TOKEN: 'a${SECOND}b', SECOND: 'expanded' })
-    expect(config.admin.token).toBe('a${SECOND}b')
+    const config = await load(`${TENANTS}sessions:\n  redis:\n    keyPrefix: \${VALUE}\n`, { VALUE: 'a${SECOND}b', SECOND: 'expanded' })
+    expect(config.sessions.redis.keyPrefix).toBe('a${SECOND}b')
   })
 
   it('keeps $& and $1 in an environment value literally', async () => {
-    const config = await load(`${TENANTS}admin:\n  token: \${ADMIN_TOKEN}\n`, { ADMIN_TOKEN: 'p$&q$1r$$' })
-    expect(config.admin.token).toBe('p$&q$1r$$')
+    const config = await load(`${TENANTS}sessions:\n  redis:\n    keyPrefix: \${VALUE}\n`, { VALUE: 'p$&q$1r$$' })
+    expect(config.sessions.redis.keyPrefix).toBe('p$&q$1r$$')
   })
 })
 

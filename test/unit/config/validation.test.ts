@@ -198,6 +198,19 @@ describe('tenancy references', () => {
   })
 })
 
+describe('admin.token', () => {
+  // Presented as `Authorization: Bearer <token>`: a token with a space could never be sent, and /admin/* would be locked for good.
+  it.each(['my token', 'tab\tinside', 'naïve'])('refuses a token that cannot be sent as a bearer token, without quoting it', async (token) => {
+    const problems = await problemsOf({ admin: { token }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([expect.stringMatching(/^admin\.token: an admin token is visible ASCII without spaces/)])
+    expect(problems.join('\n')).not.toContain(token)
+  })
+
+  it('takes "" as no token', async () => {
+    expect((await load({ admin: { token: '' }, ...acme({ staging: 'http://127.0.0.1:4010' }) })).admin.token).toBeNull()
+  })
+})
+
 describe('unknown keys', () => {
   it('refuses an unknown top-level key', async () => {
     const problems = await problemsOf({ ...acme({ staging: 'http://127.0.0.1:4010' }), listn: { port: 1 } })
