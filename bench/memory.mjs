@@ -27,6 +27,8 @@ async function settledUsage() {
 // A realistic population: 1,000 clients (token fingerprints), a few tenants, 100 state keys
 // each, one of three default sets.
 const tenants = ['acme', 'globex', 'initech']
+// The key names the upstream a session lives on (docs/decisions.md); it is hashed in, so its length costs nothing per entry.
+const upstreamOrigin = (tenant) => `https://v4.${tenant}.example`
 const fingerprints = Array.from({ length: 1000 }, (_, i) => createHash('sha256').update(`tok_client_${i}_${randomBytes(8).toString('hex')}`).digest('hex'))
 const defaultSets = [{ policy: 'default' }, { policy: 'strict', route: 'eu-west' }, { policy: 'default', route: 'us-east', risk: 'high' }].map(canonicalDefaults)
 
@@ -35,7 +37,7 @@ const store = createMemorySessionStore({ maxEntries: entries, ttlMs: 15 * 60_000
 const empty = await settledUsage()
 for (let i = 0; i < entries; i++) {
   const tenant = tenants[i % tenants.length]
-  const key = buildSessionKey(tenant, fingerprints[i % fingerprints.length], `state-${Math.floor(i / fingerprints.length)}-${i}`, defaultSets[i % defaultSets.length])
+  const key = buildSessionKey(tenant, upstreamOrigin(tenant), fingerprints[i % fingerprints.length], `state-${Math.floor(i / fingerprints.length)}-${i}`, defaultSets[i % defaultSets.length])
   // A flat string, as JSON.parse of a sessions.start answer gives (not a concatenation).
   const sessionId = JSON.parse(`"ses_${randomBytes(16).toString('hex')}"`)
   store.set(key, { sessionId, tenant })
