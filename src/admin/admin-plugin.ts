@@ -60,8 +60,12 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         const tenants = await deps.sessionStore.countByTenant()
         return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }
       })
-      admin.delete<{ Querystring: { tenant?: string } }>('/sessions', async function clearSessions(request) {
+      admin.delete<{ Querystring: { tenant?: string | string[] } }>('/sessions', async function clearSessions(request) {
         const tenant = request.query.tenant
+        // Two tenants would otherwise reach the store as an array and match nothing, answering `deleted: 0`.
+        if (Array.isArray(tenant)) {
+          throw new GatewayError('INVALID_REQUEST', 'name one tenant, or none for all', { details: [{ pointer: 'query:tenant', message: 'given more than once' }] })
+        }
         const deleted = await deps.sessionStore.clear(tenant === '' ? undefined : tenant)
         request.log.info({ tenant, deleted }, 'session map cleared')
         return { deleted }

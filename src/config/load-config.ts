@@ -85,8 +85,9 @@ function parseYaml(text: string, source: string): unknown {
 }
 
 function describeYamlError(error: YAMLError): string {
-  // The first line, without its " at line L, column C:" and anything yaml quotes after a colon.
-  const what = (error.message.split('\n')[0] as string).replace(/ at line \d+, column \d+:?$/, '').split(': ')[0] as string
+  // The first line, without its " at line L, column C:", anything yaml quotes after a colon, and
+  // a fragment it quotes inline (`Invalid escape sequence \q`, `Unknown directive %FOO`).
+  const what = ((error.message.split('\n')[0] as string).replace(/ at line \d+, column \d+:?$/, '').split(': ')[0] as string).replace(/ \S*[\\%]\S*/g, '')
   const start = error.linePos?.[0]
   return start === undefined ? what : `${what} at line ${start.line}, column ${start.col}`
 }

@@ -151,6 +151,16 @@ describe('the admin listener', () => {
     expect(answer.json.calls[0].headers['content-type']).toBeUndefined()
   })
 
+  it('answers 400 INVALID_REQUEST to DELETE /admin/sessions naming two tenants, deleting nothing', async () => {
+    await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'kept-by-a-bad-delete' } })
+    const before = gw.gateway.sessionStore.size
+    expect(before).toBeGreaterThan(0)
+    const answer = await send(gw.adminUrl, '/admin/sessions?tenant=acme&tenant=other', { method: 'DELETE', headers: admin })
+    expect(answer.status).toBe(400)
+    expect(answer.json.error.details).toEqual([expect.objectContaining({ pointer: 'query:tenant' })])
+    expect(gw.gateway.sessionStore.size).toBe(before)
+  })
+
   it('answers 400 INVALID_REQUEST to an explain body without method and path', async () => {
     const answer = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { path: 'nope' } })
     expect(answer.status).toBe(400)

@@ -92,7 +92,9 @@ describe('loadConfig reads files', () => {
     ['an unterminated YAML string', 'quote.yaml', 'admin:\n  token: "key_supersecret42\n'],
     ['an unknown YAML tag', 'tag.yaml', 'admin:\n  token: !key_supersecret42 x\n'],
     ['a YAML alias without its anchor', 'alias.yaml', 'admin:\n  token: *key_supersecret42\n'],
-    ['a YAML block scalar header', 'block.yaml', 'admin:\n  token: |key_supersecret42\n    x\n']
+    ['a YAML block scalar header', 'block.yaml', 'admin:\n  token: |key_supersecret42\n    x\n'],
+    ['a YAML escape sequence', 'escape.yaml', 'admin:\n  token: "\\key_supersecret42"\n'],
+    ['a YAML directive', 'directive.yaml', '%key_supersecret42 x\n---\nadmin: {}\n']
   ])('never echoes the file in a parse error: %s', async (_case, name, text) => {
     const warnings: unknown[] = []
     const onWarning = (warning: unknown): number => warnings.push(warning)
