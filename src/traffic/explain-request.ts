@@ -7,6 +7,7 @@ import { readStateKey, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy
 import { runtimeCallHeaders } from '../legacy/runtime-call-headers.js'
 import { translateExecute, translateSessionDefaults, translateSessionExecute } from '../legacy/translate.js'
 import { REDACTED_HEADERS } from '../observability/logger.js'
+import { isValidRequestId } from '../observability/request-id.js'
 import { passthroughHeaders } from '../passthrough/forward-stream.js'
 import { classifyRequest, rewrittenProxyPath, type ClassificationNote } from './classify-request.js'
 
@@ -44,7 +45,6 @@ const REDACTED = new Set<string>(REDACTED_HEADERS)
 /** Stand-ins for what only a live request has. */
 const CLIENT_ADDRESS = '(client address)'
 const NEW_REQUEST_ID = '(a new request id)'
-const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 function redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const result: Record<string, string> = {}
@@ -69,7 +69,7 @@ export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Ex
   const body = method === 'GET' || method === 'HEAD' ? undefined : input.body
   if (body !== undefined) headers['content-type'] ??= 'application/json'
   const incomingId = headers['x-request-id']
-  const requestId = incomingId !== undefined && VALID_REQUEST_ID.test(incomingId) ? incomingId : NEW_REQUEST_ID
+  const requestId = isValidRequestId(incomingId) ? incomingId : NEW_REQUEST_ID
   const note: ClassificationNote = {}
   const explanation: Explanation = { calls: [] }
   try {
