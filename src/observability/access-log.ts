@@ -49,15 +49,15 @@ export function createAccessLog(logger: Logger): AccessLog {
   return function writeAccessLine(fields) {
     // The level can change on reload; this reads it per line as pino does.
     if (logger.levelVal > INFO) return
-    let line = `{"level":${INFO}${readTime()}${bindings},"requestId":${JSON.stringify(fields.requestId)}`
-    if (fields.tenant !== undefined) line += `,"tenant":${JSON.stringify(fields.tenant)}`
-    if (fields.class !== undefined) line += `,"class":${JSON.stringify(fields.class)}`
-    if (fields.route !== undefined) line += `,"route":${JSON.stringify(fields.route)}`
-    if (fields.v4Path !== undefined) line += `,"v4Path":${JSON.stringify(fields.v4Path)}`
+    let line = `{"level":${INFO}${readTime()}${bindings},"requestId":${quote(fields.requestId)}`
+    if (fields.tenant !== undefined) line += `,"tenant":${quote(fields.tenant)}`
+    if (fields.class !== undefined) line += `,"class":${quote(fields.class)}`
+    if (fields.route !== undefined) line += `,"route":${quote(fields.route)}`
+    if (fields.v4Path !== undefined) line += `,"v4Path":${quote(fields.v4Path)}`
     line += `,"status":${finite(fields.status)},"durationMs":${finite(fields.durationMs)}`
     if (fields.upstreamMs !== undefined) line += `,"upstreamMs":${finite(fields.upstreamMs)}`
-    if (fields.session !== undefined) line += `,"session":${JSON.stringify(fields.session)}`
-    if (fields.error !== undefined) line += `,"error":${JSON.stringify(fields.error)}`
+    if (fields.session !== undefined) line += `,"session":${quote(fields.session)}`
+    if (fields.error !== undefined) line += `,"error":${quote(fields.error)}`
     stream.write(`${line},"msg":"request"}\n`)
   }
 }
@@ -86,6 +86,20 @@ function writesDefaultFormat(logger: Logger, stream: object): boolean {
     FIELD_NAMES.every((name) => stringifiers[name] === undefined && serializers[name] === undefined)
   )
 }
+
+/**
+ * What `JSON.stringify` makes of a string, without its call for the common case: the fields are
+ * mostly ASCII with nothing to escape (request ids are [A-Za-z0-9._:-] or a UUID; tenants, classes,
+ * route labels, V4 paths, outcomes and codes rarely hold anything else). Anything outside printable
+ * ASCII, a quote or a backslash goes to `JSON.stringify`, so the bytes stay pino's, with one
+ * difference kept from before: a lone surrogate is escaped, where pino writes it raw and UTF-8
+ * then turns it into U+FFFD.
+ */
+function quote(value: string): string {
+  return PLAIN_ASCII.test(value) ? `"${value}"` : JSON.stringify(value)
+}
+
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
 
 /** pino writes a number that is not finite as null. */
 function finite(value: number): string {

@@ -47,6 +47,36 @@ describe('access log', () => {
     expect(JSON.parse(lines[0] as string)).toMatchObject({ level: 30, service: 'v4gw', msg: 'request', requestId: fields.requestId })
   })
 
+  // Printable ASCII goes straight between quotes; each of the others must not.
+  const ALPHABET = ['a', '/', ' ', '~', '"', '\\', '\u0000', '\u001f', '\u007f', '\u0080', '\u00e9', '\u2028', '\ud83d\ude00', '']
+  function generatedFields(alphabet: string[], count: number): AccessLogFields[] {
+    return Array.from({ length: count }, (_, index) => {
+      const pick = (salt: number) => Array.from({ length: (index + salt) % 5 }, (_, at) => alphabet[(index * 7 + at * 3 + salt) % alphabet.length]).join('')
+      return { ...FULL, requestId: pick(0), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5) }
+    })
+  }
+
+  it('quotes every field as pino does, whatever characters it holds', () => {
+    const { logger, lines } = capture()
+    const accessLog = createAccessLog(logger)
+    for (const fields of generatedFields(ALPHABET, 400)) {
+      accessLog(fields)
+      logger.info(fields, 'request')
+    }
+    for (let index = 0; index < lines.length; index += 2) expect(sameTime(lines[index] as string)).toBe(sameTime(lines[index + 1] as string))
+  })
+
+  it('escapes a lone surrogate, which pino writes raw (and UTF-8 then turns into U+FFFD)', () => {
+    const { logger, lines } = capture()
+    const accessLog = createAccessLog(logger)
+    for (const fields of generatedFields([...ALPHABET, '\ud800', '\udc00'], 400)) accessLog(fields)
+    for (const [index, fields] of generatedFields([...ALPHABET, '\ud800', '\udc00'], 400).entries()) {
+      const line = lines[index] as string
+      expect(line.isWellFormed()).toBe(true)
+      expect(JSON.parse(line)).toMatchObject({ requestId: fields.requestId, tenant: fields.tenant, route: fields.route, v4Path: fields.v4Path, session: fields.session, error: fields.error })
+    }
+  })
+
   it('carries a child logger’s bindings, as pino does', () => {
     const { logger, lines } = capture()
     const child = logger.child({ listener: 'traffic' })
