@@ -17,7 +17,7 @@ const USAGE = `Usage:
                                        print the V4 call(s) a request would become; sends nothing
   v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
   v4gw config-schema                   print the config's JSON Schema (config.schema.json)
-  v4gw --help | --version
+  v4gw [COMMAND] --help | v4gw --version
 
 Exit codes: 0 ok, 1 failure, 2 invalid config, 64 usage error.`
 
@@ -44,7 +44,7 @@ async function runSimulatorCommand(args: string[]): Promise<void> {
 async function checkConfigCommand(args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true })
   const path = positionals[0]
-  if (path === undefined) throw new UsageError('check-config needs a FILE')
+  if (path === undefined || positionals.length > 1) throw new UsageError('check-config takes one FILE')
   const config = await loadConfig(path)
   console.log(`${path}: valid`)
   console.log(`  listen ${config.listen.host}:${config.listen.port}, admin ${config.admin.host}:${config.admin.port}${config.admin.token === null ? '' : ' (token set)'}`)
@@ -66,7 +66,7 @@ async function explainCommand(args: string[]): Promise<void> {
     options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' }, header: { type: 'string', short: 'H', multiple: true }, body: { type: 'string' } }
   })
   const [method, path] = positionals
-  if (method === undefined || path === undefined) throw new UsageError('explain needs METHOD and PATH')
+  if (method === undefined || path === undefined || positionals.length > 2) throw new UsageError('explain takes METHOD and PATH')
   const headers: Record<string, string> = {}
   for (const header of values.header ?? []) {
     const colon = header.indexOf(':')
@@ -96,13 +96,25 @@ async function runCommand(args: string[]): Promise<void> {
 
 class UsageError extends Error {}
 
+/** `--help` anywhere before a `--`: the usage, whatever else the line holds. */
+function asksForHelp(args: string[]): boolean {
+  const end = args.indexOf('--')
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h')
+}
+
+/** An error from the operating system (a port in use, a file not readable): its message says it all. */
+function isSystemError(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string'
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
-  if (command === '--help' || command === '-h' || command === 'help') return void console.log(USAGE)
+  if (command === 'help' || asksForHelp(argv)) return void console.log(USAGE)
   if (command === '--version' || command === '-v') return void console.log(packageVersion())
   if (command === 'simulator') return runSimulatorCommand(rest)
   if (command === 'check-config') return checkConfigCommand(rest)
   if (command === 'explain') return explainCommand(rest)
+  if (command === 'config-schema' && rest.length > 0) throw new UsageError('config-schema takes no arguments')
   if (command === 'config-schema') return void console.log(JSON.stringify(buildConfigJsonSchema(), null, 2))
   if (command === 'run') return runCommand(rest)
   if (command === undefined || command.startsWith('-')) return runCommand(argv)
@@ -117,6 +129,10 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
     console.error(`${(error as Error).message}\n\n${USAGE}`)
     process.exit(64)
+  }
+  if (isSystemError(error)) {
+    console.error(`v4gw: ${error.message}`)
+    process.exit(1)
   }
   console.error(error)
   process.exit(1)

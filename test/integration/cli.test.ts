@@ -110,6 +110,24 @@ describe('v4gw --version and --help', () => {
     expect(result.stdout).toContain('v4gw simulator')
   })
 
+  it.each([['simulator', '--help'], ['check-config', '--help'], ['explain', '-h'], ['run', '--help'], ['--config', 'config/gateway.yaml', '--help']])('prints the usage and exits 0 for %s %s', async (...args: string[]) => {
+    const result = await runCli(args)
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain('Usage:')
+  })
+
+  it.each([
+    [['check-config', 'config/gateway.yaml', 'extra'], 'check-config takes one FILE'],
+    [['config-schema', 'extra'], 'config-schema takes no arguments'],
+    [['explain', '--config', 'config/gateway.yaml', 'GET', '/v4/execute', 'extra'], 'explain takes METHOD and PATH'],
+    [['simulator', 'extra'], 'Unexpected argument']
+  ])('exits 64 with the usage for arguments a command does not take: %j', async (args, message) => {
+    const result = await runCli(args)
+    expect(result.code).toBe(64)
+    expect(result.stderr).toContain(message)
+    expect(result.stderr).toContain('Usage:')
+  })
+
   it('exits non-zero with the usage for an unknown command', async () => {
     const result = await runCli(['frobnicate'])
     expect(result.code).not.toBe(0)
@@ -250,6 +268,19 @@ describe('v4gw simulator', () => {
 
   it('prints no deprecation warning as it starts', () => {
     expect(running.stderr()).not.toMatch(/DeprecationWarning|FSTDEP/)
+  })
+
+  it('names a port that is taken in one line and exits 1, without a stack trace: simulator and gateway alike', async () => {
+    const port = new URL(simulatorUrl).port
+    const simulator = await runCli(['simulator', '--port', port])
+    expect(simulator.code).toBe(1)
+    expect(simulator.stderr.trim()).toBe(`v4gw: listen EADDRINUSE: address already in use 127.0.0.1:${port}`)
+
+    const path = join(dir, 'taken.yaml')
+    await writeFile(path, `listen: { host: 127.0.0.1, port: ${port} }\nadmin: { host: 127.0.0.1, port: 0 }\nlog: { level: warn }\ntenants:\n  demo:\n    upstream: { staging: embedded }\n`, 'utf8')
+    const gateway = await runCli(['--config', path])
+    expect(gateway.code).toBe(1)
+    expect(gateway.stderr.trim()).toBe(`v4gw: listen EADDRINUSE: address already in use 127.0.0.1:${port}`)
   })
 
   it.each(['abc', '70000', ''])('refuses --port %j as a usage error (64), without a stack trace', async (port) => {
