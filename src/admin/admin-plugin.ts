@@ -30,10 +30,17 @@ const explainBodySchema = z.strictObject({
   body: z.unknown().optional()
 })
 
+/** What a body that is not JSON reads as: only explain takes a body, and it takes JSON. */
+const NOT_JSON = Symbol('not JSON')
+
 /** The admin listener (SPEC 9): open probes and metrics; `/admin/*` behind `admin.token` when set. */
 export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   app.setErrorHandler(sendGatewayError)
   app.setNotFoundHandler(adminNotFound)
+  // Any other body is read and set aside rather than refused by its type: `curl -d '' …/admin/reload`
+  // (a form type) reloads, and explain answers 415 for every type but JSON alike (text/plain was a 400).
+  app.removeContentTypeParser('text/plain')
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, NOT_JSON))
 
   app.get('/healthz', async function healthz() {
     return { status: 'ok' }
@@ -82,6 +89,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
           .send({ status: 'rejected', error: { ...body.error, problems: result.problems }, meta: body.meta })
       })
       admin.post('/explain', async function explain(request) {
+        if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'explain takes an application/json body')
         const parsed = explainBodySchema.safeParse(request.body)
         if (!parsed.success) {
           const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))

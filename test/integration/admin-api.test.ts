@@ -167,6 +167,23 @@ describe('the admin listener', () => {
     expect(answer.json.error.details.map((detail: { pointer: string }) => detail.pointer).sort()).toEqual(['/method', '/path'])
   })
 
+  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/xml'])('answers 415 UNSUPPORTED_MEDIA_TYPE to an explain body of type %s, whatever it holds', async (type) => {
+    const answer = await send(gw.adminUrl, '/admin/explain', { headers: { ...admin, 'content-type': type }, body: JSON.stringify({ method: 'GET', path: '/v4/x' }) })
+    expect(answer.status).toBe(415)
+    expect(answer.json.error).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', message: 'explain takes an application/json body' })
+  })
+
+  it('reloads and clears whatever body type comes along, as `curl -d ""` sends a form type: those endpoints take no body', async () => {
+    for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'application/xml']) {
+      const reload = await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { ...admin, 'content-type': type }, body: '' })
+      // This gateway has no file to re-read, so the reload itself is answered as rejected: what counts is that it ran.
+      expect(reload.status, type).not.toBe(415)
+      expect(reload.json.error?.problems, type).toEqual(['this gateway was not started from a config file'])
+      const clear = await send(gw.adminUrl, '/admin/sessions?tenant=beta', { method: 'DELETE', headers: { ...admin, 'content-type': type }, body: 'a=1' })
+      expect(clear.status, type).toBe(200)
+    }
+  })
+
   it('reports legacy traffic per tenant and route with distinct clients by credential fingerprint and user agent', async () => {
     await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'old-sdk/1.0' }, json: { input: 1 } })
     await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'old-sdk/1.0' }, json: { input: 2 } })
