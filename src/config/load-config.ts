@@ -64,9 +64,10 @@ function parseJson(text: string, source: string): unknown {
   } catch (error) {
     const message = (error as Error).message
     const at = / in JSON at position (\d+)/.exec(message)
+    if (at !== null) throw new ConfigError(source, [`cannot parse the file: ${message.slice(0, at.index)}${whereInText(text, Number(at[1]))}`])
     // "Unexpected token 'k', "{"token":key_…"... is not valid JSON": the token and the excerpt are the file's.
-    const what = at === null ? message.replace(/^(Unexpected token)\b.*$/s, '$1').replace(/, ".*$/s, '') : message.slice(0, at.index)
-    throw new ConfigError(source, [`cannot parse the file: ${what}${at === null ? '' : whereInText(text, Number(at[1]))}`])
+    if (message.startsWith('Unexpected token')) throw new ConfigError(source, [`cannot parse the file: Unexpected token${whereInText(text, unexpectedTokenPosition(text))}`])
+    throw new ConfigError(source, [`cannot parse the file: ${message.replace(/, ".*$/s, '')}`])
   }
 }
 
@@ -90,6 +91,33 @@ function describeYamlError(error: YAMLError): string {
   const what = ((error.message.split('\n')[0] as string).replace(/ at line \d+, column \d+:?$/, '').split(': ')[0] as string).replace(/ \S*[\\%]\S*/g, '')
   const start = error.linePos?.[0]
   return start === undefined ? what : `${what} at line ${start.line}, column ${start.col}`
+}
+
+/**
+ * Where V8's "Unexpected token" is, which it does not say: the shortest prefix of the text that
+ * fails otherwise than by ending early ends with that token (a config file is a few KiB, so a
+ * binary search of parses is cheap).
+ */
+function unexpectedTokenPosition(text: string): number {
+  let endsEarly = 0
+  let failsHere = text.length
+  while (failsHere - endsEarly > 1) {
+    const middle = (endsEarly + failsHere) >>> 1
+    if (failsByEndingEarly(text.slice(0, middle))) endsEarly = middle
+    else failsHere = middle
+  }
+  return failsHere - 1
+}
+
+function failsByEndingEarly(prefix: string): boolean {
+  try {
+    JSON.parse(prefix)
+    return true
+  } catch (error) {
+    const message = (error as Error).message
+    const at = / in JSON at position (\d+)/.exec(message)
+    return message.startsWith('Unexpected end of JSON input') || (at !== null && Number(at[1]) >= prefix.length)
+  }
 }
 
 function whereInText(text: string, position: number): string {

@@ -85,6 +85,17 @@ describe('loadConfig reads files', () => {
     expect(error.problems).toEqual(["cannot parse the file: Expected ',' or '}' after property value at line 2, column 30"])
   })
 
+  // V8 names no position for an unexpected token: the loader finds it.
+  it.each([
+    ['a bare word', '{"listen": {"port": 0},\n "tenants": x\n}', 'line 2, column 13'],
+    ['an unquoted secret', '{"admin": {"token": key_supersecret42}}', 'line 1, column 21'],
+    ['a cut literal', '{\n  "admin": {"token": tru}\n}', 'line 2, column 25'],
+    ['a stray character at the start', '\n\n@{}', 'line 3, column 1']
+  ])('says where a JSON file has an unexpected token: %s', async (_case, text, where) => {
+    const error = await configError(await writeTemp('token-position.json', text))
+    expect(error.problems).toEqual([`cannot parse the file: Unexpected token at ${where}`])
+  })
+
   // A parse error goes to the log: the file's own text, where a secret may be written, stays out of it.
   it.each([
     ['a JSON token V8 would quote', 'token.json', '{"admin": {"token": key_supersecret42}}'],
