@@ -104,7 +104,7 @@ describe('loadConfig reads files', () => {
     ['an unknown YAML tag', 'tag.yaml', 'admin:\n  token: !key_supersecret42 x\n'],
     ['a YAML alias without its anchor', 'alias.yaml', 'admin:\n  token: *key_supersecret42\n'],
     ['a YAML block scalar header', 'block.yaml', 'admin:\n  token: |key_supersecret42\n    x\n'],
-    ['a YAML escape sequence', 'escape.yaml', 'admin:\n  token: "\\key_supersecret42"\n'],
+    ['a YAML escape sequence (yaml quotes up to eight characters of a \\U one)', 'escape.yaml', 'admin:\n  token: "\\Ukey_supersecret42"\n'],
     ['a YAML directive', 'directive.yaml', '%key_supersecret42 x\n---\nadmin: {}\n']
   ])('never echoes the file in a parse error: %s', async (_case, name, text) => {
     const warnings: unknown[] = []
