@@ -131,6 +131,8 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
     if (client.status !== 'ready') change('down')
   })
   client.on('close', function onRedisClose() {
+    // A server that goes away cleanly (shut down, or killed: the kernel closes its sockets) sends no error.
+    lastErrorCode ??= 'CONNECTION_CLOSED'
     change('down')
   })
 
