@@ -52,8 +52,11 @@ export interface Gateway {
   isReady(): boolean
   /** Re-reads `configPath`; an invalid file is logged and the running config stays (SPEC 8). */
   reload(): Promise<ReloadResult>
-  /** Swaps in a validated config for new requests; drops sessions of tenants whose upstream changed. */
-  applyConfig(config: GatewayConfig, embeddedOrigin?: string): { sessionsDropped: number }
+  /**
+   * Swaps in a validated config for new requests at once; drops sessions of tenants whose upstream
+   * changed, and resolves with how many went once a shared store has said.
+   */
+  applyConfig(config: GatewayConfig, embeddedOrigin?: string): Promise<{ sessionsDropped: number }>
   /** Readiness goes false and new requests get 503 SHUTTING_DOWN; in-flight ones go on. */
   startDraining(): void
   /** Listens on the config's addresses; `port: 0` overrides are for tests. */
@@ -121,7 +124,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   const trafficHandler = createTrafficHandler({ getRuntime: () => runtime, upstream, sessions, logger, isDraining: () => draining, onRequestDone })
   const trafficServer = createTrafficServer(trafficHandler, logger)
 
-  function applyConfig(config: GatewayConfig, origin = embeddedOrigin): { sessionsDropped: number } {
+  async function applyConfig(config: GatewayConfig, origin = embeddedOrigin): Promise<{ sessionsDropped: number }> {
     const next = buildGatewayRuntime(config, origin)
     const previous = runtime
     runtime = next
@@ -129,16 +132,15 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     logger.level = config.log.level
     const changed = RESTART_ONLY_KEYS.filter((key) => JSON.stringify(readKey(previous.config, key)) !== JSON.stringify(readKey(config, key)))
     if (changed.length > 0) logger.warn({ keys: changed }, 'these keys changed but take effect only after a restart')
-    let sessionsDropped = 0
+    const drops: (number | Promise<number>)[] = []
     for (const [name, tenant] of previous.tenancy.tenants) {
-      if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) {
-        const dropped = sessionStore.clear(name)
-        // A shared store may answer later; the count is then unknown here.
-        if (typeof dropped === 'number') sessionsDropped += dropped
-      }
+      if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) drops.push(sessionStore.clear(name))
     }
     migration.retain((tenant, route) => next.tenancy.tenants.get(tenant)?.routes.some((r) => `${r.method} ${r.path}` === route) === true)
-    return { sessionsDropped }
+    // Everything above applies before this first wait. A shared store answers later, and its
+    // clear falls back to this replica's own entries when Redis fails (logged there).
+    const counted = await Promise.allSettled(drops)
+    return { sessionsDropped: counted.reduce((sum, drop) => sum + (drop.status === 'fulfilled' ? drop.value : 0), 0) }
   }
 
   async function reload(): Promise<ReloadResult> {
@@ -150,7 +152,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
         if (options.startEmbedded === undefined) throw new ConfigError(options.configPath, ['a tenant uses the embedded simulator, which this gateway cannot start'])
         origin = await options.startEmbedded()
       }
-      const { sessionsDropped } = applyConfig(config, origin)
+      const { sessionsDropped } = await applyConfig(config, origin)
       metrics.observeReload('success')
       const tenants = Object.keys(config.tenants)
       logger.info({ config: options.configPath, tenants, sessionsDropped }, 'config reloaded')

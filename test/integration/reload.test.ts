@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { redisSessions, startRedisServer } from '../helpers/redis-server.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
 import { until } from '../helpers/until.js'
@@ -99,6 +100,29 @@ describe('hot reload', () => {
     const answer = await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 's' } })
     expect(answer.status).toBe(200)
     expect(simB.simulator.countCalls('POST', '/v4/sessions.start')).toBe(1)
+  })
+
+  it('counts the entries a shared Redis store dropped for a tenant whose upstream changed', async () => {
+    const redis = await startRedisServer()
+    try {
+      const two = (acmeUrl: string) =>
+        testConfig(simA.url, { sessions: redisSessions(redis.url, 'reload-test'), tenants: { acme: { upstream: { staging: acmeUrl } }, beta: { upstream: { staging: simA.url } } } })
+      const gateway = await start(two(simA.url))
+      await until(async () => (await send(gateway.adminUrl, '/readyz')).json.sessionStore.redis === 'up')
+      for (const stateId of ['s1', 's2']) await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId } })
+      await send(gateway.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'beta' }, json: { input: 1, stateId: 's' } })
+      expect(await gateway.gateway.sessionStore.countByTenant()).toEqual({ acme: 2, beta: 1 })
+
+      await writeConfig(two(simB.url))
+      const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
+      // Until the reload waited for the store, a shared store's count was left out and read 0.
+      expect(reload.json).toMatchObject({ status: 'reloaded', sessionsDropped: 2 })
+      expect(await gateway.gateway.sessionStore.countByTenant()).toEqual({ beta: 1 })
+    } finally {
+      await gw?.close()
+      gw = undefined
+      await redis.stop()
+    }
   })
 
   it('does not let a sessions.start still under way at the old upstream map its session, or hand it to requests after the reload', async () => {
