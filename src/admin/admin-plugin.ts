@@ -30,16 +30,18 @@ const explainBodySchema = z.strictObject({
   body: z.unknown().optional()
 })
 
-/** What a body that is not JSON reads as: only explain takes a body, and it takes JSON. */
+/** What a body that explain cannot take reads as: only explain takes a body, and it takes JSON. */
 const NOT_JSON = Symbol('not JSON')
+const INVALID_JSON = Symbol('invalid JSON')
 
 /** The admin listener (SPEC 9): open probes and metrics; `/admin/*` behind `admin.token` when set. */
 export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   app.setErrorHandler(sendGatewayError)
   app.setNotFoundHandler(adminNotFound)
-  // Any other body is read and set aside rather than refused by its type: `curl -d '' …/admin/reload`
-  // (a form type) reloads, and explain answers 415 for every type but JSON alike (text/plain was a 400).
-  app.removeContentTypeParser('text/plain')
+  // Bodies are read and set aside rather than refused: `curl -d '' …/admin/reload` (a form type)
+  // and an empty or broken JSON body reload, and explain alone judges its body (text/plain was a 400).
+  app.removeContentTypeParser(['application/json', 'text/plain'])
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, parseJsonOrMark(body as string)))
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, NOT_JSON))
 
   app.get('/healthz', async function healthz() {
@@ -90,6 +92,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       })
       admin.post('/explain', async function explain(request) {
         if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'explain takes an application/json body')
+        if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the explain body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
         const parsed = explainBodySchema.safeParse(request.body)
         if (!parsed.success) {
           const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
@@ -103,6 +106,16 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
     },
     { prefix: '/admin' }
   )
+}
+
+/** An empty body is no body; JSON.parse keeps a `__proto__` member as an own property, never the prototype. */
+function parseJsonOrMark(text: string): unknown {
+  if (text.trim() === '') return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    return INVALID_JSON
+  }
 }
 
 function adminNotFound(): never {

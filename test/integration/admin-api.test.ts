@@ -173,9 +173,15 @@ describe('the admin listener', () => {
     expect(answer.json.error).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', message: 'explain takes an application/json body' })
   })
 
-  it('reloads and clears whatever body type comes along, as `curl -d ""` sends a form type: those endpoints take no body', async () => {
-    for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'application/xml']) {
-      const reload = await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { ...admin, 'content-type': type }, body: '' })
+  it('answers 400 INVALID_REQUEST to an explain body that is not valid JSON', async () => {
+    const answer = await send(gw.adminUrl, '/admin/explain', { headers: { ...admin, 'content-type': 'application/json; charset=utf-8' }, body: '{"method": "GET",' })
+    expect(answer.status).toBe(400)
+    expect(answer.json.error).toMatchObject({ code: 'INVALID_REQUEST', message: 'the explain body is not valid JSON' })
+  })
+
+  it('reloads and clears whatever body comes along, as `curl -d ""` sends a form type: those endpoints take no body', async () => {
+    for (const [type, body] of [['application/x-www-form-urlencoded', ''], ['text/plain', 'x'], ['application/xml', '<x/>'], ['application/json', ''], ['application/json', '{broken']] as const) {
+      const reload = await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { ...admin, 'content-type': type }, body })
       // This gateway has no file to re-read, so the reload itself is answered as rejected: what counts is that it ran.
       expect(reload.status, type).not.toBe(415)
       expect(reload.json.error?.problems, type).toEqual(['this gateway was not started from a config file'])
