@@ -102,9 +102,9 @@ function asksForHelp(args: string[]): boolean {
   return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h')
 }
 
-/** An error from the operating system (a port in use, a file not readable): its message says it all. */
-function isSystemError(error: unknown): error is NodeJS.ErrnoException {
-  return error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string'
+/** A listener that cannot bind (a port in use, a privileged port, an address not here): its message says it all. */
+function isListenError(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && (error as NodeJS.ErrnoException).syscall === 'listen'
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -130,7 +130,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     console.error(`${(error as Error).message}\n\n${USAGE}`)
     process.exit(64)
   }
-  if (isSystemError(error)) {
+  if (isListenError(error)) {
     console.error(`v4gw: ${error.message}`)
     process.exit(1)
   }
