@@ -261,7 +261,10 @@ function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): voi
   const seen = new Set<string>()
   for (const host of Object.keys(hosts)) {
     const lower = host.toLowerCase()
-    if (normalizeHost(lower) !== lower) {
+    if (!lower.startsWith('[') && lower.indexOf(':') !== lower.lastIndexOf(':')) {
+      // A bare IPv6 address: a Host header always brackets it (RFC 3986 3.2.2).
+      ctx.addIssue({ code: 'custom', path: [host], message: `an IPv6 address comes in brackets in a Host header: write "[${lower}]"` })
+    } else if (normalizeHost(lower) !== lower) {
       ctx.addIssue({ code: 'custom', path: [host], message: `Host is matched without its port: write "${normalizeHost(lower) ?? ''}"` })
     }
     if (seen.has(lower)) ctx.addIssue({ code: 'custom', path: [host], message: 'listed twice: Host is matched without regard to case' })

@@ -187,6 +187,16 @@ describe('tenancy references', () => {
     ])
   })
 
+  it('refuses a bare IPv6 tenancy.hosts key with the bracketed form to write instead', async () => {
+    const problems = await problemsOf({ tenancy: { hosts: { '::1': 'acme', 'fe80::1': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([
+      expect.stringMatching(/^tenancy\.hosts\.::1: .*brackets.*write "\[::1\]"$/),
+      expect.stringMatching(/^tenancy\.hosts\.fe80::1: .*write "\[fe80::1\]"$/)
+    ])
+    // The bracketed key is accepted.
+    expect((await load({ tenancy: { hosts: { '[::1]': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })).tenancy.hosts).toEqual({ '[::1]': 'acme' })
+  })
+
   it('refuses two tenancy.hosts keys that differ only in case', async () => {
     const problems = await problemsOf({ tenancy: { hosts: { 'API.example.com': 'acme', 'api.example.com': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
     expect(problems).toEqual([expect.stringMatching(/^tenancy\.hosts\.api\.example\.com: listed twice/)])
