@@ -18,8 +18,9 @@ function embeddedSimulator(): { start(): Promise<string>; close(): Promise<void>
   let origin: Promise<string> | undefined
   return {
     start() {
-      // Not recording calls: that is for tests, and this process may run for weeks.
-      simulator ??= createSimulator({ recordCalls: false })
+      // Not recording calls: that is for tests, and this process may run for weeks. No test
+      // controls either: a tenant with `fallback: proxy` would hand them to every client.
+      simulator ??= createSimulator({ recordCalls: false, controlRoutes: false })
       origin ??= simulator.listen({ host: '127.0.0.1', port: 0 })
       return origin
     },

@@ -56,7 +56,7 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
   installErrorReplies(app)
   registerRuntimeRoutes(app, state)
   registerAdminRoutes(app, state)
-  registerControlRoutes(app, state)
+  if (resolved.controlRoutes) registerControlRoutes(app, state)
 
   let closing: Promise<void> | undefined
 

@@ -19,7 +19,8 @@ export const DEFAULT_SIMULATOR_OPTIONS: Required<SimulatorOptions> = deepFreeze(
   backendDefaults: { policy: 'default', route: 'standard', risk: 'low' },
   sessionTtlMs: 3_600_000,
   logger: false,
-  recordCalls: true
+  recordCalls: true,
+  controlRoutes: true
 })
 
 export interface ResolvedSimulatorOptions {
@@ -29,6 +30,7 @@ export interface ResolvedSimulatorOptions {
   sessionTtlMs: number
   logger: boolean
   recordCalls: boolean
+  controlRoutes: boolean
 }
 
 // Maps rather than records: a token like `constructor` must not find Object.prototype's member.
@@ -69,6 +71,7 @@ export function resolveSimulatorOptions (options: SimulatorOptions = {}): Resolv
     backendDefaults: Object.freeze({ ...(options.backendDefaults ?? DEFAULT_SIMULATOR_OPTIONS.backendDefaults) }),
     sessionTtlMs,
     logger: options.logger ?? DEFAULT_SIMULATOR_OPTIONS.logger,
-    recordCalls: options.recordCalls ?? DEFAULT_SIMULATOR_OPTIONS.recordCalls
+    recordCalls: options.recordCalls ?? DEFAULT_SIMULATOR_OPTIONS.recordCalls,
+    controlRoutes: options.controlRoutes ?? DEFAULT_SIMULATOR_OPTIONS.controlRoutes
   }
 }

@@ -34,6 +34,12 @@ export interface SimulatorOptions {
    * simulator turns it off: a long-running process would keep every request it ever served.
    */
   recordCalls?: boolean
+  /**
+   * Serve the unauthenticated `/_simulator/*` controls (revoke a key, expire a session) for tests
+   * that run the simulator in another process. The gateway's embedded simulator turns them off:
+   * with `fallback: proxy` any client could reach them through the gateway.
+   */
+  controlRoutes?: boolean
 }
 
 export interface SimulatorCall {

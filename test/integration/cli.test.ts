@@ -203,6 +203,8 @@ describe('v4gw --config FILE (the gateway process)', () => {
         'tenants:',
         '  demo:',
         '    upstream: { staging: embedded }',
+        // Unknown paths go to the upstream: the embedded simulator's test controls must not be among them.
+        '    fallback: proxy',
         ''
       ].join('\n'),
       'utf8'
@@ -216,6 +218,15 @@ describe('v4gw --config FILE (the gateway process)', () => {
     const answer = await send(trafficUrl, '/v1/headless/runs', { headers: { authorization: 'Bearer demo-token-alice' }, json: { input: { q: 1 } } })
     expect(answer.status).toBe(200)
     expect(answer.json.effective).toEqual({ policy: 'default', route: 'standard', risk: 'low' })
+  })
+
+  it('does not serve the simulator’s test controls from the embedded simulator, even to traffic proxied to it', async () => {
+    const revoke = await send(trafficUrl, '/_simulator/keys/revoke', { json: { key: 'key_demo_admin' } })
+    expect(revoke.status).toBe(404)
+    const expire = await send(trafficUrl, '/_simulator/sessions/ses_x/expire', { method: 'POST' })
+    expect(expire.status).toBe(404)
+    // The key still works: nothing was revoked.
+    expect((await send(trafficUrl, '/v4/policies', { headers: { 'x-service-api-key': 'key_demo_admin' } })).status).toBe(200)
   })
 
   it('exits 0 on SIGTERM', async () => {
