@@ -18,6 +18,8 @@ export interface ShapeOptions {
   responseFields: readonly { from: string; to: string }[]
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
 // RFC 9110 7.6.1 hop-by-hop fields stay behind, and content-length: the gateway sets it for the body it sends.
 const LEFT_OUT_OF_ANSWER: ReadonlySet<string> = new Set(['content-length'])
 // A body that parsed as JSON was not encoded, and the body sent is the gateway's own bytes.
@@ -41,8 +43,11 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
     return asItCame(statusCode, upstreamHeaders, body)
   }
   let document: unknown
-  const text = body.toString('utf8')
+  let text: string
   try {
+    // Fatal: bytes that are not UTF-8 (another charset, or broken) would turn into U+FFFD on the
+    // way through; such a body goes out as it came, its meta unfilled.
+    text = UTF8.decode(body)
     document = JSON.parse(text)
   } catch {
     return asItCame(statusCode, upstreamHeaders, body)

@@ -83,6 +83,15 @@ describe('shapeLegacyResponse pass-through', () => {
     expect(shapeLegacyResponse(200, JSON_HEADERS, body, options()).payload).toBe(body)
   })
 
+  it.each([
+    ['latin-1 declared', 'application/json; charset=iso-8859-1', Buffer.concat([Buffer.from('{"output":"caf'), Buffer.from([0xe9]), Buffer.from('"}')])],
+    ['broken UTF-8', 'application/json', Buffer.concat([Buffer.from('{"output":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')])]
+  ])('returns a JSON object whose bytes are not UTF-8 byte for byte (%s), not with U+FFFD in them', (_case, type, body) => {
+    const shaped = shapeLegacyResponse(200, { 'content-type': type }, body, options())
+    expect(shaped.payload).toBe(body)
+    expect(shaped.headers['content-type']).toBe(type)
+  })
+
   it('keeps the upstream status', () => {
     expect(shapeLegacyResponse(202, { 'content-type': 'text/plain' }, Buffer.from('queued'), options()).statusCode).toBe(202)
   })
