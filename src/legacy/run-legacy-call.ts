@@ -144,6 +144,8 @@ function readSessionId(response: UpstreamResponse, paths: readonly string[]): st
     // It goes back in x-v4-session-id (SPEC 4 step 6): one that cannot would fail only after the
     // execution ran, and on every later call of the state key it stayed mapped to.
     if (!HEADER_VALUE.test(value)) throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a session id that cannot be sent in a header')
+    // encodeURIComponent leaves dots alone: "/v4/sessions/../executions.execute" is another path.
+    if (value === '.' || value === '..') throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a session id that cannot be a path segment')
     return value
   }
   throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered without a session id')

@@ -219,6 +219,16 @@ describe('session-execute session ids from sessions.start (SPEC 4 step 2)', () =
     })
   })
 
+  it.each(['.', '..'])('answers 502 UPSTREAM_BAD_RESPONSE to a session id %j, which would make another path, and sends no execution', async (sessionId) => {
+    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId } }) }, {}, async ({ upstream, gw }) => {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.status).toBe(502)
+      expect(answer.json.error).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', message: 'sessions.start answered with a session id that cannot be a path segment' })
+      expect(executionsOf(upstream)).toHaveLength(0)
+      expect(upstream.requests.filter((request) => request.url !== '/v4/sessions.start')).toEqual([])
+    })
+  })
+
   it('caches nothing after a sessions.start without a session id, so the next call starts again', async () => {
     const script: FakeV4 = { start: (n) => ({ status: 201, body: n === 1 ? {} : { sessionId: `ses_${n}` } }) }
     await withFakeGateway(script, {}, async ({ upstream, gw }) => {
