@@ -159,10 +159,25 @@ export function parseLegacyCall(
       if (consumed.whole.has(key)) continue
       const inner = consumed.inner.get(key)
       const value = inner === undefined ? body[key] : withoutPaths(body[key], inner)
-      if (value !== EMPTIED) defineMember(call.unknown, key, value)
+      if (value === EMPTIED) continue
+      if (V4_BODY_NAMES.has(key)) throw clashingMember(key)
+      defineMember(call.unknown, key, value)
     }
   }
   return call
+}
+
+/**
+ * Names the V4 bodies give a meaning of their own. A field map that reads the legacy fields
+ * elsewhere leaves a member of one of these names to be carried, where it would either be
+ * overwritten by the gateway's field (dropped silently) or become a per-call `route` or `risk`
+ * the client never meant (SPEC 4): refused instead.
+ */
+const V4_BODY_NAMES: ReadonlySet<string> = new Set(['input', 'policy', 'route', 'risk'])
+
+function clashingMember(key: string): GatewayError {
+  const message = `"${key}" is not read as the ${key} field on this tenant (legacy.fields points elsewhere), and carried on it would clash with the V4 field of that name`
+  return new GatewayError('INVALID_REQUEST', `invalid legacy request body: /${key} ${message}`, { details: [{ pointer: `/${key}`, message }] })
 }
 
 // defineProperty: a member named "__proto__" stays a member, as JSON.parse made it.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { legacyFieldsSchema, type LegacyFields } from '../../../src/config/schema.js'
-import type { GatewayError } from '../../../src/errors/registry.js'
+import { GatewayError } from '../../../src/errors/registry.js'
 import { isJsonContentType, isLegacyBodyContentType, parseJsonObject, parseLegacyCall, validateWithSchema } from '../../../src/legacy/parse-legacy-body.js'
 
 const DEFAULT_FIELDS: LegacyFields = legacyFieldsSchema.parse({})
@@ -161,9 +161,28 @@ describe('parseLegacyCall with remapped legacy.fields', () => {
   })
 
   it('treats a default field name that is no longer mapped as an unknown field', () => {
-    const call = parseLegacyCall({ payload: { data: 1 }, policy: 'old-name' }, 'execute', REMAPPED_FIELDS, 'keep')
-    expect(call.policy).toBeUndefined()
-    expect(call.unknown).toEqual({ policy: 'old-name' })
+    const call = parseLegacyCall({ payload: { data: 1 }, stateId: 'old-name' }, 'execute', REMAPPED_FIELDS, 'keep')
+    expect(call.unknown).toEqual({ stateId: 'old-name' })
+  })
+
+  // Carried on, each would be overwritten by the gateway's own field or become a per-call
+  // override the client never meant (SPEC 4: nothing dropped silently).
+  const GOVERNANCE_FIELDS: LegacyFields = legacyFieldsSchema.parse({ route: '/gov/route', risk: '/gov/risk' })
+  it.each([
+    ['execute', 'policy', REMAPPED_FIELDS],
+    ['execute', 'input', REMAPPED_FIELDS],
+    ['session-execute', 'input', REMAPPED_FIELDS],
+    ['session-execute', 'route', GOVERNANCE_FIELDS],
+    ['session-execute', 'risk', GOVERNANCE_FIELDS]
+  ] as const)('refuses a %s member named %s that the remapped field map leaves unread: it would clash with the V4 field', (action, name, fields) => {
+    const body = fields === REMAPPED_FIELDS ? { payload: { data: 1 }, [name]: 'old-name' } : { input: 1, [name]: 'old-name' }
+    const parse = () => parseLegacyCall(body, action, fields, 'keep')
+    expect(parse).toThrow(GatewayError)
+    expect(parse).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST', details: [expect.objectContaining({ pointer: `/${name}` })] }))
+  })
+
+  it('carries nothing of such a member with unknownFields drop, so nothing clashes', () => {
+    expect(parseLegacyCall({ payload: { data: 1 }, policy: 'old-name' }, 'execute', REMAPPED_FIELDS, 'drop').unknown).toEqual({})
   })
 })
 
