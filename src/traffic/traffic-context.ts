@@ -29,6 +29,11 @@ export class TrafficContext implements CancelScope {
   errorCode: string | undefined = undefined
   /** SHA-256 of the presented credential (legacy routes), for the migration report. */
   clientFingerprint: string | undefined = undefined
+  /** The connection's bytes read when the body last made progress, and when (body-stall.ts). */
+  bodyBytesSeen = 0
+  bodyProgressAt = 0
+  /** Answered 408 because its body stopped arriving: what fails after that is not answered again. */
+  bodyStalled = false
 
   constructor(
     readonly request: IncomingMessage,

@@ -24,6 +24,7 @@ import { createEventLoopMonitor, createInFlightLimiter, overloadedError, RETRY_A
 import { requestBody } from './request-body.js'
 import type { RequestTarget } from './request-target.js'
 import { TrafficContext } from './traffic-context.js'
+import { createBodyStallWatch } from './body-stall.js'
 
 export interface TrafficDeps {
   /** The current runtime: read once per request, so a reload never splits a request. */
@@ -66,6 +67,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   const forwardStream = createForwarder(deps.upstream, answerError, deps.isDraining)
   const inFlight = createInFlightLimiter(() => deps.getRuntime().config.limits.maxInFlight)
   const eventLoop = createEventLoopMonitor(deps.getRuntime().config.limits.maxEventLoopDelayMs)
+  // A client body that makes no progress for the upstream limit is cut as the upstream's would be.
+  const bodyStalls = createBodyStallWatch(() => deps.getRuntime().config.limits.upstreamTimeoutMs, answerStalledBody)
 
   let open = 0
   let whenSettled: (() => void)[] = []
@@ -86,6 +89,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       if (finished) return
       finished = true
       queuedOn?.delete(finishTraffic)
+      bodyStalls.unwatch(traffic)
       if (entered) inFlight.leave()
       const aborted = !response.writableFinished
       if (aborted) {
@@ -122,6 +126,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         traffic.ownHeaders['retry-after'] = String(RETRY_AFTER_SECONDS)
         throw overloadedError('event-loop delay over the limit')
       }
+      if (!request.complete && requestBody(request) !== null) bodyStalls.watch(traffic)
       route(traffic)
     } catch (error) {
       answerError(traffic, error)
@@ -130,8 +135,27 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
 
   /** The gateway's own error answer. While draining, every answer closes its connection (SPEC 9). */
   function answerError(traffic: TrafficContext, error: unknown): void {
+    // The 408 is the answer; the body read or upstream call it cut fails after it.
+    if (traffic.bodyStalled) return
     if (deps.isDraining()) traffic.ownHeaders.connection = 'close'
     writeGatewayError(traffic, error, log)
+  }
+
+  /**
+   * A body that stopped arriving: 408 if nothing was answered yet, then the connection goes, which
+   * ends the body read or the upstream call (its upload cannot finish) and frees the slot.
+   */
+  function answerStalledBody(traffic: TrafficContext): void {
+    // Read first: a response that ends lets go of its socket.
+    const socket = traffic.response.socket ?? traffic.request.socket
+    traffic.ownHeaders.connection = 'close'
+    writeGatewayError(traffic, new GatewayError('REQUEST_TIMEOUT', 'the request body stopped arriving'), log)
+    traffic.bodyStalled = true
+    // An upstream call under way (native traffic streams the body as it comes) is not ended by
+    // the connection going: its upload would wait for the rest of the body for good.
+    traffic.cancel?.()
+    if (socket === null || traffic.response.writableFinished) socket?.destroy()
+    else traffic.response.once('finish', () => socket.destroy())
   }
 
   function logAccess(traffic: TrafficContext, status: number): void {
@@ -231,7 +255,10 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
 
   return {
     handle,
-    stop: () => eventLoop.stop(),
+    stop: () => {
+      eventLoop.stop()
+      bodyStalls.stop()
+    },
     settled: () => (open === 0 ? Promise.resolve() : new Promise((resolve) => whenSettled.push(resolve)))
   }
 }

@@ -1,0 +1,73 @@
+import { connect, type Socket } from 'node:net'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
+import { send } from '../helpers/http.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+
+const ALICE = 'Bearer demo-token-alice'
+// The body limit is upstreamTimeoutMs: short here, so that a stall is seen within the test's time.
+const LIMITS = { upstreamTimeoutMs: 1_000, maxInFlight: 2 }
+
+/** A request whose headers promise 1,000 bytes of body, of which only `sent` come. */
+function stalledRequest(path: string, sent: string): Buffer {
+  return buildRawRequest(`POST ${path} HTTP/1.1`, [['host', 'gw.test'], ['authorization', ALICE], ['content-type', 'application/json'], ['content-length', '1000']], sent)
+}
+
+describe('a request body that stops arriving (SPEC 10)', () => {
+  let sim: StartedSimulator
+  let gw: StartedGateway | undefined
+
+  beforeAll(async () => {
+    sim = await startSimulator()
+  })
+  afterEach(async () => {
+    await gw?.close()
+    gw = undefined
+  })
+  afterAll(async () => {
+    await sim.close()
+  })
+
+  it.each([
+    ['native', '/v4/execute'],
+    ['legacy', '/v1/headless/runs']
+  ])('is answered 408 REQUEST_TIMEOUT and its connection closed, freeing its in-flight slot: %s', async (_class, path) => {
+    gw = await startGateway(testConfig(sim.url, { limits: LIMITS }))
+    const stalled = [rawExchange(gw.url, stalledRequest(path, '{"input":'), { timeoutMs: 6_000 }), rawExchange(gw.url, stalledRequest(path, '{"in'), { timeoutMs: 6_000 })]
+    // Both slots are held: a third request is shed.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect((await send(gw.url, '/v4/execute', { headers: { authorization: ALICE }, json: { input: 1 } })).status).toBe(503)
+
+    for (const result of await Promise.all(stalled)) {
+      expect(result.timedOut).toBe(false)
+      expect(result.closedByServer).toBe(true)
+      expect(result.response?.status).toBe(408)
+      expect(result.response?.json.error.code).toBe('REQUEST_TIMEOUT')
+      expect(result.response?.headers.connection).toBe('close')
+    }
+    expect((await send(gw.url, '/v4/execute', { headers: { authorization: ALICE }, json: { input: 1 } })).status).toBe(200)
+    const lines = gw.logs.lines().filter((line) => line.msg === 'request' && line.status === 408)
+    expect(lines).toHaveLength(2)
+    expect(lines[0]).toMatchObject({ error: 'REQUEST_TIMEOUT' })
+  })
+
+  it('lets a slow body that keeps arriving finish, however long it takes in all', async () => {
+    gw = await startGateway(testConfig(sim.url, { limits: LIMITS }))
+    const body = JSON.stringify({ input: 'x'.repeat(40) })
+    const { hostname, port } = new URL(gw.url)
+    const socket: Socket = connect({ host: hostname, port: Number(port) })
+    const received: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => received.push(chunk))
+    await new Promise((resolve) => socket.once('connect', resolve))
+    socket.write(buildRawRequest('POST /v1/headless/runs HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['content-type', 'application/json'], ['content-length', String(body.length)]]))
+    // A few bytes every 400 ms: 2.4 s in all, over twice the limit, never 1 s without progress.
+    for (let offset = 0; offset < body.length; offset += 8) {
+      socket.write(body.slice(offset, offset + 8))
+      await new Promise((resolve) => setTimeout(resolve, 400))
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    socket.destroy()
+    expect(Buffer.concat(received).toString('latin1')).toMatch(/^HTTP\/1\.1 200 /)
+  })
+})
