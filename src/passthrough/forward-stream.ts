@@ -79,6 +79,13 @@ export function createForwarder(
           // The time it took to fail (a timeout, a refused connection) is upstream time too.
           traffic.upstreamMs = performance.now() - sentAt
           answerError(traffic, error)
+        },
+        onBrokenOff(error) {
+          // The client saw the upstream's status and a cut body; the log and metrics say whose
+          // failure it was (not 499, a client that left), unless the client did leave first.
+          if (traffic.clientGone) return
+          traffic.errorCode = error.code
+          traffic.brokenOffStatus = error.statusCode
         }
       }
     )

@@ -32,6 +32,8 @@ export class TrafficContext implements CancelScope {
   /** The connection's bytes read when the body last made progress, and when (body-stall.ts). */
   bodyBytesSeen = 0
   bodyProgressAt = 0
+  /** The status of the upstream failure that cut a streamed answer midway (502, 504), for the log. */
+  brokenOffStatus: number | undefined = undefined
   /** Answered 408 because its body stopped arriving: what fails after that is not answered again. */
   bodyStalled = false
 

@@ -96,7 +96,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         traffic.cancelled = true
         traffic.cancel?.()
       }
-      logAccess(traffic, aborted ? CLIENT_CLOSED_REQUEST : response.statusCode)
+      logAccess(traffic, aborted ? (traffic.brokenOffStatus ?? CLIENT_CLOSED_REQUEST) : response.statusCode)
       if (--open === 0 && whenSettled.length > 0) {
         for (const resolve of whenSettled) resolve()
         whenSettled = []

@@ -54,6 +54,8 @@ export interface StreamTarget {
   readonly body: Writable
   /** A failure before any response header: the target answers it itself. */
   onFailure(error: GatewayError): void
+  /** A failure after the headers went on: the body is then cut, and this says why. */
+  onBrokenOff(error: GatewayError): void
 }
 
 export interface UpstreamClient {
@@ -203,7 +205,10 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     // Before headers the client still gets an answer (SPEC 6); after, only an aborted stream can say it.
-    if (this.started) this.target.body.destroy(error)
-    else this.target.onFailure(mapUpstreamError(error))
+    if (!this.started) return this.target.onFailure(mapUpstreamError(error))
+    const mapped = mapUpstreamError(error)
+    // Headers arrived, so the upstream was reachable: a body that breaks off is a bad answer.
+    this.target.onBrokenOff(mapped.code === 'UPSTREAM_UNAVAILABLE' ? new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer broke off before its end', { cause: error }) : mapped)
+    this.target.body.destroy(error)
   }
 }

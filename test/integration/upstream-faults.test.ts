@@ -207,6 +207,15 @@ describe('an upstream that resets the connection', () => {
     expectAbortedStream(await rawNativeCall(context.url()))
   })
 
+  // SPEC 9: whose failure it was. Until 2026-11-23 the line read 499 (a client that left) with no error.
+  it('logs a native stream the upstream broke off as 502 UPSTREAM_BAD_RESPONSE, not as a client that left', async () => {
+    context.upstream().setHandler(resetMidBody)
+    const before = context.logs().length
+    expectAbortedStream(await rawNativeCall(context.url()))
+    await until(() => context.logs().slice(before).some((line) => line.msg === 'request'))
+    expect(context.logs().slice(before).find((line) => line.msg === 'request')).toMatchObject({ class: 'native', status: 502, error: 'UPSTREAM_BAD_RESPONSE' })
+  })
+
   itStillServes(context)
 })
 
@@ -293,6 +302,14 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
     const startedAt = performance.now()
     expectAbortedStream(await rawNativeCall(context.url()))
     expect(performance.now() - startedAt).toBeLessThan(2_000)
+  })
+
+  it('logs a native stream whose upstream body stalled as 504 UPSTREAM_TIMEOUT', async () => {
+    context.upstream().setHandler(stallMidBody)
+    const before = context.logs().length
+    expectAbortedStream(await rawNativeCall(context.url()))
+    await until(() => context.logs().slice(before).some((line) => line.msg === 'request'))
+    expect(context.logs().slice(before).find((line) => line.msg === 'request')).toMatchObject({ class: 'native', status: 504, error: 'UPSTREAM_TIMEOUT' })
   })
 
   itStillServes(context)
