@@ -38,11 +38,17 @@ export function readLegacyCredential(
 
 /**
  * Checks made before a runtime legacy body is read: a usable session token (answered without
- * any upstream call, SPEC 5) and a JSON content type. Returns the `Authorization` to send.
+ * any upstream call, SPEC 5) and a JSON content type, not content-coded. Returns the
+ * `Authorization` to send.
  */
-export function authorizeRuntimeCall(credential: PresentedCredential | null, contentType: string | undefined): string {
+export function authorizeRuntimeCall(credential: PresentedCredential | null, contentType: string | undefined, contentEncoding: string | undefined): string {
   const authorization = resolveRuntimeAuthorization(credential)
   if (!isLegacyBodyContentType(contentType)) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'legacy request bodies must be application/json')
+  // RFC 9110 15.5.16: a content coding the server does not take is a 415. The gateway reads the
+  // body as JSON and would otherwise call gzip bytes "not valid JSON".
+  if (contentEncoding !== undefined && !/^\s*(?:identity)?\s*$/i.test(contentEncoding)) {
+    throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'legacy request bodies must not be content-coded (gzip, br, …): send plain JSON')
+  }
   return authorization
 }
 

@@ -100,7 +100,7 @@ export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Ex
       })
       return Object.assign(explanation, note, { trafficClass: 'legacy' })
     }
-    const authorization = authorizeRuntimeCall(credential, headers['content-type'])
+    const authorization = authorizeRuntimeCall(credential, headers['content-type'], headers['content-encoding'])
     const bytes = Buffer.from(JSON.stringify(body ?? null))
     // The same limit the traffic listener reads a legacy body with (SPEC 10).
     if (bytes.length > runtime.config.limits.bodyBytes) throw new GatewayError('PAYLOAD_TOO_LARGE', `request body is larger than ${runtime.config.limits.bodyBytes} bytes`)

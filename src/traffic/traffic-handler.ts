@@ -215,7 +215,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       return
     }
 
-    const authorization = authorizeRuntimeCall(credential, request.headers['content-type'])
+    const authorization = authorizeRuntimeCall(credential, request.headers['content-type'], request.headers['content-encoding'])
     const bytes = await readBody(requestBody(request), request.headers['content-length'], runtime.config.limits.bodyBytes)
     const { body, call } = parseRuntimeBody(bytes, tenant, route)
 

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib'
 import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
 import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
@@ -171,6 +172,15 @@ describe('errors the gateway makes in front of the simulator', () => {
     const answer = await execute({ headers: { ...ALICE, 'content-type': 'text/plain' }, body: '{"input":1}' })
     expectGatewayError(answer, 415, 'UNSUPPORTED_MEDIA_TYPE')
     expect(sim.simulator.calls).toEqual([])
+  })
+
+  it('answers 415 UNSUPPORTED_MEDIA_TYPE for a gzip-coded legacy body, not 400 "not valid JSON" (RFC 9110 15.5.16)', async () => {
+    const answer = await execute({ headers: { ...ALICE, 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync('{"input":1}') })
+    expectGatewayError(answer, 415, 'UNSUPPORTED_MEDIA_TYPE')
+    expect(answer.json.error.message).toContain('content-coded')
+    expect(sim.simulator.calls).toEqual([])
+    // identity is no coding at all.
+    expect((await execute({ headers: { ...ALICE, 'content-type': 'application/json', 'content-encoding': 'identity' }, body: '{"input":1}' })).status).toBe(200)
   })
 
   it('answers 415 UNSUPPORTED_MEDIA_TYPE for a legacy body without a content-type', async () => {
