@@ -6,9 +6,10 @@ import { GatewayError } from '../errors/registry.js'
  * limit fails before a byte is read; a stream that runs over fails as soon as it does, so an
  * oversized body is never held whole.
  */
-export function readBody(stream: Readable | null, declaredLength: string | undefined, limitBytes: number): Promise<Buffer> {
+export function readBody(stream: Readable | null, declaredLength: string | undefined, limitBytes: number, beforeReading?: () => void): Promise<Buffer> {
   if (declaredLength !== undefined && Number(declaredLength) > limitBytes) return Promise.reject(tooLarge(limitBytes))
   if (stream === null) return Promise.resolve(Buffer.alloc(0))
+  beforeReading?.()
   // Events rather than an async iterator: a body is one or two chunks, and the iterator's
   // machinery cost more than the reading. Not an async function: one returning this promise
   // would cost two more turns of the microtask queue per request.

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import type { TrafficContext } from '../traffic/traffic-context.js'
-import { requestBody } from '../traffic/request-body.js'
+import { continueIfExpected, requestBody } from '../traffic/request-body.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
 import { stripHopByHop } from '../util/hop-by-hop.js'
@@ -36,13 +36,15 @@ export function createForwarder(
   return function forwardStream(traffic, options) {
     const { request, response } = traffic
     const sentAt = performance.now()
+    const body = requestBody(request)
+    if (body !== null) continueIfExpected(request, response)
     upstream.stream(
       {
         origin: options.origin,
         method: request.method as string,
         path: options.target,
         headers: buildUpstreamHeaders(traffic, options),
-        body: requestBody(request),
+        body,
         timeoutMs: options.timeoutMs
       },
       {

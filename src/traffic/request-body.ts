@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 
 /**
  * The request's body stream, or null when it has none to send on, by fastify's rule (kept when
@@ -15,4 +15,18 @@ export function requestBody(request: IncomingMessage): IncomingMessage | null {
     if (length === undefined || length === '0') return null
   }
   return request
+}
+
+const CONTINUE_EXPECTED = /(?:^|[\s,])100-continue(?:$|[\s,;])/i
+
+/**
+ * The `100 Continue` an `Expect: 100-continue` request waits for, sent once the gateway is about
+ * to read its body (RFC 9110 10.1.1). The traffic listener does not send it by itself
+ * (traffic-server.ts), so a request refused first (credentials, media type, a declared length
+ * over the limit, load shedding) is answered before the client uploads anything.
+ */
+export function continueIfExpected(request: IncomingMessage, response: ServerResponse): void {
+  const expect = request.headers.expect
+  if (expect === undefined || response.headersSent || request.httpVersionMajor !== 1 || request.httpVersionMinor !== 1) return
+  if (CONTINUE_EXPECTED.test(expect)) response.writeContinue()
 }

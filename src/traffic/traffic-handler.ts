@@ -21,7 +21,7 @@ import { listenerProtocol } from '../util/forwarded-headers.js'
 import { putOwnHeaders } from '../util/own-headers.js'
 import { classifyRequest, rewrittenProxyPath, type RequestHead } from './classify-request.js'
 import { createEventLoopMonitor, createInFlightLimiter, overloadedError, RETRY_AFTER_SECONDS } from './load-shedding.js'
-import { requestBody } from './request-body.js'
+import { continueIfExpected, requestBody } from './request-body.js'
 import type { RequestTarget } from './request-target.js'
 import { TrafficContext } from './traffic-context.js'
 import { createBodyStallWatch } from './body-stall.js'
@@ -216,7 +216,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     }
 
     const authorization = authorizeRuntimeCall(credential, request.headers['content-type'], request.headers['content-encoding'])
-    const bytes = await readBody(requestBody(request), request.headers['content-length'], runtime.config.limits.bodyBytes)
+    const bytes = await readBody(requestBody(request), request.headers['content-length'], runtime.config.limits.bodyBytes, () => continueIfExpected(request, response))
     const { body, call } = parseRuntimeBody(bytes, tenant, route)
 
     const result = await runLegacyCall(

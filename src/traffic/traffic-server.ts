@@ -31,6 +31,9 @@ export function createTrafficServer(handler: TrafficHandler, log: Logger): Serve
   // 10.1.1 lets a server do that), rather than Node's bare 417, which skips the gateway's log,
   // metrics and envelope and keeps a draining connection alive.
   server.on('checkExpectation', handler.handle)
+  // Expect: 100-continue: served without Node's automatic 100, which the gateway sends itself once
+  // it is about to read the body (request-body.ts), so a request it refuses is not uploaded first.
+  server.on('checkContinue', handler.handle)
   const connections = new Set<Socket>()
   openConnections.set(server, connections)
   server.on('connection', (socket: Socket) => {
