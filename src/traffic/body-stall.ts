@@ -31,6 +31,10 @@ export function createBodyStallWatch(limitMs: () => number, onStalled: (traffic:
       if (socket.bytesRead !== traffic.bodyBytesSeen) {
         traffic.bodyBytesSeen = socket.bytesRead
         traffic.bodyProgressAt = now
+      } else if (traffic.request.readableLength > 0) {
+        // Body waiting in the gateway's own buffer: the upstream is not taking it (back-pressure),
+        // so the gateway stopped reading, not the client sending. That wait is undici's to time.
+        traffic.bodyProgressAt = now
       } else if (now - traffic.bodyProgressAt >= limit) {
         receiving.delete(traffic)
         onStalled(traffic)

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { removeQueryCredential, rewriteProxyCredentialHeaders } from '../credentials/index.js'
 import { roundMs, writeGatewayError } from '../errors/error-handler.js'
-import { GatewayError } from '../errors/registry.js'
+import { ERROR_STATUS, GatewayError } from '../errors/registry.js'
 import type { GatewayRuntime } from '../gateway-runtime.js'
 import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import { readBody } from '../legacy/read-body.js'
@@ -149,6 +149,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     // Read first: a response that ends lets go of its socket.
     const socket = traffic.response.socket ?? traffic.request.socket
     traffic.ownHeaders.connection = 'close'
+    // An answer already under way can only be cut: its line says why.
+    if (traffic.response.headersSent) traffic.brokenOffStatus = ERROR_STATUS.REQUEST_TIMEOUT
     writeGatewayError(traffic, new GatewayError('REQUEST_TIMEOUT', 'the request body stopped arriving'), log)
     traffic.bodyStalled = true
     // An upstream call under way (native traffic streams the body as it comes) is not ended by

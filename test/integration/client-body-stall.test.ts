@@ -1,4 +1,5 @@
-import { connect, type Socket } from 'node:net'
+import { createServer, request as httpRequest, type Server } from 'node:http'
+import { connect, type AddressInfo, type Socket } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
 import { send } from '../helpers/http.js'
@@ -69,5 +70,54 @@ describe('a request body that stops arriving (SPEC 10)', () => {
     await new Promise((resolve) => setTimeout(resolve, 300))
     socket.destroy()
     expect(Buffer.concat(received).toString('latin1')).toMatch(/^HTTP\/1\.1 200 /)
+  })
+
+  it('does not cut a native stream whose upstream stopped taking the body: that wait is the gateway’s, not the client’s', async () => {
+    // Answers at once and streams for 3 s (three times the limit), never reading the upload.
+    const upstream: Server = createServer((request, response) => {
+      request.pause()
+      response.writeHead(200, { 'content-type': 'text/plain' })
+      let sent = 0
+      const timer = setInterval(() => {
+        response.write(`chunk ${++sent}\n`)
+        if (sent === 10) {
+          clearInterval(timer)
+          response.end()
+        }
+      }, 300)
+    })
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
+    try {
+      gw = await startGateway(testConfig(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, { limits: LIMITS }))
+      const { hostname, port } = new URL(gw.url)
+      const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const call = httpRequest({ host: hostname, port: Number(port), method: 'POST', path: '/v4/upload', headers: { authorization: ALICE, 'content-type': 'application/octet-stream', 'content-length': String(64 * 1024 * 1024) } })
+        call.on('response', (response) => {
+          let text = ''
+          response.setEncoding('utf8')
+          response.on('data', (chunk: string) => (text += chunk))
+          response.on('end', () => {
+            resolve({ status: response.statusCode ?? 0, text })
+            call.destroy()
+          })
+          response.on('error', reject)
+        })
+        call.on('error', () => undefined)
+        // The client sends as fast as it is let: its writes wait only on back-pressure.
+        const chunk = Buffer.alloc(64 * 1024)
+        const pump = (): void => {
+          while (!call.destroyed && call.write(chunk));
+          if (!call.destroyed) call.once('drain', pump)
+        }
+        pump()
+      })
+      expect(answer.status).toBe(200)
+      expect(answer.text.trim().split('\n')).toHaveLength(10)
+    } finally {
+      await gw?.close()
+      gw = undefined
+      upstream.closeAllConnections()
+      await new Promise((resolve) => upstream.close(resolve))
+    }
   })
 })
