@@ -139,6 +139,15 @@ function useFaultGateway(upstreamTimeoutMs: number): FaultContext {
   return { upstream: () => upstream, url: () => gateway.url, logs: () => gateway.logs.lines() }
 }
 
+/** The access line of a native call whose streamed answer `fault` breaks off midway. */
+async function brokenOffStreamLine(context: FaultContext, fault: Parameters<FaultUpstream['setHandler']>[0]): Promise<Record<string, unknown> | undefined> {
+  context.upstream().setHandler(fault)
+  const before = context.logs().length
+  expectAbortedStream(await rawNativeCall(context.url()))
+  await until(() => context.logs().slice(before).some((line) => line.msg === 'request'))
+  return context.logs().slice(before).find((line) => line.msg === 'request')
+}
+
 /** The good calls that end each describe: the gateway is still whole after the faults. */
 function itStillServes(context: FaultContext): void {
   it('still answers a legacy call correctly after these faults', async () => {
@@ -209,11 +218,7 @@ describe('an upstream that resets the connection', () => {
 
   // SPEC 9: whose failure it was. Until 2026-11-23 the line read 499 (a client that left) with no error.
   it('logs a native stream the upstream broke off as 502 UPSTREAM_BAD_RESPONSE, not as a client that left', async () => {
-    context.upstream().setHandler(resetMidBody)
-    const before = context.logs().length
-    expectAbortedStream(await rawNativeCall(context.url()))
-    await until(() => context.logs().slice(before).some((line) => line.msg === 'request'))
-    expect(context.logs().slice(before).find((line) => line.msg === 'request')).toMatchObject({ class: 'native', status: 502, error: 'UPSTREAM_BAD_RESPONSE' })
+    expect(await brokenOffStreamLine(context, resetMidBody)).toMatchObject({ class: 'native', status: 502, error: 'UPSTREAM_BAD_RESPONSE' })
   })
 
   itStillServes(context)
@@ -305,11 +310,7 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
   })
 
   it('logs a native stream whose upstream body stalled as 504 UPSTREAM_TIMEOUT', async () => {
-    context.upstream().setHandler(stallMidBody)
-    const before = context.logs().length
-    expectAbortedStream(await rawNativeCall(context.url()))
-    await until(() => context.logs().slice(before).some((line) => line.msg === 'request'))
-    expect(context.logs().slice(before).find((line) => line.msg === 'request')).toMatchObject({ class: 'native', status: 504, error: 'UPSTREAM_TIMEOUT' })
+    expect(await brokenOffStreamLine(context, stallMidBody)).toMatchObject({ class: 'native', status: 504, error: 'UPSTREAM_TIMEOUT' })
   })
 
   itStillServes(context)
