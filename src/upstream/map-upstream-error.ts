@@ -56,3 +56,12 @@ export function mapUpstreamError(error: unknown): GatewayError {
   const known = codes.find((code) => UNAVAILABLE_CODES.has(code))
   return new GatewayError('UPSTREAM_UNAVAILABLE', known === undefined ? 'the upstream could not be reached' : `the upstream could not be reached (${known})`, { cause: error })
 }
+
+/**
+ * An upstream failure after its response headers arrived: the upstream was reachable, so a body
+ * that breaks off (a reset, a closed connection) is a bad answer, not an unavailable upstream.
+ */
+export function mapUpstreamErrorAfterHeaders(error: unknown): GatewayError {
+  const mapped = mapUpstreamError(error)
+  return mapped.code === 'UPSTREAM_UNAVAILABLE' ? new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer broke off before its end', { cause: error }) : mapped
+}

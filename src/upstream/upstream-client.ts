@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable, Writable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { GatewayError } from '../errors/registry.js'
-import { mapUpstreamError } from './map-upstream-error.js'
+import { mapUpstreamError, mapUpstreamErrorAfterHeaders } from './map-upstream-error.js'
 
 /** Answers the gateway must read (sessions.start, executions) are capped: a V4 answer is small. */
 export const MAX_UPSTREAM_BODY_BYTES = 16 * 1024 * 1024
@@ -157,10 +157,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    const mapped = mapUpstreamError(error)
-    // Headers arrived, so the upstream was reachable: a body that breaks off is a bad answer.
-    const brokeOff = this.statusCode !== 0 && mapped.code === 'UPSTREAM_UNAVAILABLE'
-    this.fail(brokeOff ? new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer broke off before its end', { cause: error }) : mapped)
+    this.fail(this.statusCode === 0 ? mapUpstreamError(error) : mapUpstreamErrorAfterHeaders(error))
   }
 
   private fail(error: GatewayError): void {
@@ -206,9 +203,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     // Before headers the client still gets an answer (SPEC 6); after, only an aborted stream can say it.
     if (!this.started) return this.target.onFailure(mapUpstreamError(error))
-    const mapped = mapUpstreamError(error)
-    // Headers arrived, so the upstream was reachable: a body that breaks off is a bad answer.
-    this.target.onBrokenOff(mapped.code === 'UPSTREAM_UNAVAILABLE' ? new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer broke off before its end', { cause: error }) : mapped)
+    this.target.onBrokenOff(mapUpstreamErrorAfterHeaders(error))
     this.target.body.destroy(error)
   }
 }
