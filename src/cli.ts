@@ -114,8 +114,10 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'simulator') return runSimulatorCommand(rest)
   if (command === 'check-config') return checkConfigCommand(rest)
   if (command === 'explain') return explainCommand(rest)
-  if (command === 'config-schema' && rest.length > 0) throw new UsageError('config-schema takes no arguments')
-  if (command === 'config-schema') return void console.log(JSON.stringify(buildConfigJsonSchema(), null, 2))
+  if (command === 'config-schema') {
+    if (rest.length > 0) throw new UsageError('config-schema takes no arguments')
+    return void console.log(JSON.stringify(buildConfigJsonSchema(), null, 2))
+  }
   if (command === 'run') return runCommand(rest)
   if (command === undefined || command.startsWith('-')) return runCommand(argv)
   throw new UsageError(`unknown command: ${command}`)

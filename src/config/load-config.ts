@@ -58,12 +58,15 @@ export function parseConfigText(text: string, source: string, env: Record<string
  * characters around a JSON error; yaml quotes tags, aliases and the lines around an error.
  */
 
+/** Where V8 says a JSON error is, when it says. */
+const JSON_ERROR_POSITION = / in JSON at position (\d+)/
+
 function parseJson(text: string, source: string): unknown {
   try {
     return JSON.parse(text)
   } catch (error) {
     const message = (error as Error).message
-    const at = / in JSON at position (\d+)/.exec(message)
+    const at = JSON_ERROR_POSITION.exec(message)
     if (at !== null) throw new ConfigError(source, [`cannot parse the file: ${message.slice(0, at.index)}${whereInText(text, Number(at[1]))}`])
     // "Unexpected token 'k', "{"token":key_…"... is not valid JSON": the token and the excerpt are the file's.
     if (message.startsWith('Unexpected token')) throw new ConfigError(source, [`cannot parse the file: Unexpected token${whereInText(text, unexpectedTokenPosition(text))}`])
@@ -115,7 +118,7 @@ function failsByEndingEarly(prefix: string): boolean {
     return true
   } catch (error) {
     const message = (error as Error).message
-    const at = / in JSON at position (\d+)/.exec(message)
+    const at = JSON_ERROR_POSITION.exec(message)
     return message.startsWith('Unexpected end of JSON input') || (at !== null && Number(at[1]) >= prefix.length)
   }
 }
