@@ -135,7 +135,7 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl) {
   if (candidate.kind === 'proxy') {
     const { handle, match } = await startNode({
       name: candidate.name,
-      args: [...profileFlags(candidate.name), join(BENCH_DIR, candidate.script), stubUrl],
+      args: [...(candidate.productionFlags ? GATEWAY_NODE_FLAGS : []), ...profileFlags(candidate.name), join(BENCH_DIR, candidate.script), stubUrl],
       core: MEASURED_CORE,
       pin,
       ready: /^\S+ proxy listening on (\S+)/
@@ -310,7 +310,7 @@ function goalLines(rows, samples, memory) {
         (CANDIDATES.find((candidate) => candidate.name === name)?.nodeDefaults === true ? ' [diagnostic row: started without the production Node flags]' : '')
     )
   }
-  lines.push(...scaleLines(rows))
+  lines.push(...scaleLines(rows), ...tunedReferenceLines(rows))
   if (memory !== undefined) {
     const value = memory.heapBytesPerEntry
     lines.push(
@@ -338,6 +338,25 @@ function scaleLines(rows) {
     if (row === undefined) continue
     const share = row.rps / handwritten
     lines.push(`  ${goal.row}: ${share.toFixed(2)}x the hand-written proxy, ${(share * ISSUE_HANDWRITTEN_RATIO).toFixed(2)}x at the issue's scale (goal >= ${goal.minRatio}x)`)
+  }
+  return lines
+}
+
+/**
+ * The reference runs as a user would start it, with Node's defaults; the gateway's production
+ * flags would help it too. Each goal row against the reference with those flags shows how much
+ * of a verdict is the flags and how much the code. Informational, like the scale lines.
+ */
+function tunedReferenceLines(rows) {
+  const tuned = rows['fastify-http-proxy-tuned']?.rps
+  const reference = rows['fastify-http-proxy']?.rps
+  if (tuned === undefined) return []
+  const lines = [
+    `tuned reference: fastify-http-proxy with the gateway's Node flags (${GATEWAY_NODE_FLAGS.join(' ')}) read ${reference === undefined ? 'n/a' : `${(tuned / reference).toFixed(2)}x`} the plain one. Against it (informational):`
+  ]
+  for (const goal of GOALS) {
+    const row = rows[goal.row]
+    if (row !== undefined) lines.push(`  ${goal.row}: ${(row.rps / tuned).toFixed(2)}x the tuned reference`)
   }
   return lines
 }
