@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { TrafficContext } from '../traffic/traffic-context.js'
 import { continueIfExpected, requestBody } from '../traffic/request-body.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
@@ -62,7 +62,17 @@ export function createForwarder(
           // An HTTP/1.1 connection whose request body was not read to its end cannot carry another
           // request; while draining, none should carry another (SPEC 9).
           if (!request.complete || isDraining()) answer.connection = 'close'
+          // Left out with the hop-by-hop fields (a request cannot carry trailers upstream: undici
+          // sends none), the upstream's announcement goes back where its trailers can follow.
+          if (headers.trailer !== undefined && carriesTrailers(request, statusCode, answer)) answer.trailer = headers.trailer
           response.writeHead(statusCode, answer)
+        },
+        onTrailers(trailers) {
+          try {
+            response.addTrailers(stripHopByHop(trailers) as OutgoingHttpHeaders)
+          } catch {
+            // A field Node refuses to write cannot go on; the body and the other fields have.
+          }
         },
         onInformational(statusCode, headers) {
           // RFC 9110 15.2 has a proxy pass interim answers on. Node can write a 103's Link (and
@@ -92,6 +102,22 @@ export function createForwarder(
       }
     )
   }
+}
+
+/**
+ * Whether Node will send this answer chunked, the one framing that carries trailers (RFC 9112
+ * 7.1.2): an HTTP/1.1 client, a body, no length. Node throws on a `Trailer` field in any other
+ * answer, and drops the trailers of one it does not chunk (an HTTP/1.0 client).
+ */
+function carriesTrailers(request: IncomingMessage, statusCode: number, answer: OutgoingHttpHeaders): boolean {
+  return (
+    request.httpVersionMajor === 1 &&
+    request.httpVersionMinor >= 1 &&
+    request.method !== 'HEAD' &&
+    statusCode !== 204 &&
+    statusCode !== 304 &&
+    answer['content-length'] === undefined
+  )
 }
 
 /**

@@ -52,6 +52,8 @@ export interface StreamTarget {
   onInformational(statusCode: number, headers: IncomingHttpHeaders): void
   /** The body goes here, with backpressure; it is ended, or destroyed when the upstream breaks off. */
   readonly body: Writable
+  /** The trailer fields of a chunked answer, when the upstream sent any: right before the body ends. */
+  onTrailers(trailers: IncomingHttpHeaders): void
   /** A failure before any response header: the target answers it itself. */
   onFailure(error: GatewayError): void
   /** A failure after the headers went on: the body is then cut, and this says why. */
@@ -196,7 +198,8 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     this.target.body.once('drain', () => controller.resume())
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    if (hasAnyField(trailers)) this.target.onTrailers(trailers)
     this.target.body.end()
   }
 
@@ -206,4 +209,10 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     this.target.onBrokenOff(mapUpstreamErrorAfterHeaders(error))
     this.target.body.destroy(error)
   }
+}
+
+/** Whether a parsed field block holds any field; undici passes `{}` for an answer without trailers. */
+function hasAnyField(fields: IncomingHttpHeaders): boolean {
+  for (const _name in fields) return true
+  return false
 }

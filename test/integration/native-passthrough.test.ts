@@ -4,6 +4,7 @@ import { connect, type AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import { Agent, request as undiciRequest } from 'undici'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { startFaultUpstream, type FaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
 import { parseRawResponse, rawExchange as exchangeRaw } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
@@ -454,6 +455,69 @@ describe('interim (1xx) answers from the upstream', () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { authorization: 'Bearer tok_interim' }, json: { input: 1 } })
     expect(answer.status).toBe(200)
     expect(answer.json.output).toBe('final')
+  })
+})
+
+describe('trailer fields of a chunked upstream answer', () => {
+  // Written as raw bytes: Node's own server would refuse to announce trailers on a 204 or next to a length.
+  const ANSWERS: Record<string, string> = {
+    '/v4/trailers': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTrailer: x-checksum\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-checksum: sha256=2cf24d\r\n\r\n',
+    '/v4/no-content': 'HTTP/1.1 204 No Content\r\nTrailer: x-checksum\r\n\r\n',
+    '/v4/with-length': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nTrailer: x-checksum\r\n\r\nhello'
+  }
+  let upstream: FaultUpstream
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    upstream = await startFaultUpstream((exchange) => {
+      const path = exchange.url
+      const answer = exchange.method === 'HEAD' ? 'HTTP/1.1 200 OK\r\nTrailer: x-checksum\r\nTransfer-Encoding: chunked\r\n\r\n' : ANSWERS[path]
+      exchange.socket.end(answer ?? 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n')
+    })
+    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await upstream.close()
+  })
+
+  function get(path: string, version = '1.1', method = 'GET'): Promise<string> {
+    return rawExchange(gw.url, `${method} ${path} HTTP/${version}\r\nHost: gateway.test\r\nConnection: close\r\n\r\n`)
+  }
+
+  it('passes the trailers on after the last chunk, announced as the upstream announced them', async () => {
+    const text = await get('/v4/trailers')
+    const [head, body] = text.split('\r\n\r\n', 2) as [string, string]
+    expect(head.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
+    expect(head).toMatch(/\r\nTrailer: x-checksum\r\n/i)
+    expect(head).toMatch(/\r\nTransfer-Encoding: chunked/i)
+    expect(text.slice(head.length + 4)).toBe('5\r\nhello\r\n0\r\nx-checksum: sha256=2cf24d\r\n\r\n')
+    expect(body.startsWith('5\r\nhello')).toBe(true)
+  })
+
+  it('reads the same through an HTTP client: the trailers arrive with the body', async () => {
+    const answer = await undiciRequest(`${gw.url}/v4/trailers`, { dispatcher: streamingAgent })
+    expect(await answer.body.text()).toBe('hello')
+    expect(answer.trailers).toEqual({ 'x-checksum': 'sha256=2cf24d' })
+  })
+
+  it('sends an HTTP/1.0 client the body without chunks, the announcement or the trailers', async () => {
+    const text = await get('/v4/trailers', '1.0')
+    expect(text.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
+    expect(text).not.toMatch(/trailer:|x-checksum|transfer-encoding/i)
+    expect(text.endsWith('\r\n\r\nhello')).toBe(true)
+  })
+
+  it('drops the announcement from answers that cannot carry trailers: a 204, a HEAD, a length', async () => {
+    const noContent = await get('/v4/no-content')
+    expect(noContent.startsWith('HTTP/1.1 204 No Content\r\n')).toBe(true)
+    const head = await get('/v4/trailers', '1.1', 'HEAD')
+    expect(head.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
+    const withLength = await get('/v4/with-length')
+    expect(withLength.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
+    expect(withLength).toMatch(/\r\nContent-Length: 5\r\n/i)
+    expect(withLength.endsWith('\r\n\r\nhello')).toBe(true)
+    for (const text of [noContent, head, withLength]) expect(text).not.toMatch(/\r\ntrailer:/i)
   })
 })
 
