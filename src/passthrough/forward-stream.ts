@@ -4,6 +4,7 @@ import { continueIfExpected, requestBody } from '../traffic/request-body.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
 import { stripHopByHop } from '../util/hop-by-hop.js'
+import { writeInterim } from '../traffic/interim-answer.js'
 import { putOwnHeaders } from '../util/own-headers.js'
 
 export interface ForwardOptions {
@@ -64,10 +65,13 @@ export function createForwarder(
           if (!request.complete || isDraining()) answer.connection = 'close'
           // Left out with the hop-by-hop fields (a request cannot carry trailers upstream: undici
           // sends none), the upstream's announcement goes back where its trailers can follow.
-          if (headers.trailer !== undefined && carriesTrailers(request, statusCode, answer)) answer.trailer = headers.trailer
+          if (headers.trailer !== undefined && carriesTrailers(request, statusCode, answer['content-length'] !== undefined)) answer.trailer = headers.trailer
           response.writeHead(statusCode, answer)
         },
         onTrailers(trailers) {
+          // Node would also chunk for an HTTP/1.0 client that asks for it (`TE: chunked`); the
+          // answers that carry trailers are the ones that could announce them.
+          if (!carriesTrailers(request, response.statusCode, response.hasHeader('content-length'))) return
           try {
             response.addTrailers(stripHopByHop(trailers) as OutgoingHttpHeaders)
           } catch {
@@ -78,14 +82,17 @@ export function createForwarder(
           // RFC 9110 15.2 has a proxy pass interim answers on. Node can write a 103's Link (and
           // answers 100-continue itself); other 1xx are dropped, the final answer still follows.
           // Never to an HTTP/1.0 client, which would read it as the answer (RFC 9110 15).
-          if (statusCode !== 103 || headers.link === undefined || response.headersSent || request.httpVersionMinor === 0) return
-          try {
-            // Node takes one link per entry: `</a.css>; rel=preload, </b.js>; rel=preload` is two.
-            const links = (Array.isArray(headers.link) ? headers.link : [headers.link]).flatMap((value) => value.split(/,\s*(?=<)/))
-            response.writeEarlyHints({ link: links })
-          } catch {
-            // A Link value Node refuses is only a hint: the final answer is what counts.
-          }
+          const link = headers.link
+          if (statusCode !== 103 || link === undefined || response.headersSent || request.httpVersionMinor === 0) return
+          writeInterim(response, () => {
+            try {
+              // Node takes one link per entry: `</a.css>; rel=preload, </b.js>; rel=preload` is two.
+              const links = (Array.isArray(link) ? link : [link]).flatMap((value) => value.split(/,\s*(?=<)/))
+              response.writeEarlyHints({ link: links })
+            } catch {
+              // A Link value Node refuses is only a hint: the final answer is what counts.
+            }
+          })
         },
         onFailure(error) {
           // The time it took to fail (a timeout, a refused connection) is upstream time too.
@@ -105,18 +112,19 @@ export function createForwarder(
 }
 
 /**
- * Whether Node will send this answer chunked, the one framing that carries trailers (RFC 9112
- * 7.1.2): an HTTP/1.1 client, a body, no length. Node throws on a `Trailer` field in any other
- * answer, and drops the trailers of one it does not chunk (an HTTP/1.0 client).
+ * Whether an answer carries trailers: one Node sends chunked, the framing that can (RFC 9112
+ * 7.1.2), to an HTTP/1.1 client: a body, no length. Node throws on a `Trailer` field in any other
+ * answer. (It also chunks for an HTTP/1.0 client that sends `TE: chunked`, which gets no trailers:
+ * the answer could not announce them.)
  */
-function carriesTrailers(request: IncomingMessage, statusCode: number, answer: OutgoingHttpHeaders): boolean {
+function carriesTrailers(request: IncomingMessage, statusCode: number, hasLength: boolean): boolean {
   return (
     request.httpVersionMajor === 1 &&
     request.httpVersionMinor >= 1 &&
     request.method !== 'HEAD' &&
     statusCode !== 204 &&
     statusCode !== 304 &&
-    answer['content-length'] === undefined
+    !hasLength
   )
 }
 

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { writeInterim } from './interim-answer.js'
 
 /**
  * The request's body stream, or null when it has none to send on, by fastify's rule (kept when
@@ -28,5 +29,5 @@ const CONTINUE_EXPECTED = /(?:^|[\s,])100-continue(?:$|[\s,;])/i
 export function continueIfExpected(request: IncomingMessage, response: ServerResponse): void {
   const expect = request.headers.expect
   if (expect === undefined || response.headersSent || request.httpVersionMajor !== 1 || request.httpVersionMinor !== 1) return
-  if (CONTINUE_EXPECTED.test(expect)) response.writeContinue()
+  if (CONTINUE_EXPECTED.test(expect)) writeInterim(response, () => response.writeContinue())
 }

@@ -458,6 +458,101 @@ describe('interim (1xx) answers from the upstream', () => {
   })
 })
 
+describe('interim (1xx) answers to a request pipelined behind another', () => {
+  // Node buffers what is written to an answer still queued, and puts the final status line in
+  // front of the buffer with the first body chunk: a 1xx written then would land inside the answer.
+  const LINK = '</a.css>; rel=preload'
+  let upstream: RecordingUpstream
+  let gw: StartedGateway
+
+  beforeAll(async () => {
+    upstream = await startRecordingUpstream((request, response) => {
+      const path = request.url
+      if (path === '/v4/slow') {
+        setTimeout(() => response.writeHead(200, { 'content-length': 4 }).end('slow'), 300)
+      } else if (path === '/v4/hint-then-answer' || path === '/v4/hint-then-wait') {
+        response.writeEarlyHints({ link: LINK })
+        const answer = (): void => void response.writeHead(200, { 'content-type': 'text/plain', 'content-length': 5 }).end('hello')
+        if (path === '/v4/hint-then-answer') answer()
+        else setTimeout(answer, 600)
+      } else if (path === '/v4/execute') {
+        const body = JSON.stringify({ output: 'ran', meta: { requestId: 'r', timingMs: { total: 1 } } })
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body)
+      } else {
+        response.writeHead(201, { 'content-length': 7 }).end('created')
+      }
+    })
+    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
+  })
+  afterAll(async () => {
+    await gw.close()
+    await upstream.close()
+  })
+
+  function pipelined(second: string): Promise<string> {
+    return rawExchange(gw.url, `GET /v4/slow HTTP/1.1\r\nHost: gateway.test\r\n\r\n${second}`)
+  }
+
+  /** The answers in `text`, each cut at its declared length: a 1xx inside one shows up as its body. */
+  function answers(text: string): Array<{ head: string; body: string }> {
+    const found: Array<{ head: string; body: string }> = []
+    let rest = text
+    while (rest.length > 0) {
+      const end = rest.indexOf('\r\n\r\n')
+      if (end === -1) break
+      const head = rest.slice(0, end)
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0)
+      found.push({ head, body: rest.slice(end + 4, end + 4 + length) })
+      rest = rest.slice(end + 4 + length)
+    }
+    return found
+  }
+
+  it('drops a 103 whose final answer is ready before its turn, instead of writing it inside that answer', async () => {
+    const text = await pipelined('GET /v4/hint-then-answer HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n')
+    const [first, second, ...more] = answers(text)
+    expect(first?.body).toBe('slow')
+    expect(second?.head.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
+    expect(second?.body).toBe('hello')
+    expect(more).toEqual([])
+  })
+
+  it('writes a 103 once the answer reaches the wire, ahead of a final answer that comes later', async () => {
+    const text = await pipelined('GET /v4/hint-then-wait HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n')
+    const [first, hint, final, ...more] = answers(text)
+    expect(first?.body).toBe('slow')
+    expect(hint?.head).toBe(`HTTP/1.1 103 Early Hints\r\nLink: ${LINK}`)
+    expect(final?.head.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
+    expect(final?.body).toBe('hello')
+    expect(more).toEqual([])
+  })
+
+  it('writes a 100 Continue in its turn, never inside the answer to the request that waited for it', async () => {
+    const text = await pipelined('POST /v4/echo HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n{}')
+    const found = answers(text)
+    expect(found[0]?.body).toBe('slow')
+    const last = found[found.length - 1]
+    expect(last?.head.startsWith('HTTP/1.1 201 Created\r\n')).toBe(true)
+    expect(last?.body).toBe('created')
+    // Between the two, at most the 100 itself.
+    expect(found.slice(1, -1).map((answer) => answer.head)).toEqual(found.length === 3 ? ['HTTP/1.1 100 Continue'] : [])
+    expect(upstream.requests.find((request) => request.url === '/v4/echo')?.body.toString()).toBe('{}')
+  })
+
+  it('does the same for a legacy call, whose body the gateway reads itself', async () => {
+    const body = '{"input":1}'
+    const text = await pipelined(
+      `POST /v1/headless/runs HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer tok_pipelined\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n${body}`
+    )
+    const found = answers(text)
+    expect(found[0]?.body).toBe('slow')
+    const last = found[found.length - 1]
+    expect(last?.head.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
+    expect(JSON.parse(last?.body ?? '')).toMatchObject({ output: 'ran' })
+    expect(found.slice(1, -1).map((answer) => answer.head)).toEqual(found.length === 3 ? ['HTTP/1.1 100 Continue'] : [])
+  })
+})
+
 describe('trailer fields of a chunked upstream answer', () => {
   // Written as raw bytes: Node's own server would refuse to announce trailers on a 204 or next to a length.
   const ANSWERS: Record<string, string> = {
@@ -506,6 +601,14 @@ describe('trailer fields of a chunked upstream answer', () => {
     expect(text.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
     expect(text).not.toMatch(/trailer:|x-checksum|transfer-encoding/i)
     expect(text.endsWith('\r\n\r\nhello')).toBe(true)
+  })
+
+  it('sends no trailers to an HTTP/1.0 client that asks for chunks (TE: chunked), as it sends no announcement', async () => {
+    const text = await rawExchange(gw.url, 'GET /v4/trailers HTTP/1.0\r\nHost: gateway.test\r\nTE: chunked\r\n\r\n')
+    expect(text.startsWith('HTTP/1.1 200 OK\r\n')).toBe(true)
+    expect(text).toMatch(/\r\nTransfer-Encoding: chunked\r\n/i)
+    expect(text).not.toMatch(/trailer:|x-checksum/i)
+    expect(text.endsWith('5\r\nhello\r\n0\r\n\r\n')).toBe(true)
   })
 
   it('drops the announcement from answers that cannot carry trailers: a 204, a HEAD, a length', async () => {
