@@ -214,6 +214,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     },
     cutRemaining() {
       trafficServer.closeAllConnections()
+      // An admin request still arriving (half its headers or body) is not idle, so fastify's
+      // close would wait on it for as long as the client likes.
+      admin.server.closeAllConnections()
       if (cut) return
       cut = true
       void upstream.destroy().then(announceCut, announceCut)
@@ -228,7 +231,10 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
         await Promise.race([trafficHandler.settled(), sleep(SETTLE_GUARD_MS, undefined, { ref: false })])
         trafficHandler.stop()
         listening = false
-        await admin.close()
+        const adminClosed = admin.close()
+        // Cut before we got here: the grace is spent, so the admin listener gets none either.
+        if (cut) admin.server.closeAllConnections()
+        await adminClosed
         await Promise.race([upstream.close().catch(() => undefined), cutCome])
         if (ownsSessionStore) await sessionStore.close?.()
       })()

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer as createNetServer, type AddressInfo } from 'node:net'
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -116,6 +116,24 @@ describe('the gateway process and its signals', () => {
       ['cut-legacy', 499],
       ['cut-native', 499]
     ])
+  })
+
+  it.each([
+    { name: 'headers half sent', bytes: 'GET /healthz HTTP/1.1\r\nhost: admin\r\n' },
+    { name: 'body half sent', bytes: 'POST /explain HTTP/1.1\r\nhost: admin\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"pa' }
+  ])('cuts an admin request still arriving after shutdown.graceMs ($name) and exits 0', async ({ bytes }) => {
+    const gateway = await spawnWith('grace-admin.yaml', processConfig(slow.url, { shutdown: { graceMs: 200 } }))
+    const admin = new URL(gateway.adminUrl)
+    const socket = connect(Number(admin.port), admin.hostname)
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    socket.on('error', () => undefined)
+    await new Promise<void>((resolve) => socket.once('connect', resolve))
+    socket.write(bytes)
+    const signalledAt = Date.now()
+    gateway.child.kill('SIGTERM')
+    expect(await gateway.exited).toBe(0)
+    expect(Date.now() - signalledAt).toBeLessThan(5_000)
+    await closed
   })
 
   it.each([
