@@ -169,6 +169,12 @@ function wholeNumber(schema: z.ZodNumber) {
 
 const port = wholeNumber(z.number().int().min(0).max(65535))
 const positiveInt = wholeNumber(z.number().int().positive())
+
+// Every duration here ends up in a timer, and Node runs one set beyond 2^31 - 1 ms after 1 ms.
+const LONGEST_TIMER_MS = 2_147_483_647
+function durationMs(min: number) {
+  return wholeNumber(z.number().int().min(min).max(LONGEST_TIMER_MS, `at most ${LONGEST_TIMER_MS} ms (about 24.8 days), the longest timer Node keeps`))
+}
 const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name').transform((name) => name.toLowerCase())
 
 export const credentialSourceSchema = z.enum(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
@@ -193,17 +199,17 @@ const configObject = z.strictObject({
   limits: z
     .strictObject({
       bodyBytes: positiveInt.default(1_048_576),
-      upstreamTimeoutMs: positiveInt.default(30_000),
-      connectTimeoutMs: positiveInt.default(5_000),
+      upstreamTimeoutMs: durationMs(1).default(30_000),
+      connectTimeoutMs: durationMs(1).default(5_000),
       maxInFlight: positiveInt.default(10_000),
-      maxEventLoopDelayMs: positiveInt.default(1_000)
+      maxEventLoopDelayMs: durationMs(1).default(1_000)
     })
     .prefault({}),
   shutdown: z
     .strictObject({
-      graceMs: wholeNumber(z.number().int().min(0)).default(10_000),
+      graceMs: durationMs(0).default(10_000),
       // Idle kept-alive connections stay open this long after the signal, so a request already on its way is answered, not cut.
-      idleCloseMs: wholeNumber(z.number().int().min(0)).default(1_000)
+      idleCloseMs: durationMs(0).default(1_000)
     })
     .prefault({}),
   credentials: z
@@ -217,7 +223,7 @@ const configObject = z.strictObject({
   sessions: z
     .strictObject({
       maxEntries: positiveInt.default(10_000),
-      ttlMs: positiveInt.default(900_000),
+      ttlMs: durationMs(1).default(900_000),
       staleStatuses: z.array(wholeNumber(z.number().int().min(400).max(599))).default([404, 410]),
       sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId']),
       store: z.enum(['memory', 'redis']).default('memory'),
