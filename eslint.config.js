@@ -13,7 +13,7 @@ export default tseslint.config(
     }
   },
   {
-    files: ['src/cli.ts', 'bench/**', 'scripts/**'],
+    files: ['src/cli.ts', 'src/cli-commands.ts', 'bench/**', 'scripts/**'],
     rules: { 'no-console': 'off' }
   }
 )

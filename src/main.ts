@@ -1,5 +1,6 @@
 import { buildGateway, type Gateway } from './app.js'
 import { loadConfig } from './config/load-config.js'
+import type { HeldSignals } from './held-signals.js'
 import { createLogger, createStdoutDestination } from './observability/logger.js'
 import { createSimulator, type Simulator } from './simulator/index.js'
 import { selectUpstreamUrl, usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
@@ -29,29 +30,16 @@ function embeddedSimulator(): { start(): Promise<string>; close(): Promise<void>
 }
 
 /**
- * The process entry: load config, start, and own the signals. With `cli.ts`, the only
- * module that touches `process`.
+ * The process entry: load config, start, and own the signals (those that came while it started,
+ * `held` since cli.ts began, are acted on once it is up). With the CLI, the only code that
+ * touches `process`.
  */
-export async function runGateway(configPath: string): Promise<RunningGateway> {
+export async function runGateway(configPath: string, held: HeldSignals): Promise<RunningGateway> {
   const config = await loadConfig(configPath)
   const logDestination = createStdoutDestination()
   const logger = createLogger({ level: config.log.level, destination: logDestination.stream })
   // Buffered lines must reach stdout however the process ends.
   process.once('exit', () => logDestination.flushSync())
-  // Signals that come while the gateway starts (the embedded simulator, a first Redis attempt of
-  // up to 2 s) are held and acted on once it is up: Node's default would end the process on a
-  // SIGHUP, and on a SIGTERM by signal rather than with a drain and exit 0.
-  let heldStop: NodeJS.Signals | undefined
-  let heldReload = false
-  const holdStop = (signal: NodeJS.Signals): void => {
-    heldStop ??= signal
-  }
-  const holdReload = (): void => {
-    heldReload = true
-  }
-  process.on('SIGTERM', holdStop)
-  process.on('SIGINT', holdStop)
-  process.on('SIGHUP', holdReload)
   logger.info({ config: configPath }, 'v4gw starting')
   const simulator = embeddedSimulator()
   const embeddedOrigin = usesEmbeddedUpstream(config) ? await simulator.start() : undefined
@@ -102,17 +90,15 @@ export async function runGateway(configPath: string): Promise<RunningGateway> {
       }
     )
   }
-  process.off('SIGTERM', holdStop)
-  process.off('SIGINT', holdStop)
-  process.off('SIGHUP', holdReload)
   // `on`, not `once`: with no listener left, Node's default would end the process mid-drain.
   process.on('SIGTERM', onStopSignal)
   process.on('SIGINT', onStopSignal)
   process.on('SIGHUP', function reloadOnHangup() {
     void gateway.reload()
   })
-  if (heldStop !== undefined) onStopSignal(heldStop)
-  else if (heldReload) void gateway.reload()
+  held.release()
+  if (held.stop !== undefined) onStopSignal(held.stop)
+  else if (held.reload) void gateway.reload()
 
   return { gateway, trafficUrl, adminUrl, stop }
 }

@@ -189,6 +189,37 @@ describe('the gateway process and its signals', () => {
     }
   })
 
+  it.each([
+    { signal: 'SIGHUP', then: 'reloads once up', logged: 'config reloaded' },
+    { signal: 'SIGTERM', then: 'drains once up', logged: 'stopped' }
+  ])('holds a $signal that comes while the CLI loads its modules and $then, exiting 0', async ({ signal, logged }) => {
+    const path = join(dir, `loading-${signal}.yaml`)
+    await writeFile(path, stringify(processConfig(slow.url)))
+    const hook = fileURLToPath(new URL('../helpers/signal-while-loading.cjs', import.meta.url))
+    const cli = fileURLToPath(new URL('../../dist/cli.js', import.meta.url))
+    const child = spawn(process.execPath, ['--require', hook, cli, '--config', path], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SIGNAL_WHILE_LOADING: signal }
+    })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (code, killedBy) => resolve([code, killedBy])))
+    try {
+      await until(() => output.includes(logged) || child.exitCode !== null || child.signalCode !== null, 10_000)
+      expect(output).toContain(`sending ${signal} while fastify loads`)
+      expect(output).toContain('v4gw listening')
+      if (signal === 'SIGHUP') {
+        expect(child.exitCode).toBeNull()
+        child.kill('SIGTERM')
+      }
+      expect(await exited).toEqual([0, null])
+      expect(output).toContain(logged)
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
+
   it('re-reads the config file on SIGHUP and sends new requests to the new upstream', async () => {
     const path = join(dir, 'hup.yaml')
     await writeFile(path, stringify(processConfig(slow.url)))

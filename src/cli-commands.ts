@@ -1,0 +1,146 @@
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import type { CliCommand } from './cli-args.js'
+import { ConfigError, loadConfig, resolveConfigPath } from './config/load-config.js'
+import { buildConfigJsonSchema } from './config/json-schema.js'
+import { EMBEDDED_UPSTREAM } from './config/schema.js'
+import { buildGatewayRuntime } from './gateway-runtime.js'
+import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
+import { explainRequest } from './traffic/explain-request.js'
+import { holdSignals, type HeldSignals } from './held-signals.js'
+import { runGateway } from './main.js'
+import { createSimulator } from './simulator/index.js'
+
+const USAGE = `Usage:
+  v4gw [--config FILE]                 run the gateway (default: $V4GW_CONFIG or config/gateway.yaml)
+  v4gw check-config FILE               validate a config file and print a summary
+  v4gw explain --config FILE [--tenant T] METHOD PATH [--header K:V]... [--body JSON]
+                                       print the V4 call(s) a request would become; sends nothing
+  v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
+  v4gw config-schema                   print the config's JSON Schema (config.schema.json)
+  v4gw [COMMAND] --help | v4gw --version
+
+Exit codes: 0 ok, 1 failure, 2 invalid config, 64 usage error.`
+
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+  return manifest.version
+}
+
+async function runSimulatorCommand(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '4010' } } })
+  // A standalone process: nothing reads its recorded calls, which would only grow.
+  const port = values.port.trim() === '' ? Number.NaN : Number(values.port)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number from 0 to 65535')
+  const simulator = createSimulator({ logger: true, recordCalls: false })
+  const url = await simulator.listen({ host: values.host, port })
+  console.log(`v4 simulator listening on ${url}`)
+  const stop = (): void => {
+    void simulator.close().then(() => process.exit(0))
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
+
+async function checkConfigCommand(args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true })
+  const path = positionals[0]
+  if (path === undefined || positionals.length > 1) throw new UsageError('check-config takes one FILE')
+  const config = await loadConfig(path)
+  console.log(`${path}: valid`)
+  console.log(`  listen ${config.listen.host}:${config.listen.port}, admin ${config.admin.host}:${config.admin.port}${config.admin.token === null ? '' : ' (token set)'}`)
+  for (const [name, tenant] of Object.entries(config.tenants)) {
+    const url = selectUpstreamUrl(tenant)
+    const origin = url === EMBEDDED_UPSTREAM ? 'built-in simulator' : new URL(url).origin
+    console.log(`  tenant ${name}: target ${tenant.upstream.target}, origin ${origin}, fallback ${tenant.fallback}`)
+    for (const route of tenant.legacy.routes) {
+      const detail = route.action === 'proxy' ? ` -> ${route.rewrite ?? ''}` : route.stateKey === undefined ? '' : ` (state key ${route.stateKey})`
+      console.log(`    ${route.method} ${route.path}: ${route.action}${detail}`)
+    }
+  }
+}
+
+async function explainCommand(args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' }, header: { type: 'string', short: 'H', multiple: true }, body: { type: 'string' } }
+  })
+  const [method, path] = positionals
+  if (method === undefined || path === undefined || positionals.length > 2) throw new UsageError('explain takes METHOD and PATH')
+  const headers: Record<string, string> = {}
+  for (const header of values.header ?? []) {
+    const colon = header.indexOf(':')
+    if (colon <= 0) throw new UsageError(`--header takes K:V, got "${header.slice(0, 40)}"`)
+    headers[header.slice(0, colon).trim()] = header.slice(colon + 1).trim()
+  }
+  let body: unknown
+  if (values.body !== undefined) {
+    try {
+      body = JSON.parse(values.body)
+    } catch {
+      throw new UsageError('--body must be JSON')
+    }
+  }
+  const config = await loadConfig(resolveConfigPath(values.config, process.env))
+  // Nothing is started: an embedded upstream is shown by name.
+  const runtime = buildGatewayRuntime(config, 'http://embedded-simulator')
+  const explanation = explainRequest(runtime, { method, path, headers, body, tenant: values.tenant })
+  console.log(JSON.stringify(explanation, null, 2))
+}
+
+async function runCommand(args: string[], held: HeldSignals | undefined): Promise<void> {
+  const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } } })
+  const running = await runGateway(resolveConfigPath(values.config, process.env), held ?? holdSignals())
+  console.log(`v4gw listening on ${running.trafficUrl} (admin ${running.adminUrl})`)
+}
+
+class UsageError extends Error {}
+
+/** A listener that cannot bind (a port in use, a privileged port, an address not here): its message says it all. */
+function isListenError(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && (error as NodeJS.ErrnoException).syscall === 'listen'
+}
+
+async function dispatch(command: CliCommand, args: string[], held: HeldSignals | undefined): Promise<void> {
+  if (typeof command === 'object') throw new UsageError(`unknown command: ${command.unknown}`)
+  switch (command) {
+    case 'help':
+      return void console.log(USAGE)
+    case 'version':
+      return void console.log(packageVersion())
+    case 'simulator':
+      return runSimulatorCommand(args)
+    case 'check-config':
+      return checkConfigCommand(args)
+    case 'explain':
+      return explainCommand(args)
+    case 'config-schema':
+      if (args.length > 0) throw new UsageError('config-schema takes no arguments')
+      return void console.log(JSON.stringify(buildConfigJsonSchema(), null, 2))
+    case 'run':
+      return runCommand(args, held)
+  }
+}
+
+/** Runs a parsed command line (cli.ts) and owns its exit code on failure. */
+export function runCli(commandLine: { command: CliCommand; args: string[] }, held: HeldSignals | undefined): void {
+  dispatch(commandLine.command, commandLine.args, held).catch(onFailure)
+}
+
+function onFailure(error: unknown): void {
+  if (error instanceof ConfigError) {
+    console.error(error.message)
+    process.exit(2)
+  }
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`)
+    process.exit(64)
+  }
+  if (isListenError(error)) {
+    console.error(`v4gw: ${error.message}`)
+    process.exit(1)
+  }
+  console.error(error)
+  process.exit(1)
+}

@@ -1,0 +1,16 @@
+// Preloaded with `node --require` by process-signals.test.ts: sends this process the signal named
+// in SIGNAL_WHILE_LOADING the moment fastify's module starts to load, a point inside the few
+// hundred ms the CLI spends loading its modules, before the gateway starts.
+const Module = require('node:module')
+
+const signal = process.env.SIGNAL_WHILE_LOADING
+const load = Module.prototype.load
+let sent = false
+Module.prototype.load = function loadAndSignal(filename, ...rest) {
+  if (!sent && signal && /[\\/]node_modules[\\/]fastify[\\/]fastify\.js$/.test(filename)) {
+    sent = true
+    process.stderr.write(`sending ${signal} while fastify loads\n`)
+    process.kill(process.pid, signal)
+  }
+  return load.call(this, filename, ...rest)
+}
