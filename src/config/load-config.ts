@@ -62,8 +62,9 @@ export function parseConfigText(text: string, source: string, env: Record<string
 const JSON_ERROR_POSITION = / in JSON at position (\d+)/
 
 function parseJson(text: string, source: string): unknown {
+  let document: unknown
   try {
-    return JSON.parse(text)
+    document = JSON.parse(text)
   } catch (error) {
     const message = (error as Error).message
     const at = JSON_ERROR_POSITION.exec(message)
@@ -72,6 +73,11 @@ function parseJson(text: string, source: string): unknown {
     if (message.startsWith('Unexpected token')) throw new ConfigError(source, [`cannot parse the file: Unexpected token${whereInText(text, unexpectedTokenPosition(text))}`])
     throw new ConfigError(source, [`cannot parse the file: ${message.replace(/, ".*$/s, '')}`])
   }
+  // JSON.parse keeps the last of two equal keys without a word; a YAML file is refused for one
+  // (uniqueKeys), so a JSON file is too. JSON is YAML, so yaml's parser finds them with their place.
+  const duplicates = parseDocument(text, { uniqueKeys: true, logLevel: 'silent' }).errors.filter((error) => error.code === 'DUPLICATE_KEY')
+  if (duplicates.length > 0) throw new ConfigError(source, duplicates.map((error) => `cannot parse the file: ${describeYamlError(error)}`))
+  return document
 }
 
 function parseYaml(text: string, source: string): unknown {

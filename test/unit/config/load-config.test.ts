@@ -138,6 +138,18 @@ describe('loadConfig reads files', () => {
     expect(error.problems[0]).toMatch(/^cannot parse the file: /)
   })
 
+  it('rejects a JSON object with a duplicate key, naming where, rather than keeping the last', async () => {
+    const text = '{\n  "tenants": {"acme": {"upstream": {"staging": "http://127.0.0.1:4010"}}},\n  "admin": {"token": "key_supersecret42", "token": "other"}\n}\n'
+    const error = await configError(await writeTemp('duplicate.json', text))
+    expect(error.problems).toEqual(['cannot parse the file: Map keys must be unique at line 3, column 43'])
+    expect(error.message).not.toMatch(/key_su|supersecret/)
+  })
+
+  it('accepts equal keys in different JSON objects', async () => {
+    const config = await loadConfig(await writeTemp('same-keys.json', '{"listen": {"port": 1}, "admin": {"port": 2}, "tenants": {"acme": {"upstream": {"staging": "http://127.0.0.1:4010"}}}}'), {})
+    expect([config.listen.port, config.admin.port]).toEqual([1, 2])
+  })
+
   it('puts every problem into the CONFIG_INVALID error message, one per line', async () => {
     const error = await configError(await writeTemp('two-problems.yaml', `${MINIMAL_YAML}\nlisten: { port: -1 }\nlog: { level: loud }\n`))
     expect(error.problems).toHaveLength(2)
