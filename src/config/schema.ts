@@ -22,6 +22,14 @@ const httpUrl = z
     return url === undefined || (url.username === '' && url.password === '' && url.search === '' && url.hash === '')
   }, 'upstream URLs carry no credentials, query or fragment')
 
+// A page sent to every client in `Link` (SPEC 5): a query or a fragment is fine, a password is not.
+const publicPageUrl = z
+  .url({ protocol: /^https?$/, error: 'Invalid URL: expected an http(s) URL' })
+  .refine((value) => {
+    const url = parseUrl(value)
+    return url === undefined || (url.username === '' && url.password === '')
+  }, 'a link sent to clients carries no credentials')
+
 function decodes(text: string): boolean {
   try {
     decodeURIComponent(text)
@@ -134,7 +142,7 @@ const deprecationSchema = z
   .strictObject({
     date: z.iso.datetime({ offset: true }),
     sunset: z.iso.datetime({ offset: true }).optional(),
-    link: httpUrl.optional()
+    link: publicPageUrl.optional()
   })
   .nullable()
 

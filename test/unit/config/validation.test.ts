@@ -258,6 +258,26 @@ describe('unknown keys', () => {
   })
 })
 
+describe('legacy.deprecation.link', () => {
+  function withLink(link: string): Record<string, unknown> {
+    return acme({ staging: 'http://127.0.0.1:4010' }, { legacy: { deprecation: { date: '2026-07-01T00:00:00Z', link } } })
+  }
+
+  it('accepts a page with a query and a fragment', async () => {
+    const config = await load(withLink('https://docs.example.com/migrate?from=v1#sessions'))
+    expect(config.tenants.acme?.legacy.deprecation?.link).toBe('https://docs.example.com/migrate?from=v1#sessions')
+  })
+
+  it.each([
+    ['not http(s)', 'ftp://docs.example.com/migrate', /^tenants\.acme\.legacy\.deprecation\.link: Invalid URL/],
+    ['with credentials', 'https://user:key_secret@docs.example.com/', /^tenants\.acme\.legacy\.deprecation\.link: a link sent to clients carries no credentials$/]
+  ])('refuses a link %s', async (_case, link, problem) => {
+    const problems = await problemsOf(withLink(link))
+    expect(problems).toEqual([expect.stringMatching(problem)])
+    expect(problems.join('\n')).not.toContain('key_secret')
+  })
+})
+
 describe('routes', () => {
   it('refuses a proxy route without rewrite', async () => {
     const problems = await problemsOf(withRoutes([{ method: 'GET', path: '/v1/policies', action: 'proxy' }]))

@@ -66,6 +66,12 @@ describe('buildDeprecationHeaders', () => {
     })
   })
 
+  it('keeps a link\'s query and fragment, percent-encoding what a Link header cannot carry', () => {
+    expect(buildDeprecationHeaders({ date: '2026-07-01T00:00:00Z', link: 'https://example.com/docs/v4 guide?from=v1#sessions' })?.link).toBe(
+      '<https://example.com/docs/v4%20guide?from=v1#sessions>; rel="deprecation"'
+    )
+  })
+
   it('writes only Deprecation when sunset and link are not set', () => {
     expect(buildDeprecationHeaders({ date: '2026-07-01T02:00:00+02:00' })).toEqual({ deprecation: '@1782864000' })
   })
