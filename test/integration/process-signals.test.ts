@@ -122,18 +122,25 @@ describe('the gateway process and its signals', () => {
     { name: 'headers half sent', bytes: 'GET /healthz HTTP/1.1\r\nhost: admin\r\n' },
     { name: 'body half sent', bytes: 'POST /explain HTTP/1.1\r\nhost: admin\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"pa' }
   ])('cuts an admin request still arriving after shutdown.graceMs ($name) and exits 0', async ({ bytes }) => {
-    const gateway = await spawnWith('grace-admin.yaml', processConfig(slow.url, { shutdown: { graceMs: 200 } }))
+    const gateway = await spawnWith('grace-admin.yaml', processConfig(stalled.url, { shutdown: { graceMs: 200 } }))
+    // A request the upstream never answers keeps the traffic listener draining until the cut, so the
+    // admin request below is read well before the admin listener closes (not refused with a 503).
+    const before = stalled.requests.length
+    const hanging = send(gateway.url, '/v4/execute', { headers: ALICE, json: { input: 'never' } }).catch((error: unknown) => error)
+    await until(() => stalled.requests.length > before)
     const admin = new URL(gateway.adminUrl)
     const socket = connect(Number(admin.port), admin.hostname)
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
     socket.on('error', () => undefined)
+    // Read whatever comes (a 503 if the request is read only once the admin listener closes), or 'close' never fires.
+    socket.resume()
     await new Promise<void>((resolve) => socket.once('connect', resolve))
     socket.write(bytes)
     const signalledAt = Date.now()
     gateway.child.kill('SIGTERM')
     expect(await gateway.exited).toBe(0)
     expect(Date.now() - signalledAt).toBeLessThan(5_000)
-    await closed
+    await Promise.all([closed, hanging])
   })
 
   it.each([
