@@ -59,16 +59,31 @@ export function runLegacyCall(context: LegacyCallContext, deps: LegacyCallDeps):
 }
 
 async function runExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
-  return { response: await post(deps, context, V4_EXECUTE_PATH, translateExecute(context.call), context.cancelScope) }
+  return { response: await post(deps, context, V4_EXECUTE_PATH, toJsonBody(translateExecute(context.call)), context.cancelScope) }
+}
+
+/**
+ * JSON.parse reads nesting of any depth, but JSON.stringify recurses and runs out of stack a few
+ * thousand levels down: such a body is the client's to fix, and is refused before any V4 call.
+ */
+function toJsonBody(body: unknown): string {
+  try {
+    return JSON.stringify(body)
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error
+    throw new GatewayError('INVALID_REQUEST', 'request body is nested too deeply to pass on', { details: [{ pointer: '', message: 'nested too deeply' }] })
+  }
 }
 
 async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
   const trace = context.trace
   const defaults = translateSessionDefaults(context.call)
   const key = buildSessionKey(context.tenant.name, context.tenant.upstreamOrigin, context.tokenFingerprint, readStateKey(context), canonicalDefaults(defaults))
+  // Serialised first: a body that cannot be must not cost a session.
+  const body = toJsonBody(translateSessionExecute(context.call))
   const start = async (): Promise<StartResult<UpstreamResponse>> => {
     // Not cancellable: the start is shared by every waiter on the key, so one leaving must not cancel it.
-    const response = await post(deps, context, V4_SESSIONS_START_PATH, defaults, undefined)
+    const response = await post(deps, context, V4_SESSIONS_START_PATH, JSON.stringify(defaults), undefined)
     if (response.statusCode < 200 || response.statusCode > 299) return { rejection: response }
     return { sessionId: readSessionId(response, deps.sessionsConfig.sessionIdPaths) }
   }
@@ -80,7 +95,6 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   trace.sessionOutcome = first.outcome
   if (first.result.rejection !== undefined) return { response: first.result.rejection }
   let sessionId = first.result.sessionId
-  const body = translateSessionExecute(context.call)
   let response = await post(deps, context, sessionExecutePath(sessionId), body, context.cancelScope)
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
@@ -99,14 +113,14 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
 }
 
 /** `cancelScope` is explicit: a default would also fill in an `undefined` passed on purpose. */
-function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: unknown, cancelScope: CancelScope | undefined): Promise<UpstreamResponse> {
+function post(deps: LegacyCallDeps, context: LegacyCallContext, path: string, body: string, cancelScope: CancelScope | undefined): Promise<UpstreamResponse> {
   context.trace.v4Path = path
   return deps.upstream.request({
     origin: context.tenant.upstreamOrigin,
     method: 'POST',
     path,
     headers: context.upstreamHeaders,
-    body: JSON.stringify(body),
+    body,
     cancelScope,
     timing: context.trace,
     timeoutMs: deps.upstreamTimeoutMs

@@ -55,16 +55,25 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
   if (!isPlainObject(document)) return asItCame(statusCode, upstreamHeaders, body)
   const headers = stripHopByHop(upstreamHeaders, LEFT_OUT_OF_JSON_ANSWER) as Record<string, string | string[]>
   let changed = fillMeta(document, options)
-  for (const { from, to } of options.responseFields) {
-    const value = getAtPointer(document, from)
-    if (value !== undefined) changed = setAtPointer(document, to, structuredClone(value)) || changed
+  let payload: string
+  try {
+    for (const { from, to } of options.responseFields) {
+      const value = getAtPointer(document, from)
+      if (value !== undefined) changed = setAtPointer(document, to, structuredClone(value)) || changed
+    }
+    // An answer that already had everything goes out as it came, without a second serialisation.
+    if (!changed) return { statusCode, headers, payload: body }
+    // Serialised again, a number JSON cannot hold (a 20-digit id, 1e400) would change: the body
+    // then goes out as it came, its meta unfilled, since SPEC 6 puts "as they came" first.
+    if (firstLossyNumber(text) !== undefined) return asItCame(statusCode, upstreamHeaders, body)
+    payload = JSON.stringify(document)
+  } catch (error) {
+    // Nesting too deep to copy or serialise (both recurse) is the same case: V4 has run the call,
+    // so its answer goes out as it came rather than as a 500.
+    if (error instanceof RangeError) return asItCame(statusCode, upstreamHeaders, body)
+    throw error
   }
-  // An answer that already had everything goes out as it came, without a second serialisation.
-  if (!changed) return { statusCode, headers, payload: body }
-  // Serialised again, a number JSON cannot hold (a 20-digit id, 1e400) would change: the body
-  // then goes out as it came, its meta unfilled, since SPEC 6 puts "as they came" first.
-  if (firstLossyNumber(text) !== undefined) return asItCame(statusCode, upstreamHeaders, body)
-  return { statusCode, headers, payload: JSON.stringify(document) }
+  return { statusCode, headers, payload }
 }
 
 /** Fills the `meta` fields SPEC 6 asks for where the upstream left them out; true when it changed anything. */

@@ -29,6 +29,19 @@ describe('legacy POST /v1/headless/runs', () => {
     expect(calls[0]?.body).toEqual({ input: { q: 1 }, policy: 'strict' })
   })
 
+  it.each([
+    ['/v1/headless/runs', {}],
+    ['/v1/runs/invoke', { stateId: 'deep' }]
+  ])('answers 400 INVALID_REQUEST on POST %s to an input nested too deeply to pass on, calling nothing upstream', async (path, extra) => {
+    sim.simulator.resetCalls()
+    const depth = 100_000
+    const text = JSON.stringify({ ...extra, input: 'x' }).replace('"x"', `${'['.repeat(depth)}${']'.repeat(depth)}`)
+    const answer = await send(gw.url, path, { headers: { ...AUTH, 'content-type': 'application/json' }, body: text })
+    expect(answer.status).toBe(400)
+    expect(answer.json.error).toMatchObject({ code: 'INVALID_REQUEST', message: 'request body is nested too deeply to pass on' })
+    expect(sim.simulator.calls).toEqual([])
+  })
+
   it('answers with the client request id in x-request-id and meta.requestId', async () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...AUTH, 'x-request-id': 'client-id-1' }, json: { input: null } })
     expect(answer.status).toBe(200)
@@ -50,6 +63,14 @@ describe('legacy answers from an upstream that leaves meta out', () => {
   afterAll(async () => {
     await gw.close()
     await upstream.close()
+  })
+
+  it('sends an answer nested too deeply to fill in as it came, status 200, rather than a 500', async () => {
+    const text = `{"output":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
+    upstream.setHandler((exchange) => exchange.response.writeHead(200, { 'content-type': 'application/json' }).end(text))
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    expect(answer.text).toBe(text)
   })
 
   it('fills meta.requestId and meta.timingMs.total where the upstream left them out', async () => {

@@ -24,6 +24,15 @@ describe('shapeLegacyResponse meta', () => {
     }
   })
 
+  it('sends an answer nested too deeply to serialise again as it came, rather than fail after V4 ran the call', () => {
+    const text = `{"output":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
+    for (const responseFields of [[], [{ from: '/output', to: '/result' }]]) {
+      const shaped = shapeLegacyResponse(200, { ...JSON_HEADERS, 'content-length': String(text.length) }, Buffer.from(text), options({ responseFields }))
+      expect(shaped.payload.toString()).toBe(text)
+      expect(shaped.headers['content-type']).toBe(JSON_HEADERS['content-type'])
+    }
+  })
+
   it('still fills meta in an answer whose long numerals JSON holds unchanged', () => {
     expect(shapeLegacyResponse(200, JSON_HEADERS, Buffer.from('{"output":1.50000000000000000}'), options()).payload.toString()).toBe('{"output":1.5,"meta":{"requestId":"gw-req-1","timingMs":{"total":12.5}}}')
   })
