@@ -191,11 +191,12 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       remember(key, entry, shared ? localTtlMs : options.ttlMs)
     },
     async deleteIfSession(key, sessionId, tenant) {
-      if (local.peek(key)?.sessionId === sessionId) local.delete(key)
+      const removedHere = local.peek(key)?.sessionId === sessionId && local.delete(key)
       const redisKey = keys.session(tenant, key)
       retireSharedRead(redisKey)
-      if (!connection.isUp()) return
-      await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, redisKey, sessionId)).catch(() => undefined)
+      if (!connection.isUp()) return removedHere
+      const removedShared = await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, redisKey, sessionId)).then((deleted) => deleted === 1, () => false)
+      return removedHere || removedShared
     },
     async clear(tenant) {
       // Reads in flight may bring back entries from before the clear: none of them is kept. Those

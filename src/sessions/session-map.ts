@@ -60,8 +60,8 @@ export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvi
       return hit(entry as SessionEntry)
     },
     async evict(key, tenant, sessionId) {
-      await store.deleteIfSession(key, sessionId, tenant)
-      hooks.onEvict?.()
+      // Counted once per entry: requests that share a session all see its stale or 401 answer.
+      if (await store.deleteIfSession(key, sessionId, tenant)) hooks.onEvict?.()
     }
   }
 }

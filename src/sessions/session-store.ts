@@ -20,8 +20,11 @@ export interface SessionStore {
   /** `tenant` lets a shared store find the entry of a key it has not seen yet (issue 7). */
   get(key: string, tenant?: string): SessionEntry | undefined | Promise<SessionEntry | undefined>
   set(key: string, entry: SessionEntry): void | Promise<void>
-  /** Deletes the entry only while it still names `sessionId`, so a newer entry survives. `tenant` finds a shared one. */
-  deleteIfSession(key: string, sessionId: string, tenant: string): void | Promise<void>
+  /**
+   * Deletes the entry only while it still names `sessionId`, so a newer entry survives. `tenant`
+   * finds a shared one. True when this call removed an entry (a local copy or the shared one).
+   */
+  deleteIfSession(key: string, sessionId: string, tenant: string): boolean | Promise<boolean>
   /** Drops every entry of `tenant`, or all entries; returns how many went. */
   clear(tenant?: string): number | Promise<number>
   countByTenant(): Record<string, number> | Promise<Record<string, number>>
@@ -56,9 +59,7 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions): Se
     set: (key, entry) => {
       cache.set(key, entry)
     },
-    deleteIfSession: (key, sessionId) => {
-      if (cache.peek(key)?.sessionId === sessionId) cache.delete(key)
-    },
+    deleteIfSession: (key, sessionId) => cache.peek(key)?.sessionId === sessionId && cache.delete(key),
     clear: (tenant) => {
       if (tenant === undefined) {
         cache.purgeStale()

@@ -161,8 +161,11 @@ describe('createRedisSessionStore', () => {
     const [replicaA, replicaB, prefix] = await twoReplicas()
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
     await replicaB.get('k', 'acme')
-    await replicaB.deleteIfSession('k', 'ses_1', 'acme')
+    expect(await replicaB.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
     expect(await inspect.exists(`${prefix}s:acme:k`)).toBe(0)
+    // Replica A's local copy is all that is left of it: that one counts, then nothing does.
+    expect(await replicaA.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
+    expect(await replicaA.deleteIfSession('k', 'ses_1', 'acme')).toBe(false)
   })
 
   it('deleteIfSession reaches the shared entry of a key this replica no longer holds anything of', async () => {
@@ -172,7 +175,7 @@ describe('createRedisSessionStore', () => {
     await store.set('other', { sessionId: 'ses_2', tenant: 'acme' })
     const keyPrefix = `t${prefixCount}:`
     expect(await inspect.get(`${keyPrefix}s:acme:k`)).toBe('ses_1')
-    await store.deleteIfSession('k', 'ses_1', 'acme')
+    expect(await store.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
     expect(await inspect.exists(`${keyPrefix}s:acme:k`)).toBe(0)
   })
 
@@ -181,7 +184,8 @@ describe('createRedisSessionStore', () => {
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
     await replicaB.get('k', 'acme')
     await replicaA.set('k', { sessionId: 'ses_2', tenant: 'acme' })
-    await replicaB.deleteIfSession('k', 'ses_1', 'acme')
+    // Replica B's local copy of ses_1 goes (that is the removal reported); the shared ses_2 stays.
+    expect(await replicaB.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
     expect(await inspect.get(`${prefix}s:acme:k`)).toBe('ses_2')
     expect(await replicaB.get('k', 'acme')).toEqual({ sessionId: 'ses_2', tenant: 'acme' })
   })

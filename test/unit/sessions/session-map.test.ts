@@ -78,4 +78,16 @@ describe('createSessionMap', () => {
     await map.evict('k', 'acme', 'ses_1')
     expect(await store.get('k')).toEqual({ sessionId: 'ses_2', tenant: 'acme' })
   })
+
+  it('reports an eviction once per entry removed, not once per request that asked for it', async () => {
+    const store = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
+    const onEvict = vi.fn()
+    const map = createSessionMap<{ status: number }>(store, { onEvict })
+    await map.resolve('k', 'acme', async () => ({ sessionId: 'ses_1' }))
+    // Three requests that shared ses_1 all saw it answer 404, and one of them has already started ses_2.
+    await Promise.all([map.evict('k', 'acme', 'ses_1'), map.evict('k', 'acme', 'ses_1')])
+    store.set('k', { sessionId: 'ses_2', tenant: 'acme' })
+    await map.evict('k', 'acme', 'ses_1')
+    expect(onEvict).toHaveBeenCalledTimes(1)
+  })
 })

@@ -89,7 +89,7 @@ describe('createMemorySessionStore', () => {
   it('deleteIfSession deletes the entry while it still names that session', () => {
     const sessions = store()
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
-    sessions.deleteIfSession('k1', 'ses_1', 'acme')
+    expect(sessions.deleteIfSession('k1', 'ses_1', 'acme')).toBe(true)
     expect(sessions.get('k1')).toBeUndefined()
     expect(sessions.size).toBe(0)
   })
@@ -98,14 +98,14 @@ describe('createMemorySessionStore', () => {
     const sessions = store()
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
     sessions.set('k1', { sessionId: 'ses_2', tenant: 'acme' })
-    sessions.deleteIfSession('k1', 'ses_1', 'acme')
+    expect(sessions.deleteIfSession('k1', 'ses_1', 'acme')).toBe(false)
     expect(entryAt(sessions, 'k1')?.sessionId).toBe('ses_2')
   })
 
   it('deleteIfSession on a missing key changes nothing', () => {
     const sessions = store()
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
-    sessions.deleteIfSession('missing', 'ses_1', 'acme')
+    expect(sessions.deleteIfSession('missing', 'ses_1', 'acme')).toBe(false)
     expect(sessions.size).toBe(1)
   })
 
