@@ -1,6 +1,6 @@
 import type { SessionsConfig } from '../config/schema.js'
 import { GatewayError } from '../errors/registry.js'
-import type { SessionMap, SessionOutcome, StartResult } from '../sessions/session-map.js'
+import type { ResolvedSession, SessionMap, SessionOutcome, StartResult } from '../sessions/session-map.js'
 import { buildSessionKey } from '../sessions/session-key.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import type { CancelScope, UpstreamClient, UpstreamResponse, UpstreamTiming } from '../upstream/upstream-client.js'
@@ -81,7 +81,10 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   const key = buildSessionKey(context.tenant.name, context.tenant.upstreamOrigin, context.tokenFingerprint, readStateKey(context), canonicalDefaults(defaults))
   // Serialised first: a body that cannot be must not cost a session.
   const body = toJsonBody(translateSessionExecute(context.call))
+  // Called only by the request that starts the session: the others share its start.
+  let startedHere = false
   const start = async (): Promise<StartResult<UpstreamResponse>> => {
+    startedHere = true
     // Not cancellable: the start is shared by every waiter on the key, so one leaving must not cancel it.
     const response = await post(deps, context, V4_SESSIONS_START_PATH, JSON.stringify(defaults), undefined)
     if (response.statusCode < 200 || response.statusCode > 299) return { rejection: response }
@@ -91,7 +94,14 @@ async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDep
   // Until an execution goes out, what this request waits on is a sessions.start, its own or one
   // it shares (whose time is on the trace of the request that sent it).
   trace.v4Path = V4_SESSIONS_START_PATH
-  const first = await deps.sessions.resolve(key, context.tenant.name, start)
+  let first: ResolvedSession<UpstreamResponse>
+  try {
+    first = await deps.sessions.resolve(key, context.tenant.name, start)
+  } catch (error) {
+    // A start that failed still had its outcome (SPEC 9): this request's own, or one it shared.
+    trace.sessionOutcome = startedHere ? 'miss' : 'coalesced'
+    throw error
+  }
   trace.sessionOutcome = first.outcome
   if (first.result.rejection !== undefined) return { response: first.result.rejection }
   let sessionId = first.result.sessionId

@@ -257,7 +257,7 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
   // SPEC 9: the line of a call that failed on its way says where it failed and how long that took.
   it.each([
     ['a legacy execute', () => legacyCall(context.url()), '/v4/execute', undefined],
-    ['a session-execute at its sessions.start', () => sessionCall(context.url(), 'slow-start'), '/v4/sessions.start', undefined],
+    ['a session-execute at its sessions.start', () => sessionCall(context.url(), 'slow-start'), '/v4/sessions.start', 'miss'],
     ['a native call', () => nativeCall(context.url()), '/v4/execute', undefined]
   ])('logs %s that timed out with its V4 path and its time on the upstream', async (_case, call, v4Path, session) => {
     context.upstream().setHandler(stallBeforeHeaders)
@@ -280,6 +280,8 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
     await until(() => context.logs().filter((line) => ids.includes(line.requestId as string) && line.msg === 'request').length === 2)
     const lines = context.logs().filter((line) => ids.includes(line.requestId as string) && line.msg === 'request')
     expect(lines.map((line) => line.v4Path)).toEqual(['/v4/sessions.start', '/v4/sessions.start'])
+    // One sent the start and one waited on it: SPEC 9's outcome of each, failed or not.
+    expect(lines.map((line) => line.session).sort()).toEqual(['coalesced', 'miss'])
   })
 
   it('logs a session hit whose execution timed out with the execution path and the outcome', async () => {
