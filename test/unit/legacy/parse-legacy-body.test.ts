@@ -63,6 +63,16 @@ describe('parseJsonObject', () => {
   it('answers 400 INVALID_REQUEST for an empty body', () => {
     expect(failure(() => parseJsonObject(Buffer.alloc(0)))).toMatchObject({ code: 'INVALID_REQUEST' })
   })
+
+  // "Unchanged" is by value (docs/decisions.md): these are carried re-serialised, equal to what was sent.
+  it.each([
+    ['-0', '0'],
+    ['1.50', '1.5'],
+    ['1e2', '100'],
+    ['-0.0e5', '0']
+  ])('accepts %s, which goes on as %s, the same number', (numeral, sent) => {
+    expect(JSON.stringify(parseJsonObject(Buffer.from(`{"input":${numeral}}`)))).toBe(`{"input":${sent}}`)
+  })
 })
 
 describe('parseLegacyCall validation', () => {
