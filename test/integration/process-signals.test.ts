@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { connect, createServer as createNetServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { request as undiciRequest } from 'undici'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
@@ -202,9 +202,9 @@ describe('the gateway process and its signals', () => {
   ])('holds a $signal that comes while the CLI loads its modules and $then, exiting 0', async ({ signal, logged }) => {
     const path = join(dir, `loading-${signal}.yaml`)
     await writeFile(path, stringify(processConfig(slow.url)))
-    const hook = fileURLToPath(new URL('../helpers/signal-while-loading.cjs', import.meta.url))
+    const hook = fileURLToPath(new URL('../helpers/signal-while-loading.mjs', import.meta.url))
     const cli = fileURLToPath(new URL('../../dist/cli.js', import.meta.url))
-    const child = spawn(process.execPath, ['--require', hook, cli, '--config', path], {
+    const child = spawn(process.execPath, ['--import', pathToFileURL(hook).href, cli, '--config', path], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, SIGNAL_WHILE_LOADING: signal }
     })

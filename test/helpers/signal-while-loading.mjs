@@ -1,7 +1,9 @@
-// Preloaded with `node --require` by process-signals.test.ts: sends this process the signal named
+// Preloaded with `node --import` by process-signals.test.ts: sends this process the signal named
 // in SIGNAL_WHILE_LOADING the moment fastify's module starts to load, a point inside the few
-// hundred ms the CLI spends loading its modules, before the gateway starts.
-const Module = require('node:module')
+// hundred ms the CLI spends loading its modules, before the gateway starts. fastify is CommonJS,
+// so its file goes through Module.prototype.load even when imported from ESM.
+import Module from 'node:module'
+import process from 'node:process'
 
 const signal = process.env.SIGNAL_WHILE_LOADING
 const load = Module.prototype.load
