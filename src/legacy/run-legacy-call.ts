@@ -7,6 +7,7 @@ import type { CancelScope, UpstreamClient, UpstreamResponse, UpstreamTiming } fr
 import { getAtPointer } from '../util/json-pointer.js'
 import type { LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
+import { toJsonBody } from './to-json-body.js'
 import { canonicalDefaults, translateExecute, translateSessionDefaults, translateSessionExecute } from './translate.js'
 
 export const V4_EXECUTE_PATH = '/v4/execute'
@@ -60,19 +61,6 @@ export function runLegacyCall(context: LegacyCallContext, deps: LegacyCallDeps):
 
 async function runExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {
   return { response: await post(deps, context, V4_EXECUTE_PATH, toJsonBody(translateExecute(context.call)), context.cancelScope) }
-}
-
-/**
- * JSON.parse reads nesting of any depth, but JSON.stringify recurses and runs out of stack a few
- * thousand levels down: such a body is the client's to fix, and is refused before any V4 call.
- */
-function toJsonBody(body: unknown): string {
-  try {
-    return JSON.stringify(body)
-  } catch (error) {
-    if (!(error instanceof RangeError)) throw error
-    throw new GatewayError('INVALID_REQUEST', 'request body is nested too deeply to pass on', { details: [{ pointer: '', message: 'nested too deeply' }] })
-  }
 }
 
 async function runSessionExecute(context: LegacyCallContext, deps: LegacyCallDeps): Promise<LegacyCallResult> {

@@ -5,6 +5,7 @@ import type { GatewayRuntime } from '../gateway-runtime.js'
 import { authorizeRuntimeCall, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import { readStateKey, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy/run-legacy-call.js'
 import { runtimeCallHeaders } from '../legacy/runtime-call-headers.js'
+import { toJsonBody } from '../legacy/to-json-body.js'
 import { translateExecute, translateSessionDefaults, translateSessionExecute } from '../legacy/translate.js'
 import { REDACTED_HEADERS } from '../observability/logger.js'
 import { isValidRequestId } from '../observability/request-id.js'
@@ -101,7 +102,8 @@ export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Ex
       return Object.assign(explanation, note, { trafficClass: 'legacy' })
     }
     const authorization = authorizeRuntimeCall(credential, headers['content-type'], headers['content-encoding'])
-    const bytes = Buffer.from(JSON.stringify(body ?? null))
+    // As the gateway would: a body nested too deeply to send is its 400, not a 500 here.
+    const bytes = Buffer.from(toJsonBody(body ?? null))
     // The same limit the traffic listener reads a legacy body with (SPEC 10).
     if (bytes.length > runtime.config.limits.bodyBytes) throw new GatewayError('PAYLOAD_TOO_LARGE', `request body is larger than ${runtime.config.limits.bodyBytes} bytes`)
     const { body: parsed, call } = parseRuntimeBody(bytes, tenant, route)

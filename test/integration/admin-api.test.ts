@@ -120,6 +120,15 @@ describe('the admin listener', () => {
     expect(answer.text).not.toContain('key_live_secret')
   })
 
+  it('explains a legacy body nested too deeply to send as the 400 the traffic listener gives it', async () => {
+    const depth = 100_000
+    const request = JSON.stringify({ method: 'POST', path: '/v1/headless/runs', headers: { authorization: 'Bearer demo-token-alice' }, body: { input: 'x' } })
+    const explained = await send(gw.adminUrl, '/admin/explain', { headers: { ...admin, 'content-type': 'application/json' }, body: request.replace('"x"', `${'['.repeat(depth)}${']'.repeat(depth)}`) })
+    expect(explained.status).toBe(200)
+    expect(explained.json.answer).toMatchObject({ status: 400, code: 'INVALID_REQUEST', message: 'request body is nested too deeply to pass on' })
+    expect(explained.json.calls).toEqual([])
+  })
+
   it('explains a legacy body over limits.bodyBytes as the 413 the traffic listener gives it', async () => {
     const limited = await startGateway(testConfig(sim.url, { limits: { bodyBytes: 10 } }))
     try {
