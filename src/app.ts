@@ -219,6 +219,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       admin.server.closeAllConnections()
       if (cut) return
       cut = true
+      // The admin listener accepts until fastify's close reaches server.close(): the grace is
+      // spent, so a connection that comes in between is cut too.
+      admin.server.on('connection', (socket: Duplex) => socket.destroy())
       void upstream.destroy().then(announceCut, announceCut)
     },
     close() {
@@ -231,10 +234,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
         await Promise.race([trafficHandler.settled(), sleep(SETTLE_GUARD_MS, undefined, { ref: false })])
         trafficHandler.stop()
         listening = false
-        const adminClosed = admin.close()
-        // Cut before we got here: the grace is spent, so the admin listener gets none either.
-        if (cut) admin.server.closeAllConnections()
-        await adminClosed
+        await admin.close()
         await Promise.race([upstream.close().catch(() => undefined), cutCome])
         if (ownsSessionStore) await sessionStore.close?.()
       })()

@@ -8,3 +8,12 @@ export async function until(check: () => Promise<boolean> | boolean, timeoutMs =
     await sleep(intervalMs)
   }
 }
+
+/** Rejects with `message` unless `promise` settles within `ms`. */
+export function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}

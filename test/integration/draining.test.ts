@@ -1,9 +1,10 @@
+import { connect } from 'node:net'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
-import { until } from '../helpers/until.js'
+import { until, within } from '../helpers/until.js'
 
 describe('a draining gateway', () => {
   let sim: StartedSimulator
@@ -67,5 +68,27 @@ describe('a request in flight when draining starts', () => {
     expect(failed.status).toBe(502)
     expect(failed.json.error.code).toBe(code)
     expect(failed.headers.connection).toBe('close')
+  })
+})
+
+describe('a gateway whose grace period was cut', () => {
+  it('cuts an admin connection that opens between the cut and the admin listener\'s close, so it cannot hold the exit', async () => {
+    const sim = await startSimulator()
+    const gw = await startGateway(testConfig(sim.url))
+    try {
+      gw.gateway.startDraining()
+      gw.gateway.cutRemaining()
+      const admin = new URL(gw.adminUrl)
+      const socket = connect(Number(admin.port), admin.hostname)
+      socket.on('error', () => undefined)
+      socket.resume()
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+      await new Promise<void>((resolve) => socket.once('connect', resolve))
+      socket.write('POST /admin/explain HTTP/1.1\r\nhost: admin\r\ncontent-length: 100\r\n\r\n{"pa')
+      await within(closed, 1_000, 'the admin connection stayed open after the cut')
+      await within(gw.close(), 2_000, 'the gateway did not close')
+    } finally {
+      await sim.close()
+    }
   })
 })

@@ -9,6 +9,7 @@ import { send } from '../helpers/http.js'
 import { parseRawResponse, rawExchange as exchangeRaw } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { within } from '../helpers/until.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -22,15 +23,6 @@ const streamingAgent = new Agent({ keepAliveTimeout: 10, keepAliveMaxTimeout: 10
  */
 async function rawExchange(baseUrl: string, head: string): Promise<string> {
   return (await exchangeRaw(baseUrl, head, { timeoutMs: 5_000 })).bytes.toString('latin1')
-}
-
-/** Rejects with `message` unless `promise` settles within `ms`: a buffering gateway fails fast. */
-function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {

@@ -5,7 +5,7 @@ import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type F
 import { send, type Answer } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawResult } from '../helpers/raw-http.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { until } from '../helpers/until.js'
+import { until, within } from '../helpers/until.js'
 
 /*
  * Issue 5: broken upstreams never lose a request. Loopback upstreams that refuse, reset, stall
@@ -89,15 +89,6 @@ function expectAbortedStream(result: RawResult): void {
   expect(result.response?.text.startsWith(PARTIAL_BODY)).toBe(true)
   expect(result.closedByServer).toBe(true)
   expect(result.timedOut).toBe(false)
-}
-
-/** Rejects unless `promise` settles within `ms`. */
-function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
 interface FaultContext {
