@@ -178,7 +178,8 @@ function wholeNumber(schema: z.ZodNumber) {
 const port = wholeNumber(z.number().int().min(0).max(65535))
 const positiveInt = wholeNumber(z.number().int().positive())
 
-// Every duration here ends up in a timer, and Node runs one set beyond 2^31 - 1 ms after 1 ms.
+// A duration that sets a timer: Node runs one set beyond 2^31 - 1 ms after 1 ms. (`maxEventLoopDelayMs`
+// is only compared, and `sessions.ttlMs` is an lru-cache age and a Redis PX: neither is capped.)
 const LONGEST_TIMER_MS = 2_147_483_647
 function durationMs(min: number) {
   return wholeNumber(z.number().int().min(min).max(LONGEST_TIMER_MS, `at most ${LONGEST_TIMER_MS} ms (about 24.8 days), the longest timer Node keeps`))
@@ -210,7 +211,7 @@ const configObject = z.strictObject({
       upstreamTimeoutMs: durationMs(1).default(30_000),
       connectTimeoutMs: durationMs(1).default(5_000),
       maxInFlight: positiveInt.default(10_000),
-      maxEventLoopDelayMs: durationMs(1).default(1_000)
+      maxEventLoopDelayMs: positiveInt.default(1_000)
     })
     .prefault({}),
   shutdown: z
@@ -231,7 +232,7 @@ const configObject = z.strictObject({
   sessions: z
     .strictObject({
       maxEntries: positiveInt.default(10_000),
-      ttlMs: durationMs(1).default(900_000),
+      ttlMs: positiveInt.default(900_000),
       staleStatuses: z.array(wholeNumber(z.number().int().min(400).max(599))).default([404, 410]),
       sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId']),
       store: z.enum(['memory', 'redis']).default('memory'),
