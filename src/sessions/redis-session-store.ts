@@ -195,8 +195,9 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       const redisKey = keys.session(tenant, key)
       retireSharedRead(redisKey)
       if (!connection.isUp()) return removedHere
-      const removedShared = await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, redisKey, sessionId)).then((deleted) => deleted === 1, () => false)
-      return removedHere || removedShared
+      // The shared entry is the entry: every replica that saw the stale answer drops its own copy,
+      // and only the one that removed the shared one says so, so the fleet counts it once.
+      return connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, redisKey, sessionId)).then((deleted) => deleted === 1, () => removedHere)
     },
     async clear(tenant) {
       // Reads in flight may bring back entries from before the clear: none of them is kept. Those

@@ -22,7 +22,8 @@ export interface SessionStore {
   set(key: string, entry: SessionEntry): void | Promise<void>
   /**
    * Deletes the entry only while it still names `sessionId`, so a newer entry survives. `tenant`
-   * finds a shared one. True when this call removed an entry (a local copy or the shared one).
+   * finds a shared one. True when this call removed the entry: for a shared store, the shared
+   * one (a local copy only while the shared store cannot be reached), so that replicas count it once.
    */
   deleteIfSession(key: string, sessionId: string, tenant: string): boolean | Promise<boolean>
   /** Drops every entry of `tenant`, or all entries; returns how many went. */

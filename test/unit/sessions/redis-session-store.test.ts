@@ -163,9 +163,9 @@ describe('createRedisSessionStore', () => {
     await replicaB.get('k', 'acme')
     expect(await replicaB.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
     expect(await inspect.exists(`${prefix}s:acme:k`)).toBe(0)
-    // Replica A's local copy is all that is left of it: that one counts, then nothing does.
-    expect(await replicaA.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
+    // Replica A drops its local copy, but the entry was B's to report: the fleet counts it once.
     expect(await replicaA.deleteIfSession('k', 'ses_1', 'acme')).toBe(false)
+    expect(await replicaA.get('k', 'acme')).toBeUndefined()
   })
 
   it('deleteIfSession reaches the shared entry of a key this replica no longer holds anything of', async () => {
@@ -184,8 +184,8 @@ describe('createRedisSessionStore', () => {
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
     await replicaB.get('k', 'acme')
     await replicaA.set('k', { sessionId: 'ses_2', tenant: 'acme' })
-    // Replica B's local copy of ses_1 goes (that is the removal reported); the shared ses_2 stays.
-    expect(await replicaB.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
+    // Replica B's local copy of ses_1 goes, but the shared entry names ses_2 and stays: no removal to report.
+    expect(await replicaB.deleteIfSession('k', 'ses_1', 'acme')).toBe(false)
     expect(await inspect.get(`${prefix}s:acme:k`)).toBe('ses_2')
     expect(await replicaB.get('k', 'acme')).toEqual({ sessionId: 'ses_2', tenant: 'acme' })
   })
@@ -313,6 +313,13 @@ describe('createRedisSessionStore without a reachable Redis (issue 7 point 4)', 
     expect(await store.get('k', 'acme')).toEqual({ sessionId: 'ses_local', tenant: 'acme' })
     expect(await store.countByTenant()).toEqual({ acme: 1 })
     expect(await store.clear('acme')).toBe(1)
+  })
+
+  it("reports an eviction of this replica's own entry while Redis is away, once", async () => {
+    const { store } = await unreachableStore()
+    await store.set('k', { sessionId: 'ses_local', tenant: 'acme' })
+    expect(await store.deleteIfSession('k', 'ses_local', 'acme')).toBe(true)
+    expect(await store.deleteIfSession('k', 'ses_local', 'acme')).toBe(false)
   })
 
   it('answers the start lock as unavailable at once', async () => {
