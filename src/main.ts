@@ -30,9 +30,9 @@ function embeddedSimulator(): { start(): Promise<string>; close(): Promise<void>
 }
 
 /**
- * The process entry: load config, start, and own the signals (those that came while it started,
- * `held` since cli.ts began, are acted on once it is up). With the CLI, the only code that
- * touches `process`.
+ * The gateway process: load config, start, and own the signals (those that came while it
+ * started, `held` since cli.ts parsed its command line, are acted on once it is up). With the
+ * CLI and held-signals.ts, the only code that touches `process`.
  */
 export async function runGateway(configPath: string, held: HeldSignals): Promise<RunningGateway> {
   const config = await loadConfig(configPath)
