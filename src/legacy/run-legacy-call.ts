@@ -147,8 +147,9 @@ function readSessionId(response: UpstreamResponse, paths: readonly string[]): st
   let document: unknown
   try {
     document = JSON.parse(response.body.toString('utf8'))
-  } catch (error) {
-    throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a body that is not JSON', { cause: error })
+  } catch {
+    // No cause: V8's message quotes the body, and an upstream may echo the token into it (SPEC 9).
+    throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a body that is not JSON')
   }
   for (const path of paths) {
     const value = getAtPointer(document, path)

@@ -330,6 +330,21 @@ describe('sessions.start faults', () => {
     expect(context.upstream().exchanges.map((exchange) => exchange.url)).toEqual(['/v4/sessions.start'])
   })
 
+  it('answers 502 UPSTREAM_BAD_RESPONSE to a sessions.start body that is not JSON, and logs none of its text (an upstream may echo the token)', async () => {
+    context.upstream().setHandler((exchange) => {
+      if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
+      exchange.response.writeHead(201, { 'content-type': 'application/json' }).end(TOKEN.slice('Bearer '.length))
+    })
+    const answer = await sessionCall(context.url(), 'echo-start')
+    expectGatewayError(answer, 'UPSTREAM_BAD_RESPONSE')
+    const requestId = answer.headers['x-request-id']
+    await until(() => context.logs().some((line) => line.requestId === requestId && line.msg === 'request'))
+    const lines = context.logs().filter((line) => line.requestId === requestId)
+    expect(lines.map((line) => line.msg)).toEqual(['gateway error', 'request'])
+    expect(JSON.stringify(lines)).not.toContain('fault-token')
+    expect(answer.text).not.toContain('fault-token')
+  })
+
   it('answers 502 UPSTREAM_BAD_RESPONSE when sessions.start answers 201 without a session id', async () => {
     context.upstream().setHandler((exchange) => {
       if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
