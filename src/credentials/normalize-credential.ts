@@ -4,8 +4,19 @@ import type { PresentedCredential } from './extract-credential.js'
 
 type ForwardedHeaders = Record<string, string | string[] | undefined>
 
-/** Every header a legacy client may carry a credential in, configured as a source or not (SPEC 5). */
-const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(credentialSourceSchema.options)
+/**
+ * Every header a legacy client may carry a credential in, configured as a source or not (SPEC 5),
+ * and `proxy-authorization`: the gateway is the proxy it is meant for, and it is a credential.
+ */
+const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set([...credentialSourceSchema.options, 'proxy-authorization'])
+
+/**
+ * A credential header, also spelled with underscores (`x_api_key`): nginx with
+ * `underscores_in_headers` and CGI-style stacks read it as the dashed one, a second credential.
+ */
+function isCredentialHeader(name: string): boolean {
+  return CREDENTIAL_HEADERS.has(name.toLowerCase().replaceAll('_', '-'))
+}
 
 /**
  * Runtime routes (`execute`, `session-execute`) accept only a session token, sent upstream as
@@ -31,7 +42,7 @@ export function resolveRuntimeAuthorization(credential: PresentedCredential | nu
 export function rewriteProxyCredentialHeaders(headers: ForwardedHeaders, credential: PresentedCredential | null): ForwardedHeaders {
   if (credential !== null) assertNotServiceAccountId(credential)
   const entries: Array<[string, string | string[] | undefined]> = Object.entries(headers)
-    .filter(([name]) => !CREDENTIAL_HEADERS.has(name.toLowerCase()))
+    .filter(([name]) => !isCredentialHeader(name))
     .map(([name, value]) => [name, Array.isArray(value) ? [...value] : value])
   if (credential?.kind === 'service-key') entries.push(['x-service-api-key', credential.value])
   if (credential?.kind === 'session-token') entries.push(['authorization', bearer(credential.value)])

@@ -121,6 +121,15 @@ describe('proxy routes towards a recording upstream', () => {
     expect(credentialHeadersOf(only(upstream.requests))).toEqual({ 'x-service-api-key': ADMIN_KEY })
   })
 
+  it('forwards neither a credential header spelled with underscores nor Proxy-Authorization beside the one credential', async () => {
+    const headers = { authorization: `Bearer ${ALICE}`, x_service_api_key: ADMIN_KEY, x_api_key: REVOCABLE_KEY, 'proxy-authorization': `Bearer ${ADMIN_KEY}` }
+    const answer = await call('/v1/policies', { headers })
+    expect(answer.status).toBe(200)
+    const forwarded = only(upstream.requests)
+    expect(credentialHeadersOf(forwarded)).toEqual({ authorization: `Bearer ${ALICE}` })
+    expect(Object.keys(forwarded.headers).filter((name) => /api.key|proxy-authorization/.test(name))).toEqual([])
+  })
+
   it.each<{ source: string; headers: Headers }>([
     { source: 'x-api-key', headers: { 'x-api-key': 'sa_demo' } },
     { source: 'x-service-api-key', headers: { 'x-service-api-key': 'sa_demo' } },

@@ -85,6 +85,11 @@ describe('rewriteProxyCredentialHeaders', () => {
     expect(rewriteProxyCredentialHeaders(headers, null)).toEqual({})
   })
 
+  it('removes a credential header spelled with underscores and Proxy-Authorization, so exactly one credential goes on', () => {
+    const headers = { x_service_api_key: 'key_other', X_API_KEY: 'key_other', x_session_token: 'tok_other', 'proxy-authorization': 'Bearer key_pp', accept: 'text/plain' }
+    expect(rewriteProxyCredentialHeaders(headers, sessionToken)).toEqual({ accept: 'text/plain', authorization: 'Bearer tok123' })
+  })
+
   it('throws 401 INVALID_CREDENTIAL_TYPE when a service-account id is presented', () => {
     const error = thrownBy(() => rewriteProxyCredentialHeaders(incoming, serviceAccountId))
     expect(error.code).toBe('INVALID_CREDENTIAL_TYPE')
