@@ -269,8 +269,8 @@ const configObject = z.strictObject({
 })
 
 /**
- * `Host` is matched lower-cased and without its port (resolve-tenant.ts): a key with a port
- * would never match, and two keys that differ only in case would silently be one.
+ * `Host` is matched lower-cased, without its port or a trailing dot (resolve-tenant.ts): a key
+ * with either would never match, and two keys that differ only in case would silently be one.
  */
 function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): void {
   const seen = new Set<string>()
@@ -280,7 +280,7 @@ function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): voi
       // A bare IPv6 address: a Host header always brackets it (RFC 3986 3.2.2).
       ctx.addIssue({ code: 'custom', path: [host], message: `an IPv6 address comes in brackets in a Host header: write "[${lower}]"` })
     } else if (normalizeHost(lower) !== lower) {
-      ctx.addIssue({ code: 'custom', path: [host], message: `Host is matched without its port: write "${normalizeHost(lower) ?? ''}"` })
+      ctx.addIssue({ code: 'custom', path: [host], message: `Host is matched without its port or a trailing dot: write "${normalizeHost(lower) ?? ''}"` })
     }
     if (seen.has(lower)) ctx.addIssue({ code: 'custom', path: [host], message: 'listed twice: Host is matched without regard to case' })
     seen.add(lower)

@@ -8,7 +8,10 @@ export interface TenancyRuntime {
   readonly tenants: ReadonlyMap<string, TenantRuntime>
 }
 
-/** `Host` lower-cased with its port removed (IPv6 literals keep their brackets). */
+/**
+ * `Host` lower-cased with its port removed (IPv6 literals keep their brackets), and without the
+ * trailing dot of a fully qualified name: `api.example.com.` is the same host, as nginx reads it.
+ */
 export function normalizeHost(host: string | undefined): string | undefined {
   if (host === undefined || host === '') return undefined
   const lower = host.toLowerCase()
@@ -17,7 +20,8 @@ export function normalizeHost(host: string | undefined): string | undefined {
     return end === -1 ? lower : lower.slice(0, end + 1)
   }
   const colon = lower.indexOf(':')
-  return colon === -1 ? lower : lower.slice(0, colon)
+  const name = colon === -1 ? lower : lower.slice(0, colon)
+  return name.length > 1 && name.endsWith('.') ? name.slice(0, -1) : name
 }
 
 /**

@@ -179,10 +179,15 @@ describe('tenancy references', () => {
     expect(config.tenancy.hosts).toEqual({ 'api.example.com': 'acme' })
   })
 
+  it('refuses a tenancy.hosts key with a trailing dot, which no request could match', async () => {
+    const problems = await problemsOf({ tenancy: { hosts: { 'api.example.com.': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenancy\.hosts\.api\.example\.com\.: .*write "api\.example\.com"/)])
+  })
+
   it('refuses a tenancy.hosts key with a port, which no request could match', async () => {
     const problems = await problemsOf({ tenancy: { hosts: { 'api.example.com:8443': 'acme', '[::1]:8080': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
     expect(problems).toEqual([
-      expect.stringMatching(/^tenancy\.hosts\.api\.example\.com:8443: .*without its port: write "api\.example\.com"/),
+      expect.stringMatching(/^tenancy\.hosts\.api\.example\.com:8443: .*without its port or a trailing dot: write "api\.example\.com"/),
       expect.stringMatching(/^tenancy\.hosts\.\[::1\]:8080: .*write "\[::1\]"/)
     ])
   })

@@ -35,6 +35,11 @@ describe('normalizeHost', () => {
     expect(normalizeHost('api.example.com:8443')).toBe('api.example.com')
   })
 
+  it('removes the trailing dot of a fully qualified name, with or without a port', () => {
+    expect(normalizeHost('API.example.com.')).toBe('api.example.com')
+    expect(normalizeHost('api.example.com.:8443')).toBe('api.example.com')
+  })
+
   it('keeps the brackets of an IPv6 literal and removes its port', () => {
     expect(normalizeHost('[::1]:8080')).toBe('[::1]')
   })
