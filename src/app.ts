@@ -124,14 +124,16 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   const trafficHandler = createTrafficHandler({ getRuntime: () => runtime, upstream, sessions, logger, isDraining: () => draining, onRequestDone })
   const trafficServer = createTrafficServer(trafficHandler, logger)
 
-  async function applyConfig(config: GatewayConfig, origin = embeddedOrigin): Promise<{ sessionsDropped: number }> {
+  async function applyConfig(config: GatewayConfig, origin = embeddedOrigin): Promise<{ sessionsDropped: number; restartRequired: string[] }> {
     const next = buildGatewayRuntime(config, origin)
     const previous = runtime
     runtime = next
     embeddedOrigin = origin
     logger.level = config.log.level
-    const changed = RESTART_ONLY_KEYS.filter((key) => JSON.stringify(readKey(previous.config, key)) !== JSON.stringify(readKey(config, key)))
-    if (changed.length > 0) logger.warn({ keys: changed }, 'these keys changed but take effect only after a restart')
+    // Against the values in effect, the start's: a key changed by an earlier reload is still
+    // pending, and one set back to its running value no longer is.
+    const restartRequired = RESTART_ONLY_KEYS.filter((key) => JSON.stringify(readKey(initial, key)) !== JSON.stringify(readKey(config, key)))
+    if (restartRequired.length > 0) logger.warn({ keys: restartRequired }, 'these keys differ from the running values and take effect only after a restart')
     const drops: (number | Promise<number>)[] = []
     for (const [name, tenant] of previous.tenancy.tenants) {
       if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) drops.push(sessionStore.clear(name))
@@ -144,7 +146,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       if (drop.status === 'fulfilled') sessionsDropped += drop.value
       else logger.warn({ err: drop.reason }, 'dropping the session-map entries of a moved tenant failed; the count leaves them out')
     }
-    return { sessionsDropped }
+    return { sessionsDropped, restartRequired }
   }
 
   async function reload(): Promise<ReloadResult> {
@@ -156,11 +158,11 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
         if (options.startEmbedded === undefined) throw new ConfigError(options.configPath, ['a tenant uses the embedded simulator, which this gateway cannot start'])
         origin = await options.startEmbedded()
       }
-      const { sessionsDropped } = await applyConfig(config, origin)
+      const { sessionsDropped, restartRequired } = await applyConfig(config, origin)
       metrics.observeReload('success')
       const tenants = Object.keys(config.tenants)
-      logger.info({ config: options.configPath, tenants, sessionsDropped }, 'config reloaded')
-      return { ok: true, tenants, sessionsDropped }
+      logger.info({ config: options.configPath, tenants, sessionsDropped, restartRequired }, 'config reloaded')
+      return { ok: true, tenants, sessionsDropped, restartRequired }
     } catch (error) {
       metrics.observeReload('failure')
       const problems = error instanceof ConfigError ? error.problems : [String((error as Error).message)]

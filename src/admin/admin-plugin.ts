@@ -9,7 +9,8 @@ import type { SessionStore } from '../sessions/session-store.js'
 import type { ExplainInput, Explanation } from '../traffic/explain-request.js'
 import { assertAdminToken } from './admin-auth.js'
 
-export type ReloadResult = { ok: true; tenants: string[]; sessionsDropped: number } | { ok: false; problems: string[] }
+/** `restartRequired`: the restart-only keys whose new values wait for a restart (none are applied). */
+export type ReloadResult = { ok: true; tenants: string[]; sessionsDropped: number; restartRequired: string[] } | { ok: false; problems: string[] }
 
 export interface AdminDeps {
   /** True once the config is loaded and the traffic listener is up, false while draining (SPEC 9). */
@@ -81,7 +82,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       })
       admin.post('/reload', async function reload(request, reply) {
         const result = await deps.reload()
-        if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped }
+        if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped, restartRequired: result.restartRequired }
         // The SPEC 6 envelope, with every problem of the file: each is "path: message", not a pointer into this request.
         const rejected = new GatewayError('CONFIG_INVALID', 'the config file is invalid; the running config stays')
         const body = buildErrorBody(rejected, request.id, roundMs(reply.elapsedTime))

@@ -85,6 +85,26 @@ describe('hot reload', () => {
     expect((await send(gateway.adminUrl, '/metrics')).text).toMatch(/v4gw_config_reloads_total\{result="failure"\} 1/)
   })
 
+  it('reports restart-only keys against the running values on every reload, not against the last file', async () => {
+    const running = testConfig(simA.url)
+    const gateway = await start(running)
+    const reload = async (config: Record<string, unknown>) => {
+      await writeConfig(config)
+      const before = gateway.logs.lines().length
+      const answer = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
+      expect(answer.json.status).toBe('reloaded')
+      const warned = gateway.logs.lines().slice(before).filter((line) => line.level === 40).map((line) => line.keys)
+      return { restartRequired: answer.json.restartRequired, warned }
+    }
+    const changed = testConfig(simA.url, { sessions: { ttlMs: 60_000 }, limits: { connectTimeoutMs: 1_000 } })
+    const pending = { restartRequired: ['limits.connectTimeoutMs', 'sessions.ttlMs'], warned: [['limits.connectTimeoutMs', 'sessions.ttlMs']] }
+    expect(await reload(changed)).toEqual(pending)
+    // Still not in effect: the same file reloaded says so again.
+    expect(await reload(changed)).toEqual(pending)
+    // Back to the running values: nothing is pending, and nothing is warned of.
+    expect(await reload(running)).toEqual({ restartRequired: [], warned: [] })
+  })
+
   it('drops the session-map entries of a tenant whose upstream changed and keeps the others', async () => {
     const two = (acmeUrl: string) => testConfig(simA.url, { tenants: { acme: { upstream: { staging: acmeUrl } }, beta: { upstream: { staging: simA.url } } } })
     const gateway = await start(two(simA.url))
