@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises'
+import { isIPv6 } from 'node:net'
 import { extname } from 'node:path'
 import { parseDocument, type YAMLError } from 'yaml'
+import type { z } from 'zod'
 import { configSchema, type GatewayConfig } from './schema.js'
 import { deepFreeze } from '../util/deep-freeze.js'
 import { substituteEnv, type EnvProblem } from './substitute-env.js'
@@ -25,7 +27,23 @@ export function resolveConfigPath(flag: string | undefined, env: Record<string, 
 }
 
 function formatPath(path: readonly PropertyKey[]): string {
-  return path.length === 0 ? '(root)' : path.map(String).join('.')
+  return path.length === 0 ? '(root)' : path.map((key) => (typeof key === 'string' ? shownKey(key) : String(key))).join('.')
+}
+
+/**
+ * A key as a problem shows it. A YAML flow mapping written without the space after a colon
+ * (`{ token:s3cret }`) makes one key of a name and its value, and the value may be a secret:
+ * such a key keeps only the name.
+ */
+function shownKey(key: string): string {
+  const glued = /^([A-Za-z_][\w-]*):\S/.exec(key)
+  // A bare IPv6 address (a tenancy.hosts key) is not one: its problem says how to write it.
+  return glued === null || isIPv6(key) ? key : `${glued[1]}:…`
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code !== 'unrecognized_keys') return issue.message
+  return `Unrecognized key${issue.keys.length === 1 ? '' : 's'}: ${issue.keys.map((key) => `"${shownKey(key)}"`).join(', ')}`
 }
 
 /** The one visible pipeline: read, parse, substitute env, validate, freeze. */
@@ -46,7 +64,7 @@ export function parseConfigText(text: string, source: string, env: Record<string
   const result = configSchema.safeParse(substituted)
   const problems = envProblems.map((problem) => `${formatPath(problem.path)}: ${problem.message}`)
   if (!result.success) {
-    for (const issue of result.error.issues) problems.push(`${formatPath(issue.path)}: ${issue.message}`)
+    for (const issue of result.error.issues) problems.push(`${formatPath(issue.path)}: ${describeIssue(issue)}`)
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(source, problems)
   return deepFreeze(result.data)

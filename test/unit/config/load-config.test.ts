@@ -133,6 +133,19 @@ describe('loadConfig reads files', () => {
     expect(error.problems).toEqual([expect.stringMatching(/^\(root\): Invalid input: expected object/)])
   })
 
+  it('names a key glued to its value by a missing space (`{ token:s3cret }`) without the value', async () => {
+    const text = `${MINIMAL_YAML}admin: { token:TOPSECRETzz }\nsessions: { redis: { url:redis://u:PWzz@h } }\n`
+    const error = await configError(await writeTemp('glued.yaml', text))
+    expect(error.problems).toEqual(['admin: Unrecognized key: "token:…"', 'sessions.redis: Unrecognized key: "url:…"'])
+    expect(error.message).not.toMatch(/TOPSECRET|PWzz/)
+  })
+
+  it('names a glued key without its value where it is part of a problem\'s path', async () => {
+    const error = await configError(await writeTemp('glued-path.yaml', `${MINIMAL_YAML}  token:TOPSECRETzz: {}\n`))
+    expect(error.problems).toEqual([expect.stringMatching(/^tenants\.token:…: /)])
+    expect(error.message).not.toMatch(/TOPSECRET/)
+  })
+
   it('rejects a YAML mapping with a duplicate key with CONFIG_INVALID', async () => {
     const error = await configError(await writeTemp('duplicate.yaml', `${MINIMAL_YAML}\nlisten: { port: 1 }\nlisten: { port: 2 }\n`))
     expect(error.problems[0]).toMatch(/^cannot parse the file: /)
