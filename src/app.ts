@@ -122,7 +122,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   const trafficHandler = createTrafficHandler({ getRuntime: () => runtime, upstream, sessions, logger, isDraining: () => draining, onRequestDone })
-  const trafficServer = createTrafficServer(trafficHandler, logger)
+  const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
+    metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
+  )
 
   async function applyConfig(config: GatewayConfig, origin = embeddedOrigin): Promise<{ sessionsDropped: number; restartRequired: string[] }> {
     const next = buildGatewayRuntime(config, origin)

@@ -17,7 +17,7 @@ function toGatewayError(code: string | undefined): GatewayError {
  * as RFC 9112 11.2 asks after a framing error. Only the error code is logged: Node attaches the
  * raw request bytes, credentials included, to parser errors.
  */
-export function answerClientError(log: Logger, error: Error & { code?: string }, socket: Duplex): void {
+export function answerClientError(log: Logger, error: Error & { code?: string }, socket: Duplex, onAnswered?: (gatewayError: GatewayError) => void): void {
   // Our bytes must not land inside an answer already under way, nor be read as the answer to an
   // earlier request that was fine (a malformed pipelined one after it): cut the connection then.
   // Node's default handler, which a `clientError` listener replaces, guards the first case only.
@@ -28,6 +28,7 @@ export function answerClientError(log: Logger, error: Error & { code?: string },
   const gatewayError = toGatewayError(error.code)
   const requestId = randomUUID()
   log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
+  onAnswered?.(gatewayError)
   endWithError(socket, gatewayError, requestId)
 }
 
@@ -46,10 +47,12 @@ function answerWouldMislead(socket: Duplex): boolean {
  * CONNECT asks for a tunnel, which only a forward proxy gives (SPEC 2: never an open proxy).
  * Node hands it to the 'connect' event, not to the request listener, and would otherwise drop the socket.
  */
-export function answerConnect(log: Logger, socket: Duplex): void {
+export function answerConnect(log: Logger, socket: Duplex, onAnswered?: (gatewayError: GatewayError) => void): void {
   const requestId = randomUUID()
   log.info({ requestId, status: 400, error: 'INVALID_REQUEST' }, 'CONNECT refused')
-  endWithError(socket, new GatewayError('INVALID_REQUEST', 'CONNECT is not served: this gateway is not a forward proxy'), requestId)
+  const refusal = new GatewayError('INVALID_REQUEST', 'CONNECT is not served: this gateway is not a forward proxy')
+  onAnswered?.(refusal)
+  endWithError(socket, refusal, requestId)
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net'
 import type { Logger } from 'pino'
+import type { GatewayError } from '../errors/registry.js'
 import { answerClientError, answerConnect } from './client-error.js'
 import type { TrafficHandler } from './traffic-handler.js'
 
@@ -12,7 +13,7 @@ const openConnections = new WeakMap<Server, Set<Socket>>()
  * (docs/decisions.md): kept-alive connections live past the 60 s idle timeout of common load
  * balancers, and a request that never finishes arriving is cut after 5 minutes (408).
  */
-export function createTrafficServer(handler: TrafficHandler, log: Logger): Server {
+export function createTrafficServer(handler: TrafficHandler, log: Logger, onRefusedUnread?: (refusal: GatewayError) => void): Server {
   const server = createServer(
     {
       // A missing Host gets the gateway's own 400 envelope (traffic-handler.ts), not Node's bare one.
@@ -25,8 +26,10 @@ export function createTrafficServer(handler: TrafficHandler, log: Logger): Serve
   // Node drops headers past 2,000 silently, which could hide a second credential; the 16 KiB
   // header size limit already bounds the count.
   server.maxHeadersCount = 0
-  server.on('clientError', (error: Error & { code?: string }, socket) => answerClientError(log, error, socket))
-  server.on('connect', (_request, socket) => answerConnect(log, socket))
+  // What Node refuses before the handler sees a request (malformed HTTP, CONNECT) is a request too:
+  // `onRefusedUnread` counts it, as the handler's requests are counted.
+  server.on('clientError', (error: Error & { code?: string }, socket) => answerClientError(log, error, socket, onRefusedUnread))
+  server.on('connect', (_request, socket) => answerConnect(log, socket, onRefusedUnread))
   // An Expect other than 100-continue: served like any request, its expectation ignored (RFC 9110
   // 10.1.1 lets a server do that), rather than Node's bare 417, which skips the gateway's log,
   // metrics and envelope and keeps a draining connection alive.

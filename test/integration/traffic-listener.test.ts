@@ -83,6 +83,25 @@ describe('the traffic server', () => {
     await own.close()
   })
 
+  it('counts what Node refuses before the handler (malformed HTTP, CONNECT) in v4gw_requests_total, and not on the admin listener', async () => {
+    const own = await startGateway(testConfig(upstream.url))
+    const refusedUnread = async (): Promise<number> => {
+      const text = (await send(own.adminUrl, '/metrics')).text
+      const line = /^v4gw_requests_total\{tenant="",class="unknown",route="",status_class="4xx"\} (\d+)$/m.exec(text)
+      return line === null ? 0 : Number(line[1])
+    }
+    try {
+      expect(await refusedUnread()).toBe(0)
+      for (const bytes of ['GET / HTTP/1.1\r\nBad Header\r\n\r\n', 'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n']) {
+        expect((await rawExchange(own.url, bytes, { timeoutMs: 3_000 })).response?.status).toBe(400)
+      }
+      expect((await rawExchange(own.adminUrl, 'GET / HTTP/1.1\r\nBad Header\r\n\r\n', { timeoutMs: 3_000 })).response?.status).toBe(400)
+      expect(await refusedUnread()).toBe(2)
+    } finally {
+      await own.close()
+    }
+  })
+
   it('serves a request whose Expect is not 100-continue, ignoring the expectation (RFC 9110 10.1.1)', async () => {
     upstream.requests.length = 0
     const answer = await rawExchange(gw.url, 'GET /v4/expect-probe HTTP/1.1\r\nHost: a\r\nExpect: bogus\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
