@@ -4,9 +4,9 @@ import type { CliCommand } from './cli-args.js'
 import { ConfigError, loadConfig, resolveConfigPath } from './config/load-config.js'
 import { buildConfigJsonSchema } from './config/json-schema.js'
 import { EMBEDDED_UPSTREAM } from './config/schema.js'
-import { buildGatewayRuntime } from './gateway-runtime.js'
+import { buildGatewayRuntime } from './tenancy/gateway-runtime.js'
 import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
-import { explainRequest } from './traffic/explain-request.js'
+import { explainRequest } from './plan/explain-request.js'
 import { holdSignals, type HeldSignals } from './held-signals.js'
 import { runGateway } from './main.js'
 import { createSimulator } from './simulator/index.js'
@@ -68,16 +68,16 @@ async function explainCommand(args: string[]): Promise<void> {
   })
   const [method, path] = positionals
   if (method === undefined || path === undefined || positionals.length > 2) throw new UsageError('explain takes METHOD and PATH')
-  const headers: Record<string, string> = {}
+  // A header given twice is sent twice, as a client would (a second credential is a conflict).
+  const headers: Record<string, string[]> = {}
   for (const header of values.header ?? []) {
     const colon = header.indexOf(':')
     if (colon <= 0) throw new UsageError(`--header takes K:V, got "${header.slice(0, 40)}"`)
-    headers[header.slice(0, colon).trim()] = header.slice(colon + 1).trim()
+    ;(headers[header.slice(0, colon).trim()] ??= []).push(header.slice(colon + 1).trim())
   }
-  let body: unknown
   if (values.body !== undefined) {
     try {
-      body = JSON.parse(values.body)
+      JSON.parse(values.body)
     } catch {
       throw new UsageError('--body must be JSON')
     }
@@ -85,7 +85,7 @@ async function explainCommand(args: string[]): Promise<void> {
   const config = await loadConfig(resolveConfigPath(values.config, process.env))
   // Nothing is started: an embedded upstream is shown by name.
   const runtime = buildGatewayRuntime(config, 'http://embedded-simulator')
-  const explanation = explainRequest(runtime, { method, path, headers, body, tenant: values.tenant })
+  const explanation = explainRequest(runtime, { method, path, headers, rawBody: values.body, tenant: values.tenant })
   console.log(JSON.stringify(explanation, null, 2))
 }
 

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import { buildErrorBody } from '../errors/error-body.js'
-import { roundMs, sendGatewayError } from '../errors/error-handler.js'
+import { roundMs } from '../util/round-ms.js'
+import { sendGatewayError } from './send-gateway-error.js'
 import { GatewayError } from '../errors/registry.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { MigrationReport } from '../observability/migration-report.js'
 import type { SessionStore } from '../sessions/session-store.js'
-import type { ExplainInput, Explanation } from '../traffic/explain-request.js'
+import type { ExplainInput, Explanation } from '../plan/explain-request.js'
 import { assertAdminToken } from './admin-auth.js'
 
 /** `restartRequired`: the restart-only keys whose new values wait for a restart (none are applied). */
@@ -27,8 +28,10 @@ const explainBodySchema = z.strictObject({
   method: z.string().min(1),
   path: z.string().startsWith('/'),
   tenant: z.string().min(1).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  body: z.unknown().optional()
+  // A list for a header sent more than once: explain then sees both copies, as the listener would.
+  headers: z.record(z.string(), z.union([z.string(), z.array(z.string())])).optional(),
+  body: z.unknown().optional(),
+  rawBody: z.string().optional()
 })
 
 /** What a body that explain cannot take reads as: only explain takes a body, and it takes JSON. */

@@ -21,6 +21,13 @@ export const ERROR_STATUS = {
   OVERLOADED: 503,
   SHUTTING_DOWN: 503,
   UPSTREAM_TIMEOUT: 504,
+  // SPEC 6 rows of part two (sections 13-16); the gateway answers them once those sections are built.
+  LEGACY_BROWNOUT: 410,
+  LEGACY_GONE: 410,
+  IDEMPOTENCY_IN_PROGRESS: 409,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  IDEMPOTENCY_RESULT_TOO_LARGE: 409,
+  LOOP_DETECTED: 508,
   // Not in SPEC 6: the admin listener's answer to a reload whose config file is invalid.
   CONFIG_INVALID: 400,
   // Not in SPEC 6: the answer to a gateway bug, so that even that keeps the envelope.
@@ -55,4 +62,18 @@ export function isGatewayError(value: unknown): value is GatewayError {
   if (!(value instanceof Error) || value.name !== 'GatewayError') return false
   const code: unknown = (value as Error & { code?: unknown }).code
   return typeof code === 'string' && Object.hasOwn(ERROR_STATUS, code)
+}
+
+/**
+ * Any thrown value as the gateway's answer: its own errors as they are; an error that carries a
+ * 4xx `statusCode` (a request Node or fastify could not read) as INVALID_REQUEST; anything else
+ * as INTERNAL_ERROR, so that even a bug keeps the envelope.
+ */
+export function toGatewayError(error: unknown): GatewayError {
+  if (isGatewayError(error)) return error
+  const statusCode = error instanceof Error ? (error as Error & { statusCode?: unknown }).statusCode : undefined
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+    return new GatewayError('INVALID_REQUEST', 'the request could not be read', { cause: error })
+  }
+  return new GatewayError('INTERNAL_ERROR', 'the gateway failed to handle the request', { cause: error })
 }

@@ -1,7 +1,6 @@
-import type { CredentialsConfig, LegacyAction } from '../config/schema.js'
+import type { CredentialsConfig, LegacyAction, LegacyFields } from '../config/schema.js'
 import { extractCredential, resolveRuntimeAuthorization, type PresentedCredential } from '../credentials/index.js'
 import { GatewayError } from '../errors/registry.js'
-import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import { isLegacyBodyContentType, parseJsonObject, parseLegacyCall, type LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
 
@@ -52,8 +51,14 @@ export function authorizeRuntimeCall(credential: PresentedCredential | null, con
   return authorization
 }
 
+/** The tenant's reading of legacy bodies (SPEC 4: `legacy.fields`, `legacy.unknownFields`). */
+export interface BodyProfile {
+  readonly fields: LegacyFields
+  readonly unknownFields: 'keep' | 'drop'
+}
+
 /** Parses and validates a runtime legacy body through the tenant's field map (SPEC 4). */
-export function parseRuntimeBody(bytes: Buffer, tenant: TenantRuntime, route: CompiledRoute): { body: Record<string, unknown>; call: LegacyCall } {
+export function parseRuntimeBody(bytes: Buffer, tenant: BodyProfile, route: CompiledRoute): { body: Record<string, unknown>; call: LegacyCall } {
   const body = parseJsonObject(bytes)
   const bodyStatePointer = route.stateKey?.startsWith('body:') === true ? route.stateKey.slice('body:'.length) : undefined
   // The default `body:/stateId` is read where `legacy.fields.stateId` points (readStateKey), which

@@ -1,23 +1,25 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
-import type { TrafficContext } from '../traffic/traffic-context.js'
-import { continueIfExpected, requestBody } from '../traffic/request-body.js'
+import type { Exchange } from '../kernel/exchange.js'
+import { writeInterim } from '../kernel/interim-answer.js'
+import { continueIfExpected, requestBody } from '../kernel/request-body.js'
+import type { UpstreamOutcome } from '../observability/access-record.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
-import { forwardedHeaders, listenerProtocol } from '../util/forwarded-headers.js'
+import { forwardedHeaders } from '../util/forwarded-headers.js'
 import { stripHopByHop } from '../util/hop-by-hop.js'
-import { writeInterim } from '../traffic/interim-answer.js'
 import { putOwnHeaders } from '../util/own-headers.js'
 
-export interface ForwardOptions {
+/** A streamed upstream call, as the planner decided it: the body is the client's, as it arrives. */
+export interface StreamCall {
   origin: string
+  method: string
   /** The upstream path and query, as they go on the request line. */
   target: string
+  headers: Record<string, string | string[] | undefined>
   /** No response headers, or no body progress, for this long is a 504 (SPEC 6). */
   timeoutMs: number
-  /** Called on the request headers after hop-by-hop removal and `x-forwarded-*`. */
-  rewriteHeaders?: (headers: Record<string, string | string[] | undefined>) => Record<string, string | string[] | undefined>
 }
 
-export type Forward = (traffic: TrafficContext, options: ForwardOptions) => void
+export type Forward = (exchange: Exchange, call: StreamCall) => void
 
 /**
  * Streams requests to an upstream and answers back, both ways without buffering (SPEC 7): the
@@ -31,35 +33,37 @@ export type Forward = (traffic: TrafficContext, options: ForwardOptions) => void
 export function createForwarder(
   upstream: UpstreamClient,
   /** The gateway's own error answer, for a failure before any upstream header. */
-  answerError: (traffic: TrafficContext, error: unknown) => void,
+  answerError: (exchange: Exchange, error: unknown) => void,
   isDraining: () => boolean
 ): Forward {
-  return function forwardStream(traffic, options) {
-    const { request, response } = traffic
+  return function forwardStream(exchange, call) {
+    const { request, response } = exchange
+    // The call's outcome goes on the request's access record (SPEC 9), nothing else of it.
+    const outcome: UpstreamOutcome = exchange.record
     const sentAt = performance.now()
     const body = requestBody(request)
     if (body !== null) continueIfExpected(request, response)
     upstream.stream(
       {
-        origin: options.origin,
-        method: request.method as string,
-        path: options.target,
-        headers: buildUpstreamHeaders(traffic, options),
+        origin: call.origin,
+        method: call.method,
+        path: call.target,
+        headers: call.headers,
         body,
-        timeoutMs: options.timeoutMs
+        timeoutMs: call.timeoutMs
       },
       {
         body: response,
         onStart(cancel) {
-          if (traffic.cancelled) cancel()
-          else traffic.cancel = cancel
+          if (exchange.cancelled) cancel()
+          else exchange.cancel = cancel
         },
         onResponseStart(statusCode, headers) {
           // A streamed answer's upstream time ends at its headers (SPEC 9 logs and histograms):
           // the body then flows at the pace of both ends.
-          traffic.upstreamMs = performance.now() - sentAt
+          outcome.upstreamMs = performance.now() - sentAt
           // The upstream's end-to-end headers (RFC 9110 7.6.1) with the gateway's own on top.
-          const answer = putOwnHeaders(stripHopByHop(headers) as OutgoingHttpHeaders, traffic.ownHeaders)
+          const answer = putOwnHeaders(stripHopByHop(headers) as OutgoingHttpHeaders, exchange.answerHeaders)
           // An HTTP/1.1 connection whose request body was not read to its end cannot carry another
           // request; while draining, none should carry another (SPEC 9).
           if (!request.complete || isDraining()) answer.connection = 'close'
@@ -96,15 +100,15 @@ export function createForwarder(
         },
         onFailure(error) {
           // The time it took to fail (a timeout, a refused connection) is upstream time too.
-          traffic.upstreamMs = performance.now() - sentAt
-          answerError(traffic, error)
+          outcome.upstreamMs = performance.now() - sentAt
+          answerError(exchange, error)
         },
         onBrokenOff(error) {
           // The client saw the upstream's status and a cut body; the log and metrics say whose
           // failure it was (not 499, a client that left), unless the client did leave first.
-          if (traffic.clientGone) return
-          traffic.errorCode = error.code
-          traffic.brokenOffStatus = error.statusCode
+          if (exchange.clientGone) return
+          outcome.errorCode = error.code
+          outcome.brokenOffStatus = error.statusCode
         }
       }
     )
@@ -134,15 +138,9 @@ function carriesTrailers(request: IncomingMessage, statusCode: number, hasLength
  */
 const NOT_FORWARDED: ReadonlySet<string> = new Set(['host', 'expect'])
 
-function buildUpstreamHeaders(traffic: TrafficContext, options: ForwardOptions): Record<string, string | string[] | undefined> {
-  const socket = traffic.request.socket
-  const headers = passthroughHeaders(traffic.request.headers, socket.remoteAddress, listenerProtocol(socket), traffic.id)
-  return options.rewriteHeaders === undefined ? headers : options.rewriteHeaders(headers)
-}
-
 /**
  * End-to-end request headers as they came (SPEC 7), minus hop-by-hop ones and NOT_FORWARDED, with
- * `x-forwarded-*` and the request id. Also what `explain` shows.
+ * `x-forwarded-*` and the request id: the headers the planner gives a streamed call.
  */
 export function passthroughHeaders(
   incoming: IncomingHttpHeaders,

@@ -2,9 +2,9 @@ import { createServer } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { writeGatewayError } from '../../src/errors/error-handler.js'
+import { writeGatewayError } from '../../src/kernel/write-error.js'
 import { GatewayError } from '../../src/errors/registry.js'
-import { TrafficContext } from '../../src/traffic/traffic-context.js'
+import { Exchange } from '../../src/kernel/exchange.js'
 import { send } from '../helpers/http.js'
 import { rawExchange } from '../helpers/raw-http.js'
 import { until } from '../helpers/until.js'
@@ -204,9 +204,9 @@ describe('edge answers of the traffic listener', () => {
 
   it('an error whose own headers cannot be written is still answered in the envelope', async () => {
     const server = createServer((request, response) => {
-      const traffic = new TrafficContext(request, response)
-      traffic.ownHeaders.link = 'not\u0000writable'
-      writeGatewayError(traffic, new GatewayError('ROUTE_NOT_FOUND', 'nothing here'), pino({ level: 'silent' }))
+      const exchange = new Exchange(request, response)
+      exchange.answerHeaders.link = 'not\u0000writable'
+      writeGatewayError(exchange, new GatewayError('ROUTE_NOT_FOUND', 'nothing here'), pino({ level: 'silent' }))
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     try {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { configSchema } from '../../../src/config/schema.js'
 import { isGatewayError, type GatewayError } from '../../../src/errors/registry.js'
-import { buildGatewayRuntime } from '../../../src/gateway-runtime.js'
+import { buildGatewayRuntime } from '../../../src/tenancy/gateway-runtime.js'
 import { normalizeHost, resolveTenant, type TenancyRuntime } from '../../../src/tenancy/resolve-tenant.js'
 
 /** Two tenants on different upstreams, built the way the gateway builds them. */

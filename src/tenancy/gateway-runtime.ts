@@ -1,6 +1,6 @@
-import type { GatewayConfig } from './config/schema.js'
-import type { TenancyRuntime } from './tenancy/resolve-tenant.js'
-import { buildTenantRuntime } from './tenancy/tenant-runtime.js'
+import type { GatewayConfig } from '../config/schema.js'
+import type { TenancyRuntime } from './resolve-tenant.js'
+import { buildTenantRuntime } from './tenant-runtime.js'
 
 /**
  * Everything a request needs from the config, resolved once and frozen. A reload builds a new

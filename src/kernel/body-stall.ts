@@ -1,13 +1,19 @@
-import type { TrafficContext } from './traffic-context.js'
+import type { Exchange } from './exchange.js'
 
 /** How often the requests still receiving a body are looked at: the limit is kept to about this much. */
 const SWEEP_INTERVAL_MS = 1_000
 
 export interface BodyStallWatch {
   /** Looks after a request whose body is still arriving, until it has all come or the request ends. */
-  watch(traffic: TrafficContext): void
-  unwatch(traffic: TrafficContext): void
+  watch(exchange: Exchange): void
+  unwatch(exchange: Exchange): void
   stop(): void
+}
+
+/** The connection's bytes read when the body last made progress, and when. */
+interface Progress {
+  bytesSeen: number
+  at: number
 }
 
 /**
@@ -17,38 +23,36 @@ export interface BodyStallWatch {
  * `limits.maxInFlight` and have every other request shed (SPEC 10). Progress is the socket's
  * `bytesRead`, read once a second, so a body that is arriving costs nothing per chunk.
  */
-export function createBodyStallWatch(limitMs: () => number, onStalled: (traffic: TrafficContext) => void): BodyStallWatch {
-  const receiving = new Set<TrafficContext>()
+export function createBodyStallWatch(limitMs: () => number, onStalled: (exchange: Exchange) => void): BodyStallWatch {
+  const receiving = new Map<Exchange, Progress>()
   const sweep = setInterval(function findStalledBodies() {
     const now = performance.now()
     const limit = limitMs()
-    for (const traffic of receiving) {
-      const socket = traffic.request.socket
-      if (traffic.request.complete || socket === null || socket.destroyed) {
-        receiving.delete(traffic)
+    for (const [exchange, progress] of receiving) {
+      const socket = exchange.request.socket
+      if (exchange.request.complete || socket === null || socket.destroyed) {
+        receiving.delete(exchange)
         continue
       }
-      if (socket.bytesRead !== traffic.bodyBytesSeen) {
-        traffic.bodyBytesSeen = socket.bytesRead
-        traffic.bodyProgressAt = now
-      } else if (traffic.request.readableLength > 0) {
+      if (socket.bytesRead !== progress.bytesSeen) {
+        progress.bytesSeen = socket.bytesRead
+        progress.at = now
+      } else if (exchange.request.readableLength > 0) {
         // Body waiting in the gateway's own buffer: the upstream is not taking it (back-pressure),
         // so the gateway stopped reading, not the client sending. That wait is undici's to time.
-        traffic.bodyProgressAt = now
-      } else if (now - traffic.bodyProgressAt >= limit) {
-        receiving.delete(traffic)
-        onStalled(traffic)
+        progress.at = now
+      } else if (now - progress.at >= limit) {
+        receiving.delete(exchange)
+        onStalled(exchange)
       }
     }
   }, SWEEP_INTERVAL_MS)
   sweep.unref()
   return {
-    watch(traffic) {
-      traffic.bodyBytesSeen = traffic.request.socket?.bytesRead ?? 0
-      traffic.bodyProgressAt = traffic.startedAt
-      receiving.add(traffic)
+    watch(exchange) {
+      receiving.set(exchange, { bytesSeen: exchange.request.socket?.bytesRead ?? 0, at: exchange.head.startedAt })
     },
-    unwatch: (traffic) => receiving.delete(traffic),
+    unwatch: (exchange) => receiving.delete(exchange),
     stop: () => clearInterval(sweep)
   }
 }

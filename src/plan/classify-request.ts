@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors/registry.js'
-import type { GatewayRuntime } from '../gateway-runtime.js'
+import type { TrafficClass } from '../observability/access-record.js'
+import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { buildRewrittenPath, matchRoute, type RouteMatch } from '../legacy/route-table.js'
 import { resolveTenant } from '../tenancy/resolve-tenant.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
@@ -11,7 +12,7 @@ export type Classification =
   /** Unknown traffic of a tenant with `fallback: proxy`: streamed like native. */
   | { trafficClass: 'unknown'; tenant: TenantRuntime; target: RequestTarget }
 
-export interface RequestHead {
+export interface ClassifiedHead {
   method: string
   url: string
   headers: Record<string, string | string[] | undefined>
@@ -19,8 +20,8 @@ export interface RequestHead {
 
 /** What is known so far, kept even when classification throws: the access log reports it. */
 export interface ClassificationNote {
-  trafficClass?: Classification['trafficClass'] | 'blocked'
-  tenant?: string
+  trafficClass: TrafficClass | undefined
+  tenant: string | undefined
 }
 
 /**
@@ -46,7 +47,7 @@ export function rewrittenProxyPath(runtime: GatewayRuntime, match: RouteMatch, n
 }
 
 /** Which of SPEC 2's classes a request is, and for whom; blocked and unroutable requests throw their SPEC 6 error. */
-export function classifyRequest(runtime: GatewayRuntime, head: RequestHead, note: ClassificationNote = {}): Classification {
+export function classifyRequest(runtime: GatewayRuntime, head: ClassifiedHead, note: ClassificationNote): Classification {
   const target = parseRequestTarget(head.url)
   assertNotBlocked(runtime, target, note)
   const tenantHeader = head.headers[runtime.tenancy.header]

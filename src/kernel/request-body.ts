@@ -1,21 +1,24 @@
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import { writeInterim } from './interim-answer.js'
 
 /**
- * The request's body stream, or null when it has none to send on, by fastify's rule (kept when
- * the listener left fastify): GET and HEAD bodies are never read; a request with no
- * `Transfer-Encoding`, no `Content-Type` and no non-zero `Content-Length` has no body (RFC 9112
- * 6.3). With a `Content-Type` the (possibly empty) stream is sent on. Never buffered (SPEC 7).
+ * Whether a request has a body to send on, by fastify's rule (kept when the listener left
+ * fastify): GET and HEAD bodies are never read; a request with no `Transfer-Encoding`, no
+ * `Content-Type` and no non-zero `Content-Length` has no body (RFC 9112 6.3). With a
+ * `Content-Type` the (possibly empty) body is sent on. `explain` asks the same question.
  */
-export function requestBody(request: IncomingMessage): IncomingMessage | null {
-  const method = request.method
-  if (method === 'GET' || method === 'HEAD') return null
-  const headers = request.headers
+export function hasBody(method: string, headers: IncomingHttpHeaders): boolean {
+  if (method === 'GET' || method === 'HEAD') return false
   if (headers['transfer-encoding'] === undefined && headers['content-type'] === undefined) {
     const length = headers['content-length']
-    if (length === undefined || length === '0') return null
+    if (length === undefined || length === '0') return false
   }
-  return request
+  return true
+}
+
+/** The request's body stream, or null when it has none to send on (`hasBody`). Never buffered (SPEC 7). */
+export function requestBody(request: IncomingMessage): IncomingMessage | null {
+  return hasBody(request.method as string, request.headers) ? request : null
 }
 
 const CONTINUE_EXPECTED = /(?:^|[\s,])100-continue(?:$|[\s,;])/i

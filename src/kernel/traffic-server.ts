@@ -3,7 +3,6 @@ import { Server as NetServer, type AddressInfo, type Socket } from 'node:net'
 import type { Logger } from 'pino'
 import type { GatewayError } from '../errors/registry.js'
 import { answerClientError, answerConnect } from './client-error.js'
-import type { TrafficHandler } from './traffic-handler.js'
 
 /** The traffic listener's open connections, which the drain goes through (Node lists them for no one else). */
 const openConnections = new WeakMap<Server, Set<Socket>>()
@@ -13,10 +12,10 @@ const openConnections = new WeakMap<Server, Set<Socket>>()
  * (docs/decisions.md): kept-alive connections live past the 60 s idle timeout of common load
  * balancers, and a request that never finishes arriving is cut after 5 minutes (408).
  */
-export function createTrafficServer(handler: TrafficHandler, log: Logger, onRefusedUnread?: (refusal: GatewayError) => void): Server {
+export function createTrafficServer(handler: { handle(request: IncomingMessage, response: ServerResponse): void }, log: Logger, onRefusedUnread?: (refusal: GatewayError) => void): Server {
   const server = createServer(
     {
-      // A missing Host gets the gateway's own 400 envelope (traffic-handler.ts), not Node's bare one.
+      // A missing Host gets the gateway's own 400 envelope (head-checks.ts), not Node's bare one.
       requireHostHeader: false,
       requestTimeout: 300_000,
       keepAliveTimeout: 72_000

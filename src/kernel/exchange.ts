@@ -1,0 +1,61 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
+import { AccessRecord } from '../observability/access-record.js'
+import { resolveRequestId } from '../observability/request-id.js'
+import type { CancelScope } from '../upstream/upstream-client.js'
+import { listenerProtocol } from '../util/forwarded-headers.js'
+import type { RequestHead } from './request-head.js'
+
+/**
+ * One request on the traffic listener, from its first byte to its 'close', as the kernel owns
+ * it: the Node request and response, the request's immutable head, the headers the gateway puts
+ * on whatever answer leaves (its own error or the upstream's), its cancel scope (a client going
+ * away cancels its upstream call) and the access record the steps fill. The lifecycle (the
+ * in-flight slot, the body-stall watch, the end) is the kernel's alone (traffic-kernel.ts).
+ */
+export class Exchange implements CancelScope {
+  readonly head: RequestHead
+  /** Headers on every answer to this request, set before its answer is known. */
+  readonly answerHeaders: OutgoingHttpHeaders = {}
+  readonly record = new AccessRecord()
+  cancelled = false
+  cancel: (() => void) | undefined = undefined
+  /** Answered 408 because its body stopped arriving: what fails after that is not answered again. */
+  bodyStalled = false
+
+  constructor(
+    readonly request: IncomingMessage,
+    readonly response: ServerResponse
+  ) {
+    const socket = request.socket
+    this.head = {
+      startedAt: performance.now(),
+      // SPEC 6: the client's `x-request-id` when valid, else a new one.
+      requestId: resolveRequestId(request.headers['x-request-id']),
+      method: request.method as string,
+      url: request.url as string,
+      httpVersion: request.httpVersion,
+      headers: request.headers,
+      rawHeaders: request.rawHeaders,
+      clientAddress: socket.remoteAddress,
+      protocol: listenerProtocol(socket)
+    }
+  }
+
+  get id(): string {
+    return this.head.requestId
+  }
+
+  /** Whether the client broke off or went away: then no failure is the gateway's. */
+  get clientGone(): boolean {
+    return this.cancelled || clientWentAway(this.request)
+  }
+}
+
+/**
+ * Whether the client broke off its request or closed its connection. Not `request.destroyed`
+ * alone: Node destroys a request once its body has been read to the end, which every legacy
+ * call's has by the time its upstream can fail.
+ */
+export function clientWentAway(request: IncomingMessage): boolean {
+  return (request.destroyed && !request.complete) || request.socket?.destroyed === true
+}

@@ -1,0 +1,40 @@
+import type { Logger } from 'pino'
+import { buildErrorBody } from '../errors/error-body.js'
+import { toGatewayError } from '../errors/registry.js'
+import { logGatewayError } from '../observability/log-gateway-error.js'
+import { roundMs } from '../util/round-ms.js'
+import type { Exchange } from './exchange.js'
+
+/**
+ * The traffic listener's errors, in the SPEC 6 envelope, with the headers the gateway had set for
+ * the request (deprecation, `Retry-After`, …). Recorded for the access log. It never throws: it
+ * is the last answer a request can get. A response already under way can only be cut.
+ */
+export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<Logger, 'info' | 'error'>): void {
+  const gatewayError = toGatewayError(error)
+  exchange.record.errorCode = gatewayError.code
+  logGatewayError(log, gatewayError, exchange.clientGone, exchange.id)
+  const response = exchange.response
+  // A socket already destroyed (a cut connection) takes no answer; its response reports its end a turn later.
+  if (response.headersSent || response.destroyed || response.socket?.destroyed === true) {
+    response.destroy()
+    return
+  }
+  const body = JSON.stringify(buildErrorBody(gatewayError, exchange.id, roundMs(performance.now() - exchange.head.startedAt)))
+  const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }
+  // The rest of an oversized body is not read: the connection cannot carry another request.
+  const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' ? { connection: 'close' } : undefined
+  try {
+    response.writeHead(gatewayError.statusCode, { ...exchange.answerHeaders, ...close, ...envelope })
+  } catch (headerError) {
+    // A header the gateway set could not be written: the envelope alone still answers.
+    log.error({ requestId: exchange.id, err: headerError }, 'gateway error headers could not be written')
+    try {
+      response.writeHead(gatewayError.statusCode, { ...close, ...envelope })
+    } catch {
+      response.destroy()
+      return
+    }
+  }
+  response.end(body)
+}

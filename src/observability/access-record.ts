@@ -1,0 +1,26 @@
+import type { SessionOutcome } from '../sessions/session-map.js'
+
+/** SPEC 2: every request on the traffic listener is exactly one of these. */
+export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'
+
+/**
+ * What a request's access line, metrics and migration report say of it (SPEC 9), filled from
+ * what its steps return: the plan's facts, then the outcome of its upstream calls. Each step is
+ * handed only the slice it reports (`UpstreamOutcome`, `LegacyCallTrace`), never the request.
+ */
+export class AccessRecord {
+  tenant: string | undefined = undefined
+  trafficClass: TrafficClass | undefined = undefined
+  legacyRoute: string | undefined = undefined
+  v4Path: string | undefined = undefined
+  /** SHA-256 of the presented credential (legacy routes), for the migration report; never the credential. */
+  clientFingerprint: string | undefined = undefined
+  sessionOutcome: SessionOutcome | undefined = undefined
+  upstreamMs: number | undefined = undefined
+  errorCode: string | undefined = undefined
+  /** The status of the upstream failure that cut a streamed answer midway (502, 504, 408). */
+  brokenOffStatus: number | undefined = undefined
+}
+
+/** What a streamed upstream call reports: its time to the answer's headers, and a failure after them. */
+export type UpstreamOutcome = Pick<AccessRecord, 'upstreamMs' | 'errorCode' | 'brokenOffStatus'>

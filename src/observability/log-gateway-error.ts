@@ -1,0 +1,12 @@
+import type { Logger } from 'pino'
+import type { GatewayError } from '../errors/registry.js'
+
+/** Answers that are the gateway working as designed, not failing: the access log records them. */
+const DELIBERATE_5XX = new Set(['OVERLOADED', 'SHUTTING_DOWN'])
+
+/** Logs gateway-side failures; a client that broke off or went away is not one, whatever the error it left. */
+export function logGatewayError(log: Pick<Logger, 'info' | 'error'>, error: GatewayError, clientGone: boolean, requestId?: string): void {
+  if (error.statusCode < 500 || DELIBERATE_5XX.has(error.code)) return
+  if (clientGone) log.info({ requestId, error: error.code }, 'client went away before its answer')
+  else log.error({ requestId, err: error }, 'gateway error')
+}

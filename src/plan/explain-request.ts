@@ -1,0 +1,181 @@
+import { redactQueryCredential } from '../credentials/index.js'
+import { toGatewayError, type GatewayError } from '../errors/registry.js'
+import { refuseHead } from '../kernel/head-checks.js'
+import { hasBody } from '../kernel/request-body.js'
+import type { RequestHead } from '../kernel/request-head.js'
+import type { V4Call } from '../legacy/legacy-calls.js'
+import { toJsonBody } from '../legacy/to-json-body.js'
+import { REDACTED_HEADERS } from '../observability/logger.js'
+import { isValidRequestId } from '../observability/request-id.js'
+import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { headersFromRaw } from './head-from-input.js'
+import { planRequest, type Plan, type PlanFacts } from './plan-request.js'
+
+export interface ExplainInput {
+  method: string
+  /** Path and query, e.g. `/v1/runs/invoke?x=1`. */
+  path: string
+  /** A list for a header sent more than once, in the order sent. */
+  headers?: Record<string, string | readonly string[]>
+  /** The body as a JSON value, sent as its JSON text. */
+  body?: unknown
+  /** The body's bytes as text, sent as they are (wins over `body`). */
+  rawBody?: string
+  /** Shorthand for the tenancy header. */
+  tenant?: string
+}
+
+export interface ExplainedCall {
+  method: string
+  url: string
+  headers: Record<string, string>
+  body?: unknown
+  when?: string
+}
+
+export interface Explanation {
+  tenant?: string
+  trafficClass?: string
+  legacyRoute?: string
+  action?: string
+  /** The V4 calls the request would become, in order; credentials redacted. */
+  calls: ExplainedCall[]
+  /** Set when the gateway would answer by itself, without any upstream call. */
+  answer?: { status: number; code: string; message: string }
+}
+
+const REDACTED = new Set<string>(REDACTED_HEADERS)
+
+/** Stand-ins for what only a live request has. */
+const CLIENT_ADDRESS = '(client address)'
+const NEW_REQUEST_ID = '(a new request id)'
+const SESSION_ID = '{sessionId}'
+
+/**
+ * The V4 call(s) a request would become (SPEC 9 `explain`): the plan the traffic listener would
+ * run for it (plan-request.ts), printed with credentials redacted; sends nothing.
+ */
+export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Explanation {
+  const head = headFromInput(runtime, input)
+  const bytes = bodyBytes(input, head)
+  const explanation: Explanation = { calls: [] }
+  try {
+    // What the kernel refuses before anything is planned (a second Host, a transfer coding).
+    const refusal = refuseHead(head)
+    if (refusal !== undefined) return withAnswer(explanation, refusal)
+    let plan: Plan = planRequest(runtime, head)
+    if (plan.kind === 'read-body') {
+      // As the listener: a body nested too deeply to send is the client's 400, not a 500 here.
+      plan = plan.withBody(bytes === undefined ? Buffer.alloc(0) : Buffer.from(bytes()))
+    }
+    Object.assign(explanation, shownFacts(plan.facts))
+    switch (plan.kind) {
+      case 'refuse':
+        return withAnswer(explanation, plan.error)
+      case 'stream': {
+        const call = plan.call
+        const url = `${call.origin}${withShownQuery(runtime, call.target)}`
+        explanation.calls.push({ method: call.method, url, headers: redactHeaders(call.headers), body: bytes === undefined ? undefined : shownBody(input) })
+        return explanation
+      }
+      case 'calls': {
+        const calls = plan.calls
+        const show = (call: V4Call, when?: string): ExplainedCall => ({
+          method: call.method,
+          url: `${plan.origin}${call.path}`,
+          headers: redactHeaders(call.headers),
+          body: JSON.parse(call.body) as unknown,
+          ...(when === undefined ? {} : { when })
+        })
+        if (calls.action === 'execute') explanation.calls.push(show(calls.execution))
+        else {
+          const execution = show(calls.execution(SESSION_ID))
+          execution.url = execution.url.replace(encodeURIComponent(SESSION_ID), SESSION_ID)
+          explanation.calls.push(show(calls.start, `only when the session map has no session for this identity, state key "${calls.stateKey}" and these defaults`), execution)
+        }
+        return explanation
+      }
+    }
+  } catch (error) {
+    return withAnswer(explanation, toGatewayError(error))
+  }
+}
+
+/**
+ * The request head the listener would see. Without a Host the request is read as HTTP/1.0, the
+ * one version that may omit it (RFC 9112 3.2): explain then resolves the tenant as the listener
+ * does for such a request.
+ */
+function headFromInput(runtime: GatewayRuntime, input: ExplainInput): RequestHead {
+  const method = input.method.toUpperCase()
+  const rawHeaders: string[] = []
+  const tenancyHeader = runtime.tenancy.header
+  for (const [name, value] of Object.entries(input.headers ?? {})) {
+    if (input.tenant !== undefined && name.toLowerCase() === tenancyHeader) continue
+    for (const one of typeof value === 'string' ? [value] : value) rawHeaders.push(name, one)
+  }
+  if (input.tenant !== undefined) rawHeaders.push(tenancyHeader, input.tenant)
+  // A body is sent as JSON unless said otherwise; GET and HEAD bodies are never sent (request-body.ts).
+  const sendsBody = (input.rawBody !== undefined || input.body !== undefined) && method !== 'GET' && method !== 'HEAD'
+  if (sendsBody && !rawHeaders.some((name, index) => index % 2 === 0 && name.toLowerCase() === 'content-type')) rawHeaders.push('content-type', 'application/json')
+  const headers = headersFromRaw(rawHeaders)
+  const incomingId = headers['x-request-id']
+  return {
+    startedAt: 0,
+    requestId: typeof incomingId === 'string' && isValidRequestId(incomingId) ? incomingId : NEW_REQUEST_ID,
+    method,
+    url: input.path,
+    httpVersion: headers.host === undefined ? '1.0' : '1.1',
+    headers,
+    rawHeaders,
+    clientAddress: CLIENT_ADDRESS,
+    protocol: 'http'
+  }
+}
+
+/** The body's bytes when the listener would read one (GET and HEAD bodies never are), made on demand. */
+function bodyBytes(input: ExplainInput, head: RequestHead): (() => string) | undefined {
+  if ((input.rawBody === undefined && input.body === undefined) || !hasBody(head.method, head.headers)) return undefined
+  return input.rawBody !== undefined ? () => input.rawBody as string : () => toJsonBody(input.body ?? null)
+}
+
+function shownBody(input: ExplainInput): unknown {
+  if (input.rawBody === undefined) return input.body
+  try {
+    return JSON.parse(input.rawBody) as unknown
+  } catch {
+    return input.rawBody
+  }
+}
+
+function shownFacts(facts: Readonly<PlanFacts>): Partial<Explanation> {
+  const shown: Partial<Explanation> = {}
+  if (facts.tenant !== undefined) shown.tenant = facts.tenant
+  if (facts.trafficClass !== undefined) shown.trafficClass = facts.trafficClass
+  if (facts.legacyRoute !== undefined) shown.legacyRoute = facts.legacyRoute
+  if (facts.action !== undefined) shown.action = facts.action
+  return shown
+}
+
+function withAnswer(explanation: Explanation, error: GatewayError): Explanation {
+  explanation.calls = []
+  explanation.answer = { status: error.statusCode, code: error.code, message: error.message }
+  return explanation
+}
+
+function withShownQuery(runtime: GatewayRuntime, target: string): string {
+  const queryStart = target.indexOf('?')
+  if (queryStart === -1) return target
+  const shown = redactQueryCredential(target.slice(queryStart + 1), runtime.config.credentials.queryParam)
+  return shown === '' ? target.slice(0, queryStart) : `${target.slice(0, queryStart)}?${shown}`
+}
+
+function redactHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const result: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue
+    if (!REDACTED.has(name)) result[name] = Array.isArray(value) ? value.join(', ') : value
+    else result[name] = name === 'authorization' && /^bearer /i.test(String(value)) ? 'Bearer [redacted]' : '[redacted]'
+  }
+  return result
+}

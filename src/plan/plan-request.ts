@@ -1,0 +1,175 @@
+import type { LegacyAction } from '../config/schema.js'
+import { removeQueryCredential, rewriteProxyCredentialHeaders, type CredentialKind, type PresentedCredential } from '../credentials/index.js'
+import { GatewayError, isGatewayError } from '../errors/registry.js'
+import type { RequestHead } from '../kernel/request-head.js'
+import { buildLegacyCalls, type LegacyCalls } from '../legacy/legacy-calls.js'
+import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
+import type { RouteMatch } from '../legacy/route-table.js'
+import { runtimeCallHeaders } from '../legacy/runtime-call-headers.js'
+import type { TrafficClass } from '../observability/access-record.js'
+import { passthroughHeaders, type StreamCall } from '../passthrough/forward-stream.js'
+import { fingerprintToken } from '../sessions/session-key.js'
+import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
+import { classifyRequest, rewrittenProxyPath } from './classify-request.js'
+import type { RequestTarget } from './request-target.js'
+
+/**
+ * What the planner learnt of a request, kept whether it is served or refused: the access line,
+ * the metrics and the migration report read these (SPEC 9, 12), `explain` prints them.
+ */
+export interface PlanFacts {
+  tenant: string | undefined
+  trafficClass: TrafficClass | undefined
+  /** `METHOD /path` of the legacy route matched. */
+  legacyRoute: string | undefined
+  action: LegacyAction | undefined
+  /** The upstream path of a streamed call; a legacy runtime call's is known as its calls go. */
+  v4Path: string | undefined
+  /** SHA-256 of the presented credential (legacy routes); never the credential. */
+  clientFingerprint: string | undefined
+  /** What kind of credential a legacy request presented (SPEC 5), once read. */
+  credential: CredentialKind | 'none' | undefined
+}
+
+interface PlanBase {
+  readonly facts: Readonly<PlanFacts>
+  /** Headers on whatever answer the request gets, the gateway's own errors included (SPEC 6). */
+  readonly answerHeaders: Readonly<Record<string, string>>
+}
+
+/** The gateway answers by itself, without any upstream call. */
+export interface RefusePlan extends PlanBase {
+  readonly kind: 'refuse'
+  readonly error: GatewayError
+}
+
+/** One call streamed both ways (SPEC 7): native traffic, `fallback: proxy`, legacy `proxy` routes. */
+export interface StreamPlan extends PlanBase {
+  readonly kind: 'stream'
+  readonly call: StreamCall
+}
+
+/** A legacy runtime route: its body is read (at most `limitBytes`, SPEC 10), then planned. */
+export interface ReadBodyPlan extends PlanBase {
+  readonly kind: 'read-body'
+  readonly limitBytes: number
+  withBody(bytes: Buffer): RefusePlan | CallsPlan
+}
+
+/** The V4 calls a legacy runtime request becomes (SPEC 4), and how its answer is shaped (SPEC 6). */
+export interface CallsPlan extends PlanBase {
+  readonly kind: 'calls'
+  readonly origin: string
+  readonly timeoutMs: number
+  readonly calls: LegacyCalls
+  readonly responseFields: TenantRuntime['responseFields']
+}
+
+export type Plan = RefusePlan | StreamPlan | ReadBodyPlan | CallsPlan
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+
+/**
+ * SPEC 2-6 as one pure function: what a request becomes, decided from the resolved runtime and
+ * the request's head (no socket, no upstream). The traffic listener runs the plan; `explain`
+ * prints the same plan. A new decision (SPEC 13-16) is one more step here and one more case in
+ * the runner (traffic/run-plan.ts).
+ */
+export function planRequest(runtime: GatewayRuntime, head: RequestHead): Plan {
+  const facts: PlanFacts = { tenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, credential: undefined }
+  try {
+    const classification = classifyRequest(runtime, head, facts)
+    facts.trafficClass = classification.trafficClass
+    const { tenant, target } = classification
+    if (classification.trafficClass === 'legacy') return planLegacy(runtime, head, facts, tenant, classification.match, target)
+    // Native traffic, or unknown traffic under `fallback: proxy`: the target as the client sent it
+    // (SPEC 7: path and query unchanged; a bare "?" included).
+    facts.v4Path = target.pathname
+    return stream(facts, NO_HEADERS, {
+      origin: tenant.upstreamOrigin,
+      method: head.method,
+      target: head.url,
+      headers: passthroughHeaders(head.headers, head.clientAddress, head.protocol, head.requestId),
+      timeoutMs: runtime.config.limits.upstreamTimeoutMs
+    })
+  } catch (error) {
+    return refuse(facts, NO_HEADERS, error)
+  }
+}
+
+/** SPEC 4-6 for a matched legacy route: its credential, then a proxy call or a body to read. */
+function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget): Plan {
+  const { route } = match
+  facts.legacyRoute = route.label
+  facts.action = route.action
+  // On every answer of a legacy route, the gateway's own errors included.
+  const answerHeaders: Record<string, string> = tenant.deprecationHeaders === null ? { 'x-request-id': head.requestId } : { 'x-request-id': head.requestId, ...tenant.deprecationHeaders }
+  try {
+    // Checked before anything is read of the request (docs/decisions.md, order of checks).
+    const proxyPath = route.action === 'proxy' ? rewrittenProxyPath(runtime, match, facts) : undefined
+    const credentials = runtime.config.credentials
+    const credential = readLegacyCredential(credentialHeaders(head.rawHeaders, credentials.sources), target.rawQuery, credentials)
+    noteCredential(facts, credential)
+    if (proxyPath !== undefined) {
+      facts.v4Path = proxyPath
+      const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
+      const headers = passthroughHeaders(head.headers, head.clientAddress, head.protocol, head.requestId)
+      return stream(facts, answerHeaders, {
+        origin: tenant.upstreamOrigin,
+        method: head.method,
+        target: query === '' ? proxyPath : `${proxyPath}?${query}`,
+        headers: rewriteProxyCredentialHeaders(headers, credential),
+        timeoutMs: runtime.config.limits.upstreamTimeoutMs
+      })
+    }
+    const authorization = authorizeRuntimeCall(credential, head.headers['content-type'], head.headers['content-encoding'])
+    const limitBytes = runtime.config.limits.bodyBytes
+    return {
+      kind: 'read-body',
+      facts,
+      answerHeaders,
+      limitBytes,
+      withBody(bytes) {
+        try {
+          // The listener reads at most this much; `explain` is handed the bytes whole.
+          if (bytes.length > limitBytes) throw new GatewayError('PAYLOAD_TOO_LARGE', `request body is larger than ${limitBytes} bytes`)
+          const { body, call } = parseRuntimeBody(bytes, tenant, route)
+          const calls = buildLegacyCalls({
+            tenant: tenant.name,
+            upstreamOrigin: tenant.upstreamOrigin,
+            route,
+            params: match.params,
+            call,
+            body,
+            requestHeaders: head.headers,
+            headers: runtimeCallHeaders(head.headers, head.clientAddress, head.protocol, head.requestId, authorization),
+            // authorizeRuntimeCall succeeded, so a credential was presented.
+            tokenFingerprint: facts.clientFingerprint as string,
+            sessions: runtime.config.sessions
+          })
+          return { kind: 'calls', facts, answerHeaders, origin: tenant.upstreamOrigin, timeoutMs: runtime.config.limits.upstreamTimeoutMs, calls, responseFields: tenant.responseFields }
+        } catch (error) {
+          return refuse(facts, answerHeaders, error)
+        }
+      }
+    }
+  } catch (error) {
+    return refuse(facts, answerHeaders, error)
+  }
+}
+
+function noteCredential(facts: PlanFacts, credential: PresentedCredential | null): void {
+  facts.credential = credential === null ? 'none' : credential.kind
+  facts.clientFingerprint = credential === null ? undefined : fingerprintToken(credential.value)
+}
+
+function stream(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>>, call: StreamCall): StreamPlan {
+  return { kind: 'stream', facts, answerHeaders, call }
+}
+
+/** Only the gateway's own coded errors become a refusal; anything else is a bug, and goes up as one. */
+function refuse(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>>, error: unknown): RefusePlan {
+  if (!isGatewayError(error)) throw error
+  return { kind: 'refuse', facts, answerHeaders, error }
+}
