@@ -1,0 +1,128 @@
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import Fastify, { LogController, type FastifyBaseLogger } from 'fastify'
+import { adminPlugin } from '../admin/admin-plugin.js'
+import { sendGatewayError } from '../admin/send-gateway-error.js'
+import { answerClientError, answerConnect } from '../kernel/client-error.js'
+import { createTrafficServer, listen } from '../kernel/traffic-server.js'
+import { createLogger } from '../observability/logger.js'
+import { createMetrics } from '../observability/metrics.js'
+import { createMigrationReport } from '../observability/migration-report.js'
+import { resolveRequestId } from '../observability/request-id.js'
+import { explainRequest } from '../plan/explain-request.js'
+import { createSessionStore } from '../sessions/create-session-store.js'
+import { createSessionMap } from '../sessions/session-map.js'
+import { buildGatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-handler.js'
+import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
+import type { Gateway, GatewayOptions } from './gateway.js'
+import { createConfigReloader } from './reload.js'
+import { createShutdown } from './shutdown.js'
+
+/** The composition root: builds both listeners without opening a socket. */
+export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
+  const logger = options.logger ?? createLogger({ level: options.config.log.level })
+  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin)
+  let listening = false
+  const initial = options.config
+  // The metrics are made after the store (they read its size); evictions come only with traffic.
+  const sessionStore = options.sessionStore ?? (await createSessionStore(initial, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') }))
+  const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
+  const metrics = createMetrics({ sessionEntries: () => sessionStore.size, sessionStoreStatus: () => sessionStore.describe() })
+  const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })
+  const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
+  const reloader = createConfigReloader({
+    startConfig: initial,
+    runtime,
+    embeddedOrigin: options.embeddedOrigin,
+    configPath: options.configPath,
+    startEmbedded: options.startEmbedded,
+    logger,
+    sessionStore,
+    migration,
+    metrics
+  })
+
+  const getRuntime = reloader.runtime
+  // `shutdown` is made last, as it closes what follows; the traffic handler and the admin
+  // listener ask it whether the gateway drains only once requests come.
+  const isDraining = (): boolean => shutdown.isDraining()
+
+  /** Every finished request: its metrics and, for a legacy route, the migration report (SPEC 12). */
+  function onRequestDone({ head, record, statusCode, durationMs }: FinishedRequest): void {
+    metrics.observeRequest({
+      tenant: record.tenant,
+      trafficClass: record.trafficClass,
+      route: record.legacyRoute,
+      statusCode,
+      durationMs,
+      upstreamMs: record.upstreamMs,
+      errorCode: record.errorCode
+    })
+    if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
+    if (record.legacyRoute !== undefined && record.tenant !== undefined) {
+      migration.record({ tenant: record.tenant, route: record.legacyRoute, clientFingerprint: record.clientFingerprint, userAgent: head.headers['user-agent'], atMs: Date.now() })
+    }
+  }
+
+  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, logger, isDraining, onRequestDone })
+  const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
+    metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
+  )
+
+  const adminLog = logger.child({ listener: 'admin' })
+  const admin = Fastify({
+    loggerInstance: adminLog as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    // SPEC 6's request id on the admin listener's errors too: a valid incoming one, else a UUID.
+    genReqId: (request) => resolveRequestId(request.headers['x-request-id']),
+    // The envelope for what fastify and Node refuse before a route runs too (an undecodable URL,
+    // malformed HTTP), as on the traffic listener.
+    frameworkErrors: (error, request, reply) => sendGatewayError(error, request, reply),
+    clientErrorHandler: (error, socket) => answerClientError(adminLog, error, socket)
+  })
+  admin.server.on('connect', (_request: IncomingMessage, socket: Duplex) => answerConnect(adminLog, socket))
+  const isReady = (): boolean => listening && !shutdown.isDraining()
+  await admin.register(adminPlugin, {
+    isReady,
+    adminToken: () => getRuntime().config.admin.token,
+    metrics,
+    sessionStore,
+    migration,
+    reload: reloader.reload,
+    explain: (input) => explainRequest(getRuntime(), input)
+  })
+
+  const shutdown = createShutdown({
+    trafficServer,
+    trafficHandler,
+    admin,
+    upstream,
+    sessionStore,
+    ownsSessionStore: options.sessionStore === undefined,
+    idleCloseMs: () => getRuntime().config.shutdown.idleCloseMs
+  })
+
+  return {
+    trafficServer,
+    admin,
+    logger,
+    sessionStore,
+    metrics,
+    migration,
+    runtime: getRuntime,
+    isReady,
+    reload: reloader.reload,
+    applyConfig: reloader.applyConfig,
+    startDraining: shutdown.startDraining,
+    async listen(overrides = {}) {
+      const config = getRuntime().config
+      const trafficUrl = await listen(trafficServer, overrides.host ?? config.listen.host, overrides.trafficPort ?? config.listen.port)
+      const adminUrl = await admin.listen({ host: overrides.host ?? config.admin.host, port: overrides.adminPort ?? config.admin.port })
+      listening = true
+      return { trafficUrl, adminUrl }
+    },
+    close: shutdown.close,
+    cutRemaining: shutdown.cutRemaining
+  }
+}

@@ -1,0 +1,95 @@
+import type { Logger } from 'pino'
+import type { ReloadResult } from '../admin/admin-plugin.js'
+import { ConfigError, loadConfig } from '../config/load-config.js'
+import type { GatewayConfig } from '../config/schema.js'
+import type { GatewayMetrics } from '../observability/metrics.js'
+import type { MigrationReport } from '../observability/migration-report.js'
+import type { SessionStore } from '../sessions/session-store.js'
+import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { usesEmbeddedUpstream } from '../tenancy/tenant-runtime.js'
+
+/** Keys that need a restart: they shape listeners and pools built once. */
+export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis'] as const
+
+export interface ConfigReloadDeps {
+  /** The config the gateway started with: restart-only keys keep its values until a restart. */
+  startConfig: GatewayConfig
+  /** The runtime built from `startConfig`, in effect until the first reload. */
+  runtime: GatewayRuntime
+  embeddedOrigin: string | undefined
+  /** The file `reload()` re-reads; without one, a reload is refused. */
+  configPath: string | undefined
+  /** Starts the simulator when a reloaded config needs one and none runs yet. */
+  startEmbedded: (() => Promise<string>) | undefined
+  logger: Logger
+  sessionStore: SessionStore
+  migration: MigrationReport
+  metrics: GatewayMetrics
+}
+
+export interface ConfigReloader {
+  /** The runtime in effect: read once per request, so a reload never splits a request. */
+  runtime(): GatewayRuntime
+  applyConfig(config: GatewayConfig, embeddedOrigin?: string): Promise<{ sessionsDropped: number; restartRequired: string[] }>
+  reload(): Promise<ReloadResult>
+}
+
+function readKey(config: GatewayConfig, key: string): unknown {
+  return key.split('.').reduce<unknown>((value, part) => (value as Record<string, unknown>)[part], config)
+}
+
+/** Owns the runtime in effect and swaps it, from a file (SPEC 8) or from a validated config. */
+export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
+  const { startConfig, configPath, logger, sessionStore, migration, metrics } = deps
+  let runtime = deps.runtime
+  let embeddedOrigin = deps.embeddedOrigin
+
+  async function applyConfig(config: GatewayConfig, origin = embeddedOrigin): Promise<{ sessionsDropped: number; restartRequired: string[] }> {
+    const next = buildGatewayRuntime(config, origin)
+    const previous = runtime
+    runtime = next
+    embeddedOrigin = origin
+    logger.level = config.log.level
+    // Against the values in effect, the start's: a key changed by an earlier reload is still
+    // pending, and one set back to its running value no longer is.
+    const restartRequired = RESTART_ONLY_KEYS.filter((key) => JSON.stringify(readKey(startConfig, key)) !== JSON.stringify(readKey(config, key)))
+    if (restartRequired.length > 0) logger.warn({ keys: restartRequired }, 'these keys differ from the running values and take effect only after a restart')
+    const drops: (number | Promise<number>)[] = []
+    for (const [name, tenant] of previous.tenancy.tenants) {
+      if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) drops.push(sessionStore.clear(name))
+    }
+    migration.retain((tenant, route) => next.tenancy.tenants.get(tenant)?.routes.some((r) => `${r.method} ${r.path}` === route) === true)
+    // Everything above applies before this first wait. A shared store answers later, and its
+    // clear falls back to this replica's own entries when Redis fails (logged there).
+    let sessionsDropped = 0
+    for (const drop of await Promise.allSettled(drops)) {
+      if (drop.status === 'fulfilled') sessionsDropped += drop.value
+      else logger.warn({ err: drop.reason }, 'dropping the session-map entries of a moved tenant failed; the count leaves them out')
+    }
+    return { sessionsDropped, restartRequired }
+  }
+
+  async function reload(): Promise<ReloadResult> {
+    if (configPath === undefined) return { ok: false, problems: ['this gateway was not started from a config file'] }
+    try {
+      const config = await loadConfig(configPath)
+      let origin = embeddedOrigin
+      if (origin === undefined && usesEmbeddedUpstream(config)) {
+        if (deps.startEmbedded === undefined) throw new ConfigError(configPath, ['a tenant uses the embedded simulator, which this gateway cannot start'])
+        origin = await deps.startEmbedded()
+      }
+      const { sessionsDropped, restartRequired } = await applyConfig(config, origin)
+      metrics.observeReload('success')
+      const tenants = Object.keys(config.tenants)
+      logger.info({ config: configPath, tenants, sessionsDropped, restartRequired }, 'config reloaded')
+      return { ok: true, tenants, sessionsDropped, restartRequired }
+    } catch (error) {
+      metrics.observeReload('failure')
+      const problems = error instanceof ConfigError ? error.problems : [String((error as Error).message)]
+      logger.error({ config: configPath, problems }, 'config reload rejected; the running config stays')
+      return { ok: false, problems }
+    }
+  }
+
+  return { runtime: () => runtime, applyConfig, reload }
+}

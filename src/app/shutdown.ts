@@ -1,0 +1,81 @@
+import type { Server } from 'node:http'
+import type { Duplex } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance } from 'fastify'
+import { closeServer } from '../kernel/traffic-server.js'
+import type { SessionStore } from '../sessions/session-store.js'
+import type { TrafficHandler } from '../traffic/traffic-handler.js'
+import type { UpstreamClient } from '../upstream/upstream-client.js'
+
+/** How long `close` waits at most for the last responses to report their end. */
+const SETTLE_GUARD_MS = 1_000
+
+export interface ShutdownDeps {
+  trafficServer: Server
+  trafficHandler: Pick<TrafficHandler, 'settled' | 'stop'>
+  admin: FastifyInstance
+  upstream: Pick<UpstreamClient, 'close' | 'destroy'>
+  sessionStore: SessionStore
+  /** A store given by the caller stays the caller's to close. */
+  ownsSessionStore: boolean
+  /** How long an idle kept-alive traffic connection may stay once closing starts (read at close). */
+  idleCloseMs: () => number
+}
+
+export interface Shutdown {
+  isDraining(): boolean
+  /** Readiness goes false and new requests get 503 SHUTTING_DOWN; in-flight ones go on. */
+  startDraining(): void
+  /** Stops accepting, waits for in-flight requests, then releases everything; once. */
+  close(): Promise<void>
+  /** The end of the grace period: cuts what is still open so that `close` ends now. */
+  cutRemaining(): void
+}
+
+/** Draining, closing and the cut at the end of the grace period (SPEC 9). */
+export function createShutdown(deps: ShutdownDeps): Shutdown {
+  const { trafficServer, trafficHandler, admin, upstream, sessionStore } = deps
+  let draining = false
+  let closing: Promise<void> | undefined
+  // Settles when the grace period ends and the pool is destroyed: close() waits for the pool's
+  // calls only until then (undici's close() may already be waiting when the cut comes).
+  let cut = false
+  let announceCut: () => void = () => undefined
+  const cutCome = new Promise<void>((resolve) => {
+    announceCut = resolve
+  })
+
+  return {
+    isDraining: () => draining,
+    startDraining() {
+      draining = true
+    },
+    cutRemaining() {
+      trafficServer.closeAllConnections()
+      // An admin request still arriving (half its headers or body) is not idle, so fastify's
+      // close would wait on it for as long as the client likes.
+      admin.server.closeAllConnections()
+      if (cut) return
+      cut = true
+      // The admin listener accepts until fastify's close reaches server.close(): the grace is
+      // spent, so a connection that comes in between is cut too.
+      admin.server.on('connection', (socket: Duplex) => socket.destroy())
+      void upstream.destroy().then(announceCut, announceCut)
+    },
+    close() {
+      // Once: a signal and a caller may both ask, and the second must wait for the same end.
+      closing ??= (async () => {
+        draining = true
+        await closeServer(trafficServer, deps.idleCloseMs())
+        // Every connection has ended or been cut, so every response closes within a turn or two;
+        // the bound is only a guard against one that somehow never does.
+        await Promise.race([trafficHandler.settled(), sleep(SETTLE_GUARD_MS, undefined, { ref: false })])
+        trafficHandler.stop()
+        await admin.close()
+        await Promise.race([upstream.close().catch(() => undefined), cutCome])
+        if (deps.ownsSessionStore) await sessionStore.close?.()
+      })()
+      return closing
+    }
+  }
+}
