@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { normalizeHost } from '../tenancy/resolve-tenant.js'
 import { isPlainObject } from '../util/is-plain-object.js'
+import { normalizeHost } from '../util/normalize-host.js'
 
 /**
  * The config file's schema (SPEC 8). Types come from here (`z.output`), never written twice.
@@ -269,7 +269,7 @@ const configObject = z.strictObject({
 })
 
 /**
- * `Host` is matched lower-cased, without its port or a trailing dot (resolve-tenant.ts): a key
+ * `Host` is matched lower-cased, without its port or a trailing dot (normalizeHost): a key
  * with either would never match, and two keys that differ only in case would silently be one.
  */
 function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): void {
