@@ -1,4 +1,4 @@
-import type { SessionOutcome } from '../sessions/session-map.js'
+import type { SessionOutcome } from './session-events.js'
 
 /** SPEC 2: every request on the traffic listener is exactly one of these. */
 export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'

@@ -1,8 +1,7 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import { LabelledCounter } from './labelled-counter.js'
 import { LabelledHistogram } from './labelled-histogram.js'
-import type { SessionOutcome } from '../sessions/session-map.js'
-import type { SessionStoreStatus } from '../sessions/session-store.js'
+import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
 
 /**
  * The gateway's Prometheus metrics (SPEC 9), on a registry of its own so that several gateways

@@ -1,28 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { StartResult } from './session-map.js'
-import type { SessionStore } from './session-store.js'
+import type { SessionStore, StartLock } from './session-store.js'
 
-/** One try at a key's start lock. */
-export type LockAttempt =
-  | { state: 'acquired'; release(): Promise<void> }
-  /** Another replica is starting this key's session. */
-  | { state: 'held' }
-  /** The shared store cannot be asked: this replica starts on its own (issue 7 point 4). */
-  | { state: 'unavailable' }
-
-/**
- * A short cross-replica lock per session-map key. It expires by itself, so a crashed owner
- * never blocks a key for longer than the lock's life (issue 7 point 4).
- */
-export interface StartLock {
-  acquire(key: string, tenant: string): Promise<LockAttempt>
-  /** How long a waiter sleeps between two looks at the shared entry. */
-  readonly pollMs: number
-  /** How long a waiter waits at most before it starts without the lock. */
-  readonly waitMs: number
-  /** Called when a waiter gave up at `waitMs`. */
-  onWaitExpired?(key: string): void
-}
+/** What `sessions.start` gave: a session id, or an answer to hand back to the client as it came. */
+export type StartResult<TRejection> = { sessionId: string; rejection?: undefined } | { sessionId?: undefined; rejection: TRejection }
 
 export interface StartedSession<TRejection> {
   result: StartResult<TRejection>

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import type { LockAttempt, StartLock } from './distributed-start.js'
 import { createRedisConnection, type RedisConnection, type StoreLogger } from './redis-connection.js'
 import { buildRedisKeys } from './redis-keys.js'
-import type { SessionEntry, SessionStore } from './session-store.js'
+import type { LockAttempt, SessionEntry, SessionStore, StartLock } from './session-store.js'
 
 export interface RedisSessionStoreOptions {
   url: string

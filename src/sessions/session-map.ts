@@ -1,12 +1,10 @@
-import { startAcrossReplicas, type StartedSession } from './distributed-start.js'
+import type { SessionOutcome } from '../observability/session-events.js'
+import { startAcrossReplicas, type StartedSession, type StartResult } from './distributed-start.js'
 import { createSingleFlight } from './single-flight.js'
 import type { SessionEntry, SessionStore } from './session-store.js'
 
-/** What `sessions.start` gave: a session id, or an answer to hand back to the client as it came. */
-export type StartResult<TRejection> = { sessionId: string; rejection?: undefined } | { sessionId?: undefined; rejection: TRejection }
-
-/** Session-map outcomes as they appear in logs and metrics (SPEC 9). */
-export type SessionOutcome = 'hit' | 'miss' | 'coalesced' | 'stale-retry'
+// Callers of the map name what their `start` gives, and what the map did, in the map's own words.
+export type { SessionOutcome, StartResult }
 
 export interface ResolvedSession<TRejection> {
   result: StartResult<TRejection>

@@ -1,15 +1,31 @@
 import { LRUCache } from 'lru-cache'
-import type { StartLock } from './distributed-start.js'
+import type { SessionStoreStatus } from '../observability/session-events.js'
+
+/** One try at a key's start lock. */
+export type LockAttempt =
+  | { state: 'acquired'; release(): Promise<void> }
+  /** Another replica is starting this key's session. */
+  | { state: 'held' }
+  /** The shared store cannot be asked: this replica starts on its own (issue 7 point 4). */
+  | { state: 'unavailable' }
+
+/**
+ * A short cross-replica lock per session-map key. It expires by itself, so a crashed owner
+ * never blocks a key for longer than the lock's life (issue 7 point 4).
+ */
+export interface StartLock {
+  acquire(key: string, tenant: string): Promise<LockAttempt>
+  /** How long a waiter sleeps between two looks at the shared entry. */
+  readonly pollMs: number
+  /** How long a waiter waits at most before it starts without the lock. */
+  readonly waitMs: number
+  /** Called when a waiter gave up at `waitMs`. */
+  onWaitExpired?(key: string): void
+}
 
 export interface SessionEntry {
   readonly sessionId: string
   readonly tenant: string
-}
-
-/** What `/readyz` and the metrics say about the store: its kind and, for a shared one, its reachability. */
-export interface SessionStoreStatus {
-  readonly kind: string
-  readonly redis?: 'up' | 'down'
 }
 
 /**

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, vi } from 'vitest'
-import { startAcrossReplicas, type LockAttempt, type StartLock } from '../../../src/sessions/distributed-start.js'
+import { startAcrossReplicas } from '../../../src/sessions/distributed-start.js'
 import { createSessionMap, type StartResult } from '../../../src/sessions/session-map.js'
-import { createMemorySessionStore, type SessionStore } from '../../../src/sessions/session-store.js'
+import { createMemorySessionStore, type LockAttempt, type SessionStore, type StartLock } from '../../../src/sessions/session-store.js'
 
 type Rejection = { status: number }
 
