@@ -82,7 +82,7 @@ async function explainCommand(args: string[]): Promise<void> {
       throw new UsageError('--body must be JSON')
     }
   }
-  const config = await loadConfig(resolveConfigPath(values.config, process.env))
+  const config = await loadConfig(resolveConfigPath(values.config))
   // Nothing is started: an embedded upstream is shown by name.
   const runtime = buildGatewayRuntime(config, 'http://embedded-simulator')
   const explanation = explainRequest(runtime, { method, path, headers, rawBody: values.body, tenant: values.tenant })
@@ -91,7 +91,7 @@ async function explainCommand(args: string[]): Promise<void> {
 
 async function runCommand(args: string[], held: HeldSignals | undefined): Promise<void> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } } })
-  const running = await runGateway(resolveConfigPath(values.config, process.env), held ?? holdSignals())
+  const running = await runGateway(resolveConfigPath(values.config), held ?? holdSignals())
   console.log(`v4gw listening on ${running.trafficUrl} (admin ${running.adminUrl})`)
 }
 

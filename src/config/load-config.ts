@@ -21,8 +21,8 @@ export class ConfigError extends Error {
   }
 }
 
-/** `--config`, then `V4GW_CONFIG`, then `config/gateway.yaml` (SPEC 8). */
-export function resolveConfigPath(flag: string | undefined, env: Record<string, string | undefined>): string {
+/** `--config`, then `V4GW_CONFIG`, then `config/gateway.yaml` (SPEC 8). config/ is what reads the environment. */
+export function resolveConfigPath(flag: string | undefined, env: Record<string, string | undefined> = process.env): string {
   return flag ?? (env.V4GW_CONFIG !== undefined && env.V4GW_CONFIG !== '' ? env.V4GW_CONFIG : DEFAULT_CONFIG_PATH)
 }
 
