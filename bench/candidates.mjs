@@ -1,5 +1,5 @@
 /* global fetch, URL */
-// The rows of the benchmark (issue 6): what runs, what load it gets, and how its first answer is
+// The rows of the benchmark (docs/performance.md): what runs, what load it gets, and how its first answer is
 // checked. Every row sends the same execution input with the same session token.
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -57,7 +57,7 @@ export const CANDIDATES = [
     name: 'gateway-session-hit-redis',
     kind: 'gateway',
     logLevel: 'info',
-    // The session map on Redis (issue 7): hits are served by the local LRU in front of it.
+    // The session map on Redis (docs/scaling.md): hits are served by the local LRU in front of it.
     redis: true,
     load: { method: 'POST', path: '/v1/runs/invoke', headers: HEADERS, body: JSON.stringify({ input: INPUT, stateId: 'bench-state-redis', state: STATE }) },
     check: checkSessionHit

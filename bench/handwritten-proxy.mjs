@@ -1,6 +1,6 @@
 /* global process, console, URL */
 // A scale row, not a candidate a user would pick: the smallest correct node:http + undici proxy
-// (issue 6 gives it as "about 1.9x the plain plugin"). It shows what this machine and load allow
+// (the goals' scale puts it at "about 1.9x the plain plugin", docs/performance.md). It shows what this machine and load allow
 // a proxy hop to cost, so the gateway's rows can be read against a ceiling as well as the reference.
 // Usage: node bench/handwritten-proxy.mjs <upstream-url>
 import { createServer } from 'node:http'

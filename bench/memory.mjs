@@ -1,6 +1,6 @@
 /* global process, gc */
-// Part two of the benchmark: memory of the session map at 100,000 entries (issue 6 goal:
-// ≤ 500 bytes per entry). Runs in a fresh `node --expose-gc` process and uses the built store
+// Part two of the benchmark: memory of the session map at 100,000 entries (the goal in
+// docs/performance.md: ≤ 500 bytes per entry). Runs in a fresh `node --expose-gc` process and uses the built store
 // and key functions, so the entries are exactly what a running gateway keeps.
 // Usage: node --expose-gc bench/memory.mjs [entries]; prints one JSON line.
 import { createHash, randomBytes } from 'node:crypto'

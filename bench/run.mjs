@@ -1,6 +1,6 @@
 /* global process, console */
 // npm run bench [-- --quick] [-- --json FILE]: the gateway side by side with the alternatives a
-// user would pick, as ratios (issue 6). Loopback only, bounded in time, and it ends only the
+// user would pick, as ratios (docs/performance.md). Loopback only, bounded in time, and it ends only the
 // processes it started, by PID. Uses the built gateway (dist/), so `npm run bench` builds first.
 //
 // Flags: --quick (1 round, 1 s warm-up, 4 s per row: about 1.5 minutes); full: 5 rounds x (2 s + 6 s), --json FILE,
@@ -36,7 +36,7 @@ const GOALS = [
   { row: 'gateway-session-hit', minRatio: 1.3 }
 ]
 const MAX_P99_OVER_P50 = 3
-// Issue 6's scale: "a hand-written node:http + undici proxy reaches about 1.9x the plain plugin".
+// The goals' scale (docs/performance.md): "a hand-written node:http + undici proxy reaches about 1.9x the plain plugin".
 const ISSUE_HANDWRITTEN_RATIO = 1.9
 const MAX_SESSION_BYTES_PER_ENTRY = 500
 // A window in which the machine spent more than this share of a core outside the benchmark (other
@@ -61,7 +61,7 @@ const { values: flags } = parseArgs({
   }
 })
 
-// autocannon by default (the recorded runs); --load wrk when wrk is installed (issue 6).
+// autocannon by default (the recorded runs); --load wrk when wrk is installed.
 const hasWrk = spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined
 
 const settings = {
@@ -276,7 +276,7 @@ function readWithin(ratios, unit) {
   return { value: median(sorted), spread: sorted.length > 1 ? `per ${unit} ${sorted[0].toFixed(2)}–${sorted.at(-1).toFixed(2)}x; ` : '' }
 }
 
-/** The goals of issue 6, as PASS/FAIL lines. Informational: they never change the exit code. */
+/** The goals (docs/performance.md), as PASS/FAIL lines. Informational: they never change the exit code. */
 function goalLines(rows, samples, memory) {
   const lines = []
   const reference = rows['fastify-http-proxy']?.rps

@@ -1,5 +1,5 @@
 /* global process */
-// wrk as the load generator (`--load wrk`; issue 6: "autocannon or wrk when installed"). wrk is C:
+// wrk as the load generator (`--load wrk`, when installed; autocannon by default). wrk is C:
 // it leaves more of the load core to the stub than autocannon does. One thread, so that it keeps
 // to one core and its per-run ids stay unique.
 import { spawn } from 'node:child_process'

@@ -53,7 +53,8 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
   })
   app.get('/readyz', async function readyz(_request, reply) {
     const ready = deps.isReady()
-    // A shared store that is down leaves readiness alone: the per-replica map serves (issue 7 point 4).
+    // A shared store that is down leaves readiness alone: the per-replica map serves, and a Redis
+    // outage must not take every replica out of the load balancer at once (docs/scaling.md).
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', sessionStore: deps.sessionStore.describe() })
   })
   app.get('/metrics', async function metrics(_request, reply) {

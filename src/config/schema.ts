@@ -40,7 +40,7 @@ function decodes(text: string): boolean {
 }
 
 /**
- * Redis or Valkey, plain or TLS (issue 7); credentials may sit in the URL, which is never logged,
+ * Redis or Valkey, plain or TLS (docs/scaling.md); credentials may sit in the URL, which is never logged,
  * so no message here quotes it. The gateway reads it as these checks do (redis-connection.ts):
  * host, port, percent-encoded user and password, and a database number as the path.
  */

@@ -47,7 +47,7 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
     }
   })
   const storeStatus = options.sessionStoreStatus
-  // Only a shared store has a reachability to report (issue 7 point 4).
+  // Only a shared store has a reachability to report (docs/scaling.md, "When Redis is unreachable").
   if (storeStatus?.().redis !== undefined) {
     new Gauge({
       name: 'v4gw_session_store_redis_up',

@@ -3,7 +3,7 @@ import type { StoreLogger } from './redis-connection.js'
 import { createRedisSessionStore } from './redis-session-store.js'
 import { createMemorySessionStore, type SessionStore } from './session-store.js'
 
-/** The longest a start lock lives, so a crashed owner holds up a key for 10 s at most (issue 7 point 4). */
+/** The longest a start lock lives, so a crashed owner holds up a key for 10 s at most (docs/scaling.md). */
 export const MAX_START_LOCK_MS = 10_000
 
 /**

@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 
 export type StoreLogger = Pick<Logger, 'info' | 'warn'>
 
-/** Redis calls fail fast instead of hanging a request: the per-replica map takes over (issue 7 point 4). */
+/** Redis calls fail fast instead of hanging a request: the per-replica map takes over (docs/scaling.md). */
 const COMMAND_TIMEOUT_MS = 1_000
 const CONNECT_TIMEOUT_MS = 2_000
 /** Reconnect backoff: 100 ms doubling, at most 1 s between tries, never giving up. */
@@ -62,8 +62,8 @@ function reconnectDelayMs(times: number): number {
 /**
  * One ioredis client with its reachability tracked from connection events and, for a server
  * that hangs with its connection open, from commands that time out (every command goes through
- * `run`). Each change is logged once (down, up), never once per failed reconnect (issue 7
- * point 4). ioredis reconnects by itself; `enableOfflineQueue: false` makes a command sent while
+ * `run`). Each change is logged once (down, up), never once per failed reconnect, which would
+ * flood the log for as long as an outage lasts. ioredis reconnects by itself; `enableOfflineQueue: false` makes a command sent while
  * it is away fail at once instead of waiting in a queue.
  */
 export function createRedisConnection(url: string, logger: StoreLogger): RedisConnection {

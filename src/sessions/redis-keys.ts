@@ -1,7 +1,7 @@
 /**
- * Redis key names of the shared session map (issue 7 point 2). A key holds only the tenant name
- * (config, not client input) and the session-map key, which is already a hash of the tenant,
- * the token's fingerprint, the state key and the defaults: never a raw token.
+ * Redis key names of the shared session map (docs/scaling.md). A key holds only the tenant name
+ * (config, not client input) and the session-map key, which is already a hash of the tenant, its
+ * upstream origin, the token's fingerprint, the state key and the defaults: never a raw token.
  *
  *   <prefix>s:<tenant>:<map key>   the session id, PX sessions.ttlMs
  *   <prefix>l:<tenant>:<map key>   the start lock, a random owner token, PX lockMs

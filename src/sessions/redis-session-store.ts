@@ -41,11 +41,12 @@ export interface RedisSessionStore extends SessionStore {
 }
 
 /**
- * The session map shared by replicas (issue 7): Redis or Valkey holds `key -> session id`
+ * The session map shared by replicas (docs/scaling.md): Redis or Valkey holds `key -> session id`
  * with `sessions.ttlMs`; a local LRU in front keeps the hit path off the network. A local
  * copy lives at most `localTtlMs` (and never past the shared entry), so that an eviction or an
  * admin clear on another replica is seen here within that time. While Redis is unreachable
- * the local LRU is the map, entries then living their full `ttlMs` (issue 7 point 4).
+ * the local LRU is the map, entries then living their full `ttlMs` (so an outage does not start
+ * a new session every few seconds).
  */
 export async function createRedisSessionStore(options: RedisSessionStoreOptions): Promise<RedisSessionStore> {
   const connection = createRedisConnection(options.url, options.logger)
@@ -178,7 +179,7 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
   return {
     startLock,
     get(key, tenant) {
-      // SPEC 4 hit path: a local hit never asks Redis (issue 7 point 3).
+      // SPEC 4 hit path: a local hit never asks Redis, so a hit costs what it costs in memory.
       const cached = local.get(key)
       if (cached !== undefined || tenant === undefined || !connection.isUp()) return cached
       return readSharedOnce(key, tenant)

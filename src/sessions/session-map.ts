@@ -32,7 +32,7 @@ export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvi
   const starts = createSingleFlight<StartedSession<TRejection>>()
 
   async function startAndStore(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<StartedSession<TRejection>> {
-    // A store shared by replicas also makes the start single across them (issue 7 point 2).
+    // A store shared by replicas also makes the start single across them (SPEC 4 step 3).
     if (store.startLock !== undefined) return startAcrossReplicas(key, tenant, start, store, store.startLock)
     const result = await start()
     if (result.sessionId !== undefined) await store.set(key, { sessionId: result.sessionId, tenant })

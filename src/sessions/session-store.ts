@@ -6,12 +6,12 @@ export type LockAttempt =
   | { state: 'acquired'; release(): Promise<void> }
   /** Another replica is starting this key's session. */
   | { state: 'held' }
-  /** The shared store cannot be asked: this replica starts on its own (issue 7 point 4). */
+  /** The shared store cannot be asked: this replica starts on its own (a store outage fails no request). */
   | { state: 'unavailable' }
 
 /**
  * A short cross-replica lock per session-map key. It expires by itself, so a crashed owner
- * never blocks a key for longer than the lock's life (issue 7 point 4).
+ * never blocks a key for longer than the lock's life (docs/scaling.md).
  */
 export interface StartLock {
   acquire(key: string, tenant: string): Promise<LockAttempt>
@@ -33,7 +33,7 @@ export interface SessionEntry {
  * store shared by replicas implements the same contract (methods may then return promises).
  */
 export interface SessionStore {
-  /** `tenant` lets a shared store find the entry of a key it has not seen yet (issue 7). */
+  /** `tenant` lets a shared store find the entry of a key it has not seen yet (its keys name the tenant). */
   get(key: string, tenant?: string): SessionEntry | undefined | Promise<SessionEntry | undefined>
   set(key: string, entry: SessionEntry): void | Promise<void>
   /**
@@ -48,7 +48,7 @@ export interface SessionStore {
   /** Entries held in this process. */
   readonly size: number
   describe(): SessionStoreStatus
-  /** Present on a store shared by replicas: one `sessions.start` per key across all of them (issue 7). */
+  /** Present on a store shared by replicas: one `sessions.start` per key across all of them (SPEC 4 step 3). */
   readonly startLock?: StartLock
   close?(): Promise<void>
 }

@@ -106,7 +106,7 @@ async function killServer(child: ChildProcess | undefined): Promise<void> {
 /**
  * A real `redis-server` on a free loopback port, started and stopped by the test that needs it.
  * Without redis-server on PATH this throws a message that says how to get it: the Redis tests
- * fail loudly instead of passing without having run (issue 7 point 5).
+ * fail loudly instead of passing without having run.
  */
 export async function startRedisServer(options: { password?: string } = {}): Promise<StartedRedis> {
   if (!onPath('redis-server')) throw new Error(REDIS_SERVER_MISSING)

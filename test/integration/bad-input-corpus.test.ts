@@ -7,7 +7,7 @@ import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } 
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 
 /*
- * Issue 5: bad input never loses a request or leaks a secret. A corpus of malformed and hostile
+ * Bad input never loses a request or leaks a secret. A corpus of malformed and hostile
  * requests, written as raw bytes on fresh sockets, against one gateway whose tenant upstream
  * records what reached it. Every case says precisely what must happen: the gateway's own SPEC 6
  * error and nothing forwarded; a parser-level refusal that also closes the connection (RFC 9112

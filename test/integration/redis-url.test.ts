@@ -12,8 +12,8 @@ import { startSimulator, type StartedSimulator } from '../helpers/start-simulato
 const PASSWORD = 'Zq\\9x-redis-url-secret'
 
 /*
- * The Redis URL is read once, by the parser that validated it (issue 7: the password never reaches
- * a log). Handed the raw URL, ioredis re-read it with url.parse, connected elsewhere, and Node's
+ * The Redis URL is read once, by the parser that validated it, so that the password never reaches
+ * a log (SPEC 9: credentials never appear). Handed the raw URL, ioredis re-read it with url.parse, connected elsewhere, and Node's
  * deprecation warning printed the whole URL, password included, on stderr.
  */
 describe('a Redis URL whose password the two URL parsers read differently', () => {

@@ -87,7 +87,8 @@ function scenarios(): Scenario[] {
     })
   }
   {
-    // Issue 5: a key_* in the body of a proxy route is streamed upstream as sent, and logged nowhere.
+    // A key_* in the body of a proxy route is streamed upstream as sent (SPEC 4: streamed like
+    // native traffic), and logged nowhere (SPEC 9).
     const headers = { 'x-api-key': PROXY_KEY, cookie: COOKIE('proxy-body') }
     const bodyKey = secret('key_secret_in_proxy_body')
     list.push({

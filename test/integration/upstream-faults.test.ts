@@ -8,7 +8,7 @@ import { startGateway, testConfig, type StartedGateway } from '../helpers/start-
 import { until, within } from '../helpers/until.js'
 
 /*
- * Issue 5: broken upstreams never lose a request. Loopback upstreams that refuse, reset, stall
+ * Broken upstreams never lose a request. Loopback upstreams that refuse, reset, stall
  * or answer garbage, for a legacy call (the gateway reads the answer: SPEC 6 errors) and for a
  * native call (streamed: SPEC 7, a broken stream reaches the client broken, never as a clean
  * short answer). After each family of faults the gateway still serves correct answers.

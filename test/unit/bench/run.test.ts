@@ -36,7 +36,7 @@ async function serve(answer: (body: string) => { status: number; body: unknown; 
 }
 
 /*
- * Issue 6: the bench checks each candidate's first answer before loading it, and one run prints
+ * The bench (docs/performance.md) checks each candidate's first answer before loading it, and one run prints
  * the rows side by side as ratios and writes `--json FILE` as
  * { candidates: { NAME: { rps, p50Ms, p99Ms, cpuUsPerReq } } }.
  */
