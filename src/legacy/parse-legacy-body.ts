@@ -78,24 +78,77 @@ function canonicalNumeral(numeral: string): string | undefined {
 /**
  * Fields the gateway does not consume are carried "unchanged" (SPEC 4), but JSON.parse turns
  * 1e999 into Infinity (then null), 1e-999 into 0 and rounds a 30-digit integer: a body with
- * such a number is refused with a clear 400 rather than altered on the way. The scan runs only
- * when a cheap hint says such a number may be there.
+ * such a number is refused with a clear 400 rather than altered on the way, naming where the
+ * number is by JSON pointer as every other 400 does (`/policy`, or the pointer a tenant's
+ * `legacy.fields` reads it at). The scan runs only when a cheap hint says such a number may be there.
  */
 function assertNumbersSurviveParsing(text: string): void {
-  const token = firstLossyNumber(text)
-  if (token === undefined) return
-  throw new GatewayError('INVALID_REQUEST', 'request body has a number that JSON cannot carry unchanged (out of range or too precise); send it as a string', {
-    details: [{ pointer: '', message: `number out of range or too precise: ${token.slice(0, 24)}${token.length > 24 ? '…' : ''}` }]
+  const found = firstLossyNumberMatch(text)
+  if (found === undefined) return
+  const { token, offset } = found
+  const pointer = pointerAtOffset(text, offset)
+  const shown = pointer === '' ? 'the body' : pointer
+  throw new GatewayError('INVALID_REQUEST', `request body has a number at ${shown} that JSON cannot carry unchanged (out of range or too precise); send it as a string`, {
+    details: [{ pointer, message: `number out of range or too precise: ${token.slice(0, 24)}${token.length > 24 ? '…' : ''}` }]
   })
+}
+
+function firstLossyNumberMatch(text: string): { token: string; offset: number } | undefined {
+  if (!LOSSY_NUMBER_HINT.test(text)) return undefined
+  for (const match of text.matchAll(NUMBER_OR_STRING)) {
+    const token = match[0]
+    if (!token.startsWith('"') && canonicalNumeral(token) !== canonicalNumeral(String(Number(token)))) return { token, offset: match.index }
+  }
+  return undefined
 }
 
 /** The first number in a JSON text that JSON.parse would not keep as written (by value), if any. */
 export function firstLossyNumber(text: string): string | undefined {
-  if (!LOSSY_NUMBER_HINT.test(text)) return undefined
-  for (const [token] of text.matchAll(NUMBER_OR_STRING)) {
-    if (!token.startsWith('"') && canonicalNumeral(token) !== canonicalNumeral(String(Number(token)))) return token
+  return firstLossyNumberMatch(text)?.token
+}
+
+/**
+ * The JSON pointer of the value that starts at `offset` in a JSON text JSON.parse accepted:
+ * the member names and array indexes of the containers open there. Walked only on the way to a
+ * refusal, so it favours plainness over speed.
+ */
+export function pointerAtOffset(text: string, offset: number): string {
+  const path: (string | number)[] = []
+  const inArray: boolean[] = []
+  // In an object, whether the next string is a member name (after `{` or `,`) or a value.
+  let nameNext = false
+  let index = 0
+  while (index < offset) {
+    const char = text[index]
+    if (char === '{' || char === '[') {
+      inArray.push(char === '[')
+      path.push(char === '[' ? 0 : '')
+      nameNext = char === '{'
+    } else if (char === '}' || char === ']') {
+      inArray.pop()
+      path.pop()
+      nameNext = false
+    } else if (char === ',') {
+      if (inArray.at(-1) === true) path[path.length - 1] = (path.at(-1) as number) + 1
+      else nameNext = true
+    } else if (char === '"') {
+      const end = endOfString(text, index)
+      if (nameNext) {
+        path[path.length - 1] = JSON.parse(text.slice(index, end + 1)) as string
+        nameNext = false
+      }
+      index = end
+    }
+    index++
   }
-  return undefined
+  return path.map((token) => `/${encodeToken(String(token))}`).join('')
+}
+
+/** The index of the quote that closes the JSON string opening at `start`. */
+function endOfString(text: string, start: number): number {
+  let index = start + 1
+  while (index < text.length && text[index] !== '"') index += text[index] === '\\' ? 2 : 1
+  return index
 }
 
 export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
