@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest'
+import { send } from '../helpers/http.js'
+import { buildRawRequest, rawExchange, type RawHeader, type RawResult } from '../helpers/raw-http.js'
+import { useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
+
+/*
+ * What RFC 9110/9112 ask of a server about the request it reads, sent as raw bytes on fresh
+ * sockets: the Host field's syntax, the request target's form, percent-encoded octets in a path,
+ * and framing errors that must end the connection after exactly one answer.
+ */
+
+const EXECUTE = '/v1/headless/runs'
+const LEGACY_HEADERS: RawHeader[] = [['Authorization', 'Bearer conformance-token'], ['Content-Type', 'application/json']]
+
+const upstream = useRecordingUpstream()
+const gw = useGateway(() => testConfig(upstream.url, { internalAdmin: { pathPrefixes: ['/internal', '/v4/internal'] } }))
+
+/** Sends `bytes` on a fresh connection and returns what came back and what reached the upstream meanwhile. */
+async function exchange(bytes: Buffer, timeoutMs = 2_000): Promise<{ result: RawResult; forwarded: string[] }> {
+  const before = upstream.requests.length
+  const result = await rawExchange(gw.url, bytes, { timeoutMs })
+  return { result, forwarded: upstream.requests.slice(before).map((recorded) => `${recorded.method} ${recorded.url}`) }
+}
+
+/** The status of every answer on the connection, in order (the gateway's bodies never hold a status line). */
+function statuses(result: RawResult): number[] {
+  return [...result.bytes.toString('latin1').matchAll(/HTTP\/1\.[01] (\d{3}) /g)].map((match) => Number(match[1]))
+}
+
+/** One 400 INVALID_REQUEST in the SPEC 6 envelope, `connection: close`, then the gateway closed. */
+function expectOneRefusalThenClose(result: RawResult): void {
+  const text = result.bytes.toString('latin1')
+  expect(statuses(result), text).toEqual([400])
+  expect(result.response?.json?.error?.code).toBe('INVALID_REQUEST')
+  expect(result.response?.headers.connection).toBe('close')
+  expect(result.closedByServer, text).toBe(true)
+  expect(result.timedOut).toBe(false)
+}
+
+describe('Host (RFC 9112 3.2, RFC 9110 7.2: uri-host [ ":" port ])', () => {
+  const INVALID_HOSTS = ['example.com.:1.2', '123.40.56.78:9000:80', 'gateway.test:80x', '[::1]:8080:80', 'user:secret@gateway.test', 'gate way.test']
+
+  it.each(INVALID_HOSTS)('answers 400 and closes on a native request with Host %j, forwarding nothing', async (host) => {
+    const { result, forwarded } = await exchange(buildRawRequest('GET /v4/host-check HTTP/1.1', [['Host', host]]))
+    expectOneRefusalThenClose(result)
+    expect(result.response?.json.error.details).toEqual([{ pointer: 'header:host', message: expect.any(String) }])
+    expect(forwarded).toEqual([])
+  })
+
+  it.each(INVALID_HOSTS)('answers 400 and closes on a legacy call with Host %j, forwarding nothing', async (host) => {
+    const { result, forwarded } = await exchange(buildRawRequest(`POST ${EXECUTE} HTTP/1.1`, [['Host', host], ...LEGACY_HEADERS, ['Content-Length', '11']], '{"input":1}'))
+    expectOneRefusalThenClose(result)
+    expect(forwarded).toEqual([])
+  })
+
+  it.each(['gateway.test', 'gateway.test.', 'gateway.test.:8080', '127.0.0.1:9000', '[::1]', '[::1]:8080', '[2001:db8::1]:443', ''])(
+    'forwards a native request with Host %j, passing it on as x-forwarded-host',
+    async (host) => {
+      const { result, forwarded } = await exchange(buildRawRequest('GET /v4/host-check HTTP/1.1', [['Host', host], ['Connection', 'close']]))
+      expect(result.response?.status, result.bytes.toString('latin1')).toBe(200)
+      expect(forwarded).toEqual(['GET /v4/host-check'])
+      expect(upstream.requests.at(-1)?.headers['x-forwarded-host']).toBe(host)
+    }
+  )
+
+  it('is refused by explain as by the listener', async () => {
+    const explained = await send(gw.adminUrl, '/admin/explain', { json: { method: 'GET', path: '/v4/host-check', headers: { host: '123.40.56.78:9000:80' } } })
+    expect(explained.json.answer).toMatchObject({ status: 400, code: 'INVALID_REQUEST' })
+  })
+})
