@@ -116,18 +116,29 @@ describe('shapeLegacyResponse pass-through', () => {
   })
 })
 
-describe('shapeLegacyResponse without parsing', () => {
+describe('shapeLegacyResponse with the meta complete', () => {
   afterEach(() => {
     vi.restoreAllMocks()
   })
   const complete = Buffer.from(JSON.stringify({ output: 1, meta: { requestId: 'up-1', sessionId: 'ses_up', timingMs: { total: 3 } } }))
 
-  it('sends an answer that already has its meta as it came, without parsing it', () => {
-    const parse = vi.spyOn(JSON, 'parse')
+  it('sends an answer that already has its meta as it came', () => {
     const shaped = shapeLegacyResponse(200, { ...JSON_HEADERS, 'x-upstream': 'yes', 'content-length': '9' }, complete, options({ sessionId: 'ses_1' }))
-    expect(parse).not.toHaveBeenCalled()
     expect(shaped.payload).toBe(complete)
     expect(shaped.headers).toEqual({ ...JSON_HEADERS, 'x-upstream': 'yes' })
+  })
+
+  // The usual V4 answer, compact, pretty-printed or with whitespace around it: not serialised again.
+  const FULL_META = { requestId: 'req_1', executionId: 'exe_1', timingMs: { total: 3.2 }, sessionId: 'ses_1' }
+  const answer = { output: { text: 'done', tokens: 42 }, effective: { policy: 'default' }, meta: FULL_META }
+  it.each([
+    ['compact', JSON.stringify(answer)],
+    ['pretty-printed', JSON.stringify(answer, null, 2)],
+    ['with whitespace around it', `\r\n\t ${JSON.stringify({ meta: FULL_META, output: 1 })} \n`],
+    ['with spaces around its names', '{ "meta" : { "requestId" : 1 , "timingMs" : { "total" : 0 } , "sessionId" : "s" } }']
+  ])('sends a %s answer byte for byte', (_case, text) => {
+    const body = Buffer.from(text)
+    expect(shapeLegacyResponse(200, JSON_HEADERS, body, options({ sessionId: 'ses_1' })).payload).toBe(body)
   })
 
   it.each([
