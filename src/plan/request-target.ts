@@ -25,6 +25,10 @@ export function parseRequestTarget(url: string): RequestTarget {
       details: [{ pointer: 'request-target', message: 'expected a path starting with /' }]
     })
   }
+  // RFC 9112 3.2.1: origin-form is a path and a query; a fragment is the client's alone and never sent.
+  if (url.includes('#')) {
+    throw new GatewayError('INVALID_REQUEST', 'the request target carries a fragment, which a request never sends', { details: [{ pointer: 'request-target', message: 'contains #' }] })
+  }
   const queryStart = url.indexOf('?')
   const pathname = queryStart === -1 ? url : url.slice(0, queryStart)
   const rawQuery = queryStart === -1 ? '' : url.slice(queryStart + 1)

@@ -69,3 +69,29 @@ describe('Host (RFC 9112 3.2, RFC 9110 7.2: uri-host [ ":" port ])', () => {
     expect(explained.json.answer).toMatchObject({ status: 400, code: 'INVALID_REQUEST' })
   })
 })
+
+describe('request target (RFC 9112 3.2.1: origin-form has no fragment)', () => {
+  it.each(['/v4/x?a=1#frag', '/v4/x#frag', '/v4/x#'])('answers 400 to the native target %j and forwards nothing', async (target) => {
+    const { result, forwarded } = await exchange(buildRawRequest(`GET ${target} HTTP/1.1`, [['Host', 'gateway.test'], ['Connection', 'close']]))
+    expect(statuses(result), result.bytes.toString('latin1')).toEqual([400])
+    expect(result.response?.json.error).toMatchObject({ code: 'INVALID_REQUEST', details: [{ pointer: 'request-target' }] })
+    expect(forwarded).toEqual([])
+  })
+
+  it('answers 400 to a legacy call whose target has a fragment', async () => {
+    const { result, forwarded } = await exchange(buildRawRequest(`POST ${EXECUTE}#frag HTTP/1.1`, [['Host', 'gateway.test'], ...LEGACY_HEADERS, ['Content-Length', '11'], ['Connection', 'close']], '{"input":1}'))
+    expect(result.response?.json?.error?.code, result.bytes.toString('latin1')).toBe('INVALID_REQUEST')
+    expect(forwarded).toEqual([])
+  })
+
+  it('forwards an encoded # (%23) as it came', async () => {
+    const { result, forwarded } = await exchange(buildRawRequest('GET /v4/a%23b?q=%23 HTTP/1.1', [['Host', 'gateway.test'], ['Connection', 'close']]))
+    expect(result.response?.status).toBe(200)
+    expect(forwarded).toEqual(['GET /v4/a%23b?q=%23'])
+  })
+
+  it('is refused by explain as by the listener', async () => {
+    const explained = await send(gw.adminUrl, '/admin/explain', { json: { method: 'GET', path: '/v4/x?a=1#frag', headers: { host: 'gateway.test' } } })
+    expect(explained.json.answer).toMatchObject({ status: 400, code: 'INVALID_REQUEST' })
+  })
+})
