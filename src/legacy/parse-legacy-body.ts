@@ -167,28 +167,6 @@ export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
   return document as Record<string, unknown>
 }
 
-function isOptionalString(value: unknown): boolean {
-  return value === undefined || typeof value === 'string'
-}
-
-/**
- * The common case, checked by hand: fields the schemas above accept. Anything else, valid or
- * not, goes through zod, which decides and explains; this only skips zod's per-call cost on the
- * hot path, so it may refuse what zod would accept, never the other way round.
- */
-function isPlainCall(raw: Record<string, unknown>, action: Exclude<LegacyAction, 'proxy'>): boolean {
-  if (raw.input === undefined || !isOptionalString(raw.policy) || !isOptionalString(raw.route) || !isOptionalString(raw.risk)) return false
-  if (action === 'execute') return true
-  const stateId = raw.stateId
-  if (stateId !== undefined && (typeof stateId !== 'string' || stateId.length === 0 || stateId.length > 256)) return false
-  const state = raw.state
-  if (state === undefined) return true
-  if (state === null || typeof state !== 'object' || Array.isArray(state)) return false
-  for (const key in state) if (key !== 'policy' && key !== 'route' && key !== 'risk') return false
-  const { policy, route, risk } = state as Record<string, unknown>
-  return isOptionalString(policy) && isOptionalString(route) && isOptionalString(risk)
-}
-
 /**
  * Validates a legacy body and reads its fields. `state` and `stateId` are consumed on
  * session-execute routes only; on execute routes they are ordinary unknown fields.
@@ -204,7 +182,7 @@ export function parseLegacyCall(
   const names = action === 'execute' ? EXECUTE_FIELDS : SESSION_EXECUTE_FIELDS
   const raw: Record<string, unknown> = {}
   for (const name of names) raw[name] = getAtPointer(body, fields[name])
-  const call = isPlainCall(raw, action) ? plainCall(raw) : validateWithSchema(raw, action, fields)
+  const call = validateWithSchema(raw, action, fields)
   call.unknown = {}
   if (unknownFields === 'keep') {
     const consumed = consumedMembers(fields, action, extraConsumedPointer)
@@ -312,21 +290,7 @@ function withoutPaths(value: unknown, paths: readonly (readonly string[])[]): un
   return Object.keys(copy).length === 0 ? EMPTIED : copy
 }
 
-/** The call isPlainCall accepted, shaped as zod would give it: `state` a copy of its three fields. */
-function plainCall(raw: Record<string, unknown>): LegacyCall {
-  const state = raw.state as Record<string, string | undefined> | undefined
-  return {
-    input: raw.input,
-    policy: raw.policy as string | undefined,
-    route: raw.route as string | undefined,
-    risk: raw.risk as string | undefined,
-    state: state === undefined ? undefined : { policy: state.policy, route: state.route, risk: state.risk },
-    stateId: raw.stateId as string | undefined,
-    unknown: {}
-  }
-}
-
-/** zod's verdict on the fields; exported so that a test can hold isPlainCall to it. */
+/** zod's verdict on the fields, with each refusal at the JSON pointer the tenant's field map reads it from. */
 export function validateWithSchema(raw: Record<string, unknown>, action: Exclude<LegacyAction, 'proxy'>, fields: LegacyFields): LegacyCall {
   const schema = action === 'execute' ? executeFieldsSchema : sessionExecuteFieldsSchema
   const result = schema.safeParse(raw)

@@ -275,8 +275,8 @@ describe('parseLegacyCall unknown fields', () => {
   })
 })
 
-describe('parseLegacyCall fast path', () => {
-  // Each body sits on an edge of the schemas; the hand check must agree with zod on every one.
+describe('parseLegacyCall and the zod schemas', () => {
+  // Each body sits on an edge of the schemas; parseLegacyCall must give zod's verdict on every one.
   const bodies: Record<string, unknown>[] = [
     { input: 1 },
     { input: null },
