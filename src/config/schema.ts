@@ -205,6 +205,14 @@ const configObject = z.strictObject({
     })
     .prefault({}),
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+  // SPEC 17. Only what the gateway does without tracing of its own: which trace headers a legacy
+  // request's V4 calls carry. (OpenTelemetry tracing adds its keys here.)
+  tracing: z
+    .strictObject({
+      // Client baggage is untrusted (it may carry anything): off unless the operator says so.
+      forwardBaggage: z.boolean().default(false)
+    })
+    .prefault({}),
   limits: z
     .strictObject({
       bodyBytes: positiveInt.default(1_048_576),

@@ -3,6 +3,8 @@ import { pino, type Logger } from 'pino'
 /** One access-log line's fields (SPEC 9); an undefined field is left out, as pino leaves it out. */
 export interface AccessLogFields {
   requestId: string
+  /** The trace id of a valid incoming `traceparent` (SPEC 17). */
+  traceId?: string | undefined
   tenant: string | undefined
   class: string | undefined
   route: string | undefined
@@ -19,7 +21,7 @@ export type AccessLog = (fields: AccessLogFields) => void
 const INFO = 30
 
 /** The fields above: a logger with a serializer or redaction on any of them must write the line itself. */
-const FIELD_NAMES: readonly (keyof AccessLogFields)[] = ['requestId', 'tenant', 'class', 'route', 'v4Path', 'status', 'durationMs', 'upstreamMs', 'session', 'error']
+const FIELD_NAMES: readonly (keyof AccessLogFields)[] = ['requestId', 'traceId', 'tenant', 'class', 'route', 'v4Path', 'status', 'durationMs', 'upstreamMs', 'session', 'error']
 
 /**
  * The line every request ends with, in the logger's own format and to its own destination:
@@ -27,7 +29,8 @@ const FIELD_NAMES: readonly (keyof AccessLogFields)[] = ['requestId', 'tenant', 
  * fields, msg), which a test holds it to. It is built here with fixed keys because it is the one
  * line per request, and pino's generic walk over an object (serializers, stringifiers, a key
  * check per member) cost about twice as much (docs/performance.md). Its fields never hold a
- * header or a query, so the gateway's redaction has nothing to do on it (SPEC 9).
+ * header or a query (the trace id is 32 hex digits checked out of `traceparent`), so the
+ * gateway's redaction has nothing to do on it (SPEC 9).
  *
  * A logger that writes differently from pino's defaults (its own level or log formatters,
  * message key, mixin, nested key, message prefix, line end, stream hook, a serializer or
@@ -50,6 +53,7 @@ export function createAccessLog(logger: Logger): AccessLog {
     // The level can change on reload; this reads it per line as pino does.
     if (logger.levelVal > INFO) return
     let line = `{"level":${INFO}${readTime()}${bindings},"requestId":${quote(fields.requestId)}`
+    if (fields.traceId !== undefined) line += `,"traceId":${quote(fields.traceId)}`
     if (fields.tenant !== undefined) line += `,"tenant":${quote(fields.tenant)}`
     if (fields.class !== undefined) line += `,"class":${quote(fields.class)}`
     if (fields.route !== undefined) line += `,"route":${quote(fields.route)}`

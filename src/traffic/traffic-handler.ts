@@ -4,6 +4,7 @@ import type { RequestHead } from '../kernel/request-head.js'
 import { createTrafficKernel, type TrafficKernel } from '../kernel/traffic-kernel.js'
 import type { AccessRecord } from '../observability/access-record.js'
 import { createAccessLog } from '../observability/access-log.js'
+import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest } from '../plan/plan-request.js'
 import type { SessionMap } from '../sessions/session-map.js'
@@ -68,6 +69,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     deps.onRequestDone({ head, record, statusCode, durationMs })
     accessLog({
       requestId: head.requestId,
+      // The planner's; a request the kernel answered before planning (503, a bad Host) is read here.
+      traceId: record.traceId ?? traceIdOf(head.headers.traceparent),
       tenant: record.tenant,
       class: record.trafficClass,
       route: record.legacyRoute,
