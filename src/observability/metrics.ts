@@ -1,6 +1,4 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { LabelledCounter } from './labelled-counter.js'
-import { LabelledHistogram } from './labelled-histogram.js'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
 
 /**
@@ -34,10 +32,32 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
   const registry = new Registry()
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'v4gw_' })
 
-  const requests = new LabelledCounter('v4gw_requests_total', 'Requests on the traffic listener by tenant, traffic class, legacy route and status class', registry)
-  const requestSeconds = new LabelledHistogram('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class', 'class', LATENCY_BUCKETS_SECONDS, registry)
-  const upstreamSeconds = new LabelledHistogram('v4gw_upstream_duration_seconds', 'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers', 'class', LATENCY_BUCKETS_SECONDS, registry)
-  const sessionEvents = new LabelledCounter('v4gw_session_map_events_total', 'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)', registry)
+  const requests = new Counter({
+    name: 'v4gw_requests_total',
+    help: 'Requests on the traffic listener by tenant, traffic class, legacy route and status class',
+    labelNames: ['tenant', 'class', 'route', 'status_class'] as const,
+    registers: [registry]
+  })
+  const requestSeconds = new Histogram({
+    name: 'v4gw_request_duration_seconds',
+    help: 'Time from request start to response, by traffic class',
+    labelNames: ['class'] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [registry]
+  })
+  const upstreamSeconds = new Histogram({
+    name: 'v4gw_upstream_duration_seconds',
+    help: 'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers',
+    labelNames: ['class'] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [registry]
+  })
+  const sessionEvents = new Counter({
+    name: 'v4gw_session_map_events_total',
+    help: 'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)',
+    labelNames: ['event'] as const,
+    registers: [registry]
+  })
   new Gauge({
     name: 'v4gw_session_map_entries',
     help: 'Entries in the session map',
@@ -78,14 +98,13 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
       const tenant = sample.tenant ?? ''
       const route = sample.route ?? ''
       const statusClass = STATUS_CLASSES[Math.floor(sample.statusCode / 100)] ?? 'other'
-      // Tenant names and route labels cannot hold a newline (config schema), so the key is one to one.
-      requests.inc(`${tenant}\n${trafficClass}\n${route}\n${statusClass}`, () => ({ tenant, class: trafficClass, route, status_class: statusClass }))
-      requestSeconds.observe(trafficClass, sample.durationMs / 1000)
-      if (sample.upstreamMs !== undefined) upstreamSeconds.observe(trafficClass, sample.upstreamMs / 1000)
+      requests.inc({ tenant, class: trafficClass, route, status_class: statusClass })
+      requestSeconds.observe({ class: trafficClass }, sample.durationMs / 1000)
+      if (sample.upstreamMs !== undefined) upstreamSeconds.observe({ class: trafficClass }, sample.upstreamMs / 1000)
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
     },
     observeSessionEvent(event) {
-      sessionEvents.inc(event, () => ({ event }))
+      sessionEvents.inc({ event })
     },
     observeReload(result) {
       reloads.inc({ result })
