@@ -1,5 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { Socket } from 'node:net'
+import { listenOnLoopback } from './http-server.js'
+import { once, ownedBySuite, ownedByTest } from './teardown.js'
 
 /** One request as a fault upstream saw it, with handles to misbehave on. */
 export interface FaultExchange {
@@ -48,7 +50,7 @@ export function resetConnection(exchange: FaultExchange): void {
  * records every request and when its side of the exchange closed, so a test can see the
  * gateway cancel a call.
  */
-export async function startFaultUpstream(initial: FaultHandler = (exchange) => answerJson(exchange, 200, { ok: true })): Promise<FaultUpstream> {
+async function launchFaultUpstream(initial: FaultHandler): Promise<FaultUpstream> {
   let handler = initial
   const exchanges: FaultExchange[] = []
   const waiters: Array<(exchange: FaultExchange) => void> = []
@@ -77,10 +79,8 @@ export async function startFaultUpstream(initial: FaultHandler = (exchange) => a
       handler(exchange)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: await listenOnLoopback(server),
     server,
     exchanges,
     setHandler(next) {
@@ -89,18 +89,29 @@ export async function startFaultUpstream(initial: FaultHandler = (exchange) => a
     nextExchange() {
       return new Promise((resolve) => waiters.push(resolve))
     },
-    close() {
+    close: once(() => {
       server.closeAllConnections()
       return new Promise<void>((resolve) => server.close(() => resolve()))
-    }
+    })
   }
+}
+
+const answerOk: FaultHandler = (exchange) => answerJson(exchange, 200, { ok: true })
+
+/** A fault upstream for the running test, closed when it finishes (see ./teardown.ts). */
+export function startFaultUpstream(initial: FaultHandler = answerOk): Promise<FaultUpstream> {
+  return ownedByTest('startFaultUpstream', () => launchFaultUpstream(initial), (started) => started.close())
+}
+
+/** A fault upstream for every test of the enclosing describe, closed after the last one. */
+export function useFaultUpstream(initial: FaultHandler = answerOk): FaultUpstream {
+  return ownedBySuite('useFaultUpstream', () => launchFaultUpstream(initial), (started) => started.close())
 }
 
 /** An origin where nothing listens: a port that was free a moment ago. Connections are refused. */
 export async function refusingOrigin(): Promise<string> {
   const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
+  const url = await listenOnLoopback(probe)
   await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return `http://127.0.0.1:${port}`
+  return url
 }

@@ -1,5 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { Socket } from 'node:net'
+import { listenOnLoopback } from './http-server.js'
+import { once, ownedBySuite, ownedByTest } from './teardown.js'
 
 export interface RecordedRequest {
   method: string
@@ -24,11 +26,21 @@ function defaultHandler(_request: RecordedRequest, response: ServerResponse): vo
   response.end(JSON.stringify({ ok: true }))
 }
 
+/** Answers 200 with `body` as JSON after `delayMs`: a slow upstream, so requests stay in flight a while. */
+export function answerAfter(delayMs: number, body: unknown): UpstreamHandler {
+  return (_request, response) => {
+    setTimeout(() => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end(JSON.stringify(body))
+    }, delayMs)
+  }
+}
+
 /**
  * A loopback upstream that records what reached it (after reading each body) and answers
  * with `handler`, which may also misbehave: reset sockets, stall, send garbage.
  */
-export async function startRecordingUpstream(handler: UpstreamHandler = defaultHandler): Promise<RecordingUpstream> {
+async function launchRecordingUpstream(handler: UpstreamHandler): Promise<RecordingUpstream> {
   const requests: RecordedRequest[] = []
   const sockets = new Set<Socket>()
   const server = createServer((raw, response) => {
@@ -44,16 +56,26 @@ export async function startRecordingUpstream(handler: UpstreamHandler = defaultH
     sockets.add(socket)
     socket.on('close', () => sockets.delete(socket))
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: await listenOnLoopback(server),
     requests,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy()
-        server.close(() => resolve())
-      })
+    close: once(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const socket of sockets) socket.destroy()
+          server.close(() => resolve())
+        })
+    )
   }
+}
+
+/** A recording upstream for the running test, closed when it finishes (see ./teardown.ts). */
+export function startRecordingUpstream(handler: UpstreamHandler = defaultHandler): Promise<RecordingUpstream> {
+  return ownedByTest('startRecordingUpstream', () => launchRecordingUpstream(handler), (started) => started.close())
+}
+
+/** A recording upstream for every test of the enclosing describe, closed after the last one. */
+export function useRecordingUpstream(handler: UpstreamHandler = defaultHandler): RecordingUpstream {
+  return ownedBySuite('useRecordingUpstream', () => launchRecordingUpstream(handler), (started) => started.close())
 }

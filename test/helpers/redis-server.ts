@@ -3,8 +3,10 @@ import { accessSync, constants } from 'node:fs'
 import { connect, createServer } from 'node:net'
 import { delimiter, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
 import { send } from './http.js'
-import { startGateway, testConfig, type StartedGateway } from './start-gateway.js'
+import { startGateway, testConfig, useGateway, type StartedGateway } from './start-gateway.js'
+import { ownedBySuite, ownedByTest } from './teardown.js'
 
 export const REDIS_SERVER_MISSING =
   'redis-server is not on PATH: the Redis session-store tests need a real server on loopback. ' +
@@ -22,7 +24,9 @@ export interface StartedRedis {
   pause(): void
   /** Lets a paused server go on (SIGCONT). */
   resume(): void
-  /** Teardown: kills the server if it still runs. */
+  /** One client on this server for tests to look inside, made on first use, disconnected by `stop`. */
+  client(): Redis
+  /** Teardown: disconnects the clients it made and kills the server if it still runs. */
   stop(): Promise<void>
 }
 
@@ -108,7 +112,7 @@ async function killServer(child: ChildProcess | undefined): Promise<void> {
  * Without redis-server on PATH this throws a message that says how to get it: the Redis tests
  * fail loudly instead of passing without having run.
  */
-export async function startRedisServer(options: { password?: string } = {}): Promise<StartedRedis> {
+async function launchRedisServer(options: { password?: string }): Promise<StartedRedis> {
   if (!onPath('redis-server')) throw new Error(REDIS_SERVER_MISSING)
   const port = await freePort()
   let child: ChildProcess | undefined = await spawnServer(port, options.password)
@@ -117,6 +121,7 @@ export async function startRedisServer(options: { password?: string } = {}): Pro
     child?.kill('SIGKILL')
   }
   process.once('exit', killOnExit)
+  let client: Redis | undefined
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -134,12 +139,32 @@ export async function startRedisServer(options: { password?: string } = {}): Pro
     resume() {
       child?.kill('SIGCONT')
     },
+    client() {
+      if (client === undefined) {
+        client = new Redis({ host: '127.0.0.1', port, password: options.password })
+        // A test that kills or pauses the server sees its commands fail; the connection's own errors say nothing more.
+        client.on('error', () => undefined)
+      }
+      return client
+    },
     async stop() {
       process.off('exit', killOnExit)
+      client?.disconnect()
+      client = undefined
       await killServer(child)
       child = undefined
     }
   }
+}
+
+/** A redis-server for the running test, stopped when it finishes (see ./teardown.ts). */
+export function startRedisServer(options: { password?: string } = {}): Promise<StartedRedis> {
+  return ownedByTest('startRedisServer', () => launchRedisServer(options), (started) => started.stop())
+}
+
+/** A redis-server for every test of the enclosing describe, stopped after the last one. */
+export function useRedisServer(options: { password?: string } = {}): StartedRedis {
+  return ownedBySuite('useRedisServer', () => launchRedisServer(options), (started) => started.stop())
 }
 
 /** The `sessions` config of a gateway on the shared store, merged over `extra`. */
@@ -152,16 +177,32 @@ export async function readSessionStoreStatus(adminUrl: string): Promise<unknown>
   return (await send(adminUrl, '/readyz')).json?.sessionStore
 }
 
+/** What every replica of a set shares: its upstream, its Redis and key prefix, and config `overrides`. */
+export interface ReplicaSet {
+  upstreamUrl: string
+  redisUrl: string
+  keyPrefix: string
+  overrides?: Record<string, unknown>
+}
+
+function replicaConfig(set: ReplicaSet): Record<string, unknown> {
+  return testConfig(set.upstreamUrl, { sessions: redisSessions(set.redisUrl, set.keyPrefix), ...set.overrides })
+}
+
 /**
  * `count` gateway replicas in this process (real listeners on loopback), one tenant `acme` on
  * `upstreamUrl`, all on the same Redis and key prefix: what a load balancer would spread over.
+ * Closed when the running test finishes.
  */
 export async function startReplicas(count: number, upstreamUrl: string, redisUrl: string, keyPrefix: string, overrides: Record<string, unknown> = {}): Promise<StartedGateway[]> {
   const replicas: StartedGateway[] = []
-  for (let index = 0; index < count; index++) {
-    replicas.push(await startGateway(testConfig(upstreamUrl, { sessions: redisSessions(redisUrl, keyPrefix), ...overrides })))
-  }
+  for (let index = 0; index < count; index++) replicas.push(await startGateway(replicaConfig({ upstreamUrl, redisUrl, keyPrefix, overrides })))
   return replicas
+}
+
+/** `count` replicas as `startReplicas` makes them, for every test of the enclosing describe; `set` is read in the beforeAll. */
+export function useReplicas(count: number, set: () => ReplicaSet): StartedGateway[] {
+  return Array.from({ length: count }, () => useGateway(() => replicaConfig(set())))
 }
 
 export { until } from './until.js'

@@ -1,7 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
-
-const cli = fileURLToPath(new URL('../../dist/cli.js', import.meta.url))
+import type { ChildProcess } from 'node:child_process'
+import { spawnCli } from './spawn-cli.js'
 
 export interface SpawnedGateway {
   child: ChildProcess
@@ -10,32 +8,15 @@ export interface SpawnedGateway {
   output(): string
   /** Resolves with the exit code once the process has ended. */
   exited: Promise<number | null>
-  kill(): void
 }
 
 /**
  * The built CLI (`dist/cli.js`, made by test/global-setup.ts) as its own process, for what only a
- * process shows: signals, exit codes. Resolves once it prints where it listens.
+ * process shows: signals, exit codes. Resolves once it prints where it listens; killed when the
+ * running test finishes.
  */
-export function spawnGateway(configPath: string, timeoutMs = 10_000): Promise<SpawnedGateway> {
-  const child = spawn(process.execPath, [cli, '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), timeoutMs)
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString('utf8')
-      const match = /v4gw listening on (\S+) \(admin (\S+)\)/.exec(output)
-      if (match !== null) {
-        clearTimeout(timer)
-        resolve({ child, url: match[1] as string, adminUrl: match[2] as string, output: () => output, exited, kill: () => child.kill('SIGKILL') })
-      }
-    }
-    child.stdout.on('data', onData)
-    child.stderr.on('data', onData)
-    void exited.then((code) => {
-      clearTimeout(timer)
-      reject(new Error(`gateway exited with ${code} before listening:\n${output}`))
-    })
-  })
+export async function spawnGateway(configPath: string, timeoutMs = 10_000): Promise<SpawnedGateway> {
+  const running = await spawnCli(['--config', configPath])
+  const match = await running.waitFor(/v4gw listening on (\S+) \(admin (\S+)\)/, timeoutMs)
+  return { child: running.child, url: match[1] as string, adminUrl: match[2] as string, output: running.output, exited: running.exited.then(({ code }) => code) }
 }

@@ -4,6 +4,7 @@ import { deepFreeze } from '../../src/util/deep-freeze.js'
 import { configSchema, type GatewayConfig } from '../../src/config/schema.js'
 import { REDACT_PATHS } from '../../src/observability/logger.js'
 import { createLogSink, type LogSink } from './log-sink.js'
+import { once, ownedBySuite, ownedByTest } from './teardown.js'
 
 export interface StartedGateway {
   url: string
@@ -24,16 +25,33 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, unknow
   }
 }
 
+export interface GatewayOptions {
+  configPath?: string
+}
+
 /**
  * The real gateway on 127.0.0.1 port 0, both listeners, logging JSON at `info` into a sink
  * the test can read. `rawConfig` goes through the same zod schema as a config file.
  */
-export async function startGateway(rawConfig: Record<string, unknown>, options: { configPath?: string } = {}): Promise<StartedGateway> {
+async function launchGateway(rawConfig: Record<string, unknown>, options: GatewayOptions): Promise<StartedGateway> {
   // Frozen as loadConfig freezes it, so that a test fails where the gateway would mutate its config.
   const config = deepFreeze(configSchema.parse(rawConfig))
   const logs = createLogSink()
   const logger = pino({ level: config.log.level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, logs.stream)
   const gateway = await buildGateway({ config, logger, configPath: options.configPath })
   const { trafficUrl, adminUrl } = await gateway.listen({ host: '127.0.0.1', trafficPort: 0, adminPort: 0 })
-  return { url: trafficUrl, adminUrl, gateway, config, logs, close: () => gateway.close() }
+  return { url: trafficUrl, adminUrl, gateway, config, logs, close: once(() => gateway.close()) }
+}
+
+/** A gateway for the running test, closed when it finishes (see ./teardown.ts). */
+export function startGateway(rawConfig: Record<string, unknown>, options: GatewayOptions = {}): Promise<StartedGateway> {
+  return ownedByTest('startGateway', () => launchGateway(rawConfig, options), (started) => started.close())
+}
+
+/**
+ * A gateway for every test of the enclosing describe, closed after the last one. `rawConfig`
+ * is called in the beforeAll, so it may use the URL of an upstream declared above it.
+ */
+export function useGateway(rawConfig: () => Record<string, unknown> | Promise<Record<string, unknown>>, options: GatewayOptions = {}): StartedGateway {
+  return ownedBySuite('useGateway', async () => launchGateway(await rawConfig(), options), (started) => started.close())
 }

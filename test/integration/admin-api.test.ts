@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { startGateway, testConfig, useGateway } from '../helpers/start-gateway.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 import { until } from '../helpers/until.js'
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789'
@@ -9,23 +9,14 @@ const ALICE = { authorization: 'Bearer demo-token-alice' }
 const BOB = { authorization: 'Bearer demo-token-bob' }
 
 describe('the admin listener', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(
-      testConfig(sim.url, {
-        admin: { token: ADMIN_TOKEN },
-        tenants: { acme: { upstream: { staging: sim.url } }, beta: { upstream: { staging: sim.url } } }
-      })
-    )
-  })
-  afterAll(async () => {
-    await gw.close()
-    await sim.close()
-  })
+  const sim = useSimulator()
+  const gw = useGateway(() =>
+    testConfig(sim.url, {
+      admin: { token: ADMIN_TOKEN },
+      tenants: { acme: { upstream: { staging: sim.url } }, beta: { upstream: { staging: sim.url } } }
+    })
+  )
 
   it('answers 401 AUTH_INVALID on /admin/* without the admin token', async () => {
     for (const [method, path] of [['GET', '/admin/sessions'], ['DELETE', '/admin/sessions'], ['POST', '/admin/reload'], ['POST', '/admin/explain'], ['GET', '/admin/migration']] as const) {
@@ -131,15 +122,11 @@ describe('the admin listener', () => {
 
   it('explains a legacy body over limits.bodyBytes as the 413 the traffic listener gives it', async () => {
     const limited = await startGateway(testConfig(sim.url, { limits: { bodyBytes: 10 } }))
-    try {
-      const request = { method: 'POST', path: '/v1/headless/runs', headers: { authorization: 'Bearer demo-token-alice' }, body: { input: '0123456789abcdef' } }
-      const explained = await send(limited.adminUrl, '/admin/explain', { json: request })
-      expect(explained.json.answer).toMatchObject({ status: 413, code: 'PAYLOAD_TOO_LARGE' })
-      expect(explained.json.calls).toEqual([])
-      expect((await send(limited.url, request.path, { headers: request.headers, json: request.body })).status).toBe(413)
-    } finally {
-      await limited.close()
-    }
+    const request = { method: 'POST', path: '/v1/headless/runs', headers: { authorization: 'Bearer demo-token-alice' }, body: { input: '0123456789abcdef' } }
+    const explained = await send(limited.adminUrl, '/admin/explain', { json: request })
+    expect(explained.json.answer).toMatchObject({ status: 413, code: 'PAYLOAD_TOO_LARGE' })
+    expect(explained.json.calls).toEqual([])
+    expect((await send(limited.url, request.path, { headers: request.headers, json: request.body })).status).toBe(413)
   })
 
   it('explains native traffic with the headers the upstream gets: hop-by-hop ones gone, x-forwarded-* and the request id added', async () => {

@@ -1,23 +1,13 @@
-import { createServer, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { ServerResponse } from 'node:http'
+import { afterEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { rawExchange } from '../helpers/raw-http.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
 
 describe('admin probes while running', () => {
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream()
-    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await upstream.close()
-  })
+  const upstream = useRecordingUpstream()
+  const gw = useGateway(() => testConfig(upstream.url, { log: { level: 'silent' } }))
 
   it('answers GET /healthz with 200 on the admin listener', async () => {
     const answer = await send(gw.adminUrl, '/healthz')
@@ -55,14 +45,7 @@ describe('admin probes while running', () => {
 })
 
 describe('admin probes with an admin token', () => {
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    gw = await startGateway(testConfig('http://127.0.0.1:9', { log: { level: 'silent' }, admin: { token: 'admin-secret' } }))
-  })
-  afterAll(async () => {
-    await gw.close()
-  })
+  const gw = useGateway(() => testConfig('http://127.0.0.1:9', { log: { level: 'silent' }, admin: { token: 'admin-secret' } }))
 
   it('keeps GET /healthz open without the admin token', async () => {
     expect((await send(gw.adminUrl, '/healthz')).status).toBe(200)
@@ -74,34 +57,20 @@ describe('admin probes with an admin token', () => {
 })
 
 describe('admin probes while draining', () => {
-  let upstream: Server
   let held: ServerResponse | undefined
-  let gw: StartedGateway
-  let closing: Promise<void> | undefined
-
-  beforeAll(async () => {
-    upstream = createServer((_request, response) => {
-      held = response
-    })
-    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
-    const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`
-    gw = await startGateway(testConfig(upstreamUrl, { log: { level: 'silent' } }))
+  const upstream = useRecordingUpstream((_request, response) => {
+    held = response
   })
+  const gw = useGateway(() => testConfig(upstream.url, { log: { level: 'silent' } }))
   afterEach(() => {
     held?.end('released')
-  })
-  afterAll(async () => {
-    held?.end('released')
-    await (closing ?? gw.close())
-    upstream.closeAllConnections()
-    await new Promise<void>((resolve) => upstream.close(() => resolve()))
   })
 
   it('answers GET /readyz with 503 and isReady() false once close() began, while a request is still in flight', async () => {
     const inFlight = send(gw.url, '/v4/slow')
     await expect.poll(() => held !== undefined, { timeout: 2_000, interval: 10 }).toBe(true)
 
-    closing = gw.gateway.close()
+    const closing = gw.gateway.close()
     expect(gw.gateway.isReady()).toBe(false)
     const readiness = await send(gw.adminUrl, '/readyz')
     expect(readiness.status).toBe(503)

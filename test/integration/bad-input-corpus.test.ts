@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ERROR_STATUS, type ErrorCode } from '../../src/errors/registry.js'
 import { send } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawHeader, type RawOptions, type RawResponse, type RawResult } from '../helpers/raw-http.js'
-import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
 
 /*
  * Bad input never loses a request or leaks a secret. A corpus of malformed and hostile
@@ -620,9 +620,16 @@ function describeExchange(result: RawResult): string {
 }
 
 describe('bad-input corpus over raw sockets', () => {
-  let upstream: RecordingUpstream
-  let decoy: RecordingUpstream
-  let gw: StartedGateway
+  const upstream = useRecordingUpstream(upstreamHandler)
+  // Another loopback server that requests name (absolute-form targets, Host): it must hear nothing.
+  const decoy = useRecordingUpstream()
+  const gw = useGateway(() =>
+    testConfig(upstream.url, {
+      internalAdmin: { pathPrefixes: ['/internal', '/v4/internal'] },
+      credentials: { queryParam: 'token' },
+      limits: { bodyBytes: BODY_LIMIT }
+    })
+  )
   /** Requests the tenant upstream got while a case ran; any other arrived late, outside its case. */
   let observedForwards = 0
 
@@ -631,24 +638,6 @@ describe('bad-input corpus over raw sockets', () => {
     if (!text.includes(DECOY_PORT) && !text.includes(UPSTREAM_PORT)) return bytes
     return Buffer.from(text.replaceAll(DECOY_PORT, new URL(decoy.url).port).replaceAll(UPSTREAM_PORT, new URL(upstream.url).port), 'latin1')
   }
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream(upstreamHandler)
-    // Another loopback server that requests name (absolute-form targets, Host): it must hear nothing.
-    decoy = await startRecordingUpstream()
-    gw = await startGateway(
-      testConfig(upstream.url, {
-        internalAdmin: { pathPrefixes: ['/internal', '/v4/internal'] },
-        credentials: { queryParam: 'token' },
-        limits: { bodyBytes: BODY_LIMIT }
-      })
-    )
-  })
-  afterAll(async () => {
-    await gw?.close()
-    await upstream?.close()
-    await decoy?.close()
-  })
 
   it('holds at least 200 cases with unique names', () => {
     expect(corpus.length).toBeGreaterThanOrEqual(200)

@@ -1,98 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { ROOT as root, runCli, spawnCli, useCli } from '../helpers/spawn-cli.js'
+import { useTempDir } from '../helpers/temp-dir.js'
 
-// dist/ is built by test/global-setup.ts.
-const root = fileURLToPath(new URL('../..', import.meta.url))
-const cli = join(root, 'dist', 'cli.js')
-const children = new Set<ChildProcess>()
-
-interface RunningCli {
-  child: ChildProcess
-  stdout(): string
-  stderr(): string
-  /** Resolves with the first match of `pattern` in stdout; rejects on exit or after `ms`. */
-  waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-}
-
-/** Spawns `node dist/cli.js ...args` in the repository root with a clean V4GW_* environment. */
-function startCli(args: string[], env: Record<string, string> = {}): RunningCli {
-  const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('V4GW_')))
-  const child = spawn(process.execPath, [cli, ...args], { cwd: root, env: { ...baseEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  children.add(child)
-  let out = ''
-  let err = ''
-  child.stdout?.on('data', (chunk: Buffer) => {
-    out += chunk.toString('utf8')
-  })
-  child.stderr?.on('data', (chunk: Buffer) => {
-    err += chunk.toString('utf8')
-  })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('close', (code, signal) => {
-      children.delete(child)
-      resolve({ code, signal })
-    })
-  })
-  return {
-    child,
-    stdout: () => out,
-    stderr: () => err,
-    exited,
-    waitFor(pattern, ms = 10_000) {
-      return new Promise((resolve, reject) => {
-        const check = (): void => {
-          const match = pattern.exec(out)
-          if (match !== null) {
-            cleanup()
-            resolve(match)
-          }
-        }
-        const timer = setTimeout(() => {
-          cleanup()
-          reject(new Error(`no ${String(pattern)} on stdout within ${ms} ms; stdout: ${out}; stderr: ${err}`))
-        }, ms)
-        const onExit = (): void => {
-          cleanup()
-          reject(new Error(`the CLI exited before printing ${String(pattern)}; stdout: ${out}; stderr: ${err}`))
-        }
-        const cleanup = (): void => {
-          clearTimeout(timer)
-          child.stdout?.off('data', check)
-          child.off('close', onExit)
-        }
-        child.stdout?.on('data', check)
-        child.once('close', onExit)
-        check()
-      })
-    }
-  }
-}
-
-/** Runs the CLI to its end. */
-async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const running = startCli(args, env)
-  const { code } = await running.exited
-  return { code, stdout: running.stdout(), stderr: running.stderr() }
-}
-
-let dir: string
-
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'v4gw-cli-'))
-})
-afterAll(async () => {
-  for (const child of children) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) process.kill(child.pid, 'SIGKILL')
-  }
-  await rm(dir, { recursive: true, force: true })
-})
+const dir = useTempDir('v4gw-cli-')
 
 describe('v4gw --version and --help', () => {
   it('prints the version of package.json with --version and exits 0', async () => {
@@ -145,9 +58,8 @@ describe('v4gw check-config', () => {
   })
 
   it('exits non-zero and prints every problem with its path for an invalid file', async () => {
-    const path = join(dir, 'bad.yaml')
-    await writeFile(
-      path,
+    const path = await dir.write(
+      'bad.yaml',
       [
         'listn: { port: 1 }',
         'limits: { bodyBytes: 0 }',
@@ -159,8 +71,7 @@ describe('v4gw check-config', () => {
         '      routes:',
         '        - { method: GET, path: /v1/policies, action: proxy }',
         ''
-      ].join('\n'),
-      'utf8'
+      ].join('\n')
     )
     const result = await runCli(['check-config', path])
     expect(result.code).not.toBe(0)
@@ -173,28 +84,24 @@ describe('v4gw check-config', () => {
   })
 
   it('prints tenants.acme.upstream.staging: Invalid URL as a problem, not a crash, for an upstream that is not a URL', async () => {
-    const path = join(dir, 'bad-url.yaml')
-    await writeFile(path, 'tenants:\n  acme:\n    upstream: { staging: "not a url" }\n', 'utf8')
+    const path = await dir.write('bad-url.yaml', 'tenants:\n  acme:\n    upstream: { staging: "not a url" }\n')
     const result = await runCli(['check-config', path])
     expect(result.code).toBe(2)
     expect(result.stderr).toMatch(/tenants\.acme\.upstream\.staging: Invalid URL/)
   })
 
   it('exits non-zero and names the file when it does not exist', async () => {
-    const result = await runCli(['check-config', join(dir, 'missing.yaml')])
+    const result = await runCli(['check-config', join(dir.path, 'missing.yaml')])
     expect(result.code).not.toBe(0)
     expect(result.stderr).toContain('missing.yaml')
   })
 })
 
 describe('v4gw --config FILE (the gateway process)', () => {
-  let running: RunningCli
-  let trafficUrl: string
-
-  beforeAll(async () => {
-    const path = join(dir, 'run.yaml')
-    await writeFile(
-      path,
+  const running = useCli(async () => [
+    '--config',
+    await dir.write(
+      'run.yaml',
       [
         'listen: { host: 127.0.0.1, port: 0 }',
         'admin: { host: 127.0.0.1, port: 0 }',
@@ -206,12 +113,12 @@ describe('v4gw --config FILE (the gateway process)', () => {
         // Unknown paths go to the upstream: the embedded simulator's test controls must not be among them.
         '    fallback: proxy',
         ''
-      ].join('\n'),
-      'utf8'
+      ].join('\n')
     )
-    running = startCli(['--config', path])
-    const match = await running.waitFor(/v4gw listening on (http:\/\/127\.0\.0\.1:\d+)/)
-    trafficUrl = match[1] as string
+  ])
+  let trafficUrl: string
+  beforeAll(async () => {
+    trafficUrl = (await running.waitFor(/v4gw listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
   })
 
   it('answers a legacy POST /v1/headless/runs through the embedded simulator with 200', async () => {
@@ -239,17 +146,15 @@ describe('v4gw --config FILE (the gateway process)', () => {
 
 describe('v4gw with V4GW_CONFIG', () => {
   it('runs the gateway from the file V4GW_CONFIG names when there is no --config', async () => {
-    const path = join(dir, 'env-run.yaml')
-    await writeFile(path, 'listen: { host: 127.0.0.1, port: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nlog: { level: warn }\ntenants:\n  demo:\n    upstream: { staging: embedded }\n', 'utf8')
-    const running = startCli([], { V4GW_CONFIG: path })
+    const path = await dir.write('env-run.yaml', 'listen: { host: 127.0.0.1, port: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nlog: { level: warn }\ntenants:\n  demo:\n    upstream: { staging: embedded }\n')
+    const running = await spawnCli([], { env: { V4GW_CONFIG: path } })
     await running.waitFor(/v4gw listening on http:\/\/127\.0\.0\.1:\d+/)
     running.child.kill('SIGTERM')
     expect((await running.exited).code).toBe(0)
   })
 
   it('exits non-zero and prints the problem when the config is invalid', async () => {
-    const path = join(dir, 'env-bad.yaml')
-    await writeFile(path, 'listen: { port: 0 }\ntenants: {}\n', 'utf8')
+    const path = await dir.write('env-bad.yaml', 'listen: { port: 0 }\ntenants: {}\n')
     const result = await runCli([], { V4GW_CONFIG: path })
     expect(result.code).not.toBe(0)
     expect(result.stderr).toMatch(/tenants: /)
@@ -257,17 +162,10 @@ describe('v4gw with V4GW_CONFIG', () => {
 })
 
 describe('v4gw simulator', () => {
-  let running: RunningCli
+  const running = useCli(() => ['simulator', '--port', '0'])
   let simulatorUrl: string
-
   beforeAll(async () => {
-    running = startCli(['simulator', '--port', '0'])
-    const match = await running.waitFor(/v4 simulator listening on (http:\/\/127\.0\.0\.1:\d+)/)
-    simulatorUrl = match[1] as string
-  })
-  afterAll(async () => {
-    if (running.child.exitCode === null && running.child.pid !== undefined) process.kill(running.child.pid, 'SIGTERM')
-    await running.exited
+    simulatorUrl = (await running.waitFor(/v4 simulator listening on (http:\/\/127\.0\.0\.1:\d+)/))[1] as string
   })
 
   it('prints its URL and answers POST /v4/execute with 200', async () => {
@@ -287,8 +185,7 @@ describe('v4gw simulator', () => {
     expect(simulator.code).toBe(1)
     expect(simulator.stderr.trim()).toBe(`v4gw: listen EADDRINUSE: address already in use 127.0.0.1:${port}`)
 
-    const path = join(dir, 'taken.yaml')
-    await writeFile(path, `listen: { host: 127.0.0.1, port: ${port} }\nadmin: { host: 127.0.0.1, port: 0 }\nlog: { level: warn }\ntenants:\n  demo:\n    upstream: { staging: embedded }\n`, 'utf8')
+    const path = await dir.write('taken.yaml', `listen: { host: 127.0.0.1, port: ${port} }\nadmin: { host: 127.0.0.1, port: 0 }\nlog: { level: warn }\ntenants:\n  demo:\n    upstream: { staging: embedded }\n`)
     const gateway = await runCli(['--config', path])
     expect(gateway.code).toBe(1)
     expect(gateway.stderr.trim()).toBe(`v4gw: listen EADDRINUSE: address already in use 127.0.0.1:${port}`)

@@ -1,10 +1,11 @@
-import { createServer, request as httpRequest, type Server } from 'node:http'
-import { connect, type AddressInfo, type Socket } from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { request as httpRequest } from 'node:http'
+import { connect, type Socket } from 'node:net'
+import { describe, expect, it } from 'vitest'
 import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
 import { send } from '../helpers/http.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { startHttpServer } from '../helpers/http-server.js'
+import { startGateway, testConfig } from '../helpers/start-gateway.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 
 const ALICE = 'Bearer demo-token-alice'
 // The body limit is upstreamTimeoutMs: short here, so that a stall is seen within the test's time.
@@ -16,25 +17,13 @@ function stalledRequest(path: string, sent: string): Buffer {
 }
 
 describe('a request body that stops arriving (SPEC 10)', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway | undefined
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-  })
-  afterEach(async () => {
-    await gw?.close()
-    gw = undefined
-  })
-  afterAll(async () => {
-    await sim.close()
-  })
+  const sim = useSimulator()
 
   it.each([
     ['native', '/v4/execute'],
     ['legacy', '/v1/headless/runs']
   ])('is answered 408 REQUEST_TIMEOUT and its connection closed, freeing its in-flight slot: %s', async (_class, path) => {
-    gw = await startGateway(testConfig(sim.url, { limits: LIMITS }))
+    const gw = await startGateway(testConfig(sim.url, { limits: LIMITS }))
     const stalled = [rawExchange(gw.url, stalledRequest(path, '{"input":'), { timeoutMs: 6_000 }), rawExchange(gw.url, stalledRequest(path, '{"in'), { timeoutMs: 6_000 })]
     // Both slots are held: a third request is shed.
     await new Promise((resolve) => setTimeout(resolve, 200))
@@ -54,7 +43,7 @@ describe('a request body that stops arriving (SPEC 10)', () => {
   })
 
   it('lets a slow body that keeps arriving finish, however long it takes in all', async () => {
-    gw = await startGateway(testConfig(sim.url, { limits: LIMITS }))
+    const gw = await startGateway(testConfig(sim.url, { limits: LIMITS }))
     const body = JSON.stringify({ input: 'x'.repeat(40) })
     const { hostname, port } = new URL(gw.url)
     const socket: Socket = connect({ host: hostname, port: Number(port) })
@@ -74,7 +63,7 @@ describe('a request body that stops arriving (SPEC 10)', () => {
 
   it('does not cut a native stream whose upstream stopped taking the body: that wait is the gateway’s, not the client’s', async () => {
     // Answers at once and streams for 3 s (three times the limit), never reading the upload.
-    const upstream: Server = createServer((request, response) => {
+    const upstream = await startHttpServer((request, response) => {
       request.pause()
       response.writeHead(200, { 'content-type': 'text/plain' })
       let sent = 0
@@ -86,38 +75,30 @@ describe('a request body that stops arriving (SPEC 10)', () => {
         }
       }, 300)
     })
-    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
-    try {
-      gw = await startGateway(testConfig(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, { limits: LIMITS }))
-      const { hostname, port } = new URL(gw.url)
-      const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const call = httpRequest({ host: hostname, port: Number(port), method: 'POST', path: '/v4/upload', headers: { authorization: ALICE, 'content-type': 'application/octet-stream', 'content-length': String(64 * 1024 * 1024) } })
-        call.on('response', (response) => {
-          let text = ''
-          response.setEncoding('utf8')
-          response.on('data', (chunk: string) => (text += chunk))
-          response.on('end', () => {
-            resolve({ status: response.statusCode ?? 0, text })
-            call.destroy()
-          })
-          response.on('error', reject)
+    const gw = await startGateway(testConfig(upstream.url, { limits: LIMITS }))
+    const { hostname, port } = new URL(gw.url)
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const call = httpRequest({ host: hostname, port: Number(port), method: 'POST', path: '/v4/upload', headers: { authorization: ALICE, 'content-type': 'application/octet-stream', 'content-length': String(64 * 1024 * 1024) } })
+      call.on('response', (response) => {
+        let text = ''
+        response.setEncoding('utf8')
+        response.on('data', (chunk: string) => (text += chunk))
+        response.on('end', () => {
+          resolve({ status: response.statusCode ?? 0, text })
+          call.destroy()
         })
-        call.on('error', () => undefined)
-        // The client sends as fast as it is let: its writes wait only on back-pressure.
-        const chunk = Buffer.alloc(64 * 1024)
-        const pump = (): void => {
-          while (!call.destroyed && call.write(chunk));
-          if (!call.destroyed) call.once('drain', pump)
-        }
-        pump()
+        response.on('error', reject)
       })
-      expect(answer.status).toBe(200)
-      expect(answer.text.trim().split('\n')).toHaveLength(10)
-    } finally {
-      await gw?.close()
-      gw = undefined
-      upstream.closeAllConnections()
-      await new Promise((resolve) => upstream.close(resolve))
-    }
+      call.on('error', () => undefined)
+      // The client sends as fast as it is let: its writes wait only on back-pressure.
+      const chunk = Buffer.alloc(64 * 1024)
+      const pump = (): void => {
+        while (!call.destroyed && call.write(chunk));
+        if (!call.destroyed) call.once('drain', pump)
+      }
+      pump()
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.text.trim().split('\n')).toHaveLength(10)
   })
 })

@@ -1,8 +1,8 @@
-import { describe, it, expect, beforeAll, afterAll } from 'vitest'
+import { describe, it, expect } from 'vitest'
 import type { SimulatorCall } from '../../src/simulator/index.js'
 import { send, type Answer } from '../helpers/http.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
+import { testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
 
 // SPEC 5: how legacy clients may present a credential on the runtime routes, and what reaches V4.
 
@@ -36,20 +36,8 @@ function expectOnlyBearer(calls: readonly SimulatorCall[], token: string): void 
 }
 
 describe('credentials on runtime routes (SPEC 5)', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-  let gwQuery: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(testConfig(sim.url))
-    gwQuery = await startGateway(testConfig(sim.url, { credentials: { queryParam: 'token' } }))
-  })
-  afterAll(async () => {
-    await gwQuery?.close()
-    await gw?.close()
-    await sim?.close()
-  })
+  const { sim, gw } = useSimulatorGateway()
+  const gwQuery = useGateway(() => testConfig(sim.url, { credentials: { queryParam: 'token' } }))
 
   async function call(route: (typeof RUNTIME_ROUTES)[number], headers: Headers, via: StartedGateway = gw, query = ''): Promise<Answer> {
     sim.simulator.resetCalls()

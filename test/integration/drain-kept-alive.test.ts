@@ -1,9 +1,9 @@
 import { connect, type Socket } from 'node:net'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { useFaultUpstream, type FaultExchange } from '../helpers/fault-upstream.js'
 import { buildRawRequest } from '../helpers/raw-http.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 
 const CONNECTIONS = 20
 
@@ -96,21 +96,11 @@ function expectShuttingDown(answer: string): void {
  * `shutdown.idleCloseMs` (default 1 s) later.
  */
 describe('closing the gateway with kept-alive connections open', () => {
-  let sim: StartedSimulator
+  const sim = useSimulator()
   let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-  })
   // Closing is the test: a fresh gateway per case.
   beforeEach(async () => {
     gw = await startGateway(testConfig(sim.url))
-  })
-  afterEach(async () => {
-    await gw.close()
-  })
-  afterAll(async () => {
-    await sim.close()
   })
 
   it('answers every request already sent but not yet read (503 SHUTTING_DOWN, connection: close), cutting none', async () => {
@@ -162,28 +152,21 @@ describe('closing the gateway with kept-alive connections open', () => {
  */
 describe('closing the gateway while a kept-alive response is still streaming', () => {
   const IDLE_CLOSE_MS = 1_000
-  let upstream: FaultUpstream
-  let gw: StartedGateway
   let exchange: FaultExchange | undefined
-
-  beforeAll(async () => {
-    upstream = await startFaultUpstream((arrived) => {
-      exchange = arrived
-      arrived.response.writeHead(200, { 'content-type': 'text/plain' })
-      arrived.response.write('first;')
-    })
+  const upstream = useFaultUpstream((arrived) => {
+    exchange = arrived
+    arrived.response.writeHead(200, { 'content-type': 'text/plain' })
+    arrived.response.write('first;')
   })
+  let gw: StartedGateway
   // Closing is the test: a fresh gateway per case.
   beforeEach(async () => {
     exchange = undefined
     gw = await startGateway(testConfig(upstream.url, { shutdown: { idleCloseMs: IDLE_CLOSE_MS, graceMs: 30_000 } }))
   })
-  afterEach(async () => {
+  // Before the gateway's own close (when the test finishes): a response left streaming would hold it.
+  afterEach(() => {
     exchange?.response.end()
-    await gw.close()
-  })
-  afterAll(async () => {
-    await upstream.close()
   })
 
   /** A raw connection to the gateway that keeps what it reads. */

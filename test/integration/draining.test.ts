@@ -1,23 +1,14 @@
 import { connect } from 'node:net'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { startSimulator } from '../helpers/start-simulator.js'
 import { until, within } from '../helpers/until.js'
 
 describe('a draining gateway', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(testConfig(sim.url))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await sim.close()
-  })
+  const { sim, gw } = useSimulatorGateway()
 
   it('answers 503 SHUTTING_DOWN with connection: close to requests that still arrive, and reports not ready', async () => {
     gw.gateway.startDraining()
@@ -32,27 +23,17 @@ describe('a draining gateway', () => {
 })
 
 describe('a request in flight when draining starts', () => {
-  let failing: RecordingUpstream
-  let gw: StartedGateway
   const release: (() => void)[] = []
-
-  beforeAll(async () => {
-    // Holds each request until the test lets it go, then breaks off without an answer.
-    failing = await startRecordingUpstream((_request, response) =>
-      new Promise<void>((resolve) => release.push(resolve)).then(() => {
-        response.socket?.destroy()
-      })
-    )
-  })
+  // Holds each request until the test lets it go, then breaks off without an answer.
+  const failing = useRecordingUpstream((_request, response) =>
+    new Promise<void>((resolve) => release.push(resolve)).then(() => {
+      response.socket?.destroy()
+    })
+  )
+  let gw: StartedGateway
   // Draining does not end: a fresh gateway per case.
   beforeEach(async () => {
     gw = await startGateway(testConfig(failing.url))
-  })
-  afterEach(async () => {
-    await gw.close()
-  })
-  afterAll(async () => {
-    await failing.close()
   })
 
   it.each([
@@ -75,20 +56,16 @@ describe('a gateway whose grace period was cut', () => {
   it('cuts an admin connection that opens between the cut and the admin listener\'s close, so it cannot hold the exit', async () => {
     const sim = await startSimulator()
     const gw = await startGateway(testConfig(sim.url))
-    try {
-      gw.gateway.startDraining()
-      gw.gateway.cutRemaining()
-      const admin = new URL(gw.adminUrl)
-      const socket = connect(Number(admin.port), admin.hostname)
-      socket.on('error', () => undefined)
-      socket.resume()
-      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
-      await new Promise<void>((resolve) => socket.once('connect', resolve))
-      socket.write('POST /admin/explain HTTP/1.1\r\nhost: admin\r\ncontent-length: 100\r\n\r\n{"pa')
-      await within(closed, 1_000, 'the admin connection stayed open after the cut')
-      await within(gw.close(), 2_000, 'the gateway did not close')
-    } finally {
-      await sim.close()
-    }
+    gw.gateway.startDraining()
+    gw.gateway.cutRemaining()
+    const admin = new URL(gw.adminUrl)
+    const socket = connect(Number(admin.port), admin.hostname)
+    socket.on('error', () => undefined)
+    socket.resume()
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    await new Promise<void>((resolve) => socket.once('connect', resolve))
+    socket.write('POST /admin/explain HTTP/1.1\r\nhost: admin\r\ncontent-length: 100\r\n\r\n{"pa')
+    await within(closed, 1_000, 'the admin connection stayed open after the cut')
+    await within(gw.close(), 2_000, 'the gateway did not close')
   })
 })

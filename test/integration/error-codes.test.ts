@@ -1,10 +1,11 @@
 import { gzipSync } from 'node:zlib'
-import { describe, it, expect, beforeAll, afterAll } from 'vitest'
+import { beforeEach, describe, it, expect } from 'vitest'
+import { refusingOrigin } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
-import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
 
 // SPEC 6: every error the gateway makes itself, in its envelope, with its request id.
@@ -53,17 +54,7 @@ function rawGet(baseUrl: string, target: string): Promise<Answer> {
 }
 
 describe('errors the gateway makes in front of the simulator', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(testConfig(sim.url, { limits: { bodyBytes: BODY_LIMIT } }))
-  })
-  afterAll(async () => {
-    await gw?.close()
-    await sim?.close()
-  })
+  const { sim, gw } = useSimulatorGateway({ limits: { bodyBytes: BODY_LIMIT } })
 
   async function execute(options: Parameters<typeof send>[2]): Promise<Answer> {
     sim.simulator.resetCalls()
@@ -257,24 +248,19 @@ describe('errors the gateway makes in front of the simulator', () => {
 })
 
 describe('errors for requests that are never forwarded', () => {
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream()
-    // fallback: proxy, so that any spelling that slipped past the blocked check would be forwarded.
-    gw = await startGateway(testConfig(upstream.url, {
+  const upstream = useRecordingUpstream()
+  // fallback: proxy, so that any spelling that slipped past the blocked check would be forwarded.
+  const gw = useGateway(() =>
+    testConfig(upstream.url, {
       internalAdmin: { pathPrefixes: ['/internal'] },
       tenants: { acme: { upstream: { staging: upstream.url }, fallback: 'proxy' } }
-    }))
-  })
-  afterAll(async () => {
-    await gw?.close()
-    await upstream?.close()
+    })
+  )
+  beforeEach(() => {
+    upstream.requests.length = 0
   })
 
   it('forwards an ordinary unknown path under fallback: proxy (control for the blocked cases)', async () => {
-    upstream.requests.length = 0
     const answer = await rawGet(gw.url, '/public/x')
     expect(answer.status).toBe(200)
     expect(upstream.requests.map((request) => request.url)).toEqual(['/public/x'])
@@ -297,14 +283,12 @@ describe('errors for requests that are never forwarded', () => {
     '/internal%2fx',
     '/\\internal/x'
   ])('answers 403 FORBIDDEN for %s and forwards nothing', async (target) => {
-    upstream.requests.length = 0
     const answer = await rawGet(gw.url, target)
     expectGatewayError(answer, 403, 'FORBIDDEN')
     expect(upstream.requests).toEqual([])
   })
 
   it('answers 403 FORBIDDEN for a blocked path before the tenant is resolved', async () => {
-    upstream.requests.length = 0
     const answer = await send(gw.url, '/internal/users', { headers: { 'x-tenant-id': 'globex' } })
     expectGatewayError(answer, 403, 'FORBIDDEN')
     expect(upstream.requests).toEqual([])
@@ -318,28 +302,24 @@ describe('errors for requests that are never forwarded', () => {
     '/public/../internal/x',
     '/v4/..\\internal/x'
   ])('refuses the dot-segment target %s with 400 INVALID_REQUEST and forwards nothing', async (target) => {
-    upstream.requests.length = 0
     const answer = await rawGet(gw.url, target)
     expectGatewayError(answer, 400, 'INVALID_REQUEST')
     expect(upstream.requests).toEqual([])
   })
 
   it.each(['/v1/%zz', '/v4/%zz', '/%'])('answers 400 INVALID_REQUEST in the SPEC 6 envelope for the badly percent-encoded path %s', async (target) => {
-    upstream.requests.length = 0
     const answer = await rawGet(gw.url, target)
     expectGatewayError(answer, 400, 'INVALID_REQUEST')
     expect(upstream.requests).toEqual([])
   })
 
   it('answers 400 INVALID_REQUEST for a path holding an encoded NUL byte', async () => {
-    upstream.requests.length = 0
     const answer = await rawGet(gw.url, '/v4/a%00b')
     expectGatewayError(answer, 400, 'INVALID_REQUEST')
     expect(upstream.requests).toEqual([])
   })
 
   it('refuses an absolute-form request target with 400 INVALID_REQUEST and forwards nothing (SPEC 2: never an open proxy)', async () => {
-    upstream.requests.length = 0
     const answer = await rawGet(gw.url, `${upstream.url}/public/x`)
     expectGatewayError(answer, 400, 'INVALID_REQUEST')
     expect(upstream.requests).toEqual([])
@@ -347,17 +327,8 @@ describe('errors for requests that are never forwarded', () => {
 })
 
 describe('errors about the tenant', () => {
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream()
-    gw = await startGateway(testConfig(upstream.url, { tenancy: { default: null } }))
-  })
-  afterAll(async () => {
-    await gw?.close()
-    await upstream?.close()
-  })
+  const upstream = useRecordingUpstream()
+  const gw = useGateway(() => testConfig(upstream.url, { tenancy: { default: null } }))
 
   it('answers 400 TENANT_REQUIRED when there is no tenant header and no tenancy.default', async () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
@@ -385,16 +356,7 @@ describe('errors about the tenant', () => {
 })
 
 describe('errors about an upstream that cannot be reached', () => {
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    const closed = await startRecordingUpstream()
-    await closed.close()
-    gw = await startGateway(testConfig(closed.url))
-  })
-  afterAll(async () => {
-    await gw?.close()
-  })
+  const gw = useGateway(async () => testConfig(await refusingOrigin()))
 
   it('answers 502 UPSTREAM_UNAVAILABLE when the upstream port is closed (legacy execute)', async () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
@@ -413,34 +375,25 @@ describe('errors about an upstream that cannot be reached', () => {
 })
 
 describe('errors about an upstream answer the gateway cannot read', () => {
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
   let startAnswer: { status: number; contentType: string; body: string } | 'garbage' | { raw: string }
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream((request: RecordedRequest, response) => {
-      if (startAnswer === 'garbage') {
-        response.socket?.end('this is not HTTP\r\n\r\n')
-        return
-      }
-      if ('raw' in startAnswer) {
-        response.socket?.end(startAnswer.raw)
-        return
-      }
-      if (request.url === '/v4/sessions.start') {
-        response.writeHead(startAnswer.status, { 'content-type': startAnswer.contentType })
-        response.end(startAnswer.body)
-        return
-      }
-      response.writeHead(200, { 'content-type': 'application/json' })
-      response.end('{"output":{}}')
-    })
-    gw = await startGateway(testConfig(upstream.url))
+  const upstream = useRecordingUpstream((request: RecordedRequest, response) => {
+    if (startAnswer === 'garbage') {
+      response.socket?.end('this is not HTTP\r\n\r\n')
+      return
+    }
+    if ('raw' in startAnswer) {
+      response.socket?.end(startAnswer.raw)
+      return
+    }
+    if (request.url === '/v4/sessions.start') {
+      response.writeHead(startAnswer.status, { 'content-type': startAnswer.contentType })
+      response.end(startAnswer.body)
+      return
+    }
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.end('{"output":{}}')
   })
-  afterAll(async () => {
-    await gw?.close()
-    await upstream?.close()
-  })
+  const gw = useGateway(() => testConfig(upstream.url))
 
   async function invoke(stateId: string): Promise<Answer> {
     upstream.requests.length = 0
@@ -509,18 +462,9 @@ describe('errors about an upstream answer the gateway cannot read', () => {
 })
 
 describe('errors about an upstream that never answers', () => {
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    // Never answers; close() destroys the stalled sockets.
-    upstream = await startRecordingUpstream(() => undefined)
-    gw = await startGateway(testConfig(upstream.url, { limits: { upstreamTimeoutMs: 200 } }))
-  })
-  afterAll(async () => {
-    await gw?.close()
-    await upstream?.close()
-  })
+  // Never answers; its close destroys the stalled sockets.
+  const upstream = useRecordingUpstream(() => undefined)
+  const gw = useGateway(() => testConfig(upstream.url, { limits: { upstreamTimeoutMs: 200 } }))
 
   it('answers 504 UPSTREAM_TIMEOUT after limits.upstreamTimeoutMs on a legacy call', async () => {
     const startedAt = performance.now()

@@ -1,7 +1,6 @@
 import { connect } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { describe, expect, it } from 'vitest'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
 
 const BODY = '{"input":{"q":1}}'
 
@@ -31,17 +30,7 @@ function expectContinue(baseUrl: string, path: string, headers: Record<string, s
 }
 
 describe('Expect: 100-continue (RFC 9110 10.1.1)', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(testConfig(sim.url, { limits: { bodyBytes: 1_000 } }))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await sim.close()
-  })
+  const { gw } = useSimulatorGateway({ limits: { bodyBytes: 1_000 } })
 
   it.each([
     ['legacy', '/v1/headless/runs'],

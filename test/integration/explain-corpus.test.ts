@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawHeader } from '../helpers/raw-http.js'
-import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, type StartedGateway } from '../helpers/start-gateway.js'
+import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
+import { useGateway } from '../helpers/start-gateway.js'
 
 /**
  * SPEC 9: explain is faithful. Each request of the corpus is explained through the admin API and
@@ -105,17 +105,14 @@ const SESSION_ID = '{sessionId}'
 // Framing the HTTP client adds to every call, which no plan decides.
 const FRAMING = new Set(['host', 'connection', 'content-length', 'transfer-encoding'])
 
-let upstream: RecordingUpstream
-let gw: StartedGateway
 let sessions = 0
-
-beforeAll(async () => {
-  upstream = await startRecordingUpstream((recorded, response) => {
-    response.writeHead(recorded.url === '/v4/sessions.start' ? 201 : 200, { 'content-type': 'application/json' })
-    response.end(recorded.url === '/v4/sessions.start' ? json({ sessionId: `sess-${++sessions}` }) : json({ ok: true }))
-  })
+const upstream = useRecordingUpstream((recorded, response) => {
+  response.writeHead(recorded.url === '/v4/sessions.start' ? 201 : 200, { 'content-type': 'application/json' })
+  response.end(recorded.url === '/v4/sessions.start' ? json({ sessionId: `sess-${++sessions}` }) : json({ ok: true }))
+})
+const gw = useGateway(() => {
   const staging = upstream.url
-  gw = await startGateway({
+  return {
     log: { level: 'silent' },
     limits: { bodyBytes: 65_536 },
     credentials: { queryParam: 'access_token' },
@@ -145,12 +142,7 @@ beforeAll(async () => {
       // localhost reaches the same recording upstream under another origin.
       prod: { upstream: { staging, production: staging.replace('127.0.0.1', 'localhost'), target: 'production' } }
     }
-  })
-})
-
-afterAll(async () => {
-  await gw?.close()
-  await upstream?.close()
+  }
 })
 
 interface Explained {

@@ -1,26 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { answerJson, startFaultUpstream, type FaultUpstream } from '../helpers/fault-upstream.js'
+import { describe, expect, it } from 'vitest'
+import { answerJson, useFaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
 
 const AUTH = { authorization: 'Bearer demo-token-alice' }
 
 describe('legacy POST /v1/headless/runs', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(testConfig(sim.url))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await sim.close()
-  })
+  const { sim, gw } = useSimulatorGateway()
 
   it('translates into POST /v4/execute with only the fields given', async () => {
-    sim.simulator.resetCalls()
     const answer = await send(gw.url, '/v1/headless/runs', { headers: AUTH, json: { input: { q: 1 }, policy: 'strict' } })
     expect(answer.status).toBe(200)
     expect(answer.json.effective).toEqual({ policy: 'strict', route: 'standard', risk: 'low' })
@@ -33,7 +22,6 @@ describe('legacy POST /v1/headless/runs', () => {
     ['/v1/headless/runs', {}],
     ['/v1/runs/invoke', { stateId: 'deep' }]
   ])('answers 400 INVALID_REQUEST on POST %s to an input nested too deeply to pass on, calling nothing upstream', async (path, extra) => {
-    sim.simulator.resetCalls()
     const depth = 100_000
     const text = JSON.stringify({ ...extra, input: 'x' }).replace('"x"', `${'['.repeat(depth)}${']'.repeat(depth)}`)
     const answer = await send(gw.url, path, { headers: { ...AUTH, 'content-type': 'application/json' }, body: text })
@@ -53,17 +41,8 @@ describe('legacy POST /v1/headless/runs', () => {
 
 // The simulator fills meta itself; an upstream that does not shows the gateway's filling (SPEC 6).
 describe('legacy answers from an upstream that leaves meta out', () => {
-  let upstream: FaultUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    upstream = await startFaultUpstream()
-    gw = await startGateway(testConfig(upstream.url))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await upstream.close()
-  })
+  const upstream = useFaultUpstream()
+  const gw = useGateway(() => testConfig(upstream.url))
 
   it('sends an answer nested too deeply to fill in as it came, status 200, rather than a 500', async () => {
     const text = `{"output":${'['.repeat(100_000)}${']'.repeat(100_000)}}`

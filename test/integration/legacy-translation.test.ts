@@ -1,10 +1,10 @@
 import { gzipSync } from 'node:zlib'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { LEGACY_V1_ROUTES } from '../../src/config/schema.js'
 import { send, type Answer } from '../helpers/http.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 const START_PATH = '/v4/sessions.start'
@@ -60,20 +60,7 @@ function as(tenant: string, extra: Record<string, string> = {}): Record<string, 
 }
 
 describe('legacy translation on the simulator', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(testConfig(sim.url, { tenants: tenantsOn(sim.url) }))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await sim.close()
-  })
-  beforeEach(() => {
-    sim.simulator.resetCalls()
-  })
+  const { sim, gw } = useSimulatorGateway((url) => ({ tenants: tenantsOn(url) }))
 
   function bodiesAt(path: string | RegExp): unknown[] {
     return sim.simulator.calls.filter((call) => (typeof path === 'string' ? call.path === path : path.test(call.path))).map((call) => call.body)
@@ -309,27 +296,18 @@ describe('legacy translation on the simulator', () => {
 })
 
 describe('legacy answers passed through from a recording upstream (SPEC 6)', () => {
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
   /** The next answer of the upstream to any request. */
   let next: { status: number; headers: Record<string, string>; body: Buffer }
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream((request, response) => {
-      if (request.url === START_PATH) {
-        response.writeHead(201, { 'content-type': 'application/json' })
-        response.end(JSON.stringify({ sessionId: 'ses_recorded' }))
-        return
-      }
-      response.writeHead(next.status, next.headers)
-      response.end(next.body)
-    })
-    gw = await startGateway(testConfig(upstream.url, { tenants: tenantsOn(upstream.url) }))
+  const upstream = useRecordingUpstream((request, response) => {
+    if (request.url === START_PATH) {
+      response.writeHead(201, { 'content-type': 'application/json' })
+      response.end(JSON.stringify({ sessionId: 'ses_recorded' }))
+      return
+    }
+    response.writeHead(next.status, next.headers)
+    response.end(next.body)
   })
-  afterAll(async () => {
-    await gw.close()
-    await upstream.close()
-  })
+  const gw = useGateway(() => testConfig(upstream.url, { tenants: tenantsOn(upstream.url) }))
 
   async function postRaw(path: string, json: unknown, tenant = 'acme'): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
     const response = await fetch(new URL(path, gw.url), { method: 'POST', headers: { ...as(tenant), 'content-type': 'application/json' }, body: JSON.stringify(json) })

@@ -1,9 +1,9 @@
 import { connect } from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { until } from '../helpers/until.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { answerAfter, startRecordingUpstream, useRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { startGateway, testConfig } from '../helpers/start-gateway.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 
@@ -13,28 +13,11 @@ function upstreamConnections(upstream: RecordingUpstream): Promise<number> {
 }
 
 describe('load shedding', () => {
-  let slow: RecordingUpstream
-  let gw: StartedGateway | undefined
-
-  beforeAll(async () => {
-    slow = await startRecordingUpstream((_request, response) => {
-      setTimeout(() => {
-        response.writeHead(200, { 'content-type': 'application/json' })
-        response.end('{"ok":true}')
-      }, 300)
-    })
-  })
-  afterEach(async () => {
-    await gw?.close()
-    gw = undefined
-  })
-  afterAll(async () => {
-    await slow.close()
-  })
+  const slow = useRecordingUpstream(answerAfter(300, { ok: true }))
 
   it('answers 503 OVERLOADED with Retry-After past limits.maxInFlight, and serves again once the load goes', async () => {
-    gw = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 5 } }))
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, index) => send(gw!.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } })))
+    const gw = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 5 } }))
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, index) => send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } })))
     const shed = answers.filter((answer) => answer.status === 503)
     expect(answers.filter((answer) => answer.status === 200)).toHaveLength(5)
     expect(shed).toHaveLength(7)
@@ -46,7 +29,7 @@ describe('load shedding', () => {
   })
 
   it('does not count finished or aborted requests against limits.maxInFlight', async () => {
-    gw = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 2 } }))
+    const gw = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 2 } }))
     for (let round = 0; round < 5; round++) {
       expect((await send(gw.url, '/v4/anything', { headers: ALICE })).status).toBe(200)
     }
@@ -72,37 +55,31 @@ describe('load shedding', () => {
     ]
   ])('frees the slots, upstream calls and access lines of %s requests pipelined on a connection the client closes', async (kind, request) => {
     const stalled = await startRecordingUpstream(() => undefined)
-    try {
-      gw = await startGateway(testConfig(stalled.url, { limits: { maxInFlight: 4, upstreamTimeoutMs: 30_000 } }))
-      const { hostname, port } = new URL(gw.url)
-      const socket = connect({ host: hostname, port: Number(port) })
-      socket.on('error', () => undefined)
-      socket.write(Array.from({ length: 4 }, (_, index) => request(index)).join(''))
-      // Node hands every pipelined request to the gateway at once; each starts its upstream call.
-      await until(() => stalled.requests.length === 4)
-      socket.destroy()
+    const gw = await startGateway(testConfig(stalled.url, { limits: { maxInFlight: 4, upstreamTimeoutMs: 30_000 } }))
+    const { hostname, port } = new URL(gw.url)
+    const socket = connect({ host: hostname, port: Number(port) })
+    socket.on('error', () => undefined)
+    socket.write(Array.from({ length: 4 }, (_, index) => request(index)).join(''))
+    // Node hands every pipelined request to the gateway at once; each starts its upstream call.
+    await until(() => stalled.requests.length === 4)
+    socket.destroy()
 
-      // One access line each, and their upstream calls cancelled.
-      const piped = (): Record<string, unknown>[] => gw!.logs.lines().filter((line) => line.msg === 'request' && String(line.requestId).startsWith(`piped-${kind}-`))
-      await until(() => piped().length === 4)
-      expect(piped().map((line) => line.status)).toEqual([499, 499, 499, 499])
-      await until(async () => (await upstreamConnections(stalled)) === 0)
+    // One access line each, and their upstream calls cancelled.
+    const piped = (): Record<string, unknown>[] => gw.logs.lines().filter((line) => line.msg === 'request' && String(line.requestId).startsWith(`piped-${kind}-`))
+    await until(() => piped().length === 4)
+    expect(piped().map((line) => line.status)).toEqual([499, 499, 499, 499])
+    await until(async () => (await upstreamConnections(stalled)) === 0)
 
-      // Every slot is free again: four requests at once all reach the upstream, none is shed.
-      const leaving = new AbortController()
-      const again = Array.from({ length: 4 }, (_, index) => fetch(new URL(`/v4/again-${index}`, gw!.url), { headers: ALICE, signal: leaving.signal }).catch(() => undefined))
-      await until(() => stalled.requests.length === 8)
-      leaving.abort()
-      await Promise.all(again)
-    } finally {
-      await gw?.close()
-      gw = undefined
-      await stalled.close()
-    }
+    // Every slot is free again: four requests at once all reach the upstream, none is shed.
+    const leaving = new AbortController()
+    const again = Array.from({ length: 4 }, (_, index) => fetch(new URL(`/v4/again-${index}`, gw.url), { headers: ALICE, signal: leaving.signal }).catch(() => undefined))
+    await until(() => stalled.requests.length === 8)
+    leaving.abort()
+    await Promise.all(again)
   })
 
   it('answers 503 OVERLOADED while the event loop is stalled past limits.maxEventLoopDelayMs, then recovers by itself', async () => {
-    gw = await startGateway(testConfig(slow.url, { limits: { maxEventLoopDelayMs: 100 } }))
+    const gw = await startGateway(testConfig(slow.url, { limits: { maxEventLoopDelayMs: 100 } }))
     const started = Date.now()
     while (Date.now() - started < 1_200) {
       // A stalled event loop, as a CPU-bound neighbour or a GC storm would cause.
@@ -112,6 +89,6 @@ describe('load shedding', () => {
     expect(stalled.status).toBe(503)
     expect(stalled.json.error.code).toBe('OVERLOADED')
     expect(stalled.headers['retry-after']).toBe('2')
-    await until(async () => (await send(gw!.url, '/v4/x', { headers: ALICE })).status === 200)
+    await until(async () => (await send(gw.url, '/v4/x', { headers: ALICE })).status === 200)
   })
 })

@@ -1,14 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { connect, type AddressInfo } from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { connect } from 'node:net'
 import { Readable } from 'node:stream'
 import { Agent, request as undiciRequest } from 'undici'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { startFaultUpstream, type FaultUpstream } from '../helpers/fault-upstream.js'
+import { afterAll, beforeEach, describe, expect, it } from 'vitest'
+import { refusingOrigin, useFaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
+import { useHttpServer } from '../helpers/http-server.js'
 import { parseRawResponse, rawExchange as exchangeRaw } from '../helpers/raw-http.js'
-import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
 import { within } from '../helpers/until.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -33,23 +34,11 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve }
 }
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-}
-
-async function closeServer(server: Server): Promise<void> {
-  server.closeAllConnections()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-}
-
 afterAll(async () => {
   await streamingAgent.close()
 })
 
 describe('native /v4/* passthrough', () => {
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
   let releaseStream = deferred()
 
   function handler(request: RecordedRequest, response: ServerResponse): void {
@@ -86,24 +75,21 @@ describe('native /v4/* passthrough', () => {
     response.end(JSON.stringify({ ok: true, path }))
   }
 
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream(handler)
-    gw = await startGateway(
-      testConfig(upstream.url, {
-        log: { level: 'silent' },
-        tenants: {
-          acme: {
-            upstream: { staging: upstream.url },
-            legacy: { deprecation: { date: '2026-07-01T00:00:00Z', sunset: '2027-07-01T00:00:00Z', link: 'https://example.com/docs/v4-migration' } }
-          }
+  const upstream = useRecordingUpstream(handler)
+  const gw = useGateway(() =>
+    testConfig(upstream.url, {
+      log: { level: 'silent' },
+      tenants: {
+        acme: {
+          upstream: { staging: upstream.url },
+          legacy: { deprecation: { date: '2026-07-01T00:00:00Z', sunset: '2027-07-01T00:00:00Z', link: 'https://example.com/docs/v4-migration' } }
         }
-      })
-    )
-  })
-  afterAll(async () => {
+      }
+    })
+  )
+  // Runs before the gateway closes (after-hooks run last first): a held stream would keep it open.
+  afterAll(() => {
     releaseStream.resolve()
-    await gw.close()
-    await upstream.close()
   })
   beforeEach(() => {
     upstream.requests.length = 0
@@ -307,29 +293,20 @@ describe('native /v4/* passthrough', () => {
 })
 
 describe('native request body streaming', () => {
-  let server: Server
-  let gw: StartedGateway
   let sawFirstChunk = deferred()
   let received = ''
-
-  beforeAll(async () => {
-    server = createServer((request: IncomingMessage, response: ServerResponse) => {
-      received = ''
-      request.on('data', (chunk: Buffer) => {
-        received += chunk.toString('utf8')
-        sawFirstChunk.resolve()
-      })
-      request.on('end', () => {
-        response.writeHead(200, { 'content-type': 'text/plain' })
-        response.end(`received ${received.length} bytes`)
-      })
+  const upstream = useHttpServer((request: IncomingMessage, response: ServerResponse) => {
+    received = ''
+    request.on('data', (chunk: Buffer) => {
+      received += chunk.toString('utf8')
+      sawFirstChunk.resolve()
     })
-    gw = await startGateway(testConfig(await listen(server), { log: { level: 'silent' } }))
+    request.on('end', () => {
+      response.writeHead(200, { 'content-type': 'text/plain' })
+      response.end(`received ${received.length} bytes`)
+    })
   })
-  afterAll(async () => {
-    await gw.close()
-    await closeServer(server)
-  })
+  const gw = useGateway(() => testConfig(upstream.url, { log: { level: 'silent' } }))
 
   it('streams the request body: the upstream sees the first chunk before the client ends the body', async () => {
     sawFirstChunk = deferred()
@@ -352,31 +329,18 @@ describe('native request body streaming', () => {
 })
 
 describe('native upstream failures', () => {
-  let refusedUrl: string
-  let stalled: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    // A port that was just free: nothing listens there any more.
-    const probe = createServer()
-    refusedUrl = await listen(probe)
-    await closeServer(probe)
-    stalled = await startRecordingUpstream(() => {
-      // Never answers.
-    })
-    gw = await startGateway({
-      log: { level: 'silent' },
-      limits: { upstreamTimeoutMs: 200 },
-      tenants: {
-        refused: { upstream: { staging: refusedUrl } },
-        stalled: { upstream: { staging: stalled.url } }
-      }
-    })
+  const stalled = useRecordingUpstream(() => {
+    // Never answers.
   })
-  afterAll(async () => {
-    await gw.close()
-    await stalled.close()
-  })
+  const gw = useGateway(async () => ({
+    log: { level: 'silent' },
+    limits: { upstreamTimeoutMs: 200 },
+    tenants: {
+      // A port that was just free: nothing listens there any more.
+      refused: { upstream: { staging: await refusingOrigin() } },
+      stalled: { upstream: { staging: stalled.url } }
+    }
+  }))
 
   function expectErrorEnvelope(answer: Awaited<ReturnType<typeof send>>, code: string): void {
     expect(answer.headers['content-type']).toMatch(/^application\/json/)
@@ -406,23 +370,14 @@ describe('native upstream failures', () => {
 describe('interim (1xx) answers from the upstream', () => {
   const LINK = '</styles.css>; rel=preload; as=style'
   const SECOND_LINK = '</app.js>; rel=preload; as=script'
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    // 103 Early Hints, then 102 Processing, then the final answer: undici reports all three.
-    upstream = await startRecordingUpstream((_request, response) => {
-      response.writeEarlyHints({ link: [LINK, SECOND_LINK] })
-      response.writeProcessing()
-      response.writeHead(200, { 'content-type': 'application/json' })
-      response.end(JSON.stringify({ output: 'final', meta: { requestId: 'r', timingMs: { total: 1 } } }))
-    })
-    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
+  // 103 Early Hints, then 102 Processing, then the final answer: undici reports all three.
+  const upstream = useRecordingUpstream((_request, response) => {
+    response.writeEarlyHints({ link: [LINK, SECOND_LINK] })
+    response.writeProcessing()
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.end(JSON.stringify({ output: 'final', meta: { requestId: 'r', timingMs: { total: 1 } } }))
   })
-  afterAll(async () => {
-    await gw.close()
-    await upstream.close()
-  })
+  const gw = useGateway(() => testConfig(upstream.url, { log: { level: 'silent' } }))
 
   it('passes a 103 Early Hints on (RFC 9110 15.2) and then the final answer, on native traffic', async () => {
     const result = await exchangeRaw(gw.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n')
@@ -454,32 +409,23 @@ describe('interim (1xx) answers to a request pipelined behind another', () => {
   // Node buffers what is written to an answer still queued, and puts the final status line in
   // front of the buffer with the first body chunk: a 1xx written then would land inside the answer.
   const LINK = '</a.css>; rel=preload'
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream((request, response) => {
-      const path = request.url
-      if (path === '/v4/slow') {
-        setTimeout(() => response.writeHead(200, { 'content-length': 4 }).end('slow'), 300)
-      } else if (path === '/v4/hint-then-answer' || path === '/v4/hint-then-wait') {
-        response.writeEarlyHints({ link: LINK })
-        const answer = (): void => void response.writeHead(200, { 'content-type': 'text/plain', 'content-length': 5 }).end('hello')
-        if (path === '/v4/hint-then-answer') answer()
-        else setTimeout(answer, 600)
-      } else if (path === '/v4/execute') {
-        const body = JSON.stringify({ output: 'ran', meta: { requestId: 'r', timingMs: { total: 1 } } })
-        response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body)
-      } else {
-        response.writeHead(201, { 'content-length': 7 }).end('created')
-      }
-    })
-    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
+  const upstream = useRecordingUpstream((request, response) => {
+    const path = request.url
+    if (path === '/v4/slow') {
+      setTimeout(() => response.writeHead(200, { 'content-length': 4 }).end('slow'), 300)
+    } else if (path === '/v4/hint-then-answer' || path === '/v4/hint-then-wait') {
+      response.writeEarlyHints({ link: LINK })
+      const answer = (): void => void response.writeHead(200, { 'content-type': 'text/plain', 'content-length': 5 }).end('hello')
+      if (path === '/v4/hint-then-answer') answer()
+      else setTimeout(answer, 600)
+    } else if (path === '/v4/execute') {
+      const body = JSON.stringify({ output: 'ran', meta: { requestId: 'r', timingMs: { total: 1 } } })
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body)
+    } else {
+      response.writeHead(201, { 'content-length': 7 }).end('created')
+    }
   })
-  afterAll(async () => {
-    await gw.close()
-    await upstream.close()
-  })
+  const gw = useGateway(() => testConfig(upstream.url, { log: { level: 'silent' } }))
 
   function pipelined(second: string): Promise<string> {
     return rawExchange(gw.url, `GET /v4/slow HTTP/1.1\r\nHost: gateway.test\r\n\r\n${second}`)
@@ -552,21 +498,12 @@ describe('trailer fields of a chunked upstream answer', () => {
     '/v4/no-content': 'HTTP/1.1 204 No Content\r\nTrailer: x-checksum\r\n\r\n',
     '/v4/with-length': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nTrailer: x-checksum\r\n\r\nhello'
   }
-  let upstream: FaultUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    upstream = await startFaultUpstream((exchange) => {
-      const path = exchange.url
-      const answer = exchange.method === 'HEAD' ? 'HTTP/1.1 200 OK\r\nTrailer: x-checksum\r\nTransfer-Encoding: chunked\r\n\r\n' : ANSWERS[path]
-      exchange.socket.end(answer ?? 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n')
-    })
-    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
+  const upstream = useFaultUpstream((exchange) => {
+    const path = exchange.url
+    const answer = exchange.method === 'HEAD' ? 'HTTP/1.1 200 OK\r\nTrailer: x-checksum\r\nTransfer-Encoding: chunked\r\n\r\n' : ANSWERS[path]
+    exchange.socket.end(answer ?? 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n')
   })
-  afterAll(async () => {
-    await gw.close()
-    await upstream.close()
-  })
+  const gw = useGateway(() => testConfig(upstream.url, { log: { level: 'silent' } }))
 
   function get(path: string, version = '1.1', method = 'GET'): Promise<string> {
     return rawExchange(gw.url, `${method} ${path} HTTP/${version}\r\nHost: gateway.test\r\nConnection: close\r\n\r\n`)
@@ -619,21 +556,12 @@ describe('trailer fields of a chunked upstream answer', () => {
 describe('a malformed request on a connection whose answer is still streaming', () => {
   const FIRST_HALF = '{"part":"one",'
   const SECOND_HALF = '"rest":"two"}'
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream((_request, response) => {
-      response.writeHead(200, { 'content-type': 'application/json', 'content-length': FIRST_HALF.length + SECOND_HALF.length })
-      response.write(FIRST_HALF)
-      setTimeout(() => response.end(SECOND_HALF), 300)
-    })
-    gw = await startGateway(testConfig(upstream.url, { log: { level: 'silent' } }))
+  const upstream = useRecordingUpstream((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json', 'content-length': FIRST_HALF.length + SECOND_HALF.length })
+    response.write(FIRST_HALF)
+    setTimeout(() => response.end(SECOND_HALF), 300)
   })
-  afterAll(async () => {
-    await gw.close()
-    await upstream.close()
-  })
+  const gw = useGateway(() => testConfig(upstream.url, { log: { level: 'silent' } }))
 
   function pipelineBadRequest(whenSeen: string): Promise<string> {
     const { port } = new URL(gw.url)

@@ -1,17 +1,16 @@
-import { spawn } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { connect, createServer as createNetServer, type AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { request as undiciRequest } from 'undici'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
 import { until } from '../helpers/until.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { answerAfter, useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { spawnCli } from '../helpers/spawn-cli.js'
 import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulator } from '../helpers/start-simulator.js'
+import { useTempDir } from '../helpers/temp-dir.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 
@@ -28,37 +27,13 @@ function processConfig(upstreamUrl: string, extra: Record<string, unknown> = {})
 
 
 describe('the gateway process and its signals', () => {
-  let dir: string
-  let slow: RecordingUpstream
-  let stalled: RecordingUpstream
-  let sim: StartedSimulator
-  let running: SpawnedGateway | undefined
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'v4gw-signals-'))
-    sim = await startSimulator()
-    slow = await startRecordingUpstream((_request, response) => {
-      setTimeout(() => {
-        response.writeHead(200, { 'content-type': 'application/json' })
-        response.end(JSON.stringify({ output: 'finished', meta: { requestId: 'r', timingMs: { total: 1 } } }))
-      }, 700)
-    })
-    stalled = await startRecordingUpstream(() => undefined)
-  })
-  afterEach(() => {
-    running?.kill()
-    running = undefined
-  })
-  afterAll(async () => {
-    await Promise.all([slow.close(), stalled.close(), sim.close()])
-    await rm(dir, { recursive: true, force: true })
-  })
+  const dir = useTempDir('v4gw-signals-')
+  const sim = useSimulator()
+  const slow = useRecordingUpstream(answerAfter(700, { output: 'finished', meta: { requestId: 'r', timingMs: { total: 1 } } }))
+  const stalled = useRecordingUpstream(() => undefined)
 
   async function spawnWith(name: string, config: Record<string, unknown>): Promise<SpawnedGateway> {
-    const path = join(dir, name)
-    await writeFile(path, stringify(config))
-    running = await spawnGateway(path)
-    return running
+    return spawnGateway(await dir.write(name, stringify(config)))
   }
 
   it('lets an in-flight slow request finish on SIGTERM, turns readiness false, and exits 0', async () => {
@@ -173,65 +148,42 @@ describe('the gateway process and its signals', () => {
     // A Redis that accepts connections and never answers: the start waits out its first attempt.
     const silent = createNetServer(() => undefined)
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => void silent.close())
     const { port } = silent.address() as AddressInfo
-    const path = join(dir, 'early-signal.yaml')
-    await writeFile(path, stringify(processConfig(slow.url, { sessions: { store: 'redis', redis: { url: `redis://127.0.0.1:${port}` } } })))
-    const child = spawn(process.execPath, [fileURLToPath(new URL('../../dist/cli.js', import.meta.url)), '--config', path], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let output = ''
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-    try {
-      await until(() => output.includes('v4gw starting'))
-      expect(output).not.toContain('v4gw listening')
-      child.kill('SIGHUP')
-      await until(() => output.includes('v4gw listening'), 10_000)
-      await until(() => output.includes('config reloaded'))
-      expect(child.exitCode).toBeNull()
-      child.kill('SIGTERM')
-      expect(await exited).toBe(0)
-    } finally {
-      child.kill('SIGKILL')
-      silent.close()
-    }
+    const path = await dir.write('early-signal.yaml', stringify(processConfig(slow.url, { sessions: { store: 'redis', redis: { url: `redis://127.0.0.1:${port}` } } })))
+    const running = await spawnCli(['--config', path])
+    await until(() => running.output().includes('v4gw starting'))
+    expect(running.output()).not.toContain('v4gw listening')
+    running.child.kill('SIGHUP')
+    await until(() => running.output().includes('v4gw listening'), 10_000)
+    await until(() => running.output().includes('config reloaded'))
+    expect(running.child.exitCode).toBeNull()
+    running.child.kill('SIGTERM')
+    expect((await running.exited).code).toBe(0)
   })
 
   it.each([
     { signal: 'SIGHUP', then: 'reloads once up', logged: 'config reloaded' },
     { signal: 'SIGTERM', then: 'drains once up', logged: 'stopped' }
   ])('holds a $signal that comes while the CLI loads its modules and $then, exiting 0', async ({ signal, logged }) => {
-    const path = join(dir, `loading-${signal}.yaml`)
-    await writeFile(path, stringify(processConfig(slow.url)))
+    const path = await dir.write(`loading-${signal}.yaml`, stringify(processConfig(slow.url)))
     const hook = fileURLToPath(new URL('../helpers/signal-while-loading.mjs', import.meta.url))
-    const cli = fileURLToPath(new URL('../../dist/cli.js', import.meta.url))
-    const child = spawn(process.execPath, ['--import', pathToFileURL(hook).href, cli, '--config', path], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SIGNAL_WHILE_LOADING: signal }
-    })
-    let output = ''
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
-    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (code, killedBy) => resolve([code, killedBy])))
-    try {
-      await until(() => output.includes(logged) || child.exitCode !== null || child.signalCode !== null, 10_000)
-      expect(output).toContain(`sending ${signal} while fastify loads`)
-      expect(output).toContain('v4gw listening')
-      if (signal === 'SIGHUP') {
-        expect(child.exitCode).toBeNull()
-        child.kill('SIGTERM')
-      }
-      expect(await exited).toEqual([0, null])
-      expect(output).toContain(logged)
-    } finally {
-      child.kill('SIGKILL')
+    const running = await spawnCli(['--config', path], { nodeArgs: ['--import', pathToFileURL(hook).href], env: { SIGNAL_WHILE_LOADING: signal } })
+    const { child, output } = running
+    await until(() => output().includes(logged) || child.exitCode !== null || child.signalCode !== null, 10_000)
+    expect(output()).toContain(`sending ${signal} while fastify loads`)
+    expect(output()).toContain('v4gw listening')
+    if (signal === 'SIGHUP') {
+      expect(child.exitCode).toBeNull()
+      child.kill('SIGTERM')
     }
+    expect(await running.exited).toEqual({ code: 0, signal: null })
+    expect(output()).toContain(logged)
   })
 
   it('re-reads the config file on SIGHUP and sends new requests to the new upstream', async () => {
-    const path = join(dir, 'hup.yaml')
-    await writeFile(path, stringify(processConfig(slow.url)))
-    running = await spawnGateway(path)
-    const gateway = running
+    const path = await dir.write('hup.yaml', stringify(processConfig(slow.url)))
+    const gateway = await spawnGateway(path)
     await writeFile(path, stringify(processConfig(sim.url)))
     gateway.child.kill('SIGHUP')
     await until(async () => {

@@ -1,9 +1,9 @@
-import { describe, it, expect, beforeAll, afterAll } from 'vitest'
+import { describe, it, expect } from 'vitest'
 import { DEFAULT_SIMULATOR_OPTIONS } from '../../src/simulator/index.js'
 import { send, type Answer } from '../helpers/http.js'
-import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 
 // SPEC 4 `proxy` action and SPEC 5 credentials on proxy (admin/config) routes.
 
@@ -49,17 +49,8 @@ function expectGatewayError(answer: Answer, status: number, code: string): void 
 }
 
 describe('proxy routes towards a recording upstream', () => {
-  let upstream: RecordingUpstream
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    upstream = await startRecordingUpstream()
-    gw = await startGateway(proxyConfig(upstream.url))
-  })
-  afterAll(async () => {
-    await gw?.close()
-    await upstream?.close()
-  })
+  const upstream = useRecordingUpstream()
+  const gw = useGateway(() => proxyConfig(upstream.url))
 
   async function call(path: string, options: Parameters<typeof send>[2] = {}): Promise<Answer> {
     upstream.requests.length = 0
@@ -231,19 +222,10 @@ describe('proxy routes towards a recording upstream', () => {
 })
 
 describe('proxy routes towards the simulator', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator({
-      serviceKeys: { ...DEFAULT_SIMULATOR_OPTIONS.serviceKeys, [REVOCABLE_KEY]: { subject: 'sa_revocable', roles: ['admin'] } }
-    })
-    gw = await startGateway(proxyConfig(sim.url))
+  const sim = useSimulator({
+    serviceKeys: { ...DEFAULT_SIMULATOR_OPTIONS.serviceKeys, [REVOCABLE_KEY]: { subject: 'sa_revocable', roles: ['admin'] } }
   })
-  afterAll(async () => {
-    await gw?.close()
-    await sim?.close()
-  })
+  const gw = useGateway(() => proxyConfig(sim.url))
 
   async function call(path: string, options: Parameters<typeof send>[2] = {}): Promise<Answer> {
     sim.simulator.resetCalls()

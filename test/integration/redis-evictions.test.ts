@@ -1,37 +1,20 @@
-import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { canonicalDefaults } from '../../src/legacy/translate.js'
 import { buildRedisKeys } from '../../src/sessions/redis-keys.js'
 import { buildSessionKey, fingerprintToken } from '../../src/sessions/session-key.js'
 import { send, type Answer } from '../helpers/http.js'
 import { startRecordingUpstream } from '../helpers/recording-upstream.js'
-import { startRedisServer, startReplicas, type StartedRedis } from '../helpers/redis-server.js'
+import { startReplicas, useRedisServer } from '../helpers/redis-server.js'
 import type { StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 
 const PLANTED_TOKEN = 'planted-raw-token-7c1e9a'
 const START_PATH = '/v4/sessions.start'
 const EXECUTION_PATH = /^\/v4\/sessions\/([^/]+)\/executions\.execute$/
 
-let redis: StartedRedis
-let inspect: Redis
-let sim: StartedSimulator
-let replicas: StartedGateway[] = []
+const redis = useRedisServer()
+const sim = useSimulator({ sessionTokens: { [PLANTED_TOKEN]: { subject: 'user_planted', roles: [] } } })
 let prefixCount = 0
-
-beforeAll(async () => {
-  redis = await startRedisServer()
-  inspect = new Redis(redis.url)
-  sim = await startSimulator({ sessionTokens: { [PLANTED_TOKEN]: { subject: 'user_planted', roles: [] } } })
-})
-afterAll(async () => {
-  await inspect?.quit()
-  await sim?.close()
-  await redis?.stop()
-})
-afterEach(async () => {
-  await Promise.all(replicas.splice(0).map((replica) => replica.close()))
-})
 
 function invoke(replica: StartedGateway, stateId: string, headers: Record<string, string> = {}): Promise<Answer> {
   return send(replica.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${PLANTED_TOKEN}`, ...headers }, json: { input: 1, stateId } })
@@ -45,7 +28,7 @@ async function allKeys(pattern: string): Promise<string[]> {
   const found: string[] = []
   let cursor = '0'
   do {
-    const [next, keys] = await inspect.scan(cursor, 'MATCH', pattern, 'COUNT', 1_000)
+    const [next, keys] = await redis.client().scan(cursor, 'MATCH', pattern, 'COUNT', 1_000)
     cursor = next
     found.push(...keys)
   } while (cursor !== '0')
@@ -60,8 +43,7 @@ function twoTenants(): Record<string, unknown> {
 describe('evictions reach the shared map (issue 7 point 2)', () => {
   it('deletes the shared entry on a stale status, and the replacement is what every replica then uses', async () => {
     const keyPrefix = `e${++prefixCount}:`
-    replicas = await startReplicas(2, sim.url, redis.url, keyPrefix)
-    const [replicaA, replicaB] = replicas as [StartedGateway, StartedGateway]
+    const [replicaA, replicaB] = (await startReplicas(2, sim.url, redis.url, keyPrefix)) as [StartedGateway, StartedGateway]
     const first = await invoke(replicaA, 'goes-stale')
     expect((await invoke(replicaB, 'goes-stale')).headers['x-v4-session-id']).toBe(first.headers['x-v4-session-id'])
     sim.simulator.expireSession(first.headers['x-v4-session-id'] as string)
@@ -69,7 +51,7 @@ describe('evictions reach the shared map (issue 7 point 2)', () => {
     const replaced = await invoke(replicaA, 'goes-stale')
     expect(replaced.status).toBe(200)
     expect(replaced.headers['x-v4-session-id']).not.toBe(first.headers['x-v4-session-id'])
-    expect(await inspect.get(sessionKeyOf(keyPrefix, 'goes-stale'))).toBe(replaced.headers['x-v4-session-id'])
+    expect(await redis.client().get(sessionKeyOf(keyPrefix, 'goes-stale'))).toBe(replaced.headers['x-v4-session-id'])
 
     // B still holds the stale session locally: its own stale answer leads it to the shared replacement.
     const startsBefore = sim.simulator.countCalls('POST', START_PATH)
@@ -92,28 +74,22 @@ describe('evictions reach the shared map (issue 7 point 2)', () => {
       if (refused.has(sessionId)) response.writeHead(401).end(JSON.stringify({ error: { code: 'AUTH_INVALID', message: 'token expired' } }))
       else response.writeHead(200).end(JSON.stringify({ output: 'ok' }))
     })
-    try {
-      const keyPrefix = `e${++prefixCount}:`
-      replicas = await startReplicas(3, upstream.url, redis.url, keyPrefix)
-      const [replicaA, replicaB, replicaC] = replicas as [StartedGateway, StartedGateway, StartedGateway]
-      expect((await invoke(replicaA, 'refused')).headers['x-v4-session-id']).toBe('ses_1')
-      refused.add('ses_1')
-      expect((await invoke(replicaB, 'refused')).status).toBe(401)
-      expect(await inspect.exists(sessionKeyOf(keyPrefix, 'refused', 'acme', upstream.url))).toBe(0)
-      const onC = await invoke(replicaC, 'refused')
-      expect(onC.status).toBe(200)
-      expect(onC.headers['x-v4-session-id']).toBe('ses_2')
-    } finally {
-      await upstream.close()
-    }
+    const keyPrefix = `e${++prefixCount}:`
+    const [replicaA, replicaB, replicaC] = (await startReplicas(3, upstream.url, redis.url, keyPrefix)) as [StartedGateway, StartedGateway, StartedGateway]
+    expect((await invoke(replicaA, 'refused')).headers['x-v4-session-id']).toBe('ses_1')
+    refused.add('ses_1')
+    expect((await invoke(replicaB, 'refused')).status).toBe(401)
+    expect(await redis.client().exists(sessionKeyOf(keyPrefix, 'refused', 'acme', upstream.url))).toBe(0)
+    const onC = await invoke(replicaC, 'refused')
+    expect(onC.status).toBe(200)
+    expect(onC.headers['x-v4-session-id']).toBe('ses_2')
   })
 })
 
 describe('DELETE /admin/sessions with a shared map (issue 7 point 2)', () => {
   it("clears only the tenant's shared entries, whichever replica made them", async () => {
     const keyPrefix = `e${++prefixCount}:`
-    replicas = await startReplicas(2, sim.url, redis.url, keyPrefix, twoTenants())
-    const [replicaA, replicaB] = replicas as [StartedGateway, StartedGateway]
+    const [replicaA, replicaB] = (await startReplicas(2, sim.url, redis.url, keyPrefix, twoTenants())) as [StartedGateway, StartedGateway]
     await invoke(replicaA, 'acme-1')
     await invoke(replicaB, 'acme-2')
     await invoke(replicaA, 'beta-1', { 'x-tenant-id': 'beta' })
@@ -128,8 +104,7 @@ describe('DELETE /admin/sessions with a shared map (issue 7 point 2)', () => {
 
   it('makes a replica that never held the entry start a new session after the clear', async () => {
     const keyPrefix = `e${++prefixCount}:`
-    replicas = await startReplicas(2, sim.url, redis.url, keyPrefix)
-    const [replicaA, replicaB] = replicas as [StartedGateway, StartedGateway]
+    const [replicaA, replicaB] = (await startReplicas(2, sim.url, redis.url, keyPrefix)) as [StartedGateway, StartedGateway]
     const before = await invoke(replicaA, 'cleared')
     await send(replicaA.adminUrl, '/admin/sessions?tenant=acme', { method: 'DELETE' })
     const after = await invoke(replicaB, 'cleared')
@@ -141,7 +116,7 @@ describe('DELETE /admin/sessions with a shared map (issue 7 point 2)', () => {
 describe('what the shared map holds (issue 7 point 2)', () => {
   it('keeps no raw token in any key or value: keys are prefix, tenant and hash, values the session id', async () => {
     const keyPrefix = `e${++prefixCount}:`
-    replicas = await startReplicas(2, sim.url, redis.url, keyPrefix, twoTenants())
+    const replicas = await startReplicas(2, sim.url, redis.url, keyPrefix, twoTenants())
     const answers = await Promise.all([
       invoke(replicas[0] as StartedGateway, `state-with-${PLANTED_TOKEN.slice(0, 4)}`),
       invoke(replicas[1] as StartedGateway, 'plain'),
@@ -155,7 +130,7 @@ describe('what the shared map holds (issue 7 point 2)', () => {
     const sessionIds = new Set(answers.map((answer) => answer.headers['x-v4-session-id']))
     for (const key of keys) {
       expect(key).not.toContain(PLANTED_TOKEN)
-      const value = await inspect.get(key)
+      const value = await redis.client().get(key)
       expect(value).not.toContain(PLANTED_TOKEN)
       if (key.startsWith(keyPrefix)) expect(sessionIds.has(value ?? '')).toBe(true)
     }

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
-import { readSessionStoreStatus, startRedisServer, startReplicas, until, type StartedRedis } from '../helpers/redis-server.js'
+import { readSessionStoreStatus, until, useRedisServer, useReplicas } from '../helpers/redis-server.js'
 import type { StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 const DOWN_MESSAGE = 'session store redis is down'
@@ -11,9 +11,9 @@ const UP_MESSAGE = 'session store redis is up'
 // Redis that stops answering with its connections open (a hung or paused server, or a network
 // that drops packets): no connection event says so, only commands that time out.
 describe('Redis that hangs with its connection open (issue 7 point 4)', () => {
-  let redis: StartedRedis
-  let sim: StartedSimulator
-  let replica: StartedGateway
+  const redis = useRedisServer()
+  const sim = useSimulator()
+  const [replica] = useReplicas(1, () => ({ upstreamUrl: sim.url, redisUrl: redis.url, keyPrefix: 'hang:' })) as [StartedGateway]
   const hungAnswers: Answer[] = []
 
   function invoke(stateId: string): Promise<Answer> {
@@ -29,20 +29,15 @@ describe('Redis that hangs with its connection open (issue 7 point 4)', () => {
   }
 
   beforeAll(async () => {
-    redis = await startRedisServer()
-    sim = await startSimulator()
-    ;[replica] = (await startReplicas(1, sim.url, redis.url, 'hang:')) as [StartedGateway]
     await until(async () => (await storeStatus()) === 'up')
     expect((await invoke('before')).status).toBe(200)
     redis.pause()
     // Each miss waits out its Redis commands (1 s each) until three in a row have timed out.
     for (let index = 0; index < 3; index++) hungAnswers.push(await invoke(`while-hung-${index}`))
   }, 30_000)
-  afterAll(async () => {
-    redis?.resume()
-    await replica?.close()
-    await sim?.close()
-    await redis?.stop()
+  // Before the replica and the server close (after-hooks run last first).
+  afterAll(() => {
+    redis.resume()
   })
 
   it('answers the calls made while Redis hangs, from this replica', () => {

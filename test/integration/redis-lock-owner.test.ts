@@ -1,13 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { canonicalDefaults } from '../../src/legacy/translate.js'
 import { buildRedisKeys } from '../../src/sessions/redis-keys.js'
 import { buildSessionKey, fingerprintToken } from '../../src/sessions/session-key.js'
 import { send, type Answer } from '../helpers/http.js'
-import { startRedisServer, startReplicas, type StartedRedis } from '../helpers/redis-server.js'
+import { useRedisServer, useReplicas } from '../helpers/redis-server.js'
 import type { StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 
 const TOKEN = 'demo-token-alice'
 const START_PATH = '/v4/sessions.start'
@@ -25,27 +24,13 @@ function lockKeyOf(stateId: string, upstreamUrl: string): string {
 }
 
 describe('a lock owner that died (issue 7 point 4)', () => {
-  let redis: StartedRedis
-  let inspect: Redis
-  let sim: StartedSimulator
-  let replicas: StartedGateway[]
-
-  beforeAll(async () => {
-    redis = await startRedisServer()
-    inspect = new Redis(redis.url)
-    sim = await startSimulator()
-    replicas = await startReplicas(2, sim.url, redis.url, KEY_PREFIX)
-  })
-  afterAll(async () => {
-    await Promise.all((replicas ?? []).map((replica) => replica.close()))
-    await inspect?.quit()
-    await sim?.close()
-    await redis?.stop()
-  })
+  const redis = useRedisServer()
+  const sim = useSimulator()
+  const replicas = useReplicas(2, () => ({ upstreamUrl: sim.url, redisUrl: redis.url, keyPrefix: KEY_PREFIX }))
 
   it('holds up the key only until the orphaned lock expires, then another replica starts the session', async () => {
     // What a replica leaves when it dies after SET NX PX and before storing a session: a lock, no value.
-    expect(await inspect.set(lockKeyOf('orphaned', sim.url), 'crashed-replica', 'PX', ORPHAN_LOCK_MS, 'NX')).toBe('OK')
+    expect(await redis.client().set(lockKeyOf('orphaned', sim.url), 'crashed-replica', 'PX', ORPHAN_LOCK_MS, 'NX')).toBe('OK')
     sim.simulator.resetCalls()
     const began = Date.now()
     const calls = Promise.all(Array.from({ length: 10 }, (_, index) => invoke(replicas[index % 2] as StartedGateway, 'orphaned')))
@@ -64,6 +49,6 @@ describe('a lock owner that died (issue 7 point 4)', () => {
 
   it('leaves no lock behind after a start', async () => {
     expect((await invoke(replicas[0] as StartedGateway, 'clean')).status).toBe(200)
-    expect(await inspect.exists(lockKeyOf('clean', sim.url))).toBe(0)
+    expect(await redis.client().exists(lockKeyOf('clean', sim.url))).toBe(0)
   })
 })

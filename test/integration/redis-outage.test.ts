@@ -1,10 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
-import { readSessionStoreStatus, startRedisServer, startReplicas, until, type StartedRedis } from '../helpers/redis-server.js'
+import { readSessionStoreStatus, until, useRedisServer, useReplicas } from '../helpers/redis-server.js'
 import type { StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 const START_PATH = '/v4/sessions.start'
@@ -50,33 +49,21 @@ function allReport(replicas: StartedGateway[], redis: 'up' | 'down'): () => Prom
 
 // One scenario, in order: steady traffic, Redis killed, Redis restarted.
 describe('Redis killed mid-run and restarted (issue 7 point 4)', () => {
-  let redis: StartedRedis
-  let sim: StartedSimulator
-  let replicas: StartedGateway[]
-  let replicaA: StartedGateway
-  let replicaB: StartedGateway
-  let inspect: Redis
+  const redis = useRedisServer()
+  const sim = useSimulator()
+  const replicas = useReplicas(2, () => ({ upstreamUrl: sim.url, redisUrl: redis.url, keyPrefix: KEY_PREFIX }))
+  const [replicaA, replicaB] = replicas as [StartedGateway, StartedGateway]
   let traffic: { stop(): Promise<number[]> }
 
   beforeAll(async () => {
-    redis = await startRedisServer()
-    sim = await startSimulator()
-    replicas = await startReplicas(2, sim.url, redis.url, KEY_PREFIX)
-    ;[replicaA, replicaB] = replicas as [StartedGateway, StartedGateway]
-    inspect = new Redis(redis.url)
-    // The test's own client sees the outage too; its errors are expected.
-    inspect.on('error', () => undefined)
     traffic = keepCalling(replicas)
     await sleep(100)
     await redis.kill()
     await until(allReport(replicas, 'down'))
   })
+  // Before the replicas close (after-hooks run last first): the traffic would call closed listeners.
   afterAll(async () => {
     await traffic?.stop()
-    inspect?.disconnect()
-    await Promise.all((replicas ?? []).map((replica) => replica.close()))
-    await sim?.close()
-    await redis?.stop()
   })
 
   it('keeps /readyz at 200 with sessionStore.redis down while Redis is away', async () => {
@@ -126,7 +113,7 @@ describe('Redis killed mid-run and restarted (issue 7 point 4)', () => {
     expect(onA.status).toBe(200)
     expect(onB.headers['x-v4-session-id']).toBe(onA.headers['x-v4-session-id'])
     expect(sim.simulator.countCalls('POST', START_PATH)).toBe(startsBefore + 1)
-    const [, keys] = await inspect.scan('0', 'MATCH', `${KEY_PREFIX}s:acme:*`, 'COUNT', 1_000)
+    const [, keys] = await redis.client().scan('0', 'MATCH', `${KEY_PREFIX}s:acme:*`, 'COUNT', 1_000)
     expect(keys.length).toBeGreaterThanOrEqual(1)
   })
 })

@@ -1,42 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startRedisServer, startReplicas, type StartedRedis } from '../helpers/redis-server.js'
+import { startRecordingUpstream } from '../helpers/recording-upstream.js'
+import { startReplicas, useRedisServer } from '../helpers/redis-server.js'
 import type { StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 const START_PATH = '/v4/sessions.start'
 const EXECUTION_PATH = /^\/v4\/sessions\/([^/]+)\/executions\.execute$/
 
-let redis: StartedRedis
-let inspect: Redis
-let sim: StartedSimulator
-let replicas: StartedGateway[] = []
+const redis = useRedisServer()
+const sim = useSimulator()
 let prefixCount = 0
-
-beforeAll(async () => {
-  redis = await startRedisServer()
-  inspect = new Redis(redis.url)
-  sim = await startSimulator()
-})
-afterAll(async () => {
-  await inspect?.quit()
-  await sim?.close()
-  await redis?.stop()
-})
-afterEach(async () => {
-  await Promise.all(replicas.splice(0).map((replica) => replica.close()))
-})
 
 function invoke(replica: StartedGateway, json: unknown): Promise<Answer> {
   return send(replica.url, '/v1/runs/invoke', { headers: ALICE, json })
 }
 
-/** 60 calls on one key, spread round-robin over the replicas as a load balancer would. */
-function spread(count: number, stateId: string): Promise<Answer[]> {
+/** `count` calls on one key, spread round-robin over the replicas as a load balancer would. */
+function spread(replicas: StartedGateway[], count: number, stateId: string): Promise<Answer[]> {
   return Promise.all(Array.from({ length: count }, (_, index) => invoke(replicas[index % replicas.length] as StartedGateway, { input: index, stateId })))
 }
 
@@ -65,9 +48,9 @@ function sessionOutcomes(replica: StartedGateway): unknown[] {
 
 describe('three replicas on one Redis (issue 7 point 2)', () => {
   it('starts exactly one simulator session for 60 concurrent first calls spread over three replicas', async () => {
-    replicas = await startReplicas(3, sim.url, redis.url, `r${++prefixCount}:`)
+    const replicas = await startReplicas(3, sim.url, redis.url, `r${++prefixCount}:`)
     sim.simulator.resetCalls()
-    const answers = await spread(60, 'shared-by-three')
+    const answers = await spread(replicas, 60, 'shared-by-three')
     expect(answers.map((answer) => answer.status)).toEqual(Array<number>(60).fill(200))
     expect(sim.simulator.countCalls('POST', START_PATH)).toBe(1)
     expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id'])).size).toBe(1)
@@ -77,7 +60,7 @@ describe('three replicas on one Redis (issue 7 point 2)', () => {
   it('makes the replicas that lost the lock wait for the winner and report coalesced', async () => {
     let starts = 0
     let allArrived = Promise.resolve()
-    const upstream: RecordingUpstream = await startRecordingUpstream(async (request, response) => {
+    const upstream = await startRecordingUpstream(async (request, response) => {
       if (request.url === START_PATH) {
         starts++
         // Held until every call is in a gateway (and has had time to miss), so that all of them overlap the start.
@@ -90,23 +73,19 @@ describe('three replicas on one Redis (issue 7 point 2)', () => {
       response.writeHead(200, { 'content-type': 'application/json' })
       response.end(JSON.stringify({ output: 'ok' }))
     })
-    try {
-      replicas = await startReplicas(3, upstream.url, redis.url, `r${++prefixCount}:`)
-      allArrived = arrivals(replicas, 60)
-      const answers = await spread(60, 'slow-start')
-      expect(answers.map((answer) => answer.status)).toEqual(Array<number>(60).fill(200))
-      expect(starts).toBe(1)
-      expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_1']))
-      const outcomes = replicas.flatMap(sessionOutcomes)
-      expect(outcomes.filter((outcome) => outcome === 'miss')).toHaveLength(1)
-      expect(outcomes.filter((outcome) => outcome === 'coalesced')).toHaveLength(59)
-    } finally {
-      await upstream.close()
-    }
+    const replicas = await startReplicas(3, upstream.url, redis.url, `r${++prefixCount}:`)
+    allArrived = arrivals(replicas, 60)
+    const answers = await spread(replicas, 60, 'slow-start')
+    expect(answers.map((answer) => answer.status)).toEqual(Array<number>(60).fill(200))
+    expect(starts).toBe(1)
+    expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_1']))
+    const outcomes = replicas.flatMap(sessionOutcomes)
+    expect(outcomes.filter((outcome) => outcome === 'miss')).toHaveLength(1)
+    expect(outcomes.filter((outcome) => outcome === 'coalesced')).toHaveLength(59)
   })
 
   it('answers a later call on another replica from the shared map as a hit', async () => {
-    replicas = await startReplicas(2, sim.url, redis.url, `r${++prefixCount}:`)
+    const replicas = await startReplicas(2, sim.url, redis.url, `r${++prefixCount}:`)
     sim.simulator.resetCalls()
     const first = await invoke(replicas[0] as StartedGateway, { input: 1, stateId: 'later' })
     const second = await invoke(replicas[1] as StartedGateway, { input: 2, stateId: 'later' })
@@ -116,7 +95,7 @@ describe('three replicas on one Redis (issue 7 point 2)', () => {
   })
 
   it('reports the shared store in /readyz and v4gw_session_store_redis_up', async () => {
-    replicas = await startReplicas(1, sim.url, redis.url, `r${++prefixCount}:`)
+    const replicas = await startReplicas(1, sim.url, redis.url, `r${++prefixCount}:`)
     const ready = await send((replicas[0] as StartedGateway).adminUrl, '/readyz')
     expect(ready.status).toBe(200)
     expect(ready.json).toEqual({ status: 'ready', sessionStore: { kind: 'redis', redis: 'up' } })
@@ -126,7 +105,7 @@ describe('three replicas on one Redis (issue 7 point 2)', () => {
 
   it('lists the shared entries of every replica in GET /admin/sessions', async () => {
     const keyPrefix = `r${++prefixCount}:`
-    replicas = await startReplicas(2, sim.url, redis.url, keyPrefix)
+    const replicas = await startReplicas(2, sim.url, redis.url, keyPrefix)
     await invoke(replicas[0] as StartedGateway, { input: 1, stateId: 'listed-1' })
     await invoke(replicas[1] as StartedGateway, { input: 1, stateId: 'listed-2' })
     const listed = await send((replicas[0] as StartedGateway).adminUrl, '/admin/sessions')
@@ -134,7 +113,8 @@ describe('three replicas on one Redis (issue 7 point 2)', () => {
   })
 
   it('closes its Redis connection when the gateway closes', async () => {
-    replicas = await startReplicas(1, sim.url, redis.url, `r${++prefixCount}:`)
+    const replicas = await startReplicas(1, sim.url, redis.url, `r${++prefixCount}:`)
+    const inspect = redis.client()
     const before = Number((await inspect.info('clients')).match(/connected_clients:(\d+)/)?.[1])
     await (replicas.pop() as StartedGateway).close()
     const after = Number((await inspect.info('clients')).match(/connected_clients:(\d+)/)?.[1])

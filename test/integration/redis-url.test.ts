@@ -1,12 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
-import { readSessionStoreStatus, startRedisServer, until, type StartedRedis } from '../helpers/redis-server.js'
-import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { readSessionStoreStatus, until, useRedisServer } from '../helpers/redis-server.js'
+import { spawnGateway } from '../helpers/spawn-gateway.js'
+import { useSimulator } from '../helpers/start-simulator.js'
+import { useTempDir } from '../helpers/temp-dir.js'
 
 // A backslash: Node's legacy url.parse (ioredis's) reads it as a slash, the WHATWG parser (the config's) as a character.
 const PASSWORD = 'Zq\\9x-redis-url-secret'
@@ -17,22 +15,9 @@ const PASSWORD = 'Zq\\9x-redis-url-secret'
  * deprecation warning printed the whole URL, password included, on stderr.
  */
 describe('a Redis URL whose password the two URL parsers read differently', () => {
-  let dir: string
-  let redis: StartedRedis
-  let sim: StartedSimulator
-  let gateway: SpawnedGateway | undefined
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'v4gw-redis-url-'))
-    redis = await startRedisServer({ password: PASSWORD })
-    sim = await startSimulator()
-  })
-  afterAll(async () => {
-    gateway?.kill()
-    await gateway?.exited
-    await Promise.all([redis.stop(), sim.close()])
-    await rm(dir, { recursive: true, force: true })
-  })
+  const dir = useTempDir('v4gw-redis-url-')
+  const redis = useRedisServer({ password: PASSWORD })
+  const sim = useSimulator()
 
   it('connects with that password and never prints it', async () => {
     const config = {
@@ -42,10 +27,8 @@ describe('a Redis URL whose password the two URL parsers read differently', () =
       sessions: { store: 'redis', redis: { url: `redis://:${PASSWORD}@127.0.0.1:${redis.port}` } },
       tenants: { acme: { upstream: { staging: sim.url } } }
     }
-    const path = join(dir, 'gateway.yaml')
-    await writeFile(path, stringify(config))
-    gateway = await spawnGateway(path)
-    await until(async () => JSON.stringify(await readSessionStoreStatus(gateway!.adminUrl)) === '{"kind":"redis","redis":"up"}')
+    const gateway = await spawnGateway(await dir.write('gateway.yaml', stringify(config)))
+    await until(async () => JSON.stringify(await readSessionStoreStatus(gateway.adminUrl)) === '{"kind":"redis","redis":"up"}')
     const answer = await send(gateway.url, '/v1/runs/invoke', { headers: { authorization: 'Bearer demo-token-alice' }, json: { input: 1, stateId: 'url-check' } })
     expect(answer.status).toBe(200)
     expect(gateway.output()).not.toContain('redis-url-secret')

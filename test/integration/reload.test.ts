@@ -1,56 +1,37 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { answerAfter, startRecordingUpstream, useRecordingUpstream } from '../helpers/recording-upstream.js'
 import { redisSessions, startRedisServer } from '../helpers/redis-server.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { useSimulator } from '../helpers/start-simulator.js'
+import { useTempDir } from '../helpers/temp-dir.js'
 import { until } from '../helpers/until.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 
 describe('hot reload', () => {
-  let dir: string
-  let configPath: string
-  let simA: StartedSimulator
-  let simB: StartedSimulator
-  let slow: RecordingUpstream
-  let gw: StartedGateway | undefined
+  const dir = useTempDir('v4gw-reload-')
+  const simA = useSimulator()
+  const simB = useSimulator()
+  const slow = useRecordingUpstream(answerAfter(150, { output: 'slow', meta: { requestId: 'r', timingMs: { total: 1 } } }))
+
+  function configPath(): string {
+    return join(dir.path, 'gateway.yaml')
+  }
 
   async function writeConfig(config: Record<string, unknown>): Promise<void> {
-    await writeFile(configPath, stringify(config))
+    await writeFile(configPath(), stringify(config))
   }
 
+  /** A gateway that reloads from the file, for the running test. */
   async function start(config: Record<string, unknown>): Promise<StartedGateway> {
     await writeConfig(config)
-    gw = await startGateway(config, { configPath })
-    return gw
+    return startGateway(config, { configPath: configPath() })
   }
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'v4gw-reload-'))
-    configPath = join(dir, 'gateway.yaml')
-    simA = await startSimulator()
-    simB = await startSimulator()
-    slow = await startRecordingUpstream((_request, response) => {
-      setTimeout(() => {
-        response.writeHead(200, { 'content-type': 'application/json' })
-        response.end(JSON.stringify({ output: 'slow', meta: { requestId: 'r', timingMs: { total: 1 } } }))
-      }, 150)
-    })
-  })
-  afterEach(async () => {
-    await gw?.close()
-    gw = undefined
-  })
-  afterAll(async () => {
-    await Promise.all([simA.close(), simB.close(), slow.close()])
-    await rm(dir, { recursive: true, force: true })
-  })
 
   it('applies a valid file to new requests while requests in flight finish, with zero failures', async () => {
     const gateway = await start(testConfig(slow.url))
@@ -70,7 +51,7 @@ describe('hot reload', () => {
 
   it('keeps the running config and reports every problem when the file is invalid', async () => {
     const gateway = await start(testConfig(simA.url))
-    await writeFile(configPath, 'tenants:\n  acme:\n    upstream: { staging: not-a-url }\n    surprise: 1\n')
+    await writeFile(configPath(), 'tenants:\n  acme:\n    upstream: { staging: not-a-url }\n    surprise: 1\n')
     const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
     expect(reload.status).toBe(400)
     expect(reload.json.error.code).toBe('CONFIG_INVALID')
@@ -124,25 +105,19 @@ describe('hot reload', () => {
 
   it('counts the entries a shared Redis store dropped for a tenant whose upstream changed', async () => {
     const redis = await startRedisServer()
-    try {
-      const two = (acmeUrl: string) =>
-        testConfig(simA.url, { sessions: redisSessions(redis.url, 'reload-test'), tenants: { acme: { upstream: { staging: acmeUrl } }, beta: { upstream: { staging: simA.url } } } })
-      const gateway = await start(two(simA.url))
-      await until(async () => (await send(gateway.adminUrl, '/readyz')).json.sessionStore.redis === 'up')
-      for (const stateId of ['s1', 's2']) await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId } })
-      await send(gateway.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'beta' }, json: { input: 1, stateId: 's' } })
-      expect(await gateway.gateway.sessionStore.countByTenant()).toEqual({ acme: 2, beta: 1 })
+    const two = (acmeUrl: string) =>
+      testConfig(simA.url, { sessions: redisSessions(redis.url, 'reload-test'), tenants: { acme: { upstream: { staging: acmeUrl } }, beta: { upstream: { staging: simA.url } } } })
+    const gateway = await start(two(simA.url))
+    await until(async () => (await send(gateway.adminUrl, '/readyz')).json.sessionStore.redis === 'up')
+    for (const stateId of ['s1', 's2']) await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId } })
+    await send(gateway.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'beta' }, json: { input: 1, stateId: 's' } })
+    expect(await gateway.gateway.sessionStore.countByTenant()).toEqual({ acme: 2, beta: 1 })
 
-      await writeConfig(two(simB.url))
-      const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
-      // Until the reload waited for the store, a shared store's count was left out and read 0.
-      expect(reload.json).toMatchObject({ status: 'reloaded', sessionsDropped: 2 })
-      expect(await gateway.gateway.sessionStore.countByTenant()).toEqual({ beta: 1 })
-    } finally {
-      await gw?.close()
-      gw = undefined
-      await redis.stop()
-    }
+    await writeConfig(two(simB.url))
+    const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
+    // Until the reload waited for the store, a shared store's count was left out and read 0.
+    expect(reload.json).toMatchObject({ status: 'reloaded', sessionsDropped: 2 })
+    expect(await gateway.gateway.sessionStore.countByTenant()).toEqual({ beta: 1 })
   })
 
   it('does not let a sessions.start still under way at the old upstream map its session, or hand it to requests after the reload', async () => {
@@ -183,10 +158,8 @@ describe('hot reload', () => {
       expect(simB.simulator.countCalls('POST', '/v4/sessions/ses_old_upstream/executions.execute')).toBe(0)
       expect(simB.simulator.countCalls('POST', '/v4/sessions.start')).toBe(startsAtB + 1)
     } finally {
+      // A start still held would keep the gateway's close waiting on it.
       releaseOldStart()
-      await gw?.close()
-      gw = undefined
-      await old.close()
     }
   })
 

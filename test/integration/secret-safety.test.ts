@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { describe, it, expect, beforeAll, afterAll } from 'vitest'
+import { describe, it, expect, beforeAll } from 'vitest'
 import { LEGACY_V1_ROUTES } from '../../src/config/schema.js'
 import { send, type Answer, type SendOptions } from '../helpers/http.js'
 import { rawExchange } from '../helpers/raw-http.js'
-import { startRecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { refusingOrigin } from '../helpers/fault-upstream.js'
+import { startGateway, testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
+import { useSimulator } from '../helpers/start-simulator.js'
 import { until } from '../helpers/until.js'
 
 // SPEC 9 and STYLE "Tests": secrets planted in every credential position never reach a log
@@ -213,33 +213,22 @@ async function waitForAccessLines(gw: StartedGateway, count: number): Promise<vo
 }
 
 describe('secret safety (SPEC 9)', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-  let down: StartedGateway
   const answers = new Map<string, Answer>()
+  const identity = { subject: 'user_safety', roles: ['admin'] }
+  const sim = useSimulator({
+    sessionTokens: { [EXECUTE_TOKEN]: identity, [SESSION_TOKEN]: identity, [NATIVE_TOKEN]: identity },
+    serviceKeys: { [PROXY_KEY]: { subject: 'sa_safety', roles: ['admin'] } }
+  })
+  const gw = useGateway(() => gatewayConfig(sim.url))
+  const down = useGateway(async () => gatewayConfig(await refusingOrigin()))
 
   beforeAll(async () => {
-    const identity = { subject: 'user_safety', roles: ['admin'] }
-    sim = await startSimulator({
-      sessionTokens: { [EXECUTE_TOKEN]: identity, [SESSION_TOKEN]: identity, [NATIVE_TOKEN]: identity },
-      serviceKeys: { [PROXY_KEY]: { subject: 'sa_safety', roles: ['admin'] } }
-    })
-    gw = await startGateway(gatewayConfig(sim.url))
-    const closed = await startRecordingUpstream()
-    await closed.close()
-    down = await startGateway(gatewayConfig(closed.url))
-
     for (const scenario of SCENARIOS) {
       const via = scenario.target === 'main' ? gw : down
       answers.set(scenario.name, await send(via.url, scenario.path, scenario.options))
     }
     await waitForAccessLines(gw, SCENARIOS.filter((scenario) => scenario.target === 'main').length)
     await waitForAccessLines(down, SCENARIOS.filter((scenario) => scenario.target === 'down').length)
-  })
-  afterAll(async () => {
-    await down?.close()
-    await gw?.close()
-    await sim?.close()
   })
 
   function allLogBytes(): string {
@@ -322,21 +311,15 @@ describe('secret safety (SPEC 9)', () => {
 describe('secret safety of requests the admin listener cannot parse (SPEC 9)', () => {
   it('writes no byte of a malformed admin request, its Authorization included, to the log at trace level', async () => {
     const adminToken = secret('secret-admin-token')
-    const closed = await startRecordingUpstream()
-    await closed.close()
-    const via = await startGateway(testConfig(closed.url, { log: { level: 'trace' }, admin: { token: adminToken } }))
-    try {
-      // A header line without a colon: Node's parser refuses it and attaches the raw bytes to the error.
-      const result = await rawExchange(via.adminUrl, `GET /admin/sessions HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${adminToken}\r\nBroken header line\r\n\r\n`)
-      expect(result.response?.status).toBe(400)
-      // The admin listener answers it as the traffic listener does, logging the error code only.
-      await until(() => via.logs.lines().some((line) => line.msg === 'malformed request refused'))
-      // Bytes are logged as a Buffer's JSON, a list of numbers: decode them before looking.
-      const decoded = via.logs.lines().map((line) => JSON.stringify(line, (_key, value: unknown) =>
-        (value as { type?: string })?.type === 'Buffer' ? Buffer.from((value as { data: number[] }).data).toString('latin1') : value))
-      expect(decoded.join('\n')).not.toContain(adminToken)
-    } finally {
-      await via.close()
-    }
+    const via = await startGateway(testConfig(await refusingOrigin(), { log: { level: 'trace' }, admin: { token: adminToken } }))
+    // A header line without a colon: Node's parser refuses it and attaches the raw bytes to the error.
+    const result = await rawExchange(via.adminUrl, `GET /admin/sessions HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${adminToken}\r\nBroken header line\r\n\r\n`)
+    expect(result.response?.status).toBe(400)
+    // The admin listener answers it as the traffic listener does, logging the error code only.
+    await until(() => via.logs.lines().some((line) => line.msg === 'malformed request refused'))
+    // Bytes are logged as a Buffer's JSON, a list of numbers: decode them before looking.
+    const decoded = via.logs.lines().map((line) => JSON.stringify(line, (_key, value: unknown) =>
+      (value as { type?: string })?.type === 'Buffer' ? Buffer.from((value as { data: number[] }).data).toString('latin1') : value))
+    expect(decoded.join('\n')).not.toContain(adminToken)
   })
 })

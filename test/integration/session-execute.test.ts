@@ -1,11 +1,12 @@
 import type { ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request as undiciRequest } from 'undici'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream, type UpstreamHandler } from '../helpers/recording-upstream.js'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { startSimulator, type StartedSimulator } from '../helpers/start-simulator.js'
+import { startSimulator } from '../helpers/start-simulator.js'
 import { until } from '../helpers/until.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
@@ -95,158 +96,138 @@ function invoke(gatewayUrl: string, json: unknown, headers: Record<string, strin
   return send(gatewayUrl, path, { headers, json })
 }
 
-/** A gateway in front of a fake upstream for one test; both are closed whatever happens. */
-async function withFakeGateway(
-  script: FakeV4,
-  overrides: Record<string, unknown>,
-  run: (context: { upstream: RecordingUpstream; gw: StartedGateway }) => Promise<void>
-): Promise<void> {
+/** A gateway in front of a fake upstream, both closed when the test finishes. */
+async function fakeGateway(script: FakeV4, overrides: Record<string, unknown> = {}): Promise<{ upstream: RecordingUpstream; gw: StartedGateway }> {
   const upstream = await startRecordingUpstream(fakeV4(script))
-  try {
-    const gw = await startGateway(testConfig(upstream.url, overrides))
-    try {
-      await run({ upstream, gw })
-    } finally {
-      await gw.close()
-    }
-  } finally {
-    await upstream.close()
-  }
+  const gw = await startGateway(testConfig(upstream.url, overrides))
+  return { upstream, gw }
+}
+
+/**
+ * A fake V4 whose executions answer `refusal` in the sessions the test has put in `dead`, and 200
+ * (`{ output: "ok" }`, or what `live` makes of the session id) in the others.
+ */
+function sessionsThatDie(refusal: FakeAnswer, live: (sessionId: string) => FakeAnswer = () => ({ status: 200, body: { output: 'ok' } })): { dead: Set<string>; script: FakeV4 } {
+  const dead = new Set<string>()
+  return { dead, script: { execute: (sessionId) => (dead.has(sessionId) ? refusal : live(sessionId)) } }
 }
 
 describe('session-execute single-flight (SPEC 4 step 3)', () => {
   it('starts exactly one V4 session for 50 concurrent first calls on one key', async () => {
     let arrived = Promise.resolve()
-    await withFakeGateway({ start: (n) => ({ status: 201, body: { sessionId: `ses_${n}` }, holdUntil: arrived, delayMs: 100 }) }, {}, async ({ upstream, gw }) => {
-      arrived = arrivalsAt(gw, 50)
-      const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => invoke(gw.url, { input: index, stateId: 'shared', state: { policy: 'p' } })))
-      expect(startsOf(upstream)).toHaveLength(1)
-      expect(answers.map((answer) => answer.status)).toEqual(Array<number>(50).fill(200))
-      expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_1']))
-      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(Array<string>(50).fill('ses_1'))
-    })
+    const { upstream, gw } = await fakeGateway({ start: (n) => ({ status: 201, body: { sessionId: `ses_${n}` }, holdUntil: arrived, delayMs: 100 }) })
+    arrived = arrivalsAt(gw, 50)
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => invoke(gw.url, { input: index, stateId: 'shared', state: { policy: 'p' } })))
+    expect(startsOf(upstream)).toHaveLength(1)
+    expect(answers.map((answer) => answer.status)).toEqual(Array<number>(50).fill(200))
+    expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_1']))
+    expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(Array<string>(50).fill('ses_1'))
   })
 
   it('keeps the shared sessions.start going when the client that began it goes away, for the callers still waiting', async () => {
-    await withFakeGateway({ start: (n) => ({ status: 201, body: { sessionId: `ses_${n}` }, delayMs: 300 }) }, {}, async ({ upstream, gw }) => {
-      const leaving = new AbortController()
-      const first = undiciRequest(`${gw.url}/v1/runs/invoke`, {
-        method: 'POST',
-        headers: { ...ALICE, 'content-type': 'application/json' },
-        body: JSON.stringify({ input: 'leaves', stateId: 'shared-start' }),
-        signal: leaving.signal
-      }).catch((error: unknown) => error)
-      await until(() => startsOf(upstream).length === 1)
-      const staying = invoke(gw.url, { input: 'stays', stateId: 'shared-start' })
-      await sleep(50)
-      leaving.abort()
-      await first
-      const answer = await staying
-      expect(answer.status).toBe(200)
-      expect(answer.headers['x-v4-session-id']).toBe('ses_1')
-      expect(startsOf(upstream)).toHaveLength(1)
-    })
+    const { upstream, gw } = await fakeGateway({ start: (n) => ({ status: 201, body: { sessionId: `ses_${n}` }, delayMs: 300 }) })
+    const leaving = new AbortController()
+    const first = undiciRequest(`${gw.url}/v1/runs/invoke`, {
+      method: 'POST',
+      headers: { ...ALICE, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'leaves', stateId: 'shared-start' }),
+      signal: leaving.signal
+    }).catch((error: unknown) => error)
+    await until(() => startsOf(upstream).length === 1)
+    const staying = invoke(gw.url, { input: 'stays', stateId: 'shared-start' })
+    await sleep(50)
+    leaving.abort()
+    await first
+    const answer = await staying
+    expect(answer.status).toBe(200)
+    expect(answer.headers['x-v4-session-id']).toBe('ses_1')
+    expect(startsOf(upstream)).toHaveLength(1)
   })
 
   it('starts exactly one simulator session for 50 concurrent first calls on one key', async () => {
     const sim = await startSimulator()
-    try {
-      const gw = await startGateway(testConfig(sim.url))
-      try {
-        const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => invoke(gw.url, { input: index, stateId: 'sim-shared', risk: 'high' })))
-        expect(sim.simulator.countCalls('POST', START_PATH)).toBe(1)
-        expect(answers.every((answer) => answer.status === 200)).toBe(true)
-        expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id'])).size).toBe(1)
-        expect(sim.simulator.countCalls('POST', EXECUTION_PATH)).toBe(50)
-      } finally {
-        await gw.close()
-      }
-    } finally {
-      await sim.close()
-    }
+    const gw = await startGateway(testConfig(sim.url))
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => invoke(gw.url, { input: index, stateId: 'sim-shared', risk: 'high' })))
+    expect(sim.simulator.countCalls('POST', START_PATH)).toBe(1)
+    expect(answers.every((answer) => answer.status === 200)).toBe(true)
+    expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id'])).size).toBe(1)
+    expect(sim.simulator.countCalls('POST', EXECUTION_PATH)).toBe(50)
   })
 
   it('shares one failing sessions.start among 50 concurrent callers, each getting its status and body as they came', async () => {
     const failure = JSON.stringify({ error: { code: 'BACKEND_DOWN', message: 'try later' }, meta: { requestId: 'up-req-1', timingMs: { total: 1 } } })
     let arrived = Promise.resolve()
-    await withFakeGateway({ start: () => ({ status: 500, text: failure, holdUntil: arrived, delayMs: 100 }) }, {}, async ({ upstream, gw }) => {
-      // A failed start caches nothing, so a caller arriving after it settled would start again: hold it until all 50 are in.
-      arrived = arrivalsAt(gw, 50)
-      const answers = await Promise.all(Array.from({ length: 50 }, () => invoke(gw.url, { input: 1, stateId: 'failing' })))
-      expect(startsOf(upstream)).toHaveLength(1)
-      expect(executionsOf(upstream)).toHaveLength(0)
-      for (const answer of answers) {
-        expect(answer.status).toBe(500)
-        expect(answer.text).toBe(failure)
-      }
-    })
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 500, text: failure, holdUntil: arrived, delayMs: 100 }) })
+    // A failed start caches nothing, so a caller arriving after it settled would start again: hold it until all 50 are in.
+    arrived = arrivalsAt(gw, 50)
+    const answers = await Promise.all(Array.from({ length: 50 }, () => invoke(gw.url, { input: 1, stateId: 'failing' })))
+    expect(startsOf(upstream)).toHaveLength(1)
+    expect(executionsOf(upstream)).toHaveLength(0)
+    for (const answer of answers) {
+      expect(answer.status).toBe(500)
+      expect(answer.text).toBe(failure)
+    }
   })
 
   it('caches nothing after a failing sessions.start, so the next call starts again', async () => {
     const script: FakeV4 = { start: (n) => (n === 1 ? { status: 500, body: { error: { code: 'BACKEND_DOWN' } } } : { status: 201, body: { sessionId: `ses_${n}` } }) }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      expect((await invoke(gw.url, { input: 1, stateId: 'retry-later' })).status).toBe(500)
-      expect(gw.gateway.sessionStore.size).toBe(0)
-      const second = await invoke(gw.url, { input: 1, stateId: 'retry-later' })
-      expect(second.status).toBe(200)
-      expect(second.headers['x-v4-session-id']).toBe('ses_2')
-      expect(startsOf(upstream)).toHaveLength(2)
-    })
+    const { upstream, gw } = await fakeGateway(script)
+    expect((await invoke(gw.url, { input: 1, stateId: 'retry-later' })).status).toBe(500)
+    expect(gw.gateway.sessionStore.size).toBe(0)
+    const second = await invoke(gw.url, { input: 1, stateId: 'retry-later' })
+    expect(second.status).toBe(200)
+    expect(second.headers['x-v4-session-id']).toBe('ses_2')
+    expect(startsOf(upstream)).toHaveLength(2)
   })
 
   it('answers 502 UPSTREAM_BAD_RESPONSE to every concurrent caller when the shared sessions.start has no session id', async () => {
     let arrived = Promise.resolve()
-    await withFakeGateway({ start: () => ({ status: 201, body: {}, holdUntil: arrived, delayMs: 100 }) }, {}, async ({ upstream, gw }) => {
-      arrived = arrivalsAt(gw, 20)
-      const answers = await Promise.all(Array.from({ length: 20 }, () => invoke(gw.url, { input: 1, stateId: 'no-id' })))
-      expect(startsOf(upstream)).toHaveLength(1)
-      for (const answer of answers) {
-        expect(answer.status).toBe(502)
-        expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
-      }
-    })
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: {}, holdUntil: arrived, delayMs: 100 }) })
+    arrived = arrivalsAt(gw, 20)
+    const answers = await Promise.all(Array.from({ length: 20 }, () => invoke(gw.url, { input: 1, stateId: 'no-id' })))
+    expect(startsOf(upstream)).toHaveLength(1)
+    for (const answer of answers) {
+      expect(answer.status).toBe(502)
+      expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
+    }
   })
 })
 
 describe('session-execute session ids from sessions.start (SPEC 4 step 2)', () => {
   it('answers 502 UPSTREAM_BAD_RESPONSE when sessions.start answers 201 {} and sends no execution', async () => {
-    await withFakeGateway({ start: () => ({ status: 201, body: {} }) }, {}, async ({ upstream, gw }) => {
-      const answer = await invoke(gw.url, { input: 1 }, { ...ALICE, 'x-request-id': 'bad-start-1' })
-      expect(answer.status).toBe(502)
-      expect(answer.json.error).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', requestId: 'bad-start-1' })
-      expect(answer.headers['x-v4-session-id']).toBeUndefined()
-      expect(executionsOf(upstream)).toHaveLength(0)
-    })
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: {} }) })
+    const answer = await invoke(gw.url, { input: 1 }, { ...ALICE, 'x-request-id': 'bad-start-1' })
+    expect(answer.status).toBe(502)
+    expect(answer.json.error).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', requestId: 'bad-start-1' })
+    expect(answer.headers['x-v4-session-id']).toBeUndefined()
+    expect(executionsOf(upstream)).toHaveLength(0)
   })
 
   it.each(['.', '..'])('answers 502 UPSTREAM_BAD_RESPONSE to a session id %j, which would make another path, and sends no execution', async (sessionId) => {
-    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId } }) }, {}, async ({ upstream, gw }) => {
-      const answer = await invoke(gw.url, { input: 1 })
-      expect(answer.status).toBe(502)
-      expect(answer.json.error).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', message: 'sessions.start answered with a session id that cannot be a path segment' })
-      expect(executionsOf(upstream)).toHaveLength(0)
-      expect(upstream.requests.filter((request) => request.url !== '/v4/sessions.start')).toEqual([])
-    })
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: { sessionId } }) })
+    const answer = await invoke(gw.url, { input: 1 })
+    expect(answer.status).toBe(502)
+    expect(answer.json.error).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', message: 'sessions.start answered with a session id that cannot be a path segment' })
+    expect(executionsOf(upstream)).toHaveLength(0)
+    expect(upstream.requests.filter((request) => request.url !== '/v4/sessions.start')).toEqual([])
   })
 
   it('caches nothing after a sessions.start without a session id, so the next call starts again', async () => {
     const script: FakeV4 = { start: (n) => ({ status: 201, body: n === 1 ? {} : { sessionId: `ses_${n}` } }) }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      expect((await invoke(gw.url, { input: 1 })).status).toBe(502)
-      expect(gw.gateway.sessionStore.size).toBe(0)
-      const second = await invoke(gw.url, { input: 1 })
-      expect(second.status).toBe(200)
-      expect(second.headers['x-v4-session-id']).toBe('ses_2')
-      expect(startsOf(upstream)).toHaveLength(2)
-    })
+    const { upstream, gw } = await fakeGateway(script)
+    expect((await invoke(gw.url, { input: 1 })).status).toBe(502)
+    expect(gw.gateway.sessionStore.size).toBe(0)
+    const second = await invoke(gw.url, { input: 1 })
+    expect(second.status).toBe(200)
+    expect(second.headers['x-v4-session-id']).toBe('ses_2')
+    expect(startsOf(upstream)).toHaveLength(2)
   })
 
   it('answers 502 UPSTREAM_BAD_RESPONSE when sessions.start answers 2xx with a body that is not JSON', async () => {
-    await withFakeGateway({ start: () => ({ status: 201, text: 'created', contentType: 'text/plain' }) }, {}, async ({ gw }) => {
-      const answer = await invoke(gw.url, { input: 1 })
-      expect(answer.status).toBe(502)
-      expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
-    })
+    const { gw } = await fakeGateway({ start: () => ({ status: 201, text: 'created', contentType: 'text/plain' }) })
+    const answer = await invoke(gw.url, { input: 1 })
+    expect(answer.status).toBe(502)
+    expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
   })
 
   it.each([
@@ -255,75 +236,56 @@ describe('session-execute session ids from sessions.start (SPEC 4 step 2)', () =
     ['/session/id', { session: { id: 'ses_nested' } }, 'ses_nested'],
     ['/meta/sessionId', { meta: { sessionId: 'ses_meta' } }, 'ses_meta']
   ])('reads the session id at the default path %s', async (_path, startBody, sessionId) => {
-    await withFakeGateway({ start: () => ({ status: 201, body: startBody }) }, {}, async ({ upstream, gw }) => {
-      const answer = await invoke(gw.url, { input: 1 })
-      expect(answer.status).toBe(200)
-      expect(answer.headers['x-v4-session-id']).toBe(sessionId)
-      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual([sessionId])
-    })
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: startBody }) })
+    const answer = await invoke(gw.url, { input: 1 })
+    expect(answer.status).toBe(200)
+    expect(answer.headers['x-v4-session-id']).toBe(sessionId)
+    expect(executionsOf(upstream).map(sessionOfExecution)).toEqual([sessionId])
   })
 
   it('takes the first default path that holds a string', async () => {
-    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 42, id: 'ses_from_id', meta: { sessionId: 'ses_from_meta' } } }) }, {}, async ({ gw }) => {
-      expect((await invoke(gw.url, { input: 1 })).headers['x-v4-session-id']).toBe('ses_from_id')
-    })
+    const { gw } = await fakeGateway({ start: () => ({ status: 201, body: { sessionId: 42, id: 'ses_from_id', meta: { sessionId: 'ses_from_meta' } } }) })
+    expect((await invoke(gw.url, { input: 1 })).headers['x-v4-session-id']).toBe('ses_from_id')
   })
 
   it('honours a custom sessions.sessionIdPaths pointer', async () => {
     const overrides = { sessions: { sessionIdPaths: ['/data/session'] } }
-    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses_default_place', data: { session: 'ses_custom' } } }) }, overrides, async ({ upstream, gw }) => {
-      const answer = await invoke(gw.url, { input: 1 })
-      expect(answer.status).toBe(200)
-      expect(answer.headers['x-v4-session-id']).toBe('ses_custom')
-      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_custom'])
-    })
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses_default_place', data: { session: 'ses_custom' } } }) }, overrides)
+    const answer = await invoke(gw.url, { input: 1 })
+    expect(answer.status).toBe(200)
+    expect(answer.headers['x-v4-session-id']).toBe('ses_custom')
+    expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_custom'])
   })
 
   it('reads only the custom sessions.sessionIdPaths, not the default ones', async () => {
     const overrides = { sessions: { sessionIdPaths: ['/data/session'] } }
-    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses_default_place' } }) }, overrides, async ({ gw }) => {
-      const answer = await invoke(gw.url, { input: 1 })
-      expect(answer.status).toBe(502)
-      expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
-    })
+    const { gw } = await fakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses_default_place' } }) }, overrides)
+    const answer = await invoke(gw.url, { input: 1 })
+    expect(answer.status).toBe(502)
+    expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
   })
 
   it.each(['ses_✓', 'ses_1\r\nx-injected: 1', 'ses_\u0000', ' ses_1'])('answers 502 UPSTREAM_BAD_RESPONSE to a session id that cannot go in x-v4-session-id (%j), before any execution, and maps nothing', async (sessionId) => {
-    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId } }) }, {}, async ({ upstream, gw }) => {
-      for (let call = 0; call < 2; call++) {
-        const answer = await invoke(gw.url, { input: 1 })
-        expect(answer.status).toBe(502)
-        expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
-      }
-      expect(executionsOf(upstream)).toHaveLength(0)
-      expect(startsOf(upstream)).toHaveLength(2)
-      expect(gw.gateway.sessionStore.size).toBe(0)
-    })
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: { sessionId } }) })
+    for (let call = 0; call < 2; call++) {
+      const answer = await invoke(gw.url, { input: 1 })
+      expect(answer.status).toBe(502)
+      expect(answer.json.error.code).toBe('UPSTREAM_BAD_RESPONSE')
+    }
+    expect(executionsOf(upstream)).toHaveLength(0)
+    expect(startsOf(upstream)).toHaveLength(2)
+    expect(gw.gateway.sessionStore.size).toBe(0)
   })
 
   it('percent-encodes the session id in the execution path', async () => {
-    await withFakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses/1 x?' } }) }, {}, async ({ upstream, gw }) => {
-      expect((await invoke(gw.url, { input: 1 })).status).toBe(200)
-      expect(executionsOf(upstream).map((request) => request.url)).toEqual(['/v4/sessions/ses%2F1%20x%3F/executions.execute'])
-    })
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: { sessionId: 'ses/1 x?' } }) })
+    expect((await invoke(gw.url, { input: 1 })).status).toBe(200)
+    expect(executionsOf(upstream).map((request) => request.url)).toEqual(['/v4/sessions/ses%2F1%20x%3F/executions.execute'])
   })
 })
 
 describe('session-execute non-2xx sessions.start (SPEC 4 step 2)', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(testConfig(sim.url))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await sim.close()
-  })
-  beforeEach(() => {
-    sim.simulator.resetCalls()
-  })
+  const { sim, gw } = useSimulatorGateway()
 
   it('returns the simulator 401 AUTH_INVALID for an unknown token as it came and sends no execution', async () => {
     const answer = await invoke(gw.url, { input: 1, stateId: 'unknown-token' }, { authorization: 'Bearer not-a-known-token' })
@@ -341,13 +303,12 @@ describe('session-execute non-2xx sessions.start (SPEC 4 step 2)', () => {
   })
 
   it('returns a non-JSON sessions.start error byte for byte with its status and content type', async () => {
-    await withFakeGateway({ start: () => ({ status: 403, text: 'quota exhausted\n', contentType: 'text/plain; charset=utf-8' }) }, {}, async ({ upstream, gw: fakeGw }) => {
-      const answer = await invoke(fakeGw.url, { input: 1 })
-      expect(answer.status).toBe(403)
-      expect(answer.text).toBe('quota exhausted\n')
-      expect(answer.headers['content-type']).toBe('text/plain; charset=utf-8')
-      expect(executionsOf(upstream)).toHaveLength(0)
-    })
+    const { upstream, gw: fakeGw } = await fakeGateway({ start: () => ({ status: 403, text: 'quota exhausted\n', contentType: 'text/plain; charset=utf-8' }) })
+    const answer = await invoke(fakeGw.url, { input: 1 })
+    expect(answer.status).toBe(403)
+    expect(answer.text).toBe('quota exhausted\n')
+    expect(answer.headers['content-type']).toBe('text/plain; charset=utf-8')
+    expect(executionsOf(upstream)).toHaveLength(0)
   })
 
   it('sends sessions.start the caller token as exactly Authorization: Bearer, whichever header it came in', async () => {
@@ -366,24 +327,7 @@ describe('session-execute non-2xx sessions.start (SPEC 4 step 2)', () => {
 })
 
 describe('session-execute session-map keys (SPEC 4 step 1)', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(
-      testConfig(sim.url, {
-        tenants: { acme: { upstream: { staging: sim.url } }, beta: { upstream: { staging: sim.url } } }
-      })
-    )
-  })
-  afterAll(async () => {
-    await gw.close()
-    await sim.close()
-  })
-  beforeEach(() => {
-    sim.simulator.resetCalls()
-  })
+  const { sim, gw } = useSimulatorGateway((url) => ({ tenants: { acme: { upstream: { staging: url } }, beta: { upstream: { staging: url } } } }))
 
   it('reuses the session for a second call with the same token, stateId and state', async () => {
     const body = { input: 1, stateId: 'same-key', state: { policy: 'p' } }
@@ -474,20 +418,7 @@ describe('session-execute session-map keys (SPEC 4 step 1)', () => {
 })
 
 describe('session-execute defaults (SPEC 4 steps 2 and 4)', () => {
-  let sim: StartedSimulator
-  let gw: StartedGateway
-
-  beforeAll(async () => {
-    sim = await startSimulator()
-    gw = await startGateway(testConfig(sim.url))
-  })
-  afterAll(async () => {
-    await gw.close()
-    await sim.close()
-  })
-  beforeEach(() => {
-    sim.simulator.resetCalls()
-  })
+  const { sim, gw } = useSimulatorGateway()
 
   function startBodies(): unknown[] {
     return sim.simulator.calls.filter((call) => call.path === START_PATH).map((call) => call.body)
@@ -552,107 +483,89 @@ describe('session-execute defaults (SPEC 4 steps 2 and 4)', () => {
 describe('session-execute stale sessions (SPEC 4 step 5)', () => {
   it('replaces a session the simulator expired (410), re-sends once and answers 200 with the new x-v4-session-id', async () => {
     const sim = await startSimulator()
-    try {
-      const gw = await startGateway(testConfig(sim.url))
-      try {
-        const first = await invoke(gw.url, { input: 1, stateId: 'expiring' })
-        const oldId = first.headers['x-v4-session-id'] as string
-        sim.simulator.expireSession(oldId)
-        sim.simulator.resetCalls()
-        const second = await invoke(gw.url, { input: 2, stateId: 'expiring' })
-        expect(second.status).toBe(200)
-        const newId = second.headers['x-v4-session-id'] as string
-        expect(newId).not.toBe(oldId)
-        expect(second.json.meta.sessionId).toBe(newId)
-        expect(sim.simulator.calls.map((call) => call.path)).toEqual([
-          `/v4/sessions/${oldId}/executions.execute`,
-          START_PATH,
-          `/v4/sessions/${newId}/executions.execute`
-        ])
-      } finally {
-        await gw.close()
-      }
-    } finally {
-      await sim.close()
-    }
+    const gw = await startGateway(testConfig(sim.url))
+    const first = await invoke(gw.url, { input: 1, stateId: 'expiring' })
+    const oldId = first.headers['x-v4-session-id'] as string
+    sim.simulator.expireSession(oldId)
+    sim.simulator.resetCalls()
+    const second = await invoke(gw.url, { input: 2, stateId: 'expiring' })
+    expect(second.status).toBe(200)
+    const newId = second.headers['x-v4-session-id'] as string
+    expect(newId).not.toBe(oldId)
+    expect(second.json.meta.sessionId).toBe(newId)
+    expect(sim.simulator.calls.map((call) => call.path)).toEqual([
+      `/v4/sessions/${oldId}/executions.execute`,
+      START_PATH,
+      `/v4/sessions/${newId}/executions.execute`
+    ])
   })
 
   it('retries once in a new session when the execution of a mapped session answers 404', async () => {
-    const dead = new Set<string>()
-    const script: FakeV4 = { execute: (sessionId) => (dead.has(sessionId) ? { status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } } : { status: 200, body: { output: sessionId } }) }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      await invoke(gw.url, { input: 1 })
-      dead.add('ses_1')
-      const answer = await invoke(gw.url, { input: 2 })
-      expect(answer.status).toBe(200)
-      expect(answer.headers['x-v4-session-id']).toBe('ses_2')
-      expect(answer.json.output).toBe('ses_2')
-      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
-      expect(executionsOf(upstream).slice(1).map(bodyOf)).toEqual([{ input: 2 }, { input: 2 }])
-    })
+    const { dead, script } = sessionsThatDie({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } }, (sessionId) => ({ status: 200, body: { output: sessionId } }))
+    const { upstream, gw } = await fakeGateway(script)
+    await invoke(gw.url, { input: 1 })
+    dead.add('ses_1')
+    const answer = await invoke(gw.url, { input: 2 })
+    expect(answer.status).toBe(200)
+    expect(answer.headers['x-v4-session-id']).toBe('ses_2')
+    expect(answer.json.output).toBe('ses_2')
+    expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
+    expect(executionsOf(upstream).slice(1).map(bodyOf)).toEqual([{ input: 2 }, { input: 2 }])
   })
 
   it('keeps the replacement session for the next call after a stale retry', async () => {
-    const dead = new Set<string>()
-    const script: FakeV4 = { execute: (sessionId) => (dead.has(sessionId) ? { status: 404, body: {} } : { status: 200, body: { output: 'ok' } }) }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      await invoke(gw.url, { input: 1 })
-      dead.add('ses_1')
-      await invoke(gw.url, { input: 2 })
-      const third = await invoke(gw.url, { input: 3 })
-      expect(third.headers['x-v4-session-id']).toBe('ses_2')
-      expect(startsOf(upstream)).toHaveLength(2)
-    })
+    const { dead, script } = sessionsThatDie({ status: 404, body: {} })
+    const { upstream, gw } = await fakeGateway(script)
+    await invoke(gw.url, { input: 1 })
+    dead.add('ses_1')
+    await invoke(gw.url, { input: 2 })
+    const third = await invoke(gw.url, { input: 3 })
+    expect(third.headers['x-v4-session-id']).toBe('ses_2')
+    expect(startsOf(upstream)).toHaveLength(2)
   })
 
   it('returns the 404 of the retry as it came and does not retry again', async () => {
     let allDead = false
     const notFound = JSON.stringify({ error: { code: 'SESSION_NOT_FOUND', message: 'gone' }, meta: { requestId: 'up', timingMs: { total: 1 } } })
     const script: FakeV4 = { execute: () => (allDead ? { status: 404, text: notFound } : { status: 200, body: { output: 'ok' } }) }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      await invoke(gw.url, { input: 1 })
-      allDead = true
-      const answer = await invoke(gw.url, { input: 2 })
-      expect(answer.status).toBe(404)
-      expect(answer.json.error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'gone' })
-      expect(startsOf(upstream)).toHaveLength(2)
-      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
-    })
+    const { upstream, gw } = await fakeGateway(script)
+    await invoke(gw.url, { input: 1 })
+    allDead = true
+    const answer = await invoke(gw.url, { input: 2 })
+    expect(answer.status).toBe(404)
+    expect(answer.json.error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'gone' })
+    expect(startsOf(upstream)).toHaveLength(2)
+    expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
   })
 
   it('does not retry a 404 from a session started by the same request', async () => {
-    await withFakeGateway({ execute: () => ({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } }) }, {}, async ({ upstream, gw }) => {
-      const answer = await invoke(gw.url, { input: 1 })
-      expect(answer.status).toBe(404)
-      expect(answer.json.error.code).toBe('SESSION_NOT_FOUND')
-      expect(startsOf(upstream)).toHaveLength(1)
-      expect(executionsOf(upstream)).toHaveLength(1)
-    })
+    const { upstream, gw } = await fakeGateway({ execute: () => ({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } }) })
+    const answer = await invoke(gw.url, { input: 1 })
+    expect(answer.status).toBe(404)
+    expect(answer.json.error.code).toBe('SESSION_NOT_FOUND')
+    expect(startsOf(upstream)).toHaveLength(1)
+    expect(executionsOf(upstream)).toHaveLength(1)
   })
 
   it('treats a custom sessions.staleStatuses entry as stale', async () => {
-    const dead = new Set<string>()
-    const script: FakeV4 = { execute: (sessionId) => (dead.has(sessionId) ? { status: 409, body: { error: { code: 'SESSION_CLOSED' } } } : { status: 200, body: { output: 'ok' } }) }
-    await withFakeGateway(script, { sessions: { staleStatuses: [409] } }, async ({ upstream, gw }) => {
-      await invoke(gw.url, { input: 1 })
-      dead.add('ses_1')
-      const answer = await invoke(gw.url, { input: 2 })
-      expect(answer.status).toBe(200)
-      expect(answer.headers['x-v4-session-id']).toBe('ses_2')
-      expect(startsOf(upstream)).toHaveLength(2)
-    })
+    const { dead, script } = sessionsThatDie({ status: 409, body: { error: { code: 'SESSION_CLOSED' } } })
+    const { upstream, gw } = await fakeGateway(script, { sessions: { staleStatuses: [409] } })
+    await invoke(gw.url, { input: 1 })
+    dead.add('ses_1')
+    const answer = await invoke(gw.url, { input: 2 })
+    expect(answer.status).toBe(200)
+    expect(answer.headers['x-v4-session-id']).toBe('ses_2')
+    expect(startsOf(upstream)).toHaveLength(2)
   })
 
   it('no longer treats 404 as stale when custom sessions.staleStatuses leave it out', async () => {
-    const dead = new Set<string>()
-    const script: FakeV4 = { execute: (sessionId) => (dead.has(sessionId) ? { status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } } : { status: 200, body: { output: 'ok' } }) }
-    await withFakeGateway(script, { sessions: { staleStatuses: [409] } }, async ({ upstream, gw }) => {
-      await invoke(gw.url, { input: 1 })
-      dead.add('ses_1')
-      const answer = await invoke(gw.url, { input: 2 })
-      expect(answer.status).toBe(404)
-      expect(startsOf(upstream)).toHaveLength(1)
-    })
+    const { dead, script } = sessionsThatDie({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+    const { upstream, gw } = await fakeGateway(script, { sessions: { staleStatuses: [409] } })
+    await invoke(gw.url, { input: 1 })
+    dead.add('ses_1')
+    const answer = await invoke(gw.url, { input: 2 })
+    expect(answer.status).toBe(404)
+    expect(startsOf(upstream)).toHaveLength(1)
   })
 })
 
@@ -660,43 +573,38 @@ describe('session-execute 401 on an execution (SPEC 4 step 5)', () => {
   const unauthorized = JSON.stringify({ error: { code: 'AUTH_INVALID', message: 'token expired' }, meta: { requestId: 'up', timingMs: { total: 1 } } })
 
   it('returns a 401 on the execution of a mapped session as it came', async () => {
-    const refused = new Set<string>()
-    const script: FakeV4 = { execute: (sessionId) => (refused.has(sessionId) ? { status: 401, text: unauthorized } : { status: 200, body: { output: 'ok' } }) }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      await invoke(gw.url, { input: 1 })
-      refused.add('ses_1')
-      const answer = await invoke(gw.url, { input: 2 })
-      expect(answer.status).toBe(401)
-      expect(answer.json.error).toEqual({ code: 'AUTH_INVALID', message: 'token expired' })
-      expect(startsOf(upstream)).toHaveLength(1)
-    })
+    const { dead: refused, script } = sessionsThatDie({ status: 401, text: unauthorized })
+    const { upstream, gw } = await fakeGateway(script)
+    await invoke(gw.url, { input: 1 })
+    refused.add('ses_1')
+    const answer = await invoke(gw.url, { input: 2 })
+    expect(answer.status).toBe(401)
+    expect(answer.json.error).toEqual({ code: 'AUTH_INVALID', message: 'token expired' })
+    expect(startsOf(upstream)).toHaveLength(1)
   })
 
   it('evicts the entry after a 401, so the next call starts a new session', async () => {
-    const refused = new Set<string>()
-    const script: FakeV4 = { execute: (sessionId) => (refused.has(sessionId) ? { status: 401, text: unauthorized } : { status: 200, body: { output: 'ok' } }) }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      await invoke(gw.url, { input: 1 })
-      refused.add('ses_1')
-      await invoke(gw.url, { input: 2 })
-      expect(gw.gateway.sessionStore.size).toBe(0)
-      const third = await invoke(gw.url, { input: 3 })
-      expect(third.status).toBe(200)
-      expect(third.headers['x-v4-session-id']).toBe('ses_2')
-      expect(startsOf(upstream)).toHaveLength(2)
-    })
+    const { dead: refused, script } = sessionsThatDie({ status: 401, text: unauthorized })
+    const { upstream, gw } = await fakeGateway(script)
+    await invoke(gw.url, { input: 1 })
+    refused.add('ses_1')
+    await invoke(gw.url, { input: 2 })
+    expect(gw.gateway.sessionStore.size).toBe(0)
+    const third = await invoke(gw.url, { input: 3 })
+    expect(third.status).toBe(200)
+    expect(third.headers['x-v4-session-id']).toBe('ses_2')
+    expect(startsOf(upstream)).toHaveLength(2)
   })
 
   it('evicts a session started by the same request when its execution answers 401', async () => {
     let refuse = true
     const script: FakeV4 = { execute: () => (refuse ? { status: 401, text: unauthorized } : { status: 200, body: { output: 'ok' } }) }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      expect((await invoke(gw.url, { input: 1 })).status).toBe(401)
-      refuse = false
-      const second = await invoke(gw.url, { input: 2 })
-      expect(second.headers['x-v4-session-id']).toBe('ses_2')
-      expect(startsOf(upstream)).toHaveLength(2)
-    })
+    const { upstream, gw } = await fakeGateway(script)
+    expect((await invoke(gw.url, { input: 1 })).status).toBe(401)
+    refuse = false
+    const second = await invoke(gw.url, { input: 2 })
+    expect(second.headers['x-v4-session-id']).toBe('ses_2')
+    expect(startsOf(upstream)).toHaveLength(2)
   })
 
   it('evicts the replacement session when the execution re-sent after a stale answer gets 401', async () => {
@@ -706,72 +614,66 @@ describe('session-execute 401 on an execution (SPEC 4 step 5)', () => {
         return { status: 401, text: unauthorized }
       }
     }
-    await withFakeGateway(script, {}, async ({ upstream, gw }) => {
-      // Map ses_1 without going through an execution: a first call whose execution 404s keeps its fresh entry.
-      expect((await invoke(gw.url, { input: 1 })).status).toBe(404)
-      const answer = await invoke(gw.url, { input: 2 })
-      expect(answer.status).toBe(401)
-      expect(answer.json.error).toEqual({ code: 'AUTH_INVALID', message: 'token expired' })
-      expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
-      expect(gw.gateway.sessionStore.size).toBe(0)
-    })
+    const { upstream, gw } = await fakeGateway(script)
+    // Map ses_1 without going through an execution: a first call whose execution 404s keeps its fresh entry.
+    expect((await invoke(gw.url, { input: 1 })).status).toBe(404)
+    const answer = await invoke(gw.url, { input: 2 })
+    expect(answer.status).toBe(401)
+    expect(answer.json.error).toEqual({ code: 'AUTH_INVALID', message: 'token expired' })
+    expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
+    expect(gw.gateway.sessionStore.size).toBe(0)
   })
 })
 
 describe('session-execute response (SPEC 4 step 6, SPEC 6)', () => {
   it('adds x-v4-session-id and fills meta.sessionId when the execution answer has no meta', async () => {
-    await withFakeGateway({ execute: () => ({ status: 200, body: { output: 'ok' } }) }, {}, async ({ gw }) => {
-      const answer = await invoke(gw.url, { input: 1 }, { ...ALICE, 'x-request-id': 'meta-fill-1' })
-      expect(answer.status).toBe(200)
-      expect(answer.headers['x-v4-session-id']).toBe('ses_1')
-      expect(answer.json.meta).toMatchObject({ sessionId: 'ses_1', requestId: 'meta-fill-1' })
-      expect(typeof answer.json.meta.timingMs.total).toBe('number')
-    })
+    const { gw } = await fakeGateway({ execute: () => ({ status: 200, body: { output: 'ok' } }) })
+    const answer = await invoke(gw.url, { input: 1 }, { ...ALICE, 'x-request-id': 'meta-fill-1' })
+    expect(answer.status).toBe(200)
+    expect(answer.headers['x-v4-session-id']).toBe('ses_1')
+    expect(answer.json.meta).toMatchObject({ sessionId: 'ses_1', requestId: 'meta-fill-1' })
+    expect(typeof answer.json.meta.timingMs.total).toBe('number')
   })
 
   it('keeps a meta.sessionId the execution answer already has', async () => {
     const meta = { requestId: 'up-1', sessionId: 'ses_as_upstream_says', timingMs: { total: 2 } }
-    await withFakeGateway({ execute: () => ({ status: 200, body: { output: 'ok', meta } }) }, {}, async ({ gw }) => {
-      const answer = await invoke(gw.url, { input: 1 })
-      expect(answer.json.meta).toEqual(meta)
-      expect(answer.headers['x-v4-session-id']).toBe('ses_1')
-    })
+    const { gw } = await fakeGateway({ execute: () => ({ status: 200, body: { output: 'ok', meta } }) })
+    const answer = await invoke(gw.url, { input: 1 })
+    expect(answer.json.meta).toEqual(meta)
+    expect(answer.headers['x-v4-session-id']).toBe('ses_1')
   })
 
   it('adds x-v4-session-id to a non-2xx execution answer too', async () => {
-    await withFakeGateway({ execute: () => ({ status: 422, body: { error: { code: 'INPUT_REJECTED' } } }) }, {}, async ({ gw }) => {
-      const answer = await invoke(gw.url, { input: 1 })
-      expect(answer.status).toBe(422)
-      expect(answer.headers['x-v4-session-id']).toBe('ses_1')
-    })
+    const { gw } = await fakeGateway({ execute: () => ({ status: 422, body: { error: { code: 'INPUT_REJECTED' } } }) })
+    const answer = await invoke(gw.url, { input: 1 })
+    expect(answer.status).toBe(422)
+    expect(answer.headers['x-v4-session-id']).toBe('ses_1')
   })
 })
 
 describe('session-execute map bounds (SPEC 4)', () => {
   it('drops the least recently used entry beyond sessions.maxEntries', async () => {
-    await withFakeGateway({}, { sessions: { maxEntries: 2 } }, async ({ upstream, gw }) => {
-      await invoke(gw.url, { input: 1, stateId: 'a' })
-      await invoke(gw.url, { input: 1, stateId: 'b' })
-      await invoke(gw.url, { input: 1, stateId: 'c' })
-      expect(gw.gateway.sessionStore.size).toBe(2)
-      const again = await invoke(gw.url, { input: 1, stateId: 'a' })
-      expect(again.headers['x-v4-session-id']).toBe('ses_4')
-      expect(startsOf(upstream)).toHaveLength(4)
-      // A map too small for its traffic shows in the metrics: 'c' pushed out 'a', then 'a' pushed out 'b'.
-      const metrics = (await send(gw.adminUrl, '/metrics')).text
-      expect(metrics).toMatch(/v4gw_session_map_events_total\{event="capacity-evicted"\} 2\n/)
-      expect(metrics).not.toMatch(/event="evicted"/)
-    })
+    const { upstream, gw } = await fakeGateway({}, { sessions: { maxEntries: 2 } })
+    await invoke(gw.url, { input: 1, stateId: 'a' })
+    await invoke(gw.url, { input: 1, stateId: 'b' })
+    await invoke(gw.url, { input: 1, stateId: 'c' })
+    expect(gw.gateway.sessionStore.size).toBe(2)
+    const again = await invoke(gw.url, { input: 1, stateId: 'a' })
+    expect(again.headers['x-v4-session-id']).toBe('ses_4')
+    expect(startsOf(upstream)).toHaveLength(4)
+    // A map too small for its traffic shows in the metrics: 'c' pushed out 'a', then 'a' pushed out 'b'.
+    const metrics = (await send(gw.adminUrl, '/metrics')).text
+    expect(metrics).toMatch(/v4gw_session_map_events_total\{event="capacity-evicted"\} 2\n/)
+    expect(metrics).not.toMatch(/event="evicted"/)
   })
 
   it('starts a new session once sessions.ttlMs has passed since the entry was created', async () => {
-    await withFakeGateway({}, { sessions: { ttlMs: 80 } }, async ({ upstream, gw }) => {
-      const first = await invoke(gw.url, { input: 1, stateId: 'short-lived' })
-      await sleep(120)
-      const second = await invoke(gw.url, { input: 1, stateId: 'short-lived' })
-      expect(first.headers['x-v4-session-id']).toBe('ses_1')
-      expect(second.headers['x-v4-session-id']).toBe('ses_2')
-      expect(startsOf(upstream)).toHaveLength(2)
-    })
+    const { upstream, gw } = await fakeGateway({}, { sessions: { ttlMs: 80 } })
+    const first = await invoke(gw.url, { input: 1, stateId: 'short-lived' })
+    await sleep(120)
+    const second = await invoke(gw.url, { input: 1, stateId: 'short-lived' })
+    expect(first.headers['x-v4-session-id']).toBe('ses_1')
+    expect(second.headers['x-v4-session-id']).toBe('ses_2')
+    expect(startsOf(upstream)).toHaveLength(2)
   })
 })

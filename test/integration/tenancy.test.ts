@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, type StartedGateway } from '../helpers/start-gateway.js'
+import { useRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { useGateway } from '../helpers/start-gateway.js'
 
 /**
  * Writes `head` as-is on a fresh socket and returns everything the server wrote until it closed
@@ -22,42 +22,26 @@ function bodyOf(rawResponse: string): unknown {
 }
 
 describe('tenancy and upstream selection', () => {
-  let staging: RecordingUpstream
-  let production: RecordingUpstream
-  let betaUpstream: RecordingUpstream
+  const staging = useRecordingUpstream()
+  const production = useRecordingUpstream()
+  const betaUpstream = useRecordingUpstream()
   /** Configured nowhere: nothing may ever reach it. */
-  let other: RecordingUpstream
-  let gw: StartedGateway
-  let strict: StartedGateway
-
-  beforeAll(async () => {
-    ;[staging, production, betaUpstream, other] = await Promise.all([
-      startRecordingUpstream(),
-      startRecordingUpstream(),
-      startRecordingUpstream(),
-      startRecordingUpstream()
-    ])
-    const tenants = {
-      acme: { upstream: { staging: staging.url, production: production.url } },
-      live: { upstream: { staging: staging.url, production: production.url, target: 'production' } },
-      beta: { upstream: { staging: betaUpstream.url } }
-    }
-    gw = await startGateway({
-      log: { level: 'silent' },
-      tenancy: { hosts: { 'beta.example.com': 'beta', '[::1]': 'beta' }, default: 'acme' },
-      tenants
-    })
-    strict = await startGateway({
-      log: { level: 'silent' },
-      tenancy: { header: 'X-Org', hosts: { 'beta.example.com': 'beta' } },
-      tenants
-    })
+  const other = useRecordingUpstream()
+  const tenants = (): Record<string, unknown> => ({
+    acme: { upstream: { staging: staging.url, production: production.url } },
+    live: { upstream: { staging: staging.url, production: production.url, target: 'production' } },
+    beta: { upstream: { staging: betaUpstream.url } }
   })
-  afterAll(async () => {
-    await gw.close()
-    await strict.close()
-    await Promise.all([staging.close(), production.close(), betaUpstream.close(), other.close()])
-  })
+  const gw = useGateway(() => ({
+    log: { level: 'silent' },
+    tenancy: { hosts: { 'beta.example.com': 'beta', '[::1]': 'beta' }, default: 'acme' },
+    tenants: tenants()
+  }))
+  const strict = useGateway(() => ({
+    log: { level: 'silent' },
+    tenancy: { header: 'X-Org', hosts: { 'beta.example.com': 'beta' } },
+    tenants: tenants()
+  }))
   beforeEach(() => {
     for (const upstream of [staging, production, betaUpstream, other]) upstream.requests.length = 0
   })

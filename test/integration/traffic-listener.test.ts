@@ -1,34 +1,24 @@
-import { createServer } from 'node:http'
-import { connect, type AddressInfo } from 'node:net'
+import { connect } from 'node:net'
 import { pino } from 'pino'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { writeGatewayError } from '../../src/kernel/write-error.js'
 import { GatewayError } from '../../src/errors/registry.js'
 import { Exchange } from '../../src/kernel/exchange.js'
 import { send } from '../helpers/http.js'
+import { startHttpServer } from '../helpers/http-server.js'
 import { rawExchange } from '../helpers/raw-http.js'
 import { until } from '../helpers/until.js'
-import { startRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { startRecordingUpstream, useRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { startGateway, testConfig, useGateway } from '../helpers/start-gateway.js'
 
 /**
  * What the traffic listener keeps by hand now that it is node:http rather than a fastify route
  * (docs/decisions.md): its server settings, and which requests carry a body upstream.
  */
-let upstream: RecordingUpstream
-let gw: StartedGateway
+const upstream = useRecordingUpstream()
+const gw = useGateway(() => testConfig(upstream.url))
 
-beforeAll(async () => {
-  upstream = await startRecordingUpstream()
-  gw = await startGateway(testConfig(upstream.url))
-})
-
-afterAll(async () => {
-  await gw?.close()
-  await upstream?.close()
-})
-
-/** An upstream that holds every answer until `release()`: requests stay in flight meanwhile. */
+/** An upstream that holds every answer until `release()`: requests stay in flight meanwhile; closed when the test finishes. */
 async function startHeldUpstream(): Promise<{ upstream: RecordingUpstream; release: () => void }> {
   let release: () => void = () => undefined
   const held = new Promise<void>((resolve) => (release = resolve))
@@ -80,7 +70,6 @@ describe('the traffic server', () => {
     const ended = await Promise.race([own.gateway.close().then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 4_000))])
     socket.destroy()
     expect(ended).toBe(true)
-    await own.close()
   })
 
   it('counts what Node refuses before the handler (malformed HTTP, CONNECT) in v4gw_requests_total, and not on the admin listener', async () => {
@@ -90,16 +79,12 @@ describe('the traffic server', () => {
       const line = /^v4gw_requests_total\{tenant="",class="unknown",route="",status_class="4xx"\} (\d+)$/m.exec(text)
       return line === null ? 0 : Number(line[1])
     }
-    try {
-      expect(await refusedUnread()).toBe(0)
-      for (const bytes of ['GET / HTTP/1.1\r\nBad Header\r\n\r\n', 'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n']) {
-        expect((await rawExchange(own.url, bytes, { timeoutMs: 3_000 })).response?.status).toBe(400)
-      }
-      expect((await rawExchange(own.adminUrl, 'GET / HTTP/1.1\r\nBad Header\r\n\r\n', { timeoutMs: 3_000 })).response?.status).toBe(400)
-      expect(await refusedUnread()).toBe(2)
-    } finally {
-      await own.close()
+    expect(await refusedUnread()).toBe(0)
+    for (const bytes of ['GET / HTTP/1.1\r\nBad Header\r\n\r\n', 'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n']) {
+      expect((await rawExchange(own.url, bytes, { timeoutMs: 3_000 })).response?.status).toBe(400)
     }
+    expect((await rawExchange(own.adminUrl, 'GET / HTTP/1.1\r\nBad Header\r\n\r\n', { timeoutMs: 3_000 })).response?.status).toBe(400)
+    expect(await refusedUnread()).toBe(2)
   })
 
   it('serves a request whose Expect is not 100-continue, ignoring the expectation (RFC 9110 10.1.1)', async () => {
@@ -117,7 +102,6 @@ describe('the traffic server', () => {
     expect(own.gateway.trafficServer.listening).toBe(false)
     const refused = await rawExchange(own.url, 'GET /v4/x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n', { timeoutMs: 1_000 })
     expect(refused.errorCode).toBe('ECONNREFUSED')
-    await upstreamForClose.close()
   })
 })
 
@@ -179,45 +163,30 @@ describe('edge answers of the traffic listener', () => {
       response.end()
     })
     const own = await startGateway(testConfig(noContent.url))
-    try {
-      const answer = await rawExchange(own.url, 'POST /v1/headless/runs HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer tok_a\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"input":1}', { timeoutMs: 3_000 })
-      expect(answer.response?.status).toBe(204)
-      expect(answer.response?.headers['content-length']).toBeUndefined()
-      expect(answer.response?.headers['x-upstream']).toBe('yes')
-      expect(answer.response?.body.length).toBe(0)
-    } finally {
-      await own.close()
-      await noContent.close()
-    }
+    const answer = await rawExchange(own.url, 'POST /v1/headless/runs HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer tok_a\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"input":1}', { timeoutMs: 3_000 })
+    expect(answer.response?.status).toBe(204)
+    expect(answer.response?.headers['content-length']).toBeUndefined()
+    expect(answer.response?.headers['x-upstream']).toBe('yes')
+    expect(answer.response?.body.length).toBe(0)
   })
 
   it('a deprecation link with a non-ASCII path is sent percent-encoded, and legacy calls are answered', async () => {
     const own = await startGateway(testConfig(upstream.url, { tenants: { acme: { upstream: { staging: upstream.url }, legacy: { deprecation: { date: '2026-01-01T00:00:00Z', link: 'https://docs.example/migrate/d€' } } } } }))
-    try {
-      const answer = await send(own.url, '/v1/headless/runs', { headers: TOKEN, json: { input: 1 } })
-      expect(answer.status).toBe(200)
-      expect(answer.headers.link).toBe('<https://docs.example/migrate/d%E2%82%AC>; rel="deprecation"')
-    } finally {
-      await own.close()
-    }
+    const answer = await send(own.url, '/v1/headless/runs', { headers: TOKEN, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.link).toBe('<https://docs.example/migrate/d%E2%82%AC>; rel="deprecation"')
   })
 
   it('an error whose own headers cannot be written is still answered in the envelope', async () => {
-    const server = createServer((request, response) => {
+    const server = await startHttpServer((request, response) => {
       const exchange = new Exchange(request, response)
       exchange.answerHeaders.link = 'not\u0000writable'
       writeGatewayError(exchange, new GatewayError('ROUTE_NOT_FOUND', 'nothing here'), pino({ level: 'silent' }))
     })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    try {
-      const answer = await send(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, '/anything')
-      expect(answer.status).toBe(404)
-      expect(answer.json.error.code).toBe('ROUTE_NOT_FOUND')
-      expect(answer.headers.link).toBeUndefined()
-    } finally {
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
-    }
+    const answer = await send(server.url, '/anything')
+    expect(answer.status).toBe(404)
+    expect(answer.json.error.code).toBe('ROUTE_NOT_FOUND')
+    expect(answer.headers.link).toBeUndefined()
   })
 
   it('a request in flight when draining starts is answered with connection: close, legacy and native', async () => {
@@ -233,27 +202,22 @@ describe('edge answers of the traffic listener', () => {
       expect(answers.map((answer) => answer.status)).toEqual([200, 200])
       expect(answers.map((answer) => answer.headers.connection)).toEqual(['close', 'close'])
     } finally {
+      // A held answer would keep the gateway's close waiting.
       release()
-      await own.close()
-      await slow.close()
     }
   })
 
   it('a legacy body that runs over limits.bodyBytes part-way is answered 413 with connection: close', async () => {
     const own = await startGateway(testConfig(upstream.url, { limits: { bodyBytes: 1024 } }))
-    try {
-      const chunk = 'x'.repeat(2048)
-      const answer = await rawExchange(
-        own.url,
-        `POST /v1/headless/runs HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer tok_a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n`,
-        { timeoutMs: 3_000 }
-      )
-      expect(answer.response?.status).toBe(413)
-      expect(answer.response?.headers.connection).toBe('close')
-      expect(answer.closedByServer).toBe(true)
-    } finally {
-      await own.close()
-    }
+    const chunk = 'x'.repeat(2048)
+    const answer = await rawExchange(
+      own.url,
+      `POST /v1/headless/runs HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer tok_a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n`,
+      { timeoutMs: 3_000 }
+    )
+    expect(answer.response?.status).toBe(413)
+    expect(answer.response?.headers.connection).toBe('close')
+    expect(answer.closedByServer).toBe(true)
   })
 
   it('sheds with 503 OVERLOADED without an error-level log line per shed request', async () => {
@@ -271,8 +235,6 @@ describe('edge answers of the traffic listener', () => {
       expect(own.logs.lines().filter((line) => (line.level as number) >= 50)).toEqual([])
     } finally {
       release()
-      await own.close()
-      await slow.close()
     }
   })
 })

@@ -1,10 +1,10 @@
 import { connect, type Socket } from 'node:net'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { ERROR_STATUS, type ErrorCode } from '../../src/errors/registry.js'
-import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
+import { answerJson, refusingOrigin, resetConnection, useFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawResult } from '../helpers/raw-http.js'
-import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
 import { until, within } from '../helpers/until.js'
 
 /*
@@ -103,29 +103,21 @@ interface FaultContext {
  * each test sets, tenant `refused` on a port where nothing listens.
  */
 function useFaultGateway(upstreamTimeoutMs: number): FaultContext {
-  let upstream: FaultUpstream
-  let gateway: StartedGateway
-  beforeAll(async () => {
-    upstream = await startFaultUpstream(answerLikeV4)
-    gateway = await startGateway(
-      testConfig(upstream.url, {
-        log: { level: 'info' },
-        limits: { upstreamTimeoutMs },
-        tenancy: { default: 'faulty' },
-        tenants: {
-          faulty: { upstream: { staging: upstream.url } },
-          refused: { upstream: { staging: await refusingOrigin() } }
-        }
-      })
-    )
-  })
+  const upstream = useFaultUpstream(answerLikeV4)
+  const gateway = useGateway(async () =>
+    testConfig(upstream.url, {
+      log: { level: 'info' },
+      limits: { upstreamTimeoutMs },
+      tenancy: { default: 'faulty' },
+      tenants: {
+        faulty: { upstream: { staging: upstream.url } },
+        refused: { upstream: { staging: await refusingOrigin() } }
+      }
+    })
+  )
   beforeEach(() => {
     upstream.setHandler(answerLikeV4)
     upstream.exchanges.length = 0
-  })
-  afterAll(async () => {
-    await gateway?.close()
-    await upstream?.close()
   })
   return { upstream: () => upstream, url: () => gateway.url, logs: () => gateway.logs.lines() }
 }

@@ -1,24 +1,16 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src/config/load-config.js'
 import type { GatewayConfig, TenantConfig } from '../../../src/config/schema.js'
+import { useTempDir } from '../../helpers/temp-dir.js'
 
-let dir: string
+const dir = useTempDir('v4gw-defaults-')
 let config: GatewayConfig
 let tenant: TenantConfig
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'v4gw-defaults-'))
-  const path = join(dir, 'minimal.yaml')
   // Only `tenants` with one upstream is required (SPEC 8).
-  await writeFile(path, 'tenants:\n  acme:\n    upstream:\n      staging: http://127.0.0.1:4010\n', 'utf8')
-  config = await loadConfig(path, {})
+  config = await loadConfig(await dir.write('minimal.yaml', 'tenants:\n  acme:\n    upstream:\n      staging: http://127.0.0.1:4010\n'), {})
   tenant = config.tenants.acme as TenantConfig
-})
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true })
 })
 
 describe('SPEC 8 defaults of a minimal config', () => {
@@ -99,22 +91,19 @@ describe('SPEC 8 defaults of a minimal config', () => {
 
 describe('partial sections', () => {
   it('fills the legacy-v1 fields a tenant did not remap', async () => {
-    const path = join(dir, 'fields.yaml')
-    await writeFile(path, 'tenants:\n  acme:\n    upstream: { staging: "http://127.0.0.1:4010" }\n    legacy:\n      fields: { input: /payload }\n', 'utf8')
+    const path = await dir.write('fields.yaml', 'tenants:\n  acme:\n    upstream: { staging: "http://127.0.0.1:4010" }\n    legacy:\n      fields: { input: /payload }\n')
     const loaded = await loadConfig(path, {})
     expect(loaded.tenants.acme?.legacy.fields).toEqual({ input: '/payload', policy: '/policy', route: '/route', risk: '/risk', state: '/state', stateId: '/stateId' })
   })
 
   it('fills the limits a config did not set', async () => {
-    const path = join(dir, 'limits.yaml')
-    await writeFile(path, 'limits: { bodyBytes: 2048 }\ntenants:\n  acme:\n    upstream: { staging: "http://127.0.0.1:4010" }\n', 'utf8')
+    const path = await dir.write('limits.yaml', 'limits: { bodyBytes: 2048 }\ntenants:\n  acme:\n    upstream: { staging: "http://127.0.0.1:4010" }\n')
     const loaded = await loadConfig(path, {})
     expect(loaded.limits).toEqual({ bodyBytes: 2048, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000, maxInFlight: 10_000, maxEventLoopDelayMs: 1_000 })
   })
 
   it('gives each tenant its own copy of the legacy-v1 route table', async () => {
-    const path = join(dir, 'two-tenants.yaml')
-    await writeFile(path, 'tenants:\n  a:\n    upstream: { staging: "http://127.0.0.1:4010" }\n  b:\n    upstream: { staging: "http://127.0.0.1:4011" }\n', 'utf8')
+    const path = await dir.write('two-tenants.yaml', 'tenants:\n  a:\n    upstream: { staging: "http://127.0.0.1:4010" }\n  b:\n    upstream: { staging: "http://127.0.0.1:4011" }\n')
     const loaded = await loadConfig(path, {})
     expect(loaded.tenants.a?.legacy.routes).toEqual(loaded.tenants.b?.legacy.routes)
     expect(loaded.tenants.a?.legacy.routes).not.toBe(loaded.tenants.b?.legacy.routes)

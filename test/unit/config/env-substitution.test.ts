@@ -1,44 +1,26 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../../../src/config/load-config.js'
+import { describe, expect, it } from 'vitest'
+import { loadConfig } from '../../../src/config/load-config.js'
 import type { GatewayConfig } from '../../../src/config/schema.js'
 import { substituteEnv, type EnvProblem } from '../../../src/config/substitute-env.js'
+import { configProblems, MINIMAL_YAML as TENANTS } from '../../helpers/config-files.js'
+import { useTempDir } from '../../helpers/temp-dir.js'
 
-let dir: string
+const dir = useTempDir('v4gw-env-')
 let fileCount = 0
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'v4gw-env-'))
-})
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true })
-})
+/** Writes `yaml` to a fresh temp file; resolves with its path. */
+function writeYaml(yaml: string): Promise<string> {
+  return dir.write(`config-${++fileCount}.yaml`, yaml)
+}
 
 /** Writes `yaml` to a fresh temp file and loads it with `env`. */
 async function load(yaml: string, env: Record<string, string | undefined>): Promise<GatewayConfig> {
-  const path = join(dir, `config-${++fileCount}.yaml`)
-  await writeFile(path, yaml, 'utf8')
-  return loadConfig(path, env)
+  return loadConfig(await writeYaml(yaml), env)
 }
 
 async function problemsOf(yaml: string, env: Record<string, string | undefined>): Promise<string[]> {
-  const error: unknown = await load(yaml, env).then(
-    () => undefined,
-    (rejection: unknown) => rejection
-  )
-  expect(error).toBeInstanceOf(ConfigError)
-  expect((error as ConfigError).code).toBe('CONFIG_INVALID')
-  return (error as ConfigError).problems
+  return configProblems(await writeYaml(yaml), env)
 }
-
-const TENANTS = `
-tenants:
-  acme:
-    upstream:
-      staging: http://127.0.0.1:4010
-`
 
 describe('${NAME} substitution', () => {
   it('replaces ${NAME} with the environment value', async () => {

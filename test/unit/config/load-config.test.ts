@@ -1,41 +1,15 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig, resolveConfigPath } from '../../../src/config/load-config.js'
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_CONFIG_PATH, loadConfig, resolveConfigPath } from '../../../src/config/load-config.js'
+import { configError, MINIMAL_YAML } from '../../helpers/config-files.js'
+import { useTempDir } from '../../helpers/temp-dir.js'
 
-let dir: string
+const dir = useTempDir('v4gw-load-config-')
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'v4gw-load-config-'))
-})
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true })
-})
-
-async function writeTemp(name: string, text: string): Promise<string> {
-  const path = join(dir, name)
-  await writeFile(path, text, 'utf8')
-  return path
+function writeTemp(name: string, text: string): Promise<string> {
+  return dir.write(name, text)
 }
-
-/** Runs `loadConfig` and returns the ConfigError it rejects with. */
-async function configError(path: string, env: Record<string, string | undefined> = {}): Promise<ConfigError> {
-  const error: unknown = await loadConfig(path, env).then(
-    () => undefined,
-    (rejection: unknown) => rejection
-  )
-  expect(error).toBeInstanceOf(ConfigError)
-  return error as ConfigError
-}
-
-const MINIMAL_YAML = `
-tenants:
-  acme:
-    upstream:
-      staging: http://127.0.0.1:4010
-`
 
 describe('loadConfig reads files', () => {
   it('reads a YAML file', async () => {
@@ -62,7 +36,7 @@ describe('loadConfig reads files', () => {
   })
 
   it('rejects a missing file with CONFIG_INVALID naming the read failure', async () => {
-    const error = await configError(join(dir, 'does-not-exist.yaml'))
+    const error = await configError(join(dir.path, 'does-not-exist.yaml'))
     expect(error.code).toBe('CONFIG_INVALID')
     expect(error.problems).toEqual(['cannot read the file: ENOENT'])
   })

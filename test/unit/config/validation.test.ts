@@ -1,36 +1,24 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../../../src/config/load-config.js'
+import { describe, expect, it } from 'vitest'
+import { loadConfig } from '../../../src/config/load-config.js'
 import type { GatewayConfig } from '../../../src/config/schema.js'
+import { configProblems } from '../../helpers/config-files.js'
+import { useTempDir } from '../../helpers/temp-dir.js'
 
-let dir: string
+const dir = useTempDir('v4gw-validation-')
 let fileCount = 0
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'v4gw-validation-'))
-})
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true })
-})
+/** Writes `document` to a fresh temp JSON file, so the test reads as the config it means; resolves with its path. */
+function writeJson(document: Record<string, unknown>): Promise<string> {
+  return dir.write(`config-${++fileCount}.json`, JSON.stringify(document))
+}
 
-/** Loads `document` through a temp JSON file, so the test reads as the config it means. */
 async function load(document: Record<string, unknown>): Promise<GatewayConfig> {
-  const path = join(dir, `config-${++fileCount}.json`)
-  await writeFile(path, JSON.stringify(document), 'utf8')
-  return loadConfig(path, {})
+  return loadConfig(await writeJson(document), {})
 }
 
 /** The `problems` of the CONFIG_INVALID error that loading `document` rejects with. */
 async function problemsOf(document: Record<string, unknown>): Promise<string[]> {
-  const error: unknown = await load(document).then(
-    () => undefined,
-    (rejection: unknown) => rejection
-  )
-  expect(error).toBeInstanceOf(ConfigError)
-  expect((error as ConfigError).code).toBe('CONFIG_INVALID')
-  return (error as ConfigError).problems
+  return configProblems(await writeJson(document))
 }
 
 function acme(upstream: Record<string, unknown>, rest: Record<string, unknown> = {}): Record<string, unknown> {

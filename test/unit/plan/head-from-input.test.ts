@@ -1,7 +1,7 @@
-import { createServer, type IncomingHttpHeaders } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { IncomingHttpHeaders } from 'node:http'
+import { describe, expect, it } from 'vitest'
 import { headersFromRaw } from '../../../src/plan/head-from-input.js'
+import { useHttpServer } from '../../helpers/http-server.js'
 import { buildRawRequest, rawExchange } from '../../helpers/raw-http.js'
 
 /**
@@ -9,17 +9,10 @@ import { buildRawRequest, rawExchange } from '../../helpers/raw-http.js'
  * does, so that it plans from the same joined view the live listener reads.
  */
 const seen: { rawHeaders: string[]; headers: IncomingHttpHeaders }[] = []
-const server = createServer((request, response) => {
+const server = useHttpServer((request, response) => {
   seen.push({ rawHeaders: request.rawHeaders, headers: request.headers })
   response.end()
 })
-let url: string
-
-beforeAll(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-})
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
 
 const CASES: [string, [string, string][]][] = [
   ['single fields, names in any case', [['Host', 'a.example'], ['X-Api-Key', 'k'], ['Content-Type', 'application/json']]],
@@ -33,7 +26,7 @@ const CASES: [string, [string, string][]][] = [
 describe('headersFromRaw', () => {
   it.each(CASES)('builds the headers Node builds: %s', async (_name, lines) => {
     seen.length = 0
-    await rawExchange(url, buildRawRequest('GET / HTTP/1.1', [...lines, ['connection', 'close']]), { timeoutMs: 2_000 })
+    await rawExchange(server.url, buildRawRequest('GET / HTTP/1.1', [...lines, ['connection', 'close']]), { timeoutMs: 2_000 })
     const node = seen[0]
     expect(node).toBeDefined()
     expect(headersFromRaw(node!.rawHeaders)).toEqual(node!.headers)

@@ -1,32 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { buildRedisKeys, escapeGlob } from '../../../src/sessions/redis-keys.js'
 import { createRedisSessionStore, type RedisSessionStore, type RedisSessionStoreOptions } from '../../../src/sessions/redis-session-store.js'
 import { createLogSink } from '../../helpers/log-sink.js'
-import { startRedisServer, type StartedRedis } from '../../helpers/redis-server.js'
+import { useRedisServer } from '../../helpers/redis-server.js'
+import { ownedByTest } from '../../helpers/teardown.js'
 
-let redis: StartedRedis
-let inspect: Redis
-const opened: RedisSessionStore[] = []
+const redis = useRedisServer()
 let prefixCount = 0
 
-beforeAll(async () => {
-  redis = await startRedisServer()
-  inspect = new Redis(redis.url)
-})
-afterAll(async () => {
-  await inspect?.quit()
-  await redis?.stop()
-})
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((store) => store.close()))
-})
-
-/** A store on the test server with a key prefix of its own, so tests never see each other's keys. */
-async function openStore(overrides: Partial<RedisSessionStoreOptions> = {}): Promise<RedisSessionStore> {
-  const store = await createRedisSessionStore({
+/**
+ * A store on the test server with a key prefix of its own, so tests never see each other's keys;
+ * closed when the test finishes.
+ */
+function openStore(overrides: Partial<RedisSessionStoreOptions> = {}): Promise<RedisSessionStore> {
+  const options: RedisSessionStoreOptions = {
     url: redis.url,
     keyPrefix: `t${++prefixCount}:`,
     maxEntries: 1_000,
@@ -34,9 +23,8 @@ async function openStore(overrides: Partial<RedisSessionStoreOptions> = {}): Pro
     lockMs: 1_000,
     logger: pino({ level: 'silent' }),
     ...overrides
-  })
-  opened.push(store)
-  return store
+  }
+  return ownedByTest('openStore', () => createRedisSessionStore(options), (store) => store.close())
 }
 
 /** Two replicas' stores on one prefix. */
@@ -77,8 +65,8 @@ describe('createRedisSessionStore', () => {
     const store = await openStore({ ttlMs: 30_000 })
     await store.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
     const prefix = `t${prefixCount}:`
-    expect(await inspect.get(`${prefix}s:acme:k1`)).toBe('ses_1')
-    const pttl = await inspect.pttl(`${prefix}s:acme:k1`)
+    expect(await redis.client().get(`${prefix}s:acme:k1`)).toBe('ses_1')
+    const pttl = await redis.client().pttl(`${prefix}s:acme:k1`)
     expect(pttl).toBeGreaterThan(29_000)
     expect(pttl).toBeLessThanOrEqual(30_000)
   })
@@ -86,7 +74,7 @@ describe('createRedisSessionStore', () => {
   it('answers a local hit without asking Redis', async () => {
     const [replicaA, replicaB, prefix] = await twoReplicas()
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
-    await inspect.del(`${prefix}s:acme:k`)
+    await redis.client().del(`${prefix}s:acme:k`)
     expect(await replicaA.get('k', 'acme')).toEqual({ sessionId: 'ses_1', tenant: 'acme' })
     expect(await replicaB.get('k', 'acme')).toBeUndefined()
   })
@@ -102,7 +90,7 @@ describe('createRedisSessionStore', () => {
   it('reads a key once for all the requests that miss it locally at the same moment', async () => {
     const [replicaA, replicaB] = await twoReplicas()
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
-    const reads = async (): Promise<number> => Number(/cmdstat_pttl:calls=(\d+)/.exec(await inspect.info('commandstats'))?.[1] ?? 0)
+    const reads = async (): Promise<number> => Number(/cmdstat_pttl:calls=(\d+)/.exec(await redis.client().info('commandstats'))?.[1] ?? 0)
     const before = await reads()
     const answers = await Promise.all(Array.from({ length: 50 }, () => replicaB.get('k', 'acme')))
     expect(new Set(answers.map((answer) => answer?.sessionId))).toEqual(new Set(['ses_1']))
@@ -162,7 +150,7 @@ describe('createRedisSessionStore', () => {
     await replicaA.set('k', { sessionId: 'ses_1', tenant: 'acme' })
     await replicaB.get('k', 'acme')
     expect(await replicaB.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
-    expect(await inspect.exists(`${prefix}s:acme:k`)).toBe(0)
+    expect(await redis.client().exists(`${prefix}s:acme:k`)).toBe(0)
     // Replica A drops its local copy, but the entry was B's to report: the fleet counts it once.
     expect(await replicaA.deleteIfSession('k', 'ses_1', 'acme')).toBe(false)
     expect(await replicaA.get('k', 'acme')).toBeUndefined()
@@ -174,9 +162,9 @@ describe('createRedisSessionStore', () => {
     await store.set('k', { sessionId: 'ses_1', tenant: 'acme' })
     await store.set('other', { sessionId: 'ses_2', tenant: 'acme' })
     const keyPrefix = `t${prefixCount}:`
-    expect(await inspect.get(`${keyPrefix}s:acme:k`)).toBe('ses_1')
+    expect(await redis.client().get(`${keyPrefix}s:acme:k`)).toBe('ses_1')
     expect(await store.deleteIfSession('k', 'ses_1', 'acme')).toBe(true)
-    expect(await inspect.exists(`${keyPrefix}s:acme:k`)).toBe(0)
+    expect(await redis.client().exists(`${keyPrefix}s:acme:k`)).toBe(0)
   })
 
   it('deleteIfSession keeps a shared entry that already names a newer session', async () => {
@@ -186,25 +174,25 @@ describe('createRedisSessionStore', () => {
     await replicaA.set('k', { sessionId: 'ses_2', tenant: 'acme' })
     // Replica B's local copy of ses_1 goes, but the shared entry names ses_2 and stays: no removal to report.
     expect(await replicaB.deleteIfSession('k', 'ses_1', 'acme')).toBe(false)
-    expect(await inspect.get(`${prefix}s:acme:k`)).toBe('ses_2')
+    expect(await redis.client().get(`${prefix}s:acme:k`)).toBe('ses_2')
     expect(await replicaB.get('k', 'acme')).toEqual({ sessionId: 'ses_2', tenant: 'acme' })
   })
 
   it("clear(tenant) removes that tenant's shared entries over several SCAN batches and no one else's", async () => {
     const store = await openStore()
     const prefix = `t${prefixCount}:`
-    const pipeline = inspect.pipeline()
+    const pipeline = redis.client().pipeline()
     for (let index = 0; index < 1_200; index++) pipeline.set(`${prefix}s:acme:k${index}`, `ses_${index}`, 'PX', 60_000)
     pipeline.set(`${prefix}s:beta:k0`, 'ses_beta', 'PX', 60_000)
     pipeline.set(`${prefix}s:acme-two:k0`, 'ses_acme_two', 'PX', 60_000)
     pipeline.set(`other:s:acme:k0`, 'ses_other_prefix', 'PX', 60_000)
     await pipeline.exec()
     expect(await store.clear('acme')).toBe(1_200)
-    expect(await inspect.keys(`${prefix}*`)).toEqual(expect.arrayContaining([`${prefix}s:beta:k0`, `${prefix}s:acme-two:k0`]))
-    expect((await inspect.keys(`${prefix}s:acme:*`)).length).toBe(0)
-    expect(await inspect.get('other:s:acme:k0')).toBe('ses_other_prefix')
+    expect(await redis.client().keys(`${prefix}*`)).toEqual(expect.arrayContaining([`${prefix}s:beta:k0`, `${prefix}s:acme-two:k0`]))
+    expect((await redis.client().keys(`${prefix}s:acme:*`)).length).toBe(0)
+    expect(await redis.client().get('other:s:acme:k0')).toBe('ses_other_prefix')
     expect(await store.clear()).toBe(2)
-    expect(await inspect.get('other:s:acme:k0')).toBe('ses_other_prefix')
+    expect(await redis.client().get('other:s:acme:k0')).toBe('ses_other_prefix')
   })
 
   it('clear(tenant) drops the local copies of that tenant too', async () => {
@@ -222,7 +210,7 @@ describe('createRedisSessionStore', () => {
     await globby.set('k', { sessionId: 'ses_glob', tenant: 'acme' })
     await plain.set('k', { sessionId: 'ses_plain', tenant: 'acme' })
     expect(await globby.clear('acme')).toBe(1)
-    expect(await inspect.get('gX1:s:acme:k')).toBe('ses_plain')
+    expect(await redis.client().get('gX1:s:acme:k')).toBe('ses_plain')
   })
 
   it('countByTenant counts the shared entries of every replica', async () => {
@@ -243,14 +231,14 @@ describe('the start lock', () => {
     // The winner looks once more after taking the lock (distributed-start.ts); a read from before
     // may predate another replica's entry, and sharing it would start the session a second time.
     const { replicaB, prefix } = await replicaWithExpiredCopy()
-    const pttlCalls = async (): Promise<number> => Number(/cmdstat_pttl:calls=(\d+)/.exec(await inspect.info('commandstats'))?.[1] ?? 0)
+    const pttlCalls = async (): Promise<number> => Number(/cmdstat_pttl:calls=(\d+)/.exec(await redis.client().info('commandstats'))?.[1] ?? 0)
     const calls = await pttlCalls()
     const before = replicaB.get('k', 'acme')
     const attempt = replicaB.startLock.acquire('k', 'acme')
     const look = replicaB.get('k', 'acme')
     await Promise.all([before, attempt, look])
     expect((await pttlCalls()) - calls).toBe(2)
-    await inspect.del(`${prefix}l:acme:k`)
+    await redis.client().del(`${prefix}l:acme:k`)
   })
 
   it('is taken by one replica at a time, with a PX of lockMs', async () => {
@@ -258,7 +246,7 @@ describe('the start lock', () => {
     const first = await replicaA.startLock.acquire('k', 'acme')
     expect(first.state).toBe('acquired')
     expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('held')
-    const pttl = await inspect.pttl(`${prefix}l:acme:k`)
+    const pttl = await redis.client().pttl(`${prefix}l:acme:k`)
     expect(pttl).toBeGreaterThan(2_000)
     expect(pttl).toBeLessThanOrEqual(3_000)
     if (first.state === 'acquired') await first.release()
@@ -276,11 +264,11 @@ describe('the start lock', () => {
     const store = await openStore({ lockMs: 8_000 })
     const lockKey = `t${prefixCount}:l:acme:k`
     // Every client but this one waits 1.5 s, past the store's 1 s command timeout; then Redis runs what was sent.
-    await inspect.call('CLIENT', 'PAUSE', '1500', 'ALL')
+    await redis.client().call('CLIENT', 'PAUSE', '1500', 'ALL')
     expect((await store.startLock.acquire('k', 'acme')).state).toBe('unavailable')
     await sleep(1_000)
     // The SET went through once Redis went on: a lock nobody owns would stay for lockMs.
-    expect(await inspect.exists(lockKey)).toBe(0)
+    expect(await redis.client().exists(lockKey)).toBe(0)
   })
 
   it('release leaves alone a lock that expired and was taken by another replica', async () => {
@@ -288,9 +276,9 @@ describe('the start lock', () => {
     const stale = await replicaA.startLock.acquire('k', 'acme')
     await sleep(150)
     expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
-    const holder = await inspect.get(`${prefix}l:acme:k`)
+    const holder = await redis.client().get(`${prefix}l:acme:k`)
     if (stale.state === 'acquired') await stale.release()
-    expect(await inspect.get(`${prefix}l:acme:k`)).toBe(holder)
+    expect(await redis.client().get(`${prefix}l:acme:k`)).toBe(holder)
   })
 })
 

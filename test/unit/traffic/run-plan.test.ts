@@ -1,6 +1,4 @@
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { GatewayError } from '../../../src/errors/registry.js'
 import { Exchange } from '../../../src/kernel/exchange.js'
 import type { CallsPlan, Plan, PlanFacts } from '../../../src/plan/plan-request.js'
@@ -8,13 +6,11 @@ import type { SessionMap } from '../../../src/sessions/session-map.js'
 import { runPlan, type RunDeps } from '../../../src/traffic/run-plan.js'
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../../src/upstream/upstream-client.js'
 import { send } from '../../helpers/http.js'
+import { startHttpServer } from '../../helpers/http-server.js'
 
 /** The runner, one case per kind of plan, on a real node:http request; the upstream is a recording stand-in. */
 const FACTS: PlanFacts = { tenant: 'acme', trafficClass: 'legacy', legacyRoute: 'POST /v1/x', action: 'execute', v4Path: undefined, clientFingerprint: 'f'.repeat(64), credential: 'session-token' }
 const HEADERS = { 'x-request-id': 'req-run', deprecation: '@1' }
-
-let server: Server | undefined
-afterEach(() => new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve()))))
 
 interface Seen {
   errors: unknown[]
@@ -45,12 +41,11 @@ async function run(plan: Plan, body?: string): Promise<{ seen: Seen; answer: Awa
       exchange.response.writeHead(299).end()
     }
   }
-  server = createServer((request, response) => {
+  const server = await startHttpServer((request, response) => {
     seen.exchange = new Exchange(request, response)
     runPlan(plan, seen.exchange, deps)
   })
-  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
-  const answer = await send(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, '/v1/x', { method: 'POST', body, headers: { 'content-type': 'application/json' } })
+  const answer = await send(server.url, '/v1/x', { method: 'POST', body, headers: { 'content-type': 'application/json' } })
   return { seen, answer }
 }
 
