@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
+import { arrivalBarrier } from '../helpers/arrival-barrier.js'
 import { send, type Answer } from '../helpers/http.js'
 import { startRecordingUpstream } from '../helpers/recording-upstream.js'
 import { startReplicas, useRedisServer } from '../helpers/redis-server.js'
@@ -23,25 +24,6 @@ function spread(replicas: StartedGateway[], count: number, stateId: string): Pro
   return Promise.all(Array.from({ length: count }, (_, index) => invoke(replicas[index % replicas.length] as StartedGateway, { input: index, stateId })))
 }
 
-/**
- * Settles once the replicas together have received `count` requests (or after 3 s, so a test
- * can never hang). An extra 'request' listener only observes: fastify's own handler still runs.
- */
-function arrivals(gateways: StartedGateway[], count: number): Promise<void> {
-  return new Promise((resolve) => {
-    let seen = 0
-    const fallback = setTimeout(resolve, 3_000)
-    for (const gateway of gateways) {
-      gateway.gateway.trafficServer.on('request', function countArrival() {
-        if (++seen === count) {
-          clearTimeout(fallback)
-          resolve()
-        }
-      })
-    }
-  })
-}
-
 function sessionOutcomes(replica: StartedGateway): unknown[] {
   return replica.logs.lines().filter((line) => line.msg === 'request').map((line) => line.session)
 }
@@ -59,12 +41,12 @@ describe('three replicas on one Redis (issue 7 point 2)', () => {
 
   it('makes the replicas that lost the lock wait for the winner and report coalesced', async () => {
     let starts = 0
-    let allArrived = Promise.resolve()
+    const allIn = arrivalBarrier(60)
     const upstream = await startRecordingUpstream(async (request, response) => {
       if (request.url === START_PATH) {
         starts++
         // Held until every call is in a gateway (and has had time to miss), so that all of them overlap the start.
-        await allArrived
+        await allIn.arrived
         await sleep(200)
         response.writeHead(201, { 'content-type': 'application/json' })
         response.end(JSON.stringify({ sessionId: `ses_${starts}` }))
@@ -74,8 +56,9 @@ describe('three replicas on one Redis (issue 7 point 2)', () => {
       response.end(JSON.stringify({ output: 'ok' }))
     })
     const replicas = await startReplicas(3, upstream.url, redis.url, `r${++prefixCount}:`)
-    allArrived = arrivals(replicas, 60)
+    allIn.watch(replicas)
     const answers = await spread(replicas, 60, 'slow-start')
+    await allIn.arrived
     expect(answers.map((answer) => answer.status)).toEqual(Array<number>(60).fill(200))
     expect(starts).toBe(1)
     expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_1']))

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request as undiciRequest } from 'undici'
 import { describe, expect, it } from 'vitest'
+import { arrivalBarrier } from '../helpers/arrival-barrier.js'
 import { send, type Answer } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream, type UpstreamHandler } from '../helpers/recording-upstream.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
@@ -59,21 +60,18 @@ function fakeV4(script: FakeV4 = {}): UpstreamHandler {
   }
 }
 
-/**
- * Settles once the gateway has received `count` requests (or after 3 s, so a test can never
- * hang). An extra 'request' listener only observes: fastify's own handler still runs.
- */
-function arrivalsAt(gw: StartedGateway, count: number): Promise<void> {
-  return new Promise((resolve) => {
-    let seen = 0
-    const fallback = setTimeout(resolve, 3_000)
-    gw.gateway.trafficServer.on('request', function countArrival() {
-      if (++seen === count) {
-        clearTimeout(fallback)
-        resolve()
-      }
-    })
-  })
+/** The session outcomes the requests logged (SPEC 9), sorted, once all `count` access lines are written. */
+async function sessionOutcomes(gw: StartedGateway, count: number): Promise<string[]> {
+  const requestLines = (): Record<string, unknown>[] => gw.logs.lines().filter((line) => line.msg === 'request')
+  await until(() => requestLines().length === count)
+  return requestLines()
+    .map((line) => String(line.session))
+    .sort()
+}
+
+/** One miss (the caller that sent the start) and every other caller coalesced on it, none a later hit: they overlapped. */
+function overlapped(count: number): string[] {
+  return [...Array<string>(count - 1).fill('coalesced'), 'miss']
 }
 
 function startsOf(upstream: RecordingUpstream): RecordedRequest[] {
@@ -114,10 +112,12 @@ function sessionsThatDie(refusal: FakeAnswer, live: (sessionId: string) => FakeA
 
 describe('session-execute single-flight (SPEC 4 step 3)', () => {
   it('starts exactly one V4 session for 50 concurrent first calls on one key', async () => {
-    let arrived = Promise.resolve()
-    const { upstream, gw } = await fakeGateway({ start: (n) => ({ status: 201, body: { sessionId: `ses_${n}` }, holdUntil: arrived, delayMs: 100 }) })
-    arrived = arrivalsAt(gw, 50)
+    const allIn = arrivalBarrier(50)
+    const { upstream, gw } = await fakeGateway({ start: (n) => ({ status: 201, body: { sessionId: `ses_${n}` }, holdUntil: allIn.arrived, delayMs: 100 }) })
+    allIn.watch([gw])
     const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => invoke(gw.url, { input: index, stateId: 'shared', state: { policy: 'p' } })))
+    await allIn.arrived
+    expect(await sessionOutcomes(gw, 50)).toEqual(overlapped(50))
     expect(startsOf(upstream)).toHaveLength(1)
     expect(answers.map((answer) => answer.status)).toEqual(Array<number>(50).fill(200))
     expect(new Set(answers.map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_1']))
@@ -156,11 +156,13 @@ describe('session-execute single-flight (SPEC 4 step 3)', () => {
 
   it('shares one failing sessions.start among 50 concurrent callers, each getting its status and body as they came', async () => {
     const failure = JSON.stringify({ error: { code: 'BACKEND_DOWN', message: 'try later' }, meta: { requestId: 'up-req-1', timingMs: { total: 1 } } })
-    let arrived = Promise.resolve()
-    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 500, text: failure, holdUntil: arrived, delayMs: 100 }) })
+    const allIn = arrivalBarrier(50)
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 500, text: failure, holdUntil: allIn.arrived, delayMs: 100 }) })
     // A failed start caches nothing, so a caller arriving after it settled would start again: hold it until all 50 are in.
-    arrived = arrivalsAt(gw, 50)
+    allIn.watch([gw])
     const answers = await Promise.all(Array.from({ length: 50 }, () => invoke(gw.url, { input: 1, stateId: 'failing' })))
+    await allIn.arrived
+    expect(await sessionOutcomes(gw, 50)).toEqual(overlapped(50))
     expect(startsOf(upstream)).toHaveLength(1)
     expect(executionsOf(upstream)).toHaveLength(0)
     for (const answer of answers) {
@@ -181,10 +183,12 @@ describe('session-execute single-flight (SPEC 4 step 3)', () => {
   })
 
   it('answers 502 UPSTREAM_BAD_RESPONSE to every concurrent caller when the shared sessions.start has no session id', async () => {
-    let arrived = Promise.resolve()
-    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: {}, holdUntil: arrived, delayMs: 100 }) })
-    arrived = arrivalsAt(gw, 20)
+    const allIn = arrivalBarrier(20)
+    const { upstream, gw } = await fakeGateway({ start: () => ({ status: 201, body: {}, holdUntil: allIn.arrived, delayMs: 100 }) })
+    allIn.watch([gw])
     const answers = await Promise.all(Array.from({ length: 20 }, () => invoke(gw.url, { input: 1, stateId: 'no-id' })))
+    await allIn.arrived
+    expect(await sessionOutcomes(gw, 20)).toEqual(overlapped(20))
     expect(startsOf(upstream)).toHaveLength(1)
     for (const answer of answers) {
       expect(answer.status).toBe(502)

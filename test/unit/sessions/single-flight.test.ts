@@ -17,6 +17,10 @@ describe('createSingleFlight', () => {
     const gate = deferred<string>()
     const call = vi.fn(() => gate.promise)
     const runs = Array.from({ length: 50 }, () => flight.run('k', call))
+    // All 50 are waiting on the one call before it settles: they overlap by construction, not by timing.
+    expect(flight.inFlight).toBe(1)
+    expect(runs.map((run) => run.shared)).toEqual([false, ...Array<boolean>(49).fill(true)])
+    expect(call).toHaveBeenCalledTimes(1)
     gate.resolve('ses_1')
     const results = await Promise.all(runs.map((run) => run.promise))
     expect(call).toHaveBeenCalledTimes(1)
