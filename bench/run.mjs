@@ -5,6 +5,8 @@
 //
 // Flags: --quick (1 round, 1 s warm-up, 4 s per row: about 1.5 minutes); full: 5 rounds x (2 s + 6 s), --json FILE,
 //        --rounds N, --duration S, --warmup S, --connections N, --only a,b,c, --no-memory,
+//        --remeasures N (how often a window disturbed by other work is measured again; default 2,
+//        0 for a smoke run that only checks the machinery, as test/integration/bench-run.test.ts does),
 //        --stat median|best (per metric over rounds; default median; best = highest req/s,
 //        lowest latency and CPU, useful on a machine where other work only ever slows a row),
 //        --profile (writes a V8 CPU profile of every measured process to .bench-out/profiles/;
@@ -40,10 +42,9 @@ const MAX_P99_OVER_P50 = 3
 const ISSUE_HANDWRITTEN_RATIO = 1.9
 const MAX_SESSION_BYTES_PER_ENTRY = 500
 // A window in which the machine spent more than this share of a core outside the benchmark (other
-// processes, or the hypervisor's steal) is measured again, at most MAX_REMEASURES times; the
+// processes, or the hypervisor's steal) is measured again, at most --remeasures times; the
 // sample with the least other work is kept.
 const MAX_OTHER_WORK_PCT = 10
-const MAX_REMEASURES = 2
 
 const { values: flags } = parseArgs({
   options: {
@@ -55,6 +56,7 @@ const { values: flags } = parseArgs({
     connections: { type: 'string', default: '50' },
     only: { type: 'string' },
     'no-memory': { type: 'boolean', default: false },
+    remeasures: { type: 'string', default: '2' },
     profile: { type: 'boolean', default: false },
     stat: { type: 'string', default: 'median' },
     load: { type: 'string' }
@@ -69,10 +71,12 @@ const settings = {
   durationSec: Number(flags.duration ?? (flags.quick ? 4 : 6)),
   warmupSec: Number(flags.warmup ?? (flags.quick ? 1 : 2)),
   connections: Number(flags.connections),
+  remeasures: Number(flags.remeasures),
   pipelining: 1,
   generator: flags.load ?? 'autocannon'
 }
 if (settings.generator !== 'wrk' && settings.generator !== 'autocannon') throw new Error('--load is wrk or autocannon')
+if (!Number.isInteger(settings.remeasures) || settings.remeasures < 0) throw new Error('--remeasures is a whole number, 0 or more')
 if (settings.generator === 'wrk' && !hasWrk) throw new Error('--load wrk: wrk is not installed (apt-get install -y wrk)')
 const hasRedis = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0
 if (!hasRedis) console.log('note: redis-server is not installed (apt-get install -y redis-server): the gateway-session-hit-redis row is skipped')
@@ -377,7 +381,7 @@ async function main() {
       const order = round % 2 === 0 ? measurementOrder : [...measurementOrder].reverse()
       for (const candidate of order) {
         let sample
-        for (let attempt = 0; attempt <= MAX_REMEASURES; attempt++) {
+        for (let attempt = 0; attempt <= settings.remeasures; attempt++) {
           const next = await measureOnce(candidate)
           log(
             `round ${round + 1} ${candidate.name}: ${next.rps.toFixed(0)} req/s, p50 ${next.p50Ms.toFixed(2)} ms, p99 ${next.p99Ms.toFixed(2)} ms, ` +
@@ -385,7 +389,7 @@ async function main() {
           )
           if (sample === undefined || next.foreignCpuPct < sample.foreignCpuPct) sample = next
           if (sample.foreignCpuPct <= MAX_OTHER_WORK_PCT) break
-          if (attempt < MAX_REMEASURES) {
+          if (attempt < settings.remeasures) {
             remeasured++
             log(`  other work over ${MAX_OTHER_WORK_PCT}% of a core: measuring ${candidate.name} again`)
           }
@@ -430,7 +434,7 @@ async function main() {
     printTable(rows)
     console.log('')
     console.log(`"other work": CPU the machine spent outside this benchmark during the row, in % of one core (of ${cpus().length}; the hypervisor's steal included); high values mean noisy numbers.`)
-    console.log(`${remeasured} window(s) measured again for other work over ${MAX_OTHER_WORK_PCT}% of a core (at most ${MAX_REMEASURES} more per row and round; the least disturbed kept).`)
+    console.log(`${remeasured} window(s) measured again for other work over ${MAX_OTHER_WORK_PCT}% of a core (at most ${settings.remeasures} more per row and round; the least disturbed kept).`)
     for (const [name, row] of Object.entries(rows)) {
       if (name !== 'direct' && row.busyPct < 90) {
         console.log(`note: ${name} kept its process only ${row.busyPct.toFixed(0)}% busy (median): the load side set its pace, so its req/s ratio understates it.`)
