@@ -62,8 +62,10 @@ export function createForwarder(
           // A streamed answer's upstream time ends at its headers (SPEC 9 logs and histograms):
           // the body then flows at the pace of both ends.
           outcome.upstreamMs = performance.now() - sentAt
-          // The upstream's end-to-end headers (RFC 9110 7.6.1) with the gateway's own on top.
-          const answer = putOwnHeaders(stripHopByHop(headers) as OutgoingHttpHeaders, exchange.answerHeaders)
+          // The upstream's end-to-end headers (RFC 9110 7.6.1) with the gateway's own on top. A 204
+          // never carries a Content-Length (RFC 9110 8.6), even when the upstream's did.
+          const upstreamHeaders = stripHopByHop(headers, statusCode === 204 ? NOT_IN_NO_CONTENT : undefined) as OutgoingHttpHeaders
+          const answer = putOwnHeaders(upstreamHeaders, exchange.answerHeaders)
           // An HTTP/1.1 connection whose request body was not read to its end cannot carry another
           // request; while draining, none should carry another (SPEC 9).
           if (!request.complete || isDraining()) answer.connection = 'close'
@@ -131,6 +133,8 @@ function carriesTrailers(request: IncomingMessage, statusCode: number, hasLength
     !hasLength
   )
 }
+
+const NOT_IN_NO_CONTENT: ReadonlySet<string> = new Set(['content-length'])
 
 /**
  * `Host`: the upstream's own is set by undici; the client's travels as `x-forwarded-host`.

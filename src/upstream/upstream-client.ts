@@ -98,11 +98,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   return {
     request(request) {
       return new Promise((resolve, reject) => {
-        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.cancelScope, request.timing))
+        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.method === 'HEAD', request.cancelScope, request.timing))
       })
     },
     stream(request, target) {
-      agent.dispatch(dispatchOptions(request), new StreamingHandler(target))
+      agent.dispatch(dispatchOptions(request), new StreamingHandler(target, request.method === 'HEAD'))
     },
     close: () => agent.close(),
     destroy: () => agent.destroy(new Error('the gateway is shutting down'))
@@ -121,6 +121,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   constructor(
     private readonly resolve: (response: UpstreamResponse) => void,
     private readonly reject: (error: GatewayError) => void,
+    private readonly toHead: boolean,
     private readonly cancelScope: CancelScope | undefined,
     private readonly timing: UpstreamTiming | undefined
   ) {}
@@ -138,6 +139,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return
     this.statusCode = statusCode
     this.headers = headers
+    // Whatever its Content-Length says; undici then reports a length mismatch, which is no failure.
+    if (endsAtHeaders(statusCode, this.toHead)) this.onResponseEnd()
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -178,8 +181,12 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
 /** Writes an answer into a target as it arrives, pausing the upstream while the target is full. */
 class StreamingHandler implements Dispatcher.DispatchHandler {
   private started = false
+  private ended = false
 
-  constructor(private readonly target: StreamTarget) {}
+  constructor(
+    private readonly target: StreamTarget,
+    private readonly toHead: boolean
+  ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.target.onStart(() => controller.abort(new Error('the client went away')))
@@ -190,6 +197,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return this.target.onInformational(statusCode, headers)
     this.started = true
     this.target.onResponseStart(statusCode, headers)
+    if (endsAtHeaders(statusCode, this.toHead)) this.end()
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -199,16 +207,33 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    if (this.ended) return
     if (hasAnyField(trailers)) this.target.onTrailers(trailers)
-    this.target.body.end()
+    this.end()
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     // Before headers the client still gets an answer (SPEC 6); after, only an aborted stream can say it.
     if (!this.started) return this.target.onFailure(mapUpstreamError(error))
+    // An answer that ended at its headers is whole: what undici says after (a 304's Content-Length
+    // that no body follows is a length mismatch to it) cuts nothing.
+    if (this.ended) return
     this.target.onBrokenOff(mapUpstreamErrorAfterHeaders(error))
     this.target.body.destroy(error)
   }
+
+  private end(): void {
+    this.ended = true
+    this.target.body.end()
+  }
+}
+
+/**
+ * RFC 9112 6.3: an answer to HEAD, a 204 and a 304 end at their headers, whatever their
+ * Content-Length or Transfer-Encoding says (a 304's Content-Length is the 200's, RFC 9110 8.6).
+ */
+function endsAtHeaders(statusCode: number, toHead: boolean): boolean {
+  return toHead || statusCode === 204 || statusCode === 304
 }
 
 /** Whether a parsed field block holds any field; undici passes `{}` for an answer without trailers. */

@@ -1,0 +1,128 @@
+import { beforeEach, describe, expect, it } from 'vitest'
+import { useFaultUpstream, type FaultExchange, type FaultHandler } from '../helpers/fault-upstream.js'
+import { send, type Answer } from '../helpers/http.js'
+import { parseRawResponse, rawExchange, type RawResponse } from '../helpers/raw-http.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
+
+/*
+ * What a careful upstream may send and a gateway must still get right (RFC 9110, RFC 9112),
+ * written as raw bytes by a fault upstream. Native calls are streamed (passthrough/), legacy
+ * calls read whole (legacy/): both go through upstream/upstream-client.ts.
+ */
+
+const TOKEN = 'Bearer conformance-token'
+const FINAL_JSON = '{"output":"final","meta":{}}'
+const FINAL_200 = `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${FINAL_JSON.length}\r\n\r\n${FINAL_JSON}`
+const AFTER = 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nafter'
+
+/** Writes `bytes` on the upstream's socket as they are and keeps the connection, as a keep-alive server would. */
+function writeRaw(bytes: string): FaultHandler {
+  return (exchange) => void exchange.socket.write(bytes)
+}
+
+function legacyCall(gatewayUrl: string): Promise<Answer> {
+  return send(gatewayUrl, '/v1/headless/runs', { headers: { authorization: TOKEN }, json: { input: { n: 1 } } })
+}
+
+/** Every answer in `bytes`, in order, each cut where its framing ends (`methods[i]` asked for the i-th). */
+function answersIn(bytes: Buffer, methods: readonly string[], ended: boolean): RawResponse[] {
+  const found: RawResponse[] = []
+  let rest = bytes
+  for (const method of methods) {
+    const answer = parseRawResponse(rest, ended, method)
+    if (answer === undefined) break
+    found.push(answer)
+    const headEnd = rest.indexOf('\r\n\r\n') + 4
+    const bodyless = method === 'HEAD' || answer.status === 204 || answer.status === 304
+    rest = rest.subarray(headEnd + (bodyless ? 0 : (answer.declaredLength ?? rest.length)))
+  }
+  if (rest.length > 0 && found.length === methods.length) throw new Error(`bytes after the last answer: ${rest.toString('latin1')}`)
+  return found
+}
+
+/** One gateway (tenant `acme`, logging at info) on one fault upstream whose behaviour each test sets. */
+function useConformanceGateway(): { upstream: ReturnType<typeof useFaultUpstream>; gateway: ReturnType<typeof useGateway> } {
+  const upstream = useFaultUpstream(writeRaw(FINAL_200))
+  const gateway = useGateway(() => testConfig(upstream.url, { log: { level: 'info' }, limits: { upstreamTimeoutMs: 2_000 } }))
+  beforeEach(() => {
+    upstream.setHandler(writeRaw(FINAL_200))
+    upstream.exchanges.length = 0
+  })
+  return { upstream, gateway }
+}
+
+/** The access line of the request with this id, once it is written. */
+async function accessLine(gateway: ReturnType<typeof useGateway>, requestId: string): Promise<Record<string, unknown>> {
+  const find = (): Record<string, unknown> | undefined => gateway.logs.lines().find((line) => line.msg === 'request' && line.requestId === requestId)
+  await until(() => find() !== undefined)
+  return find() as Record<string, unknown>
+}
+
+describe('answers that end at their headers (RFC 9112 6.3): 204, 304, and any answer to HEAD', () => {
+  const { upstream, gateway } = useConformanceGateway()
+
+  /** By path: the bodyless answer under test, and a plain one for the request pipelined behind it. */
+  function answerByPath(bodyless: Record<string, string>): FaultHandler {
+    return (exchange: FaultExchange) => void exchange.socket.write(bodyless[exchange.url] ?? AFTER)
+  }
+
+  /** Two requests in one write on one connection: `first`, then a GET that closes the connection. */
+  async function pipelined(method: string, path: string, extra = ''): Promise<{ answers: RawResponse[]; closedByServer: boolean; timedOut: boolean; raw: string }> {
+    const request =
+      `${method} ${path} HTTP/1.1\r\nHost: gateway.test\r\nX-Request-Id: first-${method}-${path.slice(4)}\r\n${extra}\r\n` +
+      'GET /v4/after HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n'
+    const result = await rawExchange(gateway.url, request, { timeoutMs: 3_000 })
+    return { answers: answersIn(result.bytes, [method, 'GET'], result.closedByServer), closedByServer: result.closedByServer, timedOut: result.timedOut, raw: result.bytes.toString('latin1') }
+  }
+
+  function expectAfterAnswered(result: Awaited<ReturnType<typeof pipelined>>): void {
+    expect(result.answers, result.raw).toHaveLength(2)
+    expect(result.answers[1]).toMatchObject({ status: 200, text: 'after', complete: true })
+    expect(result.timedOut).toBe(false)
+  }
+
+  it('passes a 304 with its ETag and Content-Length on, with no body, and answers the request pipelined behind it', async () => {
+    upstream.setHandler(answerByPath({ '/v4/cached': 'HTTP/1.1 304 Not Modified\r\nETag: "v1"\r\nCache-Control: max-age=60\r\nContent-Length: 1234\r\n\r\n' }))
+    const result = await pipelined('GET', '/v4/cached', 'If-None-Match: "v1"\r\n')
+    expectAfterAnswered(result)
+    // RFC 9110 8.6: a 304's Content-Length is the length the 200 would have had; it is passed on.
+    expect(result.answers[0]).toMatchObject({ status: 304, headers: { etag: '"v1"', 'cache-control': 'max-age=60', 'content-length': '1234' } })
+    expect(result.raw.split('HTTP/1.1 ')).toHaveLength(3)
+    expect(await accessLine(gateway, 'first-GET-cached')).toMatchObject({ status: 304 })
+    expect((await accessLine(gateway, 'first-GET-cached')).error).toBeUndefined()
+  })
+
+  it('passes a 204 that wrongly carries a Content-Length on without it, and answers the request pipelined behind it', async () => {
+    upstream.setHandler(answerByPath({ '/v4/deleted': 'HTTP/1.1 204 No Content\r\nX-Deleted: yes\r\nContent-Length: 57\r\n\r\n' }))
+    const result = await pipelined('DELETE', '/v4/deleted')
+    expectAfterAnswered(result)
+    expect(result.answers[0]).toMatchObject({ status: 204, headers: { 'x-deleted': 'yes' } })
+    // RFC 9110 8.6: a sender must not send Content-Length in a 204.
+    expect(result.answers[0]?.headers['content-length']).toBeUndefined()
+    expect(result.raw.split('HTTP/1.1 ')).toHaveLength(3)
+    expect((await accessLine(gateway, 'first-DELETE-deleted')).error).toBeUndefined()
+  })
+
+  it('answers a legacy call with a 204 that wrongly carries a Content-Length, not with a 502', async () => {
+    upstream.setHandler(writeRaw('HTTP/1.1 204 No Content\r\nContent-Length: 57\r\n\r\n'))
+    const answer = await legacyCall(gateway.url)
+    expect(answer.status, answer.text).toBe(204)
+    expect(answer.text).toBe('')
+  })
+
+  it('passes the answer to a HEAD on with its Content-Length and no body, and answers the request pipelined behind it', async () => {
+    upstream.setHandler(answerByPath({ '/v4/files/report': 'HTTP/1.1 200 OK\r\nContent-Type: application/pdf\r\nContent-Length: 1234\r\n\r\n' }))
+    const result = await pipelined('HEAD', '/v4/files/report')
+    expectAfterAnswered(result)
+    expect(result.answers[0]).toMatchObject({ status: 200, headers: { 'content-type': 'application/pdf', 'content-length': '1234' } })
+    expect(result.raw.split('HTTP/1.1 ')).toHaveLength(3)
+  })
+
+  it('passes a 304 on whose upstream says Transfer-Encoding: chunked, and sends no chunk', async () => {
+    upstream.setHandler(answerByPath({ '/v4/cached': 'HTTP/1.1 304 Not Modified\r\nETag: "v2"\r\nTransfer-Encoding: chunked\r\n\r\n' }))
+    const result = await pipelined('GET', '/v4/cached')
+    expectAfterAnswered(result)
+    expect(result.answers[0]).toMatchObject({ status: 304, headers: { etag: '"v2"' } })
+  })
+})
