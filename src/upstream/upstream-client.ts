@@ -3,6 +3,7 @@ import type { Readable, Writable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { GatewayError } from '../errors/registry.js'
 import { mapUpstreamError, mapUpstreamErrorAfterHeaders } from './map-upstream-error.js'
+import { connectorSkippingUnaskedContinue } from './skip-unasked-continue.js'
 
 /** Answers the gateway must read (sessions.start, executions) are capped: a V4 answer is small. */
 export const MAX_UPSTREAM_BODY_BYTES = 16 * 1024 * 1024
@@ -81,7 +82,12 @@ export interface UpstreamClientOptions {
  * response body goes straight to its destination.
  */
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
-  const agent = new Agent({ connect: { timeout: options.connectTimeoutMs }, keepAliveTimeout: 4_000 })
+  const agent = new Agent({
+    connect: connectorSkippingUnaskedContinue({ timeout: options.connectTimeoutMs }),
+    keepAliveTimeout: 4_000,
+    // One request at a time on a connection (undici's default), which the connector relies on.
+    pipelining: 1
+  })
 
   function dispatchOptions(request: UpstreamRequest): Dispatcher.DispatchOptions {
     return {

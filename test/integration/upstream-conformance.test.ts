@@ -1,3 +1,4 @@
+import { Agent, request as undiciRequest } from 'undici'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { useFaultUpstream, type FaultExchange, type FaultHandler } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
@@ -19,6 +20,20 @@ const AFTER = 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\
 /** Writes `bytes` on the upstream's socket as they are and keeps the connection, as a keep-alive server would. */
 function writeRaw(bytes: string): FaultHandler {
   return (exchange) => void exchange.socket.write(bytes)
+}
+
+/** Writes the pieces one after another, `gapMs` apart, so that each reaches the gateway on its own. */
+function writeInPieces(pieces: readonly string[], gapMs = 30): FaultHandler {
+  return (exchange) => {
+    let index = 0
+    const next = (): void => {
+      const piece = pieces[index++]
+      if (piece === undefined || exchange.socket.destroyed) return
+      exchange.socket.write(piece)
+      setTimeout(next, gapMs)
+    }
+    next()
+  }
 }
 
 function legacyCall(gatewayUrl: string): Promise<Answer> {
@@ -124,5 +139,79 @@ describe('answers that end at their headers (RFC 9112 6.3): 204, 304, and any an
     const result = await pipelined('GET', '/v4/cached')
     expectAfterAnswered(result)
     expect(result.answers[0]).toMatchObject({ status: 304, headers: { etag: '"v2"' } })
+  })
+})
+
+describe('an interim 100 (Continue) nobody asked for (RFC 9110 15.2)', () => {
+  const { upstream, gateway } = useConformanceGateway()
+  const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
+
+  it.each([
+    ['in the same write as the final answer', writeRaw(CONTINUE + FINAL_200)],
+    ['in a write of its own', writeInPieces([CONTINUE, FINAL_200])],
+    ['split in the middle of its status line', writeInPieces(['HTTP/1.1 10', '0 Continue\r\nX-Interim: yes\r\n\r\n', FINAL_200])],
+    ['twice, then the final answer', writeInPieces([CONTINUE + CONTINUE, FINAL_200])]
+  ])('passes the final answer on to a native call when the 100 comes %s', async (_case, handler) => {
+    upstream.setHandler(handler)
+    const result = await rawExchange(gateway.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
+    // The client asked for no 100 either: the first thing it reads is the final answer.
+    expect(result.response, result.bytes.toString('latin1')).toMatchObject({ status: 200, text: FINAL_JSON, complete: true })
+  })
+
+  it('passes the final answer on to a native upload that the upstream answers 100 without being asked', async () => {
+    upstream.setHandler(writeRaw(CONTINUE + FINAL_200))
+    const body = '{"input":{"n":1}}'
+    const result = await rawExchange(
+      gateway.url,
+      `POST /v4/execute HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      { timeoutMs: 3_000 }
+    )
+    expect(result.response, result.bytes.toString('latin1')).toMatchObject({ status: 200, text: FINAL_JSON, complete: true })
+    expect(upstream.exchanges[0]?.body.toString()).toBe(body)
+  })
+
+  it('answers a legacy call with the final answer', async () => {
+    upstream.setHandler(writeInPieces([CONTINUE, FINAL_200]))
+    const answer = await legacyCall(gateway.url)
+    expect(answer.status, answer.text).toBe(200)
+    expect(answer.json.output).toBe('final')
+  })
+
+  it('passes the final answer on to a chunked native upload', async () => {
+    upstream.setHandler(writeInPieces([CONTINUE, FINAL_200]))
+    const result = await rawExchange(
+      gateway.url,
+      'POST /v4/execute HTTP/1.1\r\nHost: gateway.test\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n6\r\n{"a":1\r\n1\r\n}\r\n0\r\n\r\n',
+      { timeoutMs: 3_000 }
+    )
+    expect(result.response, result.bytes.toString('latin1')).toMatchObject({ status: 200, text: FINAL_JSON, complete: true })
+    expect(upstream.exchanges[0]?.body.toString()).toBe('{"a":1}')
+  })
+
+  it('still passes a 103 Early Hints on, and the final answer after it', async () => {
+    upstream.setHandler(writeInPieces(['HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n', FINAL_200]))
+    const result = await rawExchange(gateway.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
+    const text = result.bytes.toString('latin1')
+    expect(text.startsWith('HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n'), text).toBe(true)
+    expect(parseRawResponse(result.bytes.subarray(text.indexOf('\r\n\r\n') + 4), result.closedByServer)).toMatchObject({ status: 200, text: FINAL_JSON })
+  })
+
+  // The connector in src/upstream/skip-unasked-continue.ts stands in for this: when undici reads past such a 100 itself, it can go.
+  it('is still refused by undici on its own, which closes the connection ("bad response")', async () => {
+    upstream.setHandler(writeRaw(CONTINUE + FINAL_200))
+    const agent = new Agent()
+    try {
+      await expect(undiciRequest(`${upstream.url}/v4/policies`, { dispatcher: agent })).rejects.toMatchObject({ code: 'UND_ERR_SOCKET', message: 'bad response' })
+    } finally {
+      await agent.close()
+    }
+  })
+
+  it('keeps the upstream connection for the next call', async () => {
+    upstream.setHandler(writeRaw(CONTINUE + FINAL_200))
+    expect((await send(gateway.url, '/v4/policies')).status).toBe(200)
+    expect((await send(gateway.url, '/v4/policies')).status).toBe(200)
+    expect(upstream.exchanges).toHaveLength(2)
+    expect(upstream.exchanges[1]?.socket).toBe(upstream.exchanges[0]?.socket)
   })
 })
