@@ -40,7 +40,7 @@ function twoTenants(): Record<string, unknown> {
   return { tenants: { acme: { upstream: { staging: sim.url } }, beta: { upstream: { staging: sim.url } } } }
 }
 
-describe('evictions reach the shared map (issue 7 point 2)', () => {
+describe('evictions reach the shared map (one session per identity across replicas, SPEC 4)', () => {
   it('deletes the shared entry on a stale status, and the replacement is what every replica then uses', async () => {
     const keyPrefix = `e${++prefixCount}:`
     const [replicaA, replicaB] = (await startReplicas(2, sim.url, redis.url, keyPrefix)) as [StartedGateway, StartedGateway]
@@ -86,7 +86,7 @@ describe('evictions reach the shared map (issue 7 point 2)', () => {
   })
 })
 
-describe('DELETE /admin/sessions with a shared map (issue 7 point 2)', () => {
+describe('DELETE /admin/sessions with a shared map (one session per identity across replicas, SPEC 4)', () => {
   it("clears only the tenant's shared entries, whichever replica made them", async () => {
     const keyPrefix = `e${++prefixCount}:`
     const [replicaA, replicaB] = (await startReplicas(2, sim.url, redis.url, keyPrefix, twoTenants())) as [StartedGateway, StartedGateway]
@@ -113,7 +113,7 @@ describe('DELETE /admin/sessions with a shared map (issue 7 point 2)', () => {
   })
 })
 
-describe('what the shared map holds (issue 7 point 2)', () => {
+describe('what the shared map holds (one session per identity across replicas, SPEC 4)', () => {
   it('keeps no raw token in any key or value: keys are prefix, tenant and hash, values the session id', async () => {
     const keyPrefix = `e${++prefixCount}:`
     const replicas = await startReplicas(2, sim.url, redis.url, keyPrefix, twoTenants())

@@ -23,7 +23,7 @@ function lockKeyOf(stateId: string, upstreamUrl: string): string {
   return buildRedisKeys(KEY_PREFIX).lock('acme', mapKey)
 }
 
-describe('a lock owner that died (issue 7 point 4)', () => {
+describe('a lock owner that died (the shared store keeps serving, SPEC 12)', () => {
   const redis = useRedisServer()
   const sim = useSimulator()
   const replicas = useReplicas(2, () => ({ upstreamUrl: sim.url, redisUrl: redis.url, keyPrefix: KEY_PREFIX }))

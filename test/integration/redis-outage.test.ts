@@ -48,7 +48,7 @@ function allReport(replicas: StartedGateway[], redis: 'up' | 'down'): () => Prom
 }
 
 // One scenario, in order: steady traffic, Redis killed, Redis restarted.
-describe('Redis killed mid-run and restarted (issue 7 point 4)', () => {
+describe('Redis killed mid-run and restarted (the shared store keeps serving, SPEC 12)', () => {
   const redis = useRedisServer()
   const sim = useSimulator()
   const replicas = useReplicas(2, () => ({ upstreamUrl: sim.url, redisUrl: redis.url, keyPrefix: KEY_PREFIX }))

@@ -28,7 +28,7 @@ function sessionOutcomes(replica: StartedGateway): unknown[] {
   return replica.logs.lines().filter((line) => line.msg === 'request').map((line) => line.session)
 }
 
-describe('three replicas on one Redis (issue 7 point 2)', () => {
+describe('three replicas on one Redis (one session per identity across replicas, SPEC 4)', () => {
   it('starts exactly one simulator session for 60 concurrent first calls spread over three replicas', async () => {
     const replicas = await startReplicas(3, sim.url, redis.url, `r${++prefixCount}:`)
     sim.simulator.resetCalls()

@@ -20,7 +20,7 @@ function problemsOf(sessionsYaml: string, env: Record<string, string | undefined
   throw new Error('expected the config to be rejected')
 }
 
-describe('sessions.store and sessions.redis (issue 7 point 1)', () => {
+describe('sessions.store and sessions.redis (SPEC 8)', () => {
   it('defaults to the in-memory store with no Redis URL and the v4gw: prefix', () => {
     const { sessions } = parse('')
     expect(sessions.store).toBe('memory')
@@ -81,7 +81,7 @@ describe('sessions.store and sessions.redis (issue 7 point 1)', () => {
   })
 })
 
-describe('startLockMs (issue 7 point 4)', () => {
+describe('startLockMs (the shared store keeps serving, SPEC 12)', () => {
   it('lives as long as an upstream call may take', () => {
     expect(startLockMs(3_000)).toBe(3_000)
   })

@@ -43,7 +43,7 @@ function slowStart(sessionId: string, delayMs = 30) {
   })
 }
 
-describe('startAcrossReplicas (issue 7 point 2)', () => {
+describe('startAcrossReplicas (one session per identity across replicas, SPEC 4)', () => {
   it('starts once for concurrent first calls on three replicas and lets the others read the winner', async () => {
     const store = sharedStore()
     const lock = sharedLock()

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { REDIS_SERVER_MISSING, startRedisServer } from '../../helpers/redis-server.js'
 
-describe('startRedisServer without redis-server on PATH (issue 7 point 5)', () => {
+describe('startRedisServer without redis-server on PATH (the tests need a real redis-server)', () => {
   const path = process.env.PATH
   afterEach(() => {
     process.env.PATH = path

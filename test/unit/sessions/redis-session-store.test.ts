@@ -282,7 +282,7 @@ describe('the start lock', () => {
   })
 })
 
-describe('createRedisSessionStore without a reachable Redis (issue 7 point 4)', () => {
+describe('createRedisSessionStore without a reachable Redis (the shared store keeps serving, SPEC 12)', () => {
   async function unreachableStore(): Promise<{ store: RedisSessionStore; logs: ReturnType<typeof createLogSink> }> {
     const logs = createLogSink()
     // A port nothing listens on: the test server's, after it was stopped would race; port 1 is never a Redis.
