@@ -11,7 +11,7 @@ export const REDACT_PATHS: string[] = [
   ...['req.headers', 'res.headers', 'headers', 'request.headers', 'upstream.headers'].flatMap((base) => REDACTED_HEADERS.map((name) => `${base}["${name}"]`)),
   // Node attaches the raw request bytes, headers and all, to an HTTP parser error; fastify's
   // default clientError handler (the admin listener) logs that error at trace level.
-  // (Only under `err`, pino's error key: `error` is an access-line field, which must stay unredacted to be written fast.)
+  // (Only under `err`, pino's error key: `error` is an access-line field, the error code, which must not be censored.)
   'err.rawPacket'
 ]
 

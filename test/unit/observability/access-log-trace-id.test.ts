@@ -3,8 +3,8 @@ import { describe, expect, it, vi } from 'vitest'
 import { createAccessLog, type AccessLogFields } from '../../../src/observability/access-log.js'
 import { createLogger } from '../../../src/observability/logger.js'
 
-// SPEC 17: the access line carries `traceId` when the request had a valid traceparent. The
-// fast line must stay pino's byte for byte with it, in the order the traffic handler passes it.
+// SPEC 17: the access line carries `traceId` when the request had a valid traceparent, as
+// pino writes it, in the order the traffic handler passes it.
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736'
 
 const WITH_TRACE: AccessLogFields = {
