@@ -28,11 +28,17 @@ export interface ClassificationNote {
  * SPEC 2/3: a path under a blocked prefix is answered 403 and never forwarded. Checked on the
  * client's path and again on a proxy route's rewritten one, which a path parameter fills in.
  */
-export function assertNotBlocked(runtime: GatewayRuntime, target: Pick<RequestTarget, 'comparablePath'>, note: ClassificationNote): void {
-  if (runtime.blockedPrefixes.some((prefix) => target.comparablePath.startsWith(prefix))) {
+export function assertNotBlocked(runtime: GatewayRuntime, target: Pick<RequestTarget, 'comparablePath' | 'octetPath'>, note: ClassificationNote): void {
+  const prefixes = runtime.blockedPrefixes
+  if (underAny(prefixes, target.comparablePath) || (target.octetPath !== undefined && underAny(prefixes, target.octetPath))) {
     note.trafficClass = 'blocked'
     throw new GatewayError('FORBIDDEN', 'this path belongs to the internal platform-admin surface and is never forwarded')
   }
+}
+
+function underAny(prefixes: readonly string[], path: string): boolean {
+  for (let index = 0; index < prefixes.length; index++) if (path.startsWith(prefixes[index] as string)) return true
+  return false
 }
 
 /**

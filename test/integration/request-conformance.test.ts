@@ -95,3 +95,25 @@ describe('request target (RFC 9112 3.2.1: origin-form has no fragment)', () => {
     expect(explained.json.answer).toMatchObject({ status: 400, code: 'INVALID_REQUEST' })
   })
 })
+
+describe('percent-encoded octets that are not UTF-8 (RFC 3986 2.1, SPEC 7: the path goes on unchanged)', () => {
+  it.each(['/v4/files/file-%FF%FE.bin', '/v4/files/%E9t%E9.txt?name=%FF', '/v4/files/caf%C3%A9-%FF'])('forwards %j as it came', async (target) => {
+    const { result, forwarded } = await exchange(buildRawRequest(`GET ${target} HTTP/1.1`, [['Host', 'gateway.test'], ['Connection', 'close']]))
+    expect(result.response?.status, result.bytes.toString('latin1')).toBe(200)
+    expect(forwarded).toEqual([`GET ${target}`])
+  })
+
+  it.each(['/internal%FF', '/%69ntern%FFal/x', '/v4/%FF/../internal', '/v4/%FF%2e%2e/internal', '/v4/%c0%ae%c0%ae/internal', '/v4/%FF%zz'])(
+    'still refuses %j, forwarding nothing',
+    async (target) => {
+      const { result, forwarded } = await exchange(buildRawRequest(`GET ${target} HTTP/1.1`, [['Host', 'gateway.test'], ['Connection', 'close']]))
+      expect(result.response?.json?.error?.code, result.bytes.toString('latin1')).toBe(target.startsWith('/v4/') ? 'INVALID_REQUEST' : 'FORBIDDEN')
+      expect(forwarded).toEqual([])
+    }
+  )
+
+  it('is planned by explain as by the listener', async () => {
+    const explained = await send(gw.adminUrl, '/admin/explain', { json: { method: 'GET', path: '/v4/files/file-%FF%FE.bin', headers: { host: 'gateway.test' } } })
+    expect(explained.json.answer).toBeUndefined()
+  })
+})
