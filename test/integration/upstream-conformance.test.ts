@@ -145,6 +145,7 @@ describe('answers that end at their headers (RFC 9112 6.3): 204, 304, and any an
 describe('an interim 100 (Continue) nobody asked for (RFC 9110 15.2)', () => {
   const { upstream, gateway } = useConformanceGateway()
   const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n'
+  const HINT = 'HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n'
 
   it.each([
     ['in the same write as the final answer', writeRaw(CONTINUE + FINAL_200)],
@@ -189,11 +190,22 @@ describe('an interim 100 (Continue) nobody asked for (RFC 9110 15.2)', () => {
   })
 
   it('still passes a 103 Early Hints on, and the final answer after it', async () => {
-    upstream.setHandler(writeInPieces(['HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n', FINAL_200]))
+    upstream.setHandler(writeInPieces([HINT, FINAL_200]))
     const result = await rawExchange(gateway.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
     const text = result.bytes.toString('latin1')
     expect(text.startsWith('HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n'), text).toBe(true)
     expect(parseRawResponse(result.bytes.subarray(text.indexOf('\r\n\r\n') + 4), result.closedByServer)).toMatchObject({ status: 200, text: FINAL_JSON })
+  })
+
+  it.each([
+    ['in one write', writeRaw(`${HINT}${CONTINUE}${FINAL_200}`)],
+    ['each in a write of its own', writeInPieces([HINT, CONTINUE, FINAL_200])]
+  ])('passes a 103 Early Hints on and skips a 100 after it, %s', async (_case, handler) => {
+    upstream.setHandler(handler)
+    const result = await rawExchange(gateway.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
+    const text = result.bytes.toString('latin1')
+    expect(text.startsWith('HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n'), text).toBe(true)
+    expect(parseRawResponse(result.bytes.subarray(text.indexOf('\r\n\r\n') + 4), result.closedByServer)).toMatchObject({ status: 200, text: FINAL_JSON, complete: true })
   })
 
   // The connector in src/upstream/skip-unasked-continue.ts stands in for this: when undici reads past such a 100 itself, it can go.
