@@ -140,13 +140,20 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     else scope.cancel = cancel
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     // An interim (1xx) answer is not the answer: the gateway reads the final one.
-    if (statusCode < 200) return
+    if (statusCode < 200 && statusCode >= 100) return
+    const bodyless = endsAtHeaders(statusCode, this.toHead)
+    const unreadable = unreadableAnswer(statusCode, headers, bodyless)
+    if (unreadable !== undefined) {
+      this.fail(unreadable)
+      controller.abort(unreadable)
+      return
+    }
     this.statusCode = statusCode
     this.headers = headers
     // Whatever its Content-Length says; undici then reports a length mismatch, which is no failure.
-    if (endsAtHeaders(statusCode, this.toHead)) this.onResponseEnd()
+    if (bodyless) this.onResponseEnd()
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -198,12 +205,16 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     this.target.onStart(() => controller.abort(new Error('the client went away')))
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     // undici reports interim answers here too; the final one follows on the same request.
-    if (statusCode < 200) return this.target.onInformational(statusCode, headers)
+    if (statusCode < 200 && statusCode >= 100) return this.target.onInformational(statusCode, headers)
+    const bodyless = endsAtHeaders(statusCode, this.toHead)
+    const unreadable = unreadableAnswer(statusCode, headers, bodyless)
+    // Nothing went to the client yet: onResponseError gets this error and the client a 502.
+    if (unreadable !== undefined) return controller.abort(unreadable)
     this.started = true
     this.target.onResponseStart(statusCode, headers)
-    if (endsAtHeaders(statusCode, this.toHead)) this.end()
+    if (bodyless) this.end()
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -240,6 +251,17 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
  */
 function endsAtHeaders(statusCode: number, toHead: boolean): boolean {
   return toHead || statusCode === 204 || statusCode === 304
+}
+
+/**
+ * Why a final answer's head cannot be passed on (SPEC 6 UPSTREAM_BAD_RESPONSE), or undefined:
+ * a status outside 100-599 (RFC 9110 15) has no class a client could fall back on.
+ */
+function unreadableAnswer(statusCode: number, _headers: IncomingHttpHeaders, _bodyless: boolean): GatewayError | undefined {
+  if (statusCode > 599 || statusCode < 100) {
+    return new GatewayError('UPSTREAM_BAD_RESPONSE', `the upstream answered with ${statusCode}, which is not a valid HTTP status`)
+  }
+  return undefined
 }
 
 /** Whether a parsed field block holds any field; undici passes `{}` for an answer without trailers. */

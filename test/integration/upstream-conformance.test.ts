@@ -1,5 +1,6 @@
 import { Agent, request as undiciRequest } from 'undici'
 import { beforeEach, describe, expect, it } from 'vitest'
+import { ERROR_STATUS, type ErrorCode } from '../../src/errors/registry.js'
 import { useFaultUpstream, type FaultExchange, type FaultHandler } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { parseRawResponse, rawExchange, type RawResponse } from '../helpers/raw-http.js'
@@ -38,6 +39,13 @@ function writeInPieces(pieces: readonly string[], gapMs = 30): FaultHandler {
 
 function legacyCall(gatewayUrl: string): Promise<Answer> {
   return send(gatewayUrl, '/v1/headless/runs', { headers: { authorization: TOKEN }, json: { input: { n: 1 } } })
+}
+
+/** SPEC 6 envelope: the status of the code, JSON, the request id in header and body. */
+function expectGatewayError(answer: Answer, code: ErrorCode): void {
+  expect({ status: answer.status, code: answer.json?.error?.code }).toEqual({ status: ERROR_STATUS[code], code })
+  expect(answer.headers['content-type']).toMatch(/^application\/json/)
+  expect(answer.json.error.requestId).toBe(answer.headers['x-request-id'])
 }
 
 /** Every answer in `bytes`, in order, each cut where its framing ends (`methods[i]` asked for the i-th). */
@@ -225,5 +233,26 @@ describe('an interim 100 (Continue) nobody asked for (RFC 9110 15.2)', () => {
     expect((await send(gateway.url, '/v4/policies')).status).toBe(200)
     expect(upstream.exchanges).toHaveLength(2)
     expect(upstream.exchanges[1]?.socket).toBe(upstream.exchanges[0]?.socket)
+  })
+})
+
+describe('an invalid upstream status (RFC 9110 15: valid codes are 100 to 599)', () => {
+  const { upstream, gateway } = useConformanceGateway()
+
+  it.each([888, 600, 999])('answers a native call 502 UPSTREAM_BAD_RESPONSE when the upstream answers %i', async (status) => {
+    upstream.setHandler(writeRaw(`HTTP/1.1 ${status} Whatever\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nno`))
+    expectGatewayError(await send(gateway.url, '/v4/policies'), 'UPSTREAM_BAD_RESPONSE')
+  })
+
+  it('answers a legacy call 502 UPSTREAM_BAD_RESPONSE when the upstream answers 888', async () => {
+    upstream.setHandler(writeRaw(`HTTP/1.1 888 Whatever\r\nContent-Type: application/json\r\nContent-Length: ${FINAL_JSON.length}\r\n\r\n${FINAL_JSON}`))
+    expectGatewayError(await legacyCall(gateway.url), 'UPSTREAM_BAD_RESPONSE')
+  })
+
+  it('still passes the highest valid status, 599, on', async () => {
+    upstream.setHandler(writeRaw('HTTP/1.1 599 Network Connect Timeout\r\nContent-Length: 2\r\n\r\nno'))
+    const answer = await send(gateway.url, '/v4/policies')
+    expect(answer.status).toBe(599)
+    expect(answer.text).toBe('no')
   })
 })
