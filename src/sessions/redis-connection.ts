@@ -10,17 +10,26 @@ const CONNECT_TIMEOUT_MS = 2_000
 const MAX_RECONNECT_DELAY_MS = 1_000
 /**
  * A server that stops answering (hung, paused, or black-holed by the network) keeps its TCP
- * connection, so no connection event says it is gone: this many commands in a row that time out
- * count it as down, and a PING every PROBE_INTERVAL_MS brings it back once it answers.
+ * connection, so no connection event says it is gone (SPEC 12, "The shared store"): it counts as
+ * down when this many commands in a row time out, or when the PING sent every PROBE_INTERVAL_MS
+ * while it is up gets no reply within the command timeout, which finds a hang within about a
+ * second whether or not requests are asking. While it is down, a PING every PROBE_INTERVAL_MS
+ * brings it back once it answers.
  */
 const TIMEOUTS_BEFORE_DOWN = 3
 const PROBE_INTERVAL_MS = 1_000
 const COMMAND_TIMED_OUT = 'Command timed out'
+const STORE_DOWN = 'session store redis is down'
 
 export interface RedisConnection {
   /** True while the connection is ready and the server answers; commands are only sent then. */
   isUp(): boolean
-  /** Sends a command through this connection, counting its timeouts (a hung server is down). */
+  /**
+   * Sends a command through this connection, counting its timeouts (a hung server is down). A
+   * caller never waits on a server that is down: its wait ends when the server is found down,
+   * and a command sent while it is down is still sent (a lock's clean-up must run after what
+   * went before it, should the server go on) but fails at once.
+   */
   run<T>(command: (client: Redis) => Promise<T>): Promise<T>
   /** Settles once the first connection attempt has succeeded or failed, or after `timeoutMs`. */
   firstAttempt(timeoutMs: number): Promise<void>
@@ -82,11 +91,22 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
   const settled: Array<() => void> = []
   let timeoutsInARow = 0
   let probe: NodeJS.Timeout | undefined
+  let heartbeat: NodeJS.Timeout | undefined
+  /** The callers waiting on a command now: told at once when the server is found down. */
+  const waiting = new Set<(error: Error) => void>()
 
   function change(next: 'up' | 'down'): void {
     if (state === next || closing) return
     state = next
     for (const resolve of settled.splice(0)) resolve()
+    if (next === 'up') beatWhileUp()
+    else {
+      clearTimeout(heartbeat)
+      heartbeat = undefined
+      const down = new Error(STORE_DOWN)
+      for (const giveUp of [...waiting]) giveUp(down)
+      waiting.clear()
+    }
     if (next === 'up') logger.info({ sessionStore: 'redis', redis }, 'session store redis is up: the session map is shared by the replicas')
     else logger.warn({ sessionStore: 'redis', redis, reason: lastErrorCode }, "session store redis is down: serving with this replica's session map")
   }
@@ -113,9 +133,37 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
   function noteTimeout(): void {
     timeoutsInARow++
     if (timeoutsInARow < TIMEOUTS_BEFORE_DOWN || state !== 'up') return
+    downForSilence()
+  }
+
+  /** The server keeps its connection but does not answer: down until a probe PING is answered. */
+  function downForSilence(): void {
     lastErrorCode = 'COMMAND_TIMEOUT'
     change('down')
+    clearTimeout(probe)
     probeUntilAnswered()
+  }
+
+  /** While the server is up: a PING every PROBE_INTERVAL_MS; one without a reply within the command timeout is a hang. */
+  function beatWhileUp(): void {
+    clearTimeout(heartbeat)
+    heartbeat = setTimeout(() => {
+      heartbeat = undefined
+      if (closing || state !== 'up') return
+      client.ping().then(
+        () => {
+          timeoutsInARow = 0
+          if (state === 'up') beatWhileUp()
+        },
+        (error: unknown) => {
+          if (closing || state !== 'up') return
+          if (error instanceof Error && error.message === COMMAND_TIMED_OUT) downForSilence()
+          // Not sent (the connection is going): its close and reconnect events say what follows.
+          else beatWhileUp()
+        }
+      )
+    }, PROBE_INTERVAL_MS)
+    heartbeat.unref()
   }
 
   client.on('ready', function onRedisReady() {
@@ -138,15 +186,25 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
 
   return {
     isUp: () => state === 'up' && client.status === 'ready',
-    async run(command) {
-      try {
-        const result = await command(client)
-        timeoutsInARow = 0
-        return result
-      } catch (error) {
-        if (error instanceof Error && error.message === COMMAND_TIMED_OUT) noteTimeout()
-        throw error
+    run(command) {
+      const sent = command(client).then(
+        (result) => {
+          timeoutsInARow = 0
+          return result
+        },
+        (error: unknown) => {
+          if (error instanceof Error && error.message === COMMAND_TIMED_OUT) noteTimeout()
+          throw error
+        }
+      )
+      if (state === 'down') {
+        sent.catch(() => undefined)
+        return Promise.reject(new Error(STORE_DOWN))
       }
+      return new Promise((resolve, reject) => {
+        waiting.add(reject)
+        sent.then(resolve, reject).finally(() => waiting.delete(reject))
+      })
     },
     firstAttempt(timeoutMs) {
       if (state !== 'unknown') return Promise.resolve()
@@ -161,6 +219,7 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
     async close() {
       closing = true
       clearTimeout(probe)
+      clearTimeout(heartbeat)
       if (client.status === 'ready') {
         await client.quit().catch(() => client.disconnect())
       } else {
