@@ -255,13 +255,24 @@ function endsAtHeaders(statusCode: number, toHead: boolean): boolean {
 
 /**
  * Why a final answer's head cannot be passed on (SPEC 6 UPSTREAM_BAD_RESPONSE), or undefined:
- * a status outside 100-599 (RFC 9110 15) has no class a client could fall back on.
+ * two comparisons for the common answer.
+ * - A status outside 100-599 (RFC 9110 15): it has no class a client could fall back on.
+ * - A transfer coding other than chunked (RFC 9112 6.1): undici decodes only chunked, and reads
+ *   any other coding's bytes up to the close as if they were content. `Transfer-Encoding` is
+ *   hop-by-hop, so passed on, the coded bytes would reach the client as the content itself.
  */
-function unreadableAnswer(statusCode: number, _headers: IncomingHttpHeaders, _bodyless: boolean): GatewayError | undefined {
+function unreadableAnswer(statusCode: number, headers: IncomingHttpHeaders, bodyless: boolean): GatewayError | undefined {
   if (statusCode > 599 || statusCode < 100) {
     return new GatewayError('UPSTREAM_BAD_RESPONSE', `the upstream answered with ${statusCode}, which is not a valid HTTP status`)
   }
-  return undefined
+  // A string[] when the field came more than once.
+  const coding: string | string[] | undefined = headers['transfer-encoding']
+  if (coding === undefined || coding === 'chunked' || bodyless || isChunkedOnly(coding)) return undefined
+  return new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer uses a transfer coding the gateway cannot decode')
+}
+
+function isChunkedOnly(coding: string | string[]): boolean {
+  return typeof coding === 'string' && coding.trim().toLowerCase() === 'chunked'
 }
 
 /** Whether a parsed field block holds any field; undici passes `{}` for an answer without trailers. */

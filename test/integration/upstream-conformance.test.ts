@@ -256,3 +256,42 @@ describe('an invalid upstream status (RFC 9110 15: valid codes are 100 to 599)',
     expect(answer.text).toBe('no')
   })
 })
+
+describe('an upstream transfer coding the gateway cannot decode (RFC 9112 6.1)', () => {
+  const { upstream, gateway } = useConformanceGateway()
+  const CODED = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: foo\r\nConnection: close\r\n\r\n\u0001\u0002coded'
+
+  function endRaw(bytes: string): FaultHandler {
+    return (exchange) => void exchange.socket.end(bytes)
+  }
+
+  it.each([
+    ['foo', CODED],
+    ['gzip, chunked', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\n\u001f\u008b\b\u0000\u0000\r\n0\r\n\r\n']
+  ])('answers a native call 502 UPSTREAM_BAD_RESPONSE for Transfer-Encoding: %s', async (_coding, bytes) => {
+    upstream.setHandler(endRaw(bytes))
+    const result = await rawExchange(gateway.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
+    expect(result.response?.status, result.bytes.toString('latin1')).toBe(502)
+    expect(result.response?.json?.error?.code).toBe('UPSTREAM_BAD_RESPONSE')
+    expect(result.bytes.toString('latin1')).not.toContain('coded')
+  })
+
+  it('answers a legacy call 502 UPSTREAM_BAD_RESPONSE for Transfer-Encoding: foo', async () => {
+    upstream.setHandler(endRaw(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: foo\r\nConnection: close\r\n\r\n${FINAL_JSON}`))
+    expectGatewayError(await legacyCall(gateway.url), 'UPSTREAM_BAD_RESPONSE')
+  })
+
+  it('passes the answer to a HEAD on whatever its Transfer-Encoding says: it has no body to decode', async () => {
+    upstream.setHandler(writeRaw('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: foo\r\n\r\n'))
+    const result = await rawExchange(gateway.url, 'HEAD /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
+    expect(result.response, result.bytes.toString('latin1')).toMatchObject({ status: 200, headers: { 'content-type': 'application/json' } })
+    expect(result.response?.headers['transfer-encoding']).toBeUndefined()
+  })
+
+  it('still passes a chunked answer on, whatever the case of its coding', async () => {
+    upstream.setHandler(endRaw('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'))
+    const answer = await send(gateway.url, '/v4/policies')
+    expect(answer.status).toBe(200)
+    expect(answer.text).toBe('hello')
+  })
+})
