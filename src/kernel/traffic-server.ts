@@ -8,11 +8,29 @@ import { answerClientError, answerConnect } from './client-error.js'
 const openConnections = new WeakMap<Server, Set<Socket>>()
 
 /**
+ * Per connection, the response it is writing or has queued last, until that one has finished
+ * ('finish': all of it handed to the kernel). Pipelined responses finish in order, so a connection
+ * without an entry is writing nothing.
+ */
+const unfinishedResponses = new WeakMap<Socket, ServerResponse>()
+
+function trackResponse(socket: Socket, response: ServerResponse): void {
+  unfinishedResponses.set(socket, response)
+  response.once('finish', () => {
+    if (unfinishedResponses.get(socket) === response) unfinishedResponses.delete(socket)
+  })
+}
+
+/**
  * The traffic listener's node:http server. Its timeouts are the ones fastify gave it before
  * (docs/decisions.md): kept-alive connections live past the 60 s idle timeout of common load
  * balancers, and a request that never finishes arriving is cut after 5 minutes (408).
  */
 export function createTrafficServer(handler: { handle(request: IncomingMessage, response: ServerResponse): void }, log: Logger, onRefusedUnread?: (refusal: GatewayError) => void): Server {
+  const handle = (request: IncomingMessage, response: ServerResponse): void => {
+    trackResponse(request.socket, response)
+    handler.handle(request, response)
+  }
   const server = createServer(
     {
       // A missing Host gets the gateway's own 400 envelope (head-checks.ts), not Node's bare one.
@@ -20,7 +38,7 @@ export function createTrafficServer(handler: { handle(request: IncomingMessage, 
       requestTimeout: 300_000,
       keepAliveTimeout: 72_000
     },
-    handler.handle
+    handle
   )
   // Node drops headers past 2,000 silently, which could hide a second credential; the 16 KiB
   // header size limit already bounds the count.
@@ -32,10 +50,10 @@ export function createTrafficServer(handler: { handle(request: IncomingMessage, 
   // An Expect other than 100-continue: served like any request, its expectation ignored (RFC 9110
   // 10.1.1 lets a server do that), rather than Node's bare 417, which skips the gateway's log,
   // metrics and envelope and keeps a draining connection alive.
-  server.on('checkExpectation', handler.handle)
+  server.on('checkExpectation', handle)
   // Expect: 100-continue: served without Node's automatic 100, which the gateway sends itself once
   // it is about to read the body (request-body.ts), so a request it refuses is not uploaded first.
-  server.on('checkContinue', handler.handle)
+  server.on('checkContinue', handle)
   const connections = new Set<Socket>()
   openConnections.set(server, connections)
   server.on('connection', (socket: Socket) => {
@@ -56,9 +74,6 @@ export function listen(server: Server, host: string, port: number): Promise<stri
     })
   })
 }
-
-/** node:http's socket field for the response it is writing (`closeIdleConnections` reads it too). */
-type ServerSocket = Socket & { _httpMessage?: ServerResponse | null }
 
 /**
  * Stops accepting at once; resolves once every connection has ended. A kept-alive connection
@@ -85,9 +100,9 @@ export function closeServer(server: Server, idleCloseMs: number): Promise<void> 
     NetServer.prototype.close.call(server, () => resolve())
     // 0 would turn the timeout off: "at once" is the next turn of the loop.
     const idleMs = Math.max(1, idleCloseMs)
-    const closeWhenIdle = (socket: ServerSocket): void => {
-      const response = socket._httpMessage
-      if (response === null || response === undefined) socket.setTimeout(idleMs)
+    const closeWhenIdle = (socket: Socket): void => {
+      const response = unfinishedResponses.get(socket)
+      if (response === undefined) socket.setTimeout(idleMs)
       // Once it has gone, the connection may serve the next pipelined answer: look again.
       else
         response.once('close', () => {
