@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { buildErrorBody } from '../errors/error-body.js'
 import { GatewayError } from '../errors/registry.js'
+import { inAnsweredBody, isClosing, markClosing } from './connection-close.js'
 
 function toGatewayError(code: string | undefined): GatewayError {
   if (code === 'HPE_HEADER_OVERFLOW') return new GatewayError('REQUEST_HEADERS_TOO_LARGE', 'the request headers are too large')
@@ -14,33 +15,77 @@ function toGatewayError(code: string | undefined): GatewayError {
 /**
  * Answers requests Node's parser refuses (malformed framing, `Content-Length` with
  * `Transfer-Encoding`, oversized headers) in the SPEC 6 envelope, then closes the connection,
- * as RFC 9112 11.2 asks after a framing error. Only the error code is logged: Node attaches the
- * raw request bytes, credentials included, to parser errors.
+ * as RFC 9112 11.2 asks after a framing error: one answer per request, and nothing read after
+ * it. Only the error code is logged: Node attaches the raw request bytes, credentials included,
+ * to parser errors.
  */
 export function answerClientError(log: Logger, error: Error & { code?: string }, socket: Duplex, onAnswered?: (gatewayError: GatewayError) => void): void {
-  // Our bytes must not land inside an answer already under way, nor be read as the answer to an
-  // earlier request that was fine (a malformed pipelined one after it): cut the connection then.
-  // Node's default handler, which a `clientError` listener replaces, guards the first case only.
-  if (error.code === 'ECONNRESET' || !socket.writable || answerWouldMislead(socket)) {
+  if (error.code === 'ECONNRESET') {
     socket.destroy()
     return
   }
-  const gatewayError = toGatewayError(error.code)
-  const requestId = randomUUID()
-  log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
-  onAnswered?.(gatewayError)
-  endWithError(socket, gatewayError, requestId)
+  // The connection has its last answer already: this is the parser going on with the bytes after
+  // it (the body of a request refused for its framing, a request sent after `connection: close`).
+  if (isClosing(socket)) {
+    if (!error.code?.startsWith('HPE_')) socket.destroy()
+    return
+  }
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  markClosing(socket)
+  const current = (socket as ServerSocket)._httpMessage ?? undefined
+  // Whether the error is in the body of the request being answered, rather than in a later one.
+  const inItsBody = current?.req !== undefined && !current.req.complete
+  if (inItsBody && current.headersSent) {
+    // Its answer has begun and is its one answer: the connection ends after it, or is cut if it
+    // cannot be finished (the upload it streams is broken).
+    if (current.writableEnded) afterAnswersUnderWay(socket, () => closeGently(socket))
+    else socket.destroy()
+    return
+  }
+  if (current === undefined && inAnsweredBody(socket)) {
+    // In the rest of a body Node was dropping after its request's answer: nothing to answer.
+    closeGently(socket)
+    return
+  }
+  if (error.code === 'HPE_CLOSED_CONNECTION') {
+    // The client asked to close with its last request: the bytes after it are not a request.
+    afterAnswersUnderWay(socket, () => closeGently(socket))
+    return
+  }
+  const answer = (): void => {
+    const gatewayError = toGatewayError(error.code)
+    const requestId = randomUUID()
+    log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
+    onAnswered?.(gatewayError)
+    endWithError(socket, gatewayError, requestId)
+  }
+  // In the body of a request not answered yet, this is its answer. In a later request's head, it
+  // follows the answers under way, so that it is neither written into one nor read as theirs.
+  if (inItsBody) answer()
+  else afterAnswersUnderWay(socket, answer)
+}
+
+/** node:http's response in progress on a socket (its `_httpMessage`, as Node's own socketOnError reads it). */
+type ServerSocket = Duplex & {
+  _httpMessage?: { writableEnded: boolean; headersSent: boolean; req?: { complete: boolean }; once(event: 'finish', listener: () => void): unknown } | null
 }
 
 /**
- * Whether a 400 now would corrupt or misattribute an answer: node:http's response in progress on
- * this socket (its `_httpMessage`, as Node's own socketOnError reads it) has sent its head, or
- * belongs to a request that was read whole, so the error is about a later one.
+ * Calls `then` once every answer on the connection has been written: node:http writes the
+ * answers of pipelined requests one after another, each once the one before has finished. An
+ * answer that closes the connection, or is cut, ends it first; `then` is not called then.
  */
-function answerWouldMislead(socket: Duplex): boolean {
-  const current = (socket as Duplex & { _httpMessage?: { writableFinished: boolean; headersSent: boolean; req?: { complete: boolean } } | null })._httpMessage
-  if (current === undefined || current === null || current.writableFinished) return false
-  return current.headersSent || current.req?.complete === true
+function afterAnswersUnderWay(socket: Duplex, then: () => void): void {
+  const current = (socket as ServerSocket)._httpMessage
+  if (current === undefined || current === null) {
+    if (socket.writable) then()
+    return
+  }
+  // Node's own 'finish' listener, registered first, has handed the socket to the next answer.
+  current.once('finish', () => afterAnswersUnderWay(socket, then))
 }
 
 /**
@@ -64,17 +109,24 @@ const LINGER_MS = 1_000
 
 function endWithError(socket: Duplex, gatewayError: GatewayError, requestId: string): void {
   const body = JSON.stringify(buildErrorBody(gatewayError, requestId, 0))
-  socket.end(
+  closeGently(
+    socket,
     `HTTP/1.1 ${gatewayError.statusCode} ${STATUS_CODES[gatewayError.statusCode] ?? ''}\r\n` +
       'content-type: application/json; charset=utf-8\r\n' +
       `content-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${requestId}\r\n` +
       'connection: close\r\n\r\n' +
-      body,
-    () => {
-      // Not at once: a reset could reach the client before it has read the answer.
-      const linger = setTimeout(() => socket.destroy(), LINGER_MS).unref()
-      socket.once('close', () => clearTimeout(linger))
-    }
+      body
   )
+}
+
+/** Ends the connection after what was written to it (and `last`), and cuts it once the client had LINGER_MS to read that. */
+function closeGently(socket: Duplex, last?: string): void {
+  const linger = (): void => {
+    // Not at once: a reset could reach the client before it has read the answer.
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS).unref()
+    socket.once('close', () => clearTimeout(timer))
+  }
+  if (last === undefined) socket.end(linger)
+  else socket.end(last, linger)
 }

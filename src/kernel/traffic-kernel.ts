@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { ERROR_STATUS, GatewayError } from '../errors/registry.js'
 import { createBodyStallWatch } from './body-stall.js'
+import { isClosing, noteAnsweredBeforeBody } from './connection-close.js'
 import { Exchange } from './exchange.js'
 import { refuseHead } from './head-checks.js'
 import { createEventLoopMonitor, createInFlightLimiter, overloadedError, RETRY_AFTER_SECONDS } from './load-shedding.js'
@@ -58,6 +59,9 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
   let whenSettled: (() => void)[] = []
 
   function handle(request: IncomingMessage, response: ServerResponse): void {
+    // Read after an answer that closes the connection (RFC 9112 9.6): never served, and its
+    // answer could never be written. Node closes the connection once that answer has gone.
+    if (isClosing(request.socket)) return
     const exchange = new Exchange(request, response)
     let entered = false
     let finished = false
@@ -79,7 +83,7 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       if (aborted) {
         exchange.cancelled = true
         exchange.cancel?.()
-      }
+      } else if (!request.complete) noteAnsweredBeforeBody(request)
       deps.onFinished(exchange, aborted ? (exchange.record.brokenOffStatus ?? CLIENT_CLOSED_REQUEST) : response.statusCode)
       if (--open === 0 && whenSettled.length > 0) {
         for (const resolve of whenSettled) resolve()

@@ -3,6 +3,7 @@ import { buildErrorBody } from '../errors/error-body.js'
 import { toGatewayError } from '../errors/registry.js'
 import { logGatewayError } from '../observability/log-gateway-error.js'
 import { roundMs } from '../util/round-ms.js'
+import { markClosing } from './connection-close.js'
 import type { Exchange } from './exchange.js'
 
 /**
@@ -23,7 +24,9 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   const body = JSON.stringify(buildErrorBody(gatewayError, exchange.id, roundMs(performance.now() - exchange.head.startedAt)))
   const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }
   // The rest of an oversized body is not read: the connection cannot carry another request.
-  const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' ? { connection: 'close' } : undefined
+  const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' || exchange.answerHeaders.connection === 'close' ? { connection: 'close' } : undefined
+  // Nothing after this request is served on its connection (connection-close.ts).
+  if (close !== undefined) markClosing(exchange.request.socket)
   try {
     response.writeHead(gatewayError.statusCode, { ...exchange.answerHeaders, ...close, ...envelope })
   } catch (headerError) {

@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http'
+import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawHeader, type RawResult } from '../helpers/raw-http.js'
@@ -16,11 +18,28 @@ const LEGACY_HEADERS: RawHeader[] = [['Authorization', 'Bearer conformance-token
 const upstream = useRecordingUpstream()
 const gw = useGateway(() => testConfig(upstream.url, { internalAdmin: { pathPrefixes: ['/internal', '/v4/internal'] } }))
 
-/** Sends `bytes` on a fresh connection and returns what came back and what reached the upstream meanwhile. */
+/**
+ * Sends `bytes` on a fresh connection and returns what came back and every request that reached
+ * the upstream meanwhile, its head as it arrived (a call cancelled by the close counts too).
+ */
 async function exchange(bytes: Buffer, timeoutMs = 2_000): Promise<{ result: RawResult; forwarded: string[] }> {
-  const before = upstream.requests.length
-  const result = await rawExchange(gw.url, bytes, { timeoutMs })
-  return { result, forwarded: upstream.requests.slice(before).map((recorded) => `${recorded.method} ${recorded.url}`) }
+  const forwarded: string[] = []
+  const onRequest = (request: IncomingMessage): void => void forwarded.push(`${request.method} ${request.url}`)
+  upstream.server.on('request', onRequest)
+  try {
+    const result = await rawExchange(gw.url, bytes, { timeoutMs })
+    // A request the gateway began just before the connection closed may still be on its way.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    return { result, forwarded }
+  } finally {
+    upstream.server.off('request', onRequest)
+  }
+}
+
+/** Requests the traffic listener has counted (v4gw_requests_total, every label set). */
+async function requestsCounted(): Promise<number> {
+  const text = (await send(gw.adminUrl, '/metrics')).text
+  return [...text.matchAll(/^v4gw_requests_total\{[^}]*\} (\d+)$/gm)].reduce((sum, match) => sum + Number(match[1]), 0)
 }
 
 /** The status of every answer on the connection, in order (the gateway's bodies never hold a status line). */
@@ -117,3 +136,82 @@ describe('percent-encoded octets that are not UTF-8 (RFC 3986 2.1, SPEC 7: the p
     expect(explained.json.answer).toBeUndefined()
   })
 })
+
+describe('framing errors: exactly one answer, then the connection closes (RFC 9112 6.3, 9.6, 11.2)', () => {
+  const NEXT = 'GET /v4/pipelined HTTP/1.1\r\nHost: gateway.test\r\n\r\n'
+  const CHUNKED_BODY = '5\r\nhello\r\n0\r\n\r\n'
+  const TARGETS = [
+    ['legacy', EXECUTE, LEGACY_HEADERS],
+    ['native', '/v4/framing', [['Content-Type', 'application/json']]]
+  ] as const
+
+  for (const [kind, target, headers] of TARGETS) {
+    it.each(['xchunked', 'identity', 'chunked, identity'])(`answers a ${kind} request with Transfer-Encoding %j once, and reads nothing after it`, async (codings) => {
+      const { result, forwarded } = await exchange(buildRawRequest(`POST ${target} HTTP/1.1`, [['Host', 'gateway.test'], ...headers, ['Transfer-Encoding', codings]], CHUNKED_BODY + NEXT))
+      expectOneRefusalThenClose(result)
+      expect(forwarded).toEqual([])
+    })
+  }
+
+  it.each([
+    ['an invalid Host', [['Host', '123.40.56.78:9000:80'], ['Content-Length', '2']], '{}'],
+    ['Transfer-Encoding gzip, chunked', [['Host', 'gateway.test'], ['Transfer-Encoding', 'gzip, chunked']], CHUNKED_BODY]
+  ] as const)('serves no request pipelined behind one refused for %s', async (_name, lines, body) => {
+    const before = await requestsCounted()
+    const { result, forwarded } = await exchange(buildRawRequest('POST /v4/framing HTTP/1.1', lines, body + NEXT))
+    expectOneRefusalThenClose(result)
+    expect(forwarded).toEqual([])
+    // The pipelined request was not even begun (an upstream call would be cut short by the close).
+    expect(await requestsCounted()).toBe(before + 1)
+  })
+
+  it.each([
+    ['a blocked path', '/internal/x', [], 403],
+    ['an unknown path', '/v3/x', [], 404],
+    ['a legacy call without a credential', EXECUTE, [['Content-Type', 'application/json']], 401]
+  ] as const)('answers %s once when its chunked body turns out malformed after the answer, then closes', async (_name, target, headers, status) => {
+    const { result, forwarded } = await exchange(buildRawRequest(`POST ${target} HTTP/1.1`, [['Host', 'gateway.test'], ...headers, ['Transfer-Encoding', 'chunked']], 'zz\r\nhello\r\n0\r\n\r\n'))
+    expect(statuses(result), result.bytes.toString('latin1')).toEqual([status])
+    expect(result.closedByServer).toBe(true)
+    expect(result.timedOut).toBe(false)
+    expect(forwarded).toEqual([])
+  })
+
+  it('does not answer again a malformed chunk that arrives after its request was answered on a kept-alive connection', async () => {
+    const { port } = new URL(gw.url)
+    const socket = connect(Number(port), '127.0.0.1')
+    let text = ''
+    socket.setEncoding('latin1')
+    socket.on('error', () => undefined)
+    const closed = new Promise<boolean>((resolve) => {
+      socket.on('close', () => resolve(true))
+      setTimeout(() => resolve(false), 3_000)
+    })
+    socket.write('POST /v3/unknown HTTP/1.1\r\nHost: gateway.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n')
+    await new Promise<void>((resolve) => socket.on('data', (chunk: string) => ((text += chunk), text.includes('"ROUTE_NOT_FOUND"') && resolve())))
+    // The 404 went out on a kept-alive connection before the body ended; the rest of it is malformed.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    socket.write('zz\r\nhello\r\n0\r\n\r\n')
+    const wasClosed = await closed
+    socket.destroy()
+    expect([...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1])), text).toEqual([404])
+    expect(wasClosed).toBe(true)
+  })
+
+  it('answers a malformed request pipelined behind a good one after the good one, then closes', async () => {
+    const { result, forwarded } = await exchange(Buffer.from('GET /v4/first HTTP/1.1\r\nHost: gateway.test\r\n\r\nGET /v4/second HTTP/1.1\r\nHost gateway.test\r\n\r\n', 'latin1'))
+    expect(statuses(result), result.bytes.toString('latin1')).toEqual([200, 400])
+    expect(result.bytes.toString('latin1')).toMatch(/^HTTP\/1\.1 200 [^]*\{"ok":true\}\r\n0\r\n\r\nHTTP\/1\.1 400 /)
+    expect(result.closedByServer).toBe(true)
+    expect(forwarded).toEqual(['GET /v4/first'])
+  })
+
+  it('answers the request that asked to close, and reads nothing sent after it', async () => {
+    const { result, forwarded } = await exchange(Buffer.from(`GET /v4/first HTTP/1.1\r\nHost: gateway.test\r\nConnection: close\r\n\r\n${NEXT}`, 'latin1'))
+    expect(statuses(result), result.bytes.toString('latin1')).toEqual([200])
+    expect(result.response?.complete).toBe(true)
+    expect(result.closedByServer).toBe(true)
+    expect(forwarded).toEqual(['GET /v4/first'])
+  })
+})
+
