@@ -265,7 +265,6 @@ const nativeTo = (url: string, check?: (recorded: RecordedRequest) => void): Exp
 const HOSTS: ReadonlyArray<readonly [string, readonly RawHeader[]]> = [
   ['a Host naming another server', [['Host', `127.0.0.1:${DECOY_PORT}`]]],
   ['a Host naming the tenant upstream', [['Host', `127.0.0.1:${UPSTREAM_PORT}`]]],
-  ['a Host with userinfo', [['Host', `user:${hostSecret}@127.0.0.1:${DECOY_PORT}`]]],
   ['an empty Host', [['Host', '']]],
   ['a Host with an out-of-range port', [['Host', 'gateway.test:99999']]],
   ['an IPv6 Host naming loopback', [['Host', `[::1]:${DECOY_PORT}`]]],
@@ -274,11 +273,20 @@ const HOSTS: ReadonlyArray<readonly [string, readonly RawHeader[]]> = [
 ]
 for (const [name, hostHeaders] of HOSTS) {
   add(`forwards only to the tenant upstream a native request with ${name}`,
-    buildRawRequest('GET /v4/host-check HTTP/1.1', [...hostHeaders, ['Connection', 'close']]), nativeTo('/v4/host-check'), name.includes('userinfo') ? [hostSecret] : [])
+    buildRawRequest('GET /v4/host-check HTTP/1.1', [...hostHeaders, ['Connection', 'close']]), nativeTo('/v4/host-check'))
   const token = secret()
   add(`forwards only to the tenant upstream a legacy call with ${name}`,
     buildRawRequest(`POST ${EXECUTE} HTTP/1.1`, [...hostHeaders, ['Authorization', `Bearer ${token}`], ['Content-Type', 'application/json'], ['Content-Length', '11'], ['Connection', 'close']], '{"input":1}'),
-    executeForward(), [token, ...(name.includes('userinfo') ? [hostSecret] : [])])
+    executeForward(), [token])
+}
+// RFC 9110 7.2: Host is uri-host [ ":" port ], without userinfo: a 400 that closes, as every refused head does (docs/decisions.md).
+for (const [name, host] of [['userinfo', `user:${hostSecret}@127.0.0.1:${DECOY_PORT}`], ['a second port', `127.0.0.1:${DECOY_PORT}:80`], ['a port that is not digits', 'gateway.test:1.2']] as const) {
+  add(`answers 400 INVALID_REQUEST and closes on a native request with a Host with ${name}`,
+    buildRawRequest('GET /v4/host-check HTTP/1.1', [['Host', host]]), PARSER_400, name === 'userinfo' ? [hostSecret] : [])
+  const token = secret()
+  add(`answers 400 INVALID_REQUEST and closes on a legacy call with a Host with ${name}`,
+    buildRawRequest(`POST ${EXECUTE} HTTP/1.1`, [['Host', host], ['Authorization', `Bearer ${token}`], ['Content-Type', 'application/json'], ['Content-Length', '11']], '{"input":1}'),
+    PARSER_400, [token, ...(name === 'userinfo' ? [hostSecret] : [])])
 }
 // RFC 9112 3.2: a server MUST answer 400 to an HTTP/1.1 request without Host; SPEC 6: in the envelope.
 add('answers 400 INVALID_REQUEST in the envelope to an HTTP/1.1 native request without Host', buildRawRequest('GET /v4/host-check HTTP/1.1', [['Connection', 'close']]), INVALID)
@@ -536,7 +544,7 @@ for (const path of DOT_SEGMENT_PATHS) add(`answers 400 INVALID_REQUEST to the do
 const BLOCKED_PATHS = [
   '/internal', '/internal/', '/internal/x', '//internal/x', '///internal', '/INTERNAL/x', '/Internal', '/%69nternal/x', '/%49NTERNAL', '/%2finternal',
   '/v4/internal', '/v4//internal/x', '/v4%2finternal/x', '/V4/INTERNAL/keys', '/v4/%69nternal', '/internal;x=1', '/v4/internal;jsessionid=1',
-  '/internal.', '/internal./x', '/internal..', '/internal?x=1', '/internal#frag', '/v4/internal\\x', '/v4/internal%2f', '/internalx',
+  '/internal.', '/internal./x', '/internal..', '/internal?x=1', '/v4/internal\\x', '/v4/internal%2f', '/internalx',
   // An empty segment with parameters is an empty segment there: `/v4/;x/internal` is `/v4//internal`.
   '/v4/;x/internal/y', '/;/internal', '/v4;x/internal', '/v4/;/;/internal'
 ]
@@ -546,7 +554,14 @@ for (const path of BLOCKED_PATHS) add(`answers 403 FORBIDDEN to the blocked path
   add('answers 403 FORBIDDEN to a legacy-looking POST on a blocked path, before reading credentials', request('POST', '/internal/v1/headless/runs', [['Authorization', `Bearer ${token}`], ['Content-Type', 'application/json']], '{"input":1}'), FORBIDDEN, [token])
 }
 add('answers 403 FORBIDDEN to a blocked path whatever the tenant header says', request('GET', '/internal/x', [['X-Tenant-Id', 'nobody']]), FORBIDDEN)
-for (const path of ['/internal%00', '/v4/internal%00', '/v4/x%00', '/v4/%c0%ae%c0%ae/internal', '/v4/%ff', '/v4/%zz', '/v4/%']) {
+// RFC 9112 3.2.1: origin-form has no fragment; checked with the target, before the blocked prefixes.
+for (const path of ['/internal#frag', '/v4/x#frag', '/v4/x?a=1#frag']) add(`answers 400 INVALID_REQUEST to the target with a fragment ${path}`, request('GET', path), INVALID)
+// RFC 3986 2.1 allows any octet, SPEC 7 passes the path on; the checks read it as UTF-8 and as latin1 (docs/decisions.md).
+add('forwards the path /v4/%ff, an octet that is not UTF-8, as it came', request('GET', '/v4/%ff'), nativeTo('/v4/%ff'))
+for (const path of ['/internal%ff', '/%69ntern%ffal/x', '/v4/%ff%2e%2e/internal']) {
+  add(`answers ${path.includes('%2e') ? 400 : 403} to ${path}, whichever way an upstream reads the octet that is not UTF-8`, request('GET', path), path.includes('%2e') ? INVALID : FORBIDDEN)
+}
+for (const path of ['/internal%00', '/v4/internal%00', '/v4/x%00', '/v4/%c0%ae%c0%ae/internal', '/v4/%zz', '/v4/%']) {
   add(`answers 400 INVALID_REQUEST to the undecodable or NUL-bearing path ${path}`, request('GET', path), INVALID)
 }
 // Double encoding is decoded once: the still-encoded form goes upstream, where it names no blocked path.
