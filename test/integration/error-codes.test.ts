@@ -445,7 +445,6 @@ describe('errors about an upstream answer the gateway cannot read', () => {
   // A native answer whose headers went out already can only be cut, so the short body is legacy only.
   describe.each([
     { case: 'a header section over the size limit', raw: `HTTP/1.1 200 OK\r\nx-big: ${'a'.repeat(70_000)}\r\ncontent-length: 2\r\n\r\n{}`, native: true },
-    { case: 'an unsolicited 100 Continue (the gateway never sends Expect upstream)', raw: 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}', native: true },
     { case: 'a 101 to a request that asked for no upgrade', raw: 'HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: other\r\n\r\n', native: true },
     { case: 'a body shorter than its content-length, then the end of the connection', raw: 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n{}', native: false }
   ])('an upstream answer with $case', ({ raw, native }) => {
