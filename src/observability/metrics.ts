@@ -38,20 +38,14 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
     labelNames: ['tenant', 'class', 'route', 'status_class'] as const,
     registers: [registry]
   })
-  const requestSeconds = new Histogram({
-    name: 'v4gw_request_duration_seconds',
-    help: 'Time from request start to response, by traffic class',
-    labelNames: ['class'] as const,
-    buckets: LATENCY_BUCKETS_SECONDS,
-    registers: [registry]
-  })
-  const upstreamSeconds = new Histogram({
-    name: 'v4gw_upstream_duration_seconds',
-    help: 'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers',
-    labelNames: ['class'] as const,
-    buckets: LATENCY_BUCKETS_SECONDS,
-    registers: [registry]
-  })
+  /** A latency histogram by traffic class, in seconds (Prometheus base unit). */
+  const latencyByClass = (name: string, help: string): Histogram<'class'> =>
+    new Histogram({ name, help, labelNames: ['class'] as const, buckets: LATENCY_BUCKETS_SECONDS, registers: [registry] })
+  const requestSeconds = latencyByClass('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class')
+  const upstreamSeconds = latencyByClass(
+    'v4gw_upstream_duration_seconds',
+    'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers'
+  )
   const sessionEvents = new Counter({
     name: 'v4gw_session_map_events_total',
     help: 'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)',
