@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { ERROR_STATUS, type ErrorCode } from '../../src/errors/registry.js'
 import { send } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawHeader, type RawOptions, type RawResponse, type RawResult } from '../helpers/raw-http.js'
@@ -587,9 +587,11 @@ add('answers 431 REQUEST_HEADERS_TOO_LARGE and closes on a 20,000-character bloc
 add('forwards an 8,000-character native path (under the header limit)', request('GET', `/v4/${'p'.repeat(8_000)}`), nativeTo(`/v4/${'p'.repeat(8_000)}`))
 add('answers 431 REQUEST_HEADERS_TOO_LARGE and closes on 3,000 headers',
   buildRawRequest('GET /v4/x HTTP/1.1', [['Host', 'gateway.test'], ...Array.from({ length: 3_000 }, (_value, index) => [`X-Pad-${index}`, 'v'] as const)]), PARSER_431)
-add('forwards 2,100 short headers, of which Node keeps its maxHeadersCount of 2,000',
+// The listener sets no header count (a dropped header could hide a second credential); the
+// upstream here sets none either, as Node 24 answers 431 past its default of 2,000.
+add('forwards 2,100 short headers, every one of them',
   request('GET', '/v4/many-headers', Array.from({ length: 2_100 }, (_value, index) => [`h${index}`, 'v'] as const)),
-  nativeTo('/v4/many-headers', (recorded) => expect(Object.keys(recorded.headers).filter((name) => /^h\d+$/.test(name)).length).toBeLessThanOrEqual(2_000)))
+  nativeTo('/v4/many-headers', (recorded) => expect(Object.keys(recorded.headers).filter((name) => /^h\d+$/.test(name)).length).toBe(2_100)))
 for (const [name, target, header] of [
   ['a 20 KiB header on native traffic', '/v4/x', 'X-Big'],
   ['a 20 KiB header on a legacy call', EXECUTE, 'X-Big'],
@@ -636,6 +638,9 @@ function describeExchange(result: RawResult): string {
 
 describe('bad-input corpus over raw sockets', () => {
   const upstream = useRecordingUpstream(upstreamHandler)
+  beforeAll(() => {
+    upstream.server.maxHeadersCount = 0
+  })
   // Another loopback server that requests name (absolute-form targets, Host): it must hear nothing.
   const decoy = useRecordingUpstream()
   const gw = useGateway(() =>
