@@ -15,8 +15,6 @@ export class AccessRecord {
   v4Path: string | undefined = undefined
   /** SHA-256 of the presented credential (legacy routes), for the migration report; never the credential. */
   clientFingerprint: string | undefined = undefined
-  /** The 32-hex trace id of a valid incoming `traceparent` (SPEC 17); never `tracestate` or `baggage`. */
-  traceId: string | undefined = undefined
   sessionOutcome: SessionOutcome | undefined = undefined
   upstreamMs: number | undefined = undefined
   errorCode: string | undefined = undefined

@@ -7,7 +7,6 @@ import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCr
 import type { RouteMatch } from '../legacy/route-table.js'
 import { runtimeCallHeaders } from '../legacy/runtime-call-headers.js'
 import type { TrafficClass } from '../observability/access-record.js'
-import { traceIdOf } from '../observability/trace-context.js'
 import { passthroughHeaders, type StreamCall } from '../passthrough/forward-stream.js'
 import { fingerprintToken } from '../sessions/session-key.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
@@ -31,8 +30,6 @@ export interface PlanFacts {
   clientFingerprint: string | undefined
   /** What kind of credential a legacy request presented (SPEC 5), once read. */
   credential: CredentialKind | 'none' | undefined
-  /** The trace id of a valid incoming `traceparent` (SPEC 17, W3C Trace Context); absent without one. */
-  traceId?: string
 }
 
 interface PlanBase {
@@ -81,9 +78,6 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
  */
 export function planRequest(runtime: GatewayRuntime, head: RequestHead): Plan {
   const facts: PlanFacts = { tenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, credential: undefined }
-  // Read first, so that a request refused at any step is logged with it too.
-  const traceId = traceIdOf(head.headers.traceparent)
-  if (traceId !== undefined) facts.traceId = traceId
   try {
     const classification = classifyRequest(runtime, head, facts)
     facts.trafficClass = classification.trafficClass

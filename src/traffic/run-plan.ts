@@ -45,7 +45,6 @@ export function recordFacts(record: AccessRecord, facts: Readonly<PlanFacts>): v
   record.legacyRoute = facts.legacyRoute
   record.v4Path = facts.v4Path
   record.clientFingerprint = facts.clientFingerprint
-  record.traceId = facts.traceId
 }
 
 /** A legacy runtime request: its body, read with its own limit (SPEC 10), completes the plan. */

@@ -69,8 +69,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     deps.onRequestDone({ head, record, statusCode, durationMs })
     accessLog({
       requestId: head.requestId,
-      // The planner's; a request the kernel answered before planning (503, a bad Host) is read here.
-      traceId: record.traceId ?? traceIdOf(head.headers.traceparent),
+      // Read from the head, once, at the end: every request has it, planned or refused before.
+      traceId: traceIdOf(head.headers.traceparent),
       tenant: record.tenant,
       class: record.trafficClass,
       route: record.legacyRoute,
