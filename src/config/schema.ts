@@ -201,7 +201,10 @@ const configObject = z.strictObject({
         .regex(/^[\x21-\x7e]*$/, 'an admin token is visible ASCII without spaces (it is sent as Authorization: Bearer <token>)')
         .nullable()
         .default(null)
-        .transform((token) => (token === '' ? null : token))
+        .transform((token) => (token === '' ? null : token)),
+      // Host names the admin API also answers to (SPEC 18): any other Host is refused on
+      // `/admin/*`, so that a web page whose name was rebound to this address cannot call it.
+      allowedHosts: z.array(z.string().min(1).refine(isBareHost, 'a host as a Host header names it, without a port: "gw.example.com", "10.0.0.5" or "[fd00::1]"')).default([])
     })
     .prefault({}),
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
@@ -275,6 +278,12 @@ const configObject = z.strictObject({
     .prefault({}),
   tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema)
 })
+
+/** A Host entry compared as normalizeHost leaves it: no port, no trailing dot, IPv6 in brackets ("" is min(1)'s). */
+function isBareHost(host: string): boolean {
+  const lower = host.toLowerCase()
+  return lower === '' || ((lower.startsWith('[') || !lower.includes(':')) && normalizeHost(lower) === lower)
+}
 
 /**
  * `Host` is matched lower-cased, without its port or a trailing dot (normalizeHost): a key
