@@ -28,7 +28,13 @@ const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx']
 const CREDENTIAL_REJECTIONS = new Set(['AUTH_INVALID', 'INVALID_CREDENTIAL_TYPE', 'CREDENTIALS_CONFLICT'])
 const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-export function createMetrics(options: { sessionEntries: () => number; sessionStoreStatus?: () => SessionStoreStatus; processMetrics?: boolean }): GatewayMetrics {
+export function createMetrics(options: {
+  sessionEntries: () => number
+  sessionStoreStatus?: () => SessionStoreStatus
+  /** The running config's hash (config/config-hash.ts), read at each scrape, so a reload shows at once. */
+  configHash?: () => string
+  processMetrics?: boolean
+}): GatewayMetrics {
   const registry = new Registry()
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'v4gw_' })
 
@@ -69,6 +75,20 @@ export function createMetrics(options: { sessionEntries: () => number; sessionSt
       registers: [registry],
       collect() {
         this.set(storeStatus().redis === 'up' ? 1 : 0)
+      }
+    })
+  }
+  const configHash = options.configHash
+  if (configHash !== undefined) {
+    // SPEC 17: an info metric, one series at 1 whose label says which config runs on this replica.
+    new Gauge({
+      name: 'v4gw_config_info',
+      help: 'The running config: 1, labelled with its hash (also in /readyz)',
+      labelNames: ['hash'] as const,
+      registers: [registry],
+      collect() {
+        this.reset()
+        this.set({ hash: configHash() }, 1)
       }
     })
   }
