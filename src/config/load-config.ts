@@ -7,7 +7,7 @@ import { configSchema, type GatewayConfig } from './schema.js'
 import { deepFreeze } from '../util/deep-freeze.js'
 import { substituteEnv, type EnvProblem } from './substitute-env.js'
 
-export const DEFAULT_CONFIG_PATH = 'config/gateway.yaml'
+export { DEFAULT_CONFIG_PATH, resolveConfigPath } from './config-path.js'
 
 /** Every problem of a config file, each with its path; thrown by `loadConfig`. */
 export class ConfigError extends Error {
@@ -19,11 +19,6 @@ export class ConfigError extends Error {
     this.name = 'ConfigError'
     this.problems = problems
   }
-}
-
-/** `--config`, then `V4GW_CONFIG`, then `config/gateway.yaml` (SPEC 8). config/ is what reads the environment. */
-export function resolveConfigPath(flag: string | undefined, env: Record<string, string | undefined> = process.env): string {
-  return flag ?? (env.V4GW_CONFIG !== undefined && env.V4GW_CONFIG !== '' ? env.V4GW_CONFIG : DEFAULT_CONFIG_PATH)
 }
 
 function formatPath(path: readonly PropertyKey[]): string {
