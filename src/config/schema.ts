@@ -207,7 +207,13 @@ const configObject = z.strictObject({
       allowedHosts: z.array(z.string().min(1).refine(isBareHost, 'a host as a Host header names it, without a port: "gw.example.com", "10.0.0.5" or "[fd00::1]"')).default([])
     })
     .prefault({}),
-  log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+  log: z
+    .strictObject({
+      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      /** SPEC 17: false turns the access lines off; errors are still logged. */
+      access: z.boolean().default(true)
+    })
+    .prefault({}),
   // SPEC 17. Only what the gateway does without tracing of its own: which trace headers a legacy
   // request's V4 calls carry. (OpenTelemetry tracing adds its keys here.)
   tracing: z
