@@ -1,26 +1,51 @@
-/* global process, console, setTimeout, setInterval, clearInterval, URL */
-// npm run soak: mixed legacy and native traffic at saturation against the real gateway process,
-// with a config reload (SIGHUP) and then a rolling restart (SIGTERM to the running gateway while
-// a new one takes the traffic) in the middle. Loopback only, bounded in time, ends only the
-// processes it started (by PID). Exits non-zero if any accepted request was lost or the
-// gateway's RSS grew without bound. Usage: npm run soak [-- --seconds 60 --json FILE]
+/* global process, console, setInterval, clearInterval, URL */
+// npm run soak: mixed legacy and native traffic at saturation against several real gateway
+// processes behind a client-side round robin (a load balancer), with a config reload (SIGHUP to
+// every gateway, SPEC 8) one third in and a rolling restart (each gateway in turn replaced by a
+// new process, then sent SIGTERM, SPEC 9) two thirds in. Samples every gateway's RSS each second
+// and draws it as an ASCII chart, one per gateway slot. Loopback only, bounded in time, ends only
+// the processes it started (by PID). Exits non-zero if an accepted request was lost, a reload or
+// a drain failed, or a gateway's RSS grew without levelling off.
+// Usage: npm run soak [-- --seconds 60 | --minutes 10] [--gateways 3] [--concurrency 64] [--json FILE]
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
-import { Pool } from 'undici'
+import { Pool, request } from 'undici'
 import { stringify } from 'yaml'
+import { plotTimeSeries } from './ascii-plot.mjs'
 import { productionNodeFlags } from './candidates.mjs'
 import { killAllNow, startNode, stopAll, stopProcess } from './processes.mjs'
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '60' }, concurrency: { type: 'string', default: '64' }, json: { type: 'string' } } })
-const SECONDS = Number(values.seconds)
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '60' },
+    minutes: { type: 'string' },
+    gateways: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '64' },
+    json: { type: 'string' }
+  }
+})
+const SECONDS = values.minutes !== undefined ? Number(values.minutes) * 60 : Number(values.seconds)
+const GATEWAYS = Number(values.gateways)
 const CONCURRENCY = Number(values.concurrency)
+for (const [name, value] of [['duration', SECONDS], ['gateways', GATEWAYS], ['concurrency', CONCURRENCY]]) {
+  if (!(value > 0)) throw new Error(`soak: ${name} must be a positive number`)
+}
 // RSS may settle higher than at warm-up (JIT, pools, the session map filling up); twice that, and
-// at least 64 MiB more, is growth without bound for a 60 s run.
+// at least 64 MiB more, is growth without bound.
 const RSS_GROWTH_LIMIT = (startBytes) => Math.max(startBytes * 2, startBytes + 64 * 1024 * 1024)
+// A gateway that served this long is judged on whether its RSS levelled off: the median of the
+// last third of its samples against the median of the middle third. With the image's 128 MiB
+// first old-space limit a full GC comes every 15 s or so under load (docs/deploy.md), so by the
+// middle third the heap has been through several and only growth that does not stop is left.
+const PLATEAU_MIN_SECONDS = 120
+const PLATEAU_TOLERANCE = (middleMiB) => Math.max(middleMiB * 0.05, 8)
 const ROOT = new URL('..', import.meta.url).pathname
 const STATE_KEYS = 200
+const PLOT_WIDTH = 72
+const PLOT_HEIGHT = 10
 
 const dir = mkdtempSync(join(tmpdir(), 'v4gw-soak-'))
 process.once('SIGINT', () => {
@@ -49,12 +74,39 @@ async function startGateway(name, configPath) {
     args: [...GATEWAY_NODE_FLAGS, join(ROOT, 'dist/cli.js'), '--config', configPath],
     ready: /v4gw listening on (\S+) \(admin (\S+)\)/
   })
-  return { handle, url: match[1], adminUrl: match[2] }
+  return { name, handle, url: match[1], adminUrl: match[2] }
+}
+
+/** Waits for 200 on /readyz, as a kubelet does before the pod gets traffic. */
+async function untilReady(gateway, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    try {
+      const response = await request(`${gateway.adminUrl}/readyz`)
+      await response.body.dump()
+      if (response.statusCode === 200) return
+    } catch {
+      // Not listening yet.
+    }
+    await sleep(50)
+  }
+  throw new Error(`${gateway.name} was not ready within ${timeoutMs} ms`)
+}
+
+/** The count of successful reloads the gateway reports (SPEC 9 metrics). */
+async function successfulReloads(gateway) {
+  const response = await request(`${gateway.adminUrl}/metrics`)
+  const text = await response.body.text()
+  return Number(/^v4gw_config_reloads_total\{[^}]*result="success"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0)
 }
 
 function rssBytes(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024
+  } catch {
+    return 0 // gone between the check and the read
+  }
 }
 
 /** One request of the mix: 40 % legacy execute, 30 % legacy session-execute, 30 % native. */
@@ -69,18 +121,20 @@ function nextRequest(sequence) {
 const counts = { sent: 0, answered: 0, ok: 0, shed: 0, failed: 0, lost: 0, refused: 0, byKind: {} }
 const lostSamples = []
 let loadStartedAt = 0
+const secondsSinceStart = () => (Date.now() - loadStartedAt) / 1000
 
-/** A target the load goes to; swapped at the rolling restart, as a load balancer would on readiness. */
-let target
+/** The gateways in rotation, one per slot; a slot's entry is swapped at its restart, as a load balancer does on readiness. */
+const rotation = []
+let nextTarget = 0
 
 async function worker(id, deadline) {
   let sequence = id
   while (Date.now() < deadline) {
-    const current = target
+    const current = rotation[nextTarget++ % rotation.length]
     const request = nextRequest(sequence)
     sequence += CONCURRENCY
     counts.sent++
-    const sentAt = Date.now()
+    const sentAt = secondsSinceStart()
     try {
       const response = await current.pool.request({ method: 'POST', path: request.path, headers: request.headers, body: request.body })
       await response.body.dump()
@@ -95,88 +149,198 @@ async function worker(id, deadline) {
       else {
         counts.lost++
         // When: at the reload, the rolling restart, or neither.
-        if (lostSamples.length < 20) lostSamples.push(`sent ${((sentAt - loadStartedAt) / 1000).toFixed(3)} s, failed ${((Date.now() - loadStartedAt) / 1000).toFixed(3)} s, ${request.kind} to ${current.name}: ${error.code ?? ''} ${error.message}`)
+        if (lostSamples.length < 20) lostSamples.push(`sent ${sentAt.toFixed(3)} s, failed ${secondsSinceStart().toFixed(3)} s, ${request.kind} to ${current.gateway.name}: ${error.code ?? ''} ${error.message}`)
       }
     }
   }
 }
 
+function inRotation(gateway) {
+  return { gateway, pool: new Pool(gateway.url, { connections: CONCURRENCY, pipelining: 1 }) }
+}
+
 async function main() {
-  const startedAt = Date.now()
-  loadStartedAt = startedAt
   const { handle: stub, match } = await startNode({ name: 'stub', args: [join(ROOT, 'bench/stub-upstream.mjs')], ready: /stub listening on (\S+)/ })
   const stubUrl = match[1]
-  const configA = join(dir, 'a.yaml')
-  writeFileSync(configA, stringify(gatewayConfig(stubUrl, 1)))
-  const first = await startGateway('gateway-1', configA)
-  target = { name: 'gateway-1', pool: new Pool(first.url, { connections: CONCURRENCY, pipelining: 1 }) }
-  console.log(`soak: ${SECONDS} s, ${CONCURRENCY} concurrent, gateway-1 pid ${first.handle.pid} on ${first.url}`)
+  // One file for every gateway: the listeners take free ports, and a reload rewrites it for all.
+  const configPath = join(dir, 'gateway.yaml')
+  writeFileSync(configPath, stringify(gatewayConfig(stubUrl, 1)))
+  const firsts = await Promise.all(Array.from({ length: GATEWAYS }, (_, index) => startGateway(`gateway-${index + 1}`, configPath)))
+  /** Per slot, every process that served it, in order, with its RSS samples. */
+  const slots = firsts.map((gateway) => [{ gateway, samples: [], from: 0 }])
+  for (const gateway of firsts) rotation.push(inRotation(gateway))
+  console.log(`soak: ${SECONDS} s, ${GATEWAYS} gateways (pids ${firsts.map((gateway) => gateway.handle.pid).join(', ')}), ${CONCURRENCY} concurrent`)
 
-  const deadline = Date.now() + SECONDS * 1000
+  loadStartedAt = Date.now()
+  const deadline = loadStartedAt + SECONDS * 1000
   const load = Promise.all(Array.from({ length: CONCURRENCY }, (_, id) => worker(id, deadline)))
-  const rss = { first: [], second: [] }
   const sampler = setInterval(() => {
-    if (!first.handle.exited) rss.first.push(rssBytes(first.handle.pid))
+    const t = secondsSinceStart()
+    for (const slot of slots) {
+      for (const life of slot) {
+        if (life.gateway.handle.exited || life.to !== undefined) continue
+        const value = rssBytes(life.gateway.handle.pid)
+        if (value > 0) life.samples.push({ t, value })
+      }
+    }
   }, 1000)
 
-  // One third in: reload with a changed config (SIGHUP, SPEC 8).
-  await sleepUntil(startedAt, deadline, 1 / 3)
-  const reloadAt = Date.now() - startedAt
-  process.kill(first.handle.pid, 'SIGHUP')
+  // One third in: reload every gateway with a changed config (SIGHUP, SPEC 8), and read each
+  // one's count of successful reloads to know it took.
+  await sleepUntil(loadStartedAt, deadline, 1 / 3)
+  const reloadAt = secondsSinceStart()
+  writeFileSync(configPath, stringify(gatewayConfig(stubUrl, 2)))
+  for (const gateway of firsts) process.kill(gateway.handle.pid, 'SIGHUP')
+  const reloads = await Promise.all(firsts.map((gateway) => reloadTook(gateway)))
 
-  // Two thirds in: rolling restart. A new gateway takes new requests; the old one gets SIGTERM
-  // and must answer everything it accepted (SPEC 9: in-flight requests finish).
-  await sleepUntil(startedAt, deadline, 2 / 3)
-  const configB = join(dir, 'b.yaml')
-  writeFileSync(configB, stringify(gatewayConfig(stubUrl, 2)))
-  const second = await startGateway('gateway-2', configB)
-  const old = target
-  target = { name: 'gateway-2', pool: new Pool(second.url, { connections: CONCURRENCY, pipelining: 1 }) }
-  const rssFirstEnd = rssBytes(first.handle.pid)
-  const terminateAt = Date.now() - startedAt
-  process.kill(first.handle.pid, 'SIGTERM')
-  const firstExit = await first.handle.exitedPromise
-  const secondSampler = setInterval(() => rss.second.push(rssBytes(second.handle.pid)), 1000)
+  // Two thirds in: a rolling restart, one slot at a time. The new process starts and turns
+  // ready, takes the slot's share of new requests, and only then does the old one get SIGTERM; it
+  // must answer everything it accepted and exit 0 (SPEC 9: in-flight requests finish).
+  await sleepUntil(loadStartedAt, deadline, 2 / 3)
+  const restarts = []
+  for (const [index, slot] of slots.entries()) {
+    const old = slot[slot.length - 1]
+    const replacement = await startGateway(`gateway-${index + 1}b`, configPath)
+    await untilReady(replacement)
+    const previous = rotation[index]
+    const at = secondsSinceStart()
+    slot.push({ gateway: replacement, samples: [], from: at })
+    rotation[index] = inRotation(replacement)
+    const rssAtRestart = rssBytes(old.gateway.handle.pid)
+    old.to = at
+    process.kill(old.gateway.handle.pid, 'SIGTERM')
+    const exit = await old.gateway.handle.exitedPromise
+    await previous.pool.close()
+    restarts.push({ slot: index + 1, at, oldPid: old.gateway.handle.pid, newPid: replacement.handle.pid, exit, rssAtRestart })
+  }
 
   await load
   clearInterval(sampler)
-  clearInterval(secondSampler)
-  await old.pool.close()
-  await target.pool.close()
-  const rssSecondEnd = rssBytes(second.handle.pid)
-  await stopProcess(second.handle)
+  const ranFor = secondsSinceStart()
+  await Promise.all(rotation.map((target) => target.pool.close()))
+  const lastRss = slots.map((slot) => rssBytes(slot[slot.length - 1].gateway.handle.pid))
+  for (const slot of slots) await stopProcess(slot[slot.length - 1].gateway.handle)
   await stopProcess(stub)
 
-  // Warm-up: the first samples include start-up and JIT; take the third second as the start.
-  const rssFirstStart = rss.first[Math.min(2, rss.first.length - 1)] ?? rssFirstEnd
-  const rssOk = rssFirstEnd <= RSS_GROWTH_LIMIT(rssFirstStart)
+  const verdicts = slots.map((slot, index) => judgeRss(slot[0], restarts[index]))
   const report = {
     seconds: SECONDS,
+    gateways: GATEWAYS,
     concurrency: CONCURRENCY,
     requests: counts,
     lostSamples,
-    events: { reloadAtMs: reloadAt, terminateAtMs: terminateAt, gateway1Exit: firstExit },
-    rss: { gateway1StartMiB: mib(rssFirstStart), gateway1EndMiB: mib(rssFirstEnd), gateway1LimitMiB: mib(RSS_GROWTH_LIMIT(rssFirstStart)), gateway2EndMiB: mib(rssSecondEnd) },
+    reload: { atSeconds: round(reloadAt), gateways: reloads },
+    restarts: restarts.map(({ slot, at, oldPid, newPid, exit }) => ({ slot, atSeconds: round(at), oldPid, newPid, exit })),
+    rss: verdicts.map((verdict, index) => ({ slot: index + 1, ...verdict, replacementEndMiB: mib(lastRss[index]) })),
+    samples: slots.map((slot) => slot.map((life) => ({ pid: life.gateway.handle.pid, rssMiB: life.samples.map(({ t, value }) => [round(t), mib(value)]) }))),
     node: process.version
   }
-  console.log(JSON.stringify(report, null, 2))
+  console.log(JSON.stringify({ ...report, samples: '(in --json)' }, null, 2))
+  console.log(renderPlots(slots, { reloadAt, restarts, xMax: Math.max(ranFor, SECONDS) }).join('\n'))
   if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`)
+
   const problems = []
   if (counts.lost > 0) problems.push(`${counts.lost} accepted requests were lost`)
-  if (firstExit.code !== 0) problems.push(`gateway-1 exited with ${firstExit.code ?? firstExit.signal} after SIGTERM`)
-  if (!rssOk) problems.push(`gateway-1 RSS grew from ${mib(rssFirstStart)} to ${mib(rssFirstEnd)} MiB`)
   if (counts.ok === 0) problems.push('no request succeeded')
+  for (const reload of reloads) if (!reload.took) problems.push(`${reload.gateway} did not report a successful reload after SIGHUP`)
+  for (const restart of restarts) {
+    if (restart.exit.code !== 0) problems.push(`gateway-${restart.slot} exited with ${restart.exit.code ?? restart.exit.signal} after SIGTERM`)
+  }
+  for (const [index, verdict] of verdicts.entries()) {
+    if (!verdict.withinLimit) problems.push(`gateway-${index + 1} RSS grew from ${verdict.warmupMiB} to ${verdict.atRestartMiB} MiB (limit ${verdict.limitMiB})`)
+    if (verdict.plateau === false) problems.push(`gateway-${index + 1} RSS did not level off: median ${verdict.middleThirdMedianMiB} MiB in the middle third of its life, ${verdict.lastThirdMedianMiB} MiB in the last`)
+  }
   console.log(problems.length === 0 ? 'soak: PASS' : `soak: FAIL\n- ${problems.join('\n- ')}`)
   return problems.length === 0 ? 0 : 1
+}
+
+/** Polls the gateway's reload count for a few seconds after SIGHUP. */
+async function reloadTook(gateway) {
+  const deadline = Date.now() + 5000
+  while (Date.now() < deadline) {
+    if ((await successfulReloads(gateway).catch(() => 0)) >= 1) return { gateway: gateway.name, took: true }
+    await sleep(100)
+  }
+  return { gateway: gateway.name, took: false }
+}
+
+/** A first gateway's RSS: bounded at its restart, and level over the second half of a long enough life. */
+function judgeRss(life, restart) {
+  const samples = life.samples
+  // Warm-up: the first samples include start-up and JIT; take the third second as the start.
+  const warmup = samples[Math.min(2, samples.length - 1)]?.value ?? restart.rssAtRestart
+  const verdict = {
+    pid: life.gateway.handle.pid,
+    warmupMiB: mib(warmup),
+    atRestartMiB: mib(restart.rssAtRestart),
+    limitMiB: mib(RSS_GROWTH_LIMIT(warmup)),
+    withinLimit: restart.rssAtRestart <= RSS_GROWTH_LIMIT(warmup),
+    lifeSeconds: round(restart.at),
+    middleThirdMedianMiB: null,
+    lastThirdMedianMiB: null,
+    secondHalfSlopeMiBPerMinute: null,
+    plateau: null
+  }
+  if (restart.at < PLATEAU_MIN_SECONDS || samples.length < 9) return verdict
+  const third = Math.floor(samples.length / 3)
+  const middle = median(samples.slice(third, 2 * third).map(({ value }) => value / 2 ** 20))
+  const last = median(samples.slice(2 * third).map(({ value }) => value / 2 ** 20))
+  verdict.middleThirdMedianMiB = round(middle)
+  verdict.lastThirdMedianMiB = round(last)
+  verdict.secondHalfSlopeMiBPerMinute = round(slopePerMinute(samples.slice(Math.floor(samples.length / 2))))
+  verdict.plateau = last <= middle + PLATEAU_TOLERANCE(middle)
+  return verdict
+}
+
+/** One chart per slot, on one scale: `#` its first process, `+` the one that replaced it. */
+function renderPlots(slots, { reloadAt, restarts, xMax }) {
+  const highest = Math.max(...slots.flatMap((slot) => slot.flatMap((life) => life.samples.map(({ value }) => value / 2 ** 20))), 1)
+  const yMax = Math.ceil(highest / 50) * 50
+  const lines = [
+    `RSS of each gateway (MiB) over the run; ${round(xMax / PLOT_WIDTH)} s a column, ${round(yMax / PLOT_HEIGHT)} MiB a row, each column from its least to its greatest sample.`,
+    `# the slot's first process, + its replacement; on the time axis R the reload (SIGHUP to all), ^ this slot's restart (SIGTERM to #).`
+  ]
+  for (const [index, slot] of slots.entries()) {
+    const pids = slot.map((life, order) => `${order === 0 ? '#' : '+'} pid ${life.gateway.handle.pid}`).join(', ')
+    lines.push('', `gateway-${index + 1} (${pids})`)
+    const series = slot.map((life, order) => ({ symbol: order === 0 ? '#' : '+', samples: life.samples.map(({ t, value }) => ({ t, value: value / 2 ** 20 })) }))
+    const events = [{ t: reloadAt, symbol: 'R' }, ...restarts.filter((restart) => restart.slot === index + 1).map((restart) => ({ t: restart.at, symbol: '^' }))]
+    lines.push(...plotTimeSeries({ series, events, xMax, yMax, width: PLOT_WIDTH, height: PLOT_HEIGHT }))
+  }
+  return lines
+}
+
+function median(numbers) {
+  const sorted = [...numbers].sort((a, b) => a - b)
+  const middle = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+/** Least-squares slope of RSS over time, in MiB per minute. */
+function slopePerMinute(samples) {
+  const n = samples.length
+  const meanT = samples.reduce((sum, { t }) => sum + t, 0) / n
+  const meanV = samples.reduce((sum, { value }) => sum + value / 2 ** 20, 0) / n
+  let numerator = 0
+  let denominator = 0
+  for (const { t, value } of samples) {
+    numerator += (t - meanT) * (value / 2 ** 20 - meanV)
+    denominator += (t - meanT) ** 2
+  }
+  return denominator === 0 ? 0 : (numerator / denominator) * 60
 }
 
 function mib(bytes) {
   return Math.round((bytes / 1024 / 1024) * 10) / 10
 }
 
+function round(value) {
+  return Math.round(value * 10) / 10
+}
+
 function sleepUntil(startedAt, deadline, fraction) {
   const at = startedAt + (deadline - startedAt) * fraction
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())))
+  return sleep(Math.max(0, at - Date.now()))
 }
 
 main()
