@@ -11,7 +11,7 @@ import type { Exchange } from './exchange.js'
  * the request (deprecation, `Retry-After`, …). Recorded for the access log. It never throws: it
  * is the last answer a request can get. A response already under way can only be cut.
  */
-export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<Logger, 'info' | 'error'>): void {
+export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<Logger, 'debug' | 'info' | 'error'>): void {
   const gatewayError = toGatewayError(error)
   exchange.record.errorCode = gatewayError.code
   logGatewayError(log, gatewayError, exchange.clientGone, exchange.id)
@@ -22,7 +22,8 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
     return
   }
   const body = JSON.stringify(buildErrorBody(gatewayError, exchange.id, roundMs(performance.now() - exchange.head.startedAt)))
-  const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }
+  const bytes = Buffer.byteLength(body)
+  const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json; charset=utf-8', 'content-length': bytes }
   // The rest of an oversized body is not read: the connection cannot carry another request.
   const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' || exchange.answerHeaders.connection === 'close' ? { connection: 'close' } : undefined
   // Nothing after this request is served on its connection (connection-close.ts).
@@ -40,4 +41,5 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
     }
   }
   response.end(body)
+  exchange.record.bytesOut += bytes
 }

@@ -10,6 +10,8 @@ export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'
  */
 export class AccessRecord {
   tenant: string | undefined = undefined
+  /** The tenant a request asked for that is not configured (TENANT_UNKNOWN): the line says which. */
+  requestedTenant: string | undefined = undefined
   trafficClass: TrafficClass | undefined = undefined
   legacyRoute: string | undefined = undefined
   v4Path: string | undefined = undefined
@@ -17,10 +19,12 @@ export class AccessRecord {
   clientFingerprint: string | undefined = undefined
   sessionOutcome: SessionOutcome | undefined = undefined
   upstreamMs: number | undefined = undefined
+  /** Response body bytes written to the client, by whichever step wrote them (SPEC 17). */
+  bytesOut = 0
   errorCode: string | undefined = undefined
   /** The status of the upstream failure that cut a streamed answer midway (502, 504, 408). */
   brokenOffStatus: number | undefined = undefined
 }
 
 /** What a streamed upstream call reports: its time to the answer's headers, and a failure after them. */
-export type UpstreamOutcome = Pick<AccessRecord, 'upstreamMs' | 'errorCode' | 'brokenOffStatus'>
+export type UpstreamOutcome = Pick<AccessRecord, 'upstreamMs' | 'errorCode' | 'brokenOffStatus' | 'bytesOut'>

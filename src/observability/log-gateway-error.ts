@@ -4,9 +4,16 @@ import type { GatewayError } from '../errors/registry.js'
 /** Answers that are the gateway working as designed, not failing: the access log records them. */
 const DELIBERATE_5XX = new Set(['OVERLOADED', 'SHUTTING_DOWN'])
 
+/**
+ * An upstream that failed is not the gateway failing: SPEC 17 has the request's access line
+ * name it (its `error`), with no other line and no stack trace, except at debug.
+ */
+const UPSTREAM_FAILURES = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_BAD_RESPONSE'])
+
 /** Logs gateway-side failures; a client that broke off or went away is not one, whatever the error it left. */
-export function logGatewayError(log: Pick<Logger, 'info' | 'error'>, error: GatewayError, clientGone: boolean, requestId?: string): void {
+export function logGatewayError(log: Pick<Logger, 'debug' | 'info' | 'error'>, error: GatewayError, clientGone: boolean, requestId?: string): void {
   if (error.statusCode < 500 || DELIBERATE_5XX.has(error.code)) return
   if (clientGone) log.info({ requestId, error: error.code }, 'client went away before its answer')
+  else if (UPSTREAM_FAILURES.has(error.code)) log.debug({ requestId, err: error }, 'upstream failure')
   else log.error({ requestId, err: error }, 'gateway error')
 }

@@ -47,15 +47,39 @@ export function createStdoutDestination(): LogDestination {
   return { stream: batcher, flushSync: () => batcher.flushSync() }
 }
 
+/** The fields every line of the gateway's own loggers starts with, after level and time. */
+const BASE_BINDINGS = { service: 'v4gw' }
+
+/** How a logger made by createLogger writes a line: pino's defaults, these bindings, this destination. */
+export interface OwnLineFormat {
+  readonly destination: DestinationStream
+  /** The bindings as pino writes them after `"time"`: `,"service":"v4gw"`. */
+  readonly bindings: string
+}
+
+const ownFormats = new WeakMap<Logger, OwnLineFormat>()
+
 export function createLogger(options: LoggerOptions): Logger {
-  return pino(
+  const destination = options.destination ?? createStdoutDestination().stream
+  const logger = pino(
     {
       level: options.level,
-      base: { service: 'v4gw' },
+      base: BASE_BINDINGS,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       // pino's default epoch-ms "time": a formatted date per line costs more than the rest of it.
       timestamp: pino.stdTimeFunctions.epochTime
     },
-    options.destination ?? createStdoutDestination().stream
+    destination
   )
+  ownFormats.set(logger, { destination, bindings: `,${JSON.stringify(BASE_BINDINGS).slice(1, -1)}` })
+  return logger
+}
+
+/**
+ * The format of a logger made above, known because it was made here: the access log writes its
+ * one line per request in it directly (access-log.ts). Undefined for any other logger, a child
+ * of one of these included (its bindings differ).
+ */
+export function ownLineFormat(logger: Logger): OwnLineFormat | undefined {
+  return ownFormats.get(logger)
 }

@@ -54,6 +54,9 @@ export function createForwarder(
       },
       {
         body: response,
+        onBodyBytes(bytes) {
+          outcome.bytesOut += bytes
+        },
         onStart(cancel) {
           if (exchange.cancelled) cancel()
           else exchange.cancel = cancel

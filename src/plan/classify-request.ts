@@ -22,6 +22,8 @@ export interface ClassifiedHead {
 export interface ClassificationNote {
   trafficClass: TrafficClass | undefined
   tenant: string | undefined
+  /** The tenant asked for, when it is not configured: for the access line, never for the answer. */
+  requestedTenant?: string | undefined
 }
 
 /**
@@ -61,7 +63,8 @@ export function classifyRequest(runtime: GatewayRuntime, head: ClassifiedHead, n
   const tenant = resolveTenant(
     runtime.tenancy,
     Array.isArray(tenantHeader) ? tenantHeader.join(',') : tenantHeader,
-    Array.isArray(host) ? host[0] : host
+    Array.isArray(host) ? host[0] : host,
+    note
   )
   note.tenant = tenant.name
   const match = matchRoute(tenant.routes, head.method, target.pathname)

@@ -20,6 +20,8 @@ import type { RequestTarget } from './request-target.js'
  */
 export interface PlanFacts {
   tenant: string | undefined
+  /** The tenant asked for when it is not configured (TENANT_UNKNOWN). */
+  requestedTenant: string | undefined
   trafficClass: TrafficClass | undefined
   /** `METHOD /path` of the legacy route matched. */
   legacyRoute: string | undefined
@@ -77,7 +79,7 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
  * the runner (traffic/run-plan.ts).
  */
 export function planRequest(runtime: GatewayRuntime, head: RequestHead): Plan {
-  const facts: PlanFacts = { tenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, credential: undefined }
+  const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, credential: undefined }
   try {
     const classification = classifyRequest(runtime, head, facts)
     facts.trafficClass = classification.trafficClass

@@ -11,9 +11,15 @@ export interface TenancyRuntime {
 
 /**
  * Tenant header, then `Host` map, then the default (SPEC 3). Messages never echo the
- * requested name: it is client input.
+ * requested name: it is client input. An unknown one goes on `asked`, for the operator's access
+ * line (SPEC 17).
  */
-export function resolveTenant(tenancy: TenancyRuntime, tenantHeader: string | undefined, host: string | undefined): TenantRuntime {
+export function resolveTenant(
+  tenancy: TenancyRuntime,
+  tenantHeader: string | undefined,
+  host: string | undefined,
+  asked?: { requestedTenant?: string | undefined }
+): TenantRuntime {
   let name: string | null | undefined = tenantHeader === '' ? undefined : tenantHeader
   let source = `header:${tenancy.header}`
   if (name === undefined) {
@@ -29,6 +35,7 @@ export function resolveTenant(tenancy: TenancyRuntime, tenantHeader: string | un
   }
   const tenant = tenancy.tenants.get(name)
   if (tenant === undefined) {
+    if (asked !== undefined) asked.requestedTenant = name
     throw new GatewayError('TENANT_UNKNOWN', 'the requested tenant is not configured', { details: [{ pointer: source, message: 'not a configured tenant' }] })
   }
   return tenant

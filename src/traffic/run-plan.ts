@@ -41,6 +41,7 @@ export function runPlan(plan: Plan, exchange: Exchange, deps: RunDeps): void {
 
 export function recordFacts(record: AccessRecord, facts: Readonly<PlanFacts>): void {
   record.tenant = facts.tenant
+  record.requestedTenant = facts.requestedTenant
   record.trafficClass = facts.trafficClass
   record.legacyRoute = facts.legacyRoute
   record.v4Path = facts.v4Path
@@ -76,9 +77,11 @@ export function writeLegacyAnswer(exchange: Exchange, plan: CallsPlan, result: L
   if (result.sessionId !== undefined) headers['x-v4-session-id'] = result.sessionId
   // RFC 9110 8.6 / 6.4.1: 1xx, 204 and 304 answers have no content and no Content-Length.
   const bodiless = shaped.statusCode < 200 || shaped.statusCode === 204 || shaped.statusCode === 304
-  if (!bodiless) headers['content-length'] = typeof shaped.payload === 'string' ? Buffer.byteLength(shaped.payload) : shaped.payload.length
+  const bytes = bodiless ? 0 : typeof shaped.payload === 'string' ? Buffer.byteLength(shaped.payload) : shaped.payload.length
+  if (!bodiless) headers['content-length'] = bytes
   if (draining) headers.connection = 'close'
   if (response.destroyed) return
   response.writeHead(shaped.statusCode, headers)
   response.end(bodiless ? undefined : shaped.payload)
+  exchange.record.bytesOut += bytes
 }

@@ -3,7 +3,7 @@ import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import { createTrafficKernel, type TrafficKernel } from '../kernel/traffic-kernel.js'
 import type { AccessRecord } from '../observability/access-record.js'
-import { createAccessLog } from '../observability/access-log.js'
+import { createAccessLog, USER_AGENT_MAX_CHARS } from '../observability/access-log.js'
 import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest } from '../plan/plan-request.js'
@@ -67,21 +67,39 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     const { head, record } = exchange
     const durationMs = performance.now() - head.startedAt
     deps.onRequestDone({ head, record, statusCode, durationMs })
+    // SPEC 17: `log.access: false` turns the lines off; read per request, so a reload turns them.
+    if (!deps.getRuntime().config.log.access) return
     accessLog({
       requestId: head.requestId,
       // Read from the head, once, at the end: every request has it, planned or refused before.
       traceId: traceIdOf(head.headers.traceparent),
+      method: head.method,
+      path: pathOf(head.url),
       tenant: record.tenant,
+      requestedTenant: record.requestedTenant,
       class: record.trafficClass,
       route: record.legacyRoute,
       v4Path: record.v4Path,
       status: statusCode,
       durationMs: roundMs(durationMs),
       upstreamMs: record.upstreamMs === undefined ? undefined : roundMs(record.upstreamMs),
+      bytesOut: record.bytesOut,
       session: record.sessionOutcome,
-      error: record.errorCode
+      error: record.errorCode,
+      clientAddress: head.clientAddress,
+      userAgent: userAgentOf(head.headers['user-agent'])
     })
   }
 
   return { handle: kernel.handle, stop: kernel.stop, settled: kernel.settled }
+}
+
+/** The request target without its query: a credential can ride in the query (SPEC 5, 17). */
+function pathOf(url: string): string {
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
+}
+
+function userAgentOf(value: string | undefined): string | undefined {
+  return value === undefined || value.length <= USER_AGENT_MAX_CHARS ? value : value.slice(0, USER_AGENT_MAX_CHARS)
 }

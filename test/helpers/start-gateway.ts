@@ -1,8 +1,7 @@
-import { pino } from 'pino'
 import { buildGateway, type Gateway } from '../../src/app.js'
 import { deepFreeze } from '../../src/util/deep-freeze.js'
 import { configSchema, type GatewayConfig } from '../../src/config/schema.js'
-import { REDACT_PATHS } from '../../src/observability/logger.js'
+import { createLogger } from '../../src/observability/logger.js'
 import { createLogSink, type LogSink } from './log-sink.js'
 import { once, ownedBySuite, ownedByTest } from './teardown.js'
 
@@ -37,7 +36,8 @@ async function launchGateway(rawConfig: Record<string, unknown>, options: Gatewa
   // Frozen as loadConfig freezes it, so that a test fails where the gateway would mutate its config.
   const config = deepFreeze(configSchema.parse(rawConfig))
   const logs = createLogSink()
-  const logger = pino({ level: config.log.level, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, logs.stream)
+  // The production logger (main.ts makes the same), so the access line is written as in production.
+  const logger = createLogger({ level: config.log.level, destination: logs.stream })
   const gateway = await buildGateway({ config, logger, configPath: options.configPath })
   const { trafficUrl, adminUrl } = await gateway.listen({ host: '127.0.0.1', trafficPort: 0, adminPort: 0 })
   return { url: trafficUrl, adminUrl, gateway, config, logs, close: once(() => gateway.close()) }

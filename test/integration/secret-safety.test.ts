@@ -298,8 +298,8 @@ describe('secret safety (SPEC 9)', () => {
     for (const value of scenario.secrets) expect(explained.text).not.toContain(value)
   })
 
-  it('writes the upstream-unavailable errors to the log without their request credentials', () => {
-    const errorLines = down.logs.lines().filter((line) => line.msg === 'gateway error')
+  it('writes the upstream-unavailable errors (debug lines, with their stacks) without their request credentials', () => {
+    const errorLines = down.logs.lines().filter((line) => line.msg === 'upstream failure')
     expect(errorLines.length).toBeGreaterThan(0)
     for (const line of errorLines) {
       const text = JSON.stringify(line)

@@ -332,7 +332,8 @@ describe('sessions.start faults', () => {
     const requestId = answer.headers['x-request-id']
     await until(() => context.logs().some((line) => line.requestId === requestId && line.msg === 'request'))
     const lines = context.logs().filter((line) => line.requestId === requestId)
-    expect(lines.map((line) => line.msg)).toEqual(['gateway error', 'request'])
+    // SPEC 17: the access line names the failure; no other line at info.
+    expect(lines.map((line) => [line.msg, line.error])).toEqual([['request', 'UPSTREAM_BAD_RESPONSE']])
     expect(JSON.stringify(lines)).not.toContain('fault-token')
     expect(answer.text).not.toContain('fault-token')
   })
@@ -345,13 +346,13 @@ describe('sessions.start faults', () => {
     const answer = await sessionCall(context.url(), 'no-id-start')
     expectGatewayError(answer, 'UPSTREAM_BAD_RESPONSE')
     expect(context.upstream().exchanges.map((exchange) => exchange.url)).toEqual(['/v4/sessions.start'])
-    // The client was there for its answer: this is the gateway's failure, logged at error level.
-    // (Node marks a request destroyed once its body is read, which once logged it as the client's.)
+    // The client was there for its answer: this is the upstream's failure, on the access line
+    // (SPEC 17), not the client's 499. (Node marks a request destroyed once its body is read,
+    // which once logged it as the client's.)
     const requestId = answer.headers['x-request-id']
     await until(() => context.logs().some((line) => line.requestId === requestId && line.msg === 'request'))
-    expect(context.logs().filter((line) => line.requestId === requestId).map((line) => [line.level, line.msg])).toEqual([
-      [50, 'gateway error'],
-      [30, 'request']
+    expect(context.logs().filter((line) => line.requestId === requestId).map((line) => [line.level, line.msg, line.status, line.error])).toEqual([
+      [30, 'request', 502, 'UPSTREAM_BAD_RESPONSE']
     ])
   })
 

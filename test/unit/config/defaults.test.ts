@@ -22,8 +22,8 @@ describe('SPEC 8 defaults of a minimal config', () => {
     expect(config.admin).toEqual({ host: '127.0.0.1', port: 9901, token: null })
   })
 
-  it('logs at info', () => {
-    expect(config.log).toEqual({ level: 'info' })
+  it('logs at info, access lines on', () => {
+    expect(config.log).toEqual({ level: 'info', access: true })
   })
 
   it('fills every limit', () => {

@@ -11,21 +11,30 @@ function capture(level = 'info') {
 
 const FULL: AccessLogFields = {
   requestId: 'req-1',
+  traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+  method: 'POST',
+  path: '/v1/runs/r-1/invoke',
   tenant: 'acme',
+  requestedTenant: undefined,
   class: 'legacy',
   route: 'POST /v1/runs/:runId/invoke',
   v4Path: '/v4/sessions/ses_1/executions.execute',
   status: 200,
   durationMs: 1.234,
   upstreamMs: 0.5,
+  bytesOut: 1234,
   session: 'hit',
-  error: undefined
+  error: undefined,
+  clientAddress: '::ffff:127.0.0.1',
+  userAgent: 'legacy-sdk/1.4 (linux)'
 }
 
 const CASES: AccessLogFields[] = [
   FULL,
   // What an unknown route leaves unset.
   { requestId: 'r', tenant: undefined, class: undefined, route: undefined, v4Path: undefined, status: 404, durationMs: 0, upstreamMs: undefined, session: undefined, error: 'NOT_FOUND' },
+  // A tenant that is not configured: the line names the one asked for.
+  { ...FULL, tenant: undefined, requestedTenant: 'gh\u00f6st"', class: undefined, route: undefined, v4Path: undefined, status: 404, bytesOut: 0, error: 'TENANT_UNKNOWN' },
   // A native path is the client's: quotes, backslashes, control and non-ASCII characters must be escaped as pino escapes them.
   { ...FULL, class: 'native', route: undefined, v4Path: '/v4/a"b\\c\u0001d\u00e9\u00ff%22', session: undefined, status: 499, error: 'UPSTREAM_TIMEOUT' },
   // pino writes a number that is not finite as null.
@@ -52,7 +61,7 @@ describe('access log', () => {
   function generatedFields(alphabet: string[], count: number): AccessLogFields[] {
     return Array.from({ length: count }, (_, index) => {
       const pick = (salt: number) => Array.from({ length: (index + salt) % 5 }, (_, at) => alphabet[(index * 7 + at * 3 + salt) % alphabet.length]).join('')
-      return { ...FULL, requestId: pick(0), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5) }
+      return { ...FULL, requestId: pick(0), path: pick(6), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5), userAgent: pick(7) }
     })
   }
 
@@ -64,6 +73,14 @@ describe('access log', () => {
       logger.info(fields, 'request')
     }
     for (let index = 0; index < lines.length; index += 2) expect(sameTime(lines[index] as string)).toBe(sameTime(lines[index + 1] as string))
+  })
+
+  it('writes the line itself for a logger the gateway made, without logger.info (the cases above compare the two)', () => {
+    const { logger, lines } = capture()
+    const info = vi.spyOn(logger, 'info')
+    createAccessLog(logger)(FULL)
+    expect(info).not.toHaveBeenCalled()
+    expect(lines).toHaveLength(1)
   })
 
   it('carries a child logger’s bindings, as pino does', () => {

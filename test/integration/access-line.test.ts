@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest'
+import { refusingOrigin } from '../helpers/fault-upstream.js'
+import { send, type Answer } from '../helpers/http.js'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
+
+// SPEC 17, access log: every line carries method, path without the query, clientAddress,
+// userAgent (at most 256 characters) and bytesOut; a 404 or tenant error says what was asked
+// for; an upstream failure is the access line's `error`, with no other line unless at debug;
+// `log.access: false` turns the lines off.
+
+const AUTH = { authorization: 'Bearer demo-token-alice' }
+// The simulator's token for alice, sent in the query (SPEC 5 `credentials.queryParam`).
+const QUERY_TOKEN = 'demo-token-alice'
+let requestCount = 0
+
+/** A request id of the test's own: native answers carry the upstream's headers, not the gateway's. */
+function ownRequestId(): Record<string, string> {
+  return { 'x-request-id': `access-line-${++requestCount}` }
+}
+
+async function accessLineOf(gateway: StartedGateway, answer: Answer, requestId = answer.headers['x-request-id']): Promise<Record<string, unknown>> {
+  await until(() => gateway.logs.lines().some((line) => line.msg === 'request' && line.requestId === requestId))
+  return gateway.logs.lines().find((line) => line.msg === 'request' && line.requestId === requestId) as Record<string, unknown>
+}
+
+describe('the access line (SPEC 17)', () => {
+  const { gw } = useSimulatorGateway({ credentials: { queryParam: 'token' } })
+
+  it('names method, path without its query, client address, user agent and body bytes of a legacy call', async () => {
+    const answer = await send(gw.url, `/v1/headless/runs?token=${QUERY_TOKEN}&x=1`, {
+      headers: { 'user-agent': 'legacy-sdk/1.4' },
+      json: { input: { q: 1 } }
+    })
+    expect(answer.status).toBe(200)
+    const line = await accessLineOf(gw, answer)
+    expect(line).toMatchObject({ method: 'POST', path: '/v1/headless/runs', clientAddress: '127.0.0.1', userAgent: 'legacy-sdk/1.4', class: 'legacy' })
+    expect(line.bytesOut).toBe(Buffer.byteLength(answer.text))
+    expect(gw.logs.text()).not.toContain(QUERY_TOKEN)
+  })
+
+  it('counts the streamed body of a native call', async () => {
+    const id = ownRequestId()
+    const answer = await send(gw.url, '/v4/execute', { headers: { ...AUTH, ...id }, json: { input: 'native' } })
+    expect(answer.status).toBe(200)
+    const line = await accessLineOf(gw, answer, id['x-request-id'])
+    expect(line).toMatchObject({ method: 'POST', path: '/v4/execute', class: 'native', status: 200 })
+    expect(line.bytesOut).toBe(Buffer.byteLength(answer.text))
+    expect(line.bytesOut).toBeGreaterThan(0)
+  })
+
+  it('says which path a 404 asked for, and counts the gateway’s own error body', async () => {
+    const answer = await send(gw.url, '/v2/nowhere?token=abc', { headers: AUTH })
+    expect(answer.status).toBe(404)
+    const line = await accessLineOf(gw, answer)
+    expect(line).toMatchObject({ path: '/v2/nowhere', error: 'ROUTE_NOT_FOUND', bytesOut: Buffer.byteLength(answer.text) })
+  })
+
+  it('says which tenant a TENANT_UNKNOWN request asked for (the answer does not echo it)', async () => {
+    const answer = await send(gw.url, '/v4/execute', { headers: { ...AUTH, 'x-tenant-id': 'ghost-tenant' }, json: { input: 1 } })
+    expect(answer.status).toBe(404)
+    expect(answer.text).not.toContain('ghost-tenant')
+    const line = await accessLineOf(gw, answer)
+    expect(line).toMatchObject({ requestedTenant: 'ghost-tenant', error: 'TENANT_UNKNOWN' })
+    expect(line.tenant).toBeUndefined()
+  })
+
+  it('cuts the user agent to 256 characters', async () => {
+    const id = ownRequestId()
+    const answer = await send(gw.url, '/v4/execute', { headers: { ...AUTH, ...id, 'user-agent': 'u'.repeat(1000) }, json: { input: 1 } })
+    const line = await accessLineOf(gw, answer, id['x-request-id'])
+    expect(line.userAgent).toBe('u'.repeat(256))
+  })
+})
+
+describe('an unreachable upstream on the access line (SPEC 17)', () => {
+  it('at info: one line, the access line, whose error names the failure; no stack anywhere', async () => {
+    const gateway = await startGateway(testConfig(await refusingOrigin()))
+    const answer = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    expect(answer.status).toBe(502)
+    const line = await accessLineOf(gateway, answer)
+    expect(line.error).toBe('UPSTREAM_UNAVAILABLE')
+    const lines = gateway.logs.lines().filter((one) => one.requestId === answer.headers['x-request-id'])
+    expect(lines.map((one) => one.msg)).toEqual(['request'])
+    expect(gateway.logs.text()).not.toContain('"stack"')
+  })
+
+  it('at debug: the failure with its stack on a line of its own as well', async () => {
+    const gateway = await startGateway(testConfig(await refusingOrigin(), { log: { level: 'debug' } }))
+    const answer = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    await accessLineOf(gateway, answer)
+    const failure = gateway.logs.lines().find((one) => one.msg === 'upstream failure' && one.requestId === answer.headers['x-request-id'])
+    expect(failure?.level).toBe(20)
+    expect(JSON.stringify(failure)).toContain('"stack"')
+  })
+})
+
+describe('log.access: false (SPEC 17)', () => {
+  it('writes no access line, and still writes the gateway’s own lines', async () => {
+    const gateway = await startGateway(testConfig(await refusingOrigin(), { log: { level: 'debug', access: false } }))
+    const answer = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    expect(answer.status).toBe(502)
+    const requestId = answer.headers['x-request-id']
+    await until(() => gateway.logs.lines().some((one) => one.msg === 'upstream failure' && one.requestId === requestId))
+    expect(gateway.logs.lines().filter((one) => one.msg === 'request')).toEqual([])
+  })
+})
