@@ -9,6 +9,9 @@ export interface RunningGateway {
   gateway: Gateway
   trafficUrl: string
   adminUrl: string
+  /** Every address each listener is bound to (SPEC 18), a wildcard as itself. */
+  trafficUrls: string[]
+  adminUrls: string[]
   /** Drains and stops; resolves once in-flight requests are done or `shutdown.graceMs` passed. */
   stop(): Promise<void>
 }
@@ -44,12 +47,12 @@ export async function runGateway(configPath: string, held: HeldSignals): Promise
   const simulator = embeddedSimulator()
   const embeddedOrigin = usesEmbeddedUpstream(config) ? await simulator.start() : undefined
   const gateway = await buildGateway({ config, configPath, logger, embeddedOrigin, startEmbedded: simulator.start })
-  const { trafficUrl, adminUrl } = await gateway.listen()
+  const { trafficUrl, adminUrl, trafficUrls, adminUrls } = await gateway.listen()
 
   for (const [name, tenant] of gateway.runtime().tenancy.tenants) {
     logger.info({ tenant: name, target: tenant.upstreamTarget, upstream: selectUpstreamUrl(config.tenants[name]!), origin: tenant.upstreamOrigin }, 'tenant upstream')
   }
-  logger.info({ trafficUrl, adminUrl, config: configPath }, 'v4gw listening')
+  logger.info({ trafficUrl, adminUrl, trafficUrls, adminUrls, config: configPath }, 'v4gw listening')
 
   let stopping: Promise<void> | undefined
   function stop(): Promise<void> {
@@ -100,5 +103,5 @@ export async function runGateway(configPath: string, held: HeldSignals): Promise
   if (held.stop !== undefined) onStopSignal(held.stop)
   else if (held.reload) void gateway.reload()
 
-  return { gateway, trafficUrl, adminUrl, stop }
+  return { gateway, trafficUrl, adminUrl, trafficUrls, adminUrls, stop }
 }

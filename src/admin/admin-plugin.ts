@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { buildErrorBody } from '../errors/error-body.js'
 import { roundMs } from '../util/round-ms.js'
@@ -9,6 +9,8 @@ import type { MigrationReport } from '../observability/migration-report.js'
 import type { SessionStore } from '../sessions/session-store.js'
 import type { ExplainInput, Explanation } from '../plan/explain-request.js'
 import { assertAdminToken } from './admin-auth.js'
+import { logAdminChange } from './admin-change.js'
+import { isAdminHost, isLoopbackPeer } from './admin-guards.js'
 
 /** `restartRequired`: the restart-only keys whose new values wait for a restart (none are applied). */
 export type ReloadResult = { ok: true; tenants: string[]; sessionsDropped: number; restartRequired: string[] } | { ok: false; problems: string[] }
@@ -17,6 +19,12 @@ export interface AdminDeps {
   /** True once the config is loaded and the traffic listener is up, false while draining (SPEC 9). */
   isReady: () => boolean
   adminToken: () => string | null
+  /** `admin.allowedHosts` of the running config. */
+  allowedHosts: () => readonly string[]
+  /** The host the admin listener was asked to bind; undefined before it listens. */
+  listenerHost: () => string | undefined
+  /** The running config's hash (SPEC 17), also in `v4gw_config_info`. */
+  configHash: () => string
   metrics: GatewayMetrics
   sessionStore: SessionStore
   migration: MigrationReport
@@ -38,15 +46,19 @@ const explainBodySchema = z.strictObject({
 const NOT_JSON = Symbol('not JSON')
 const INVALID_JSON = Symbol('invalid JSON')
 
-/** The admin listener (SPEC 9): open probes and metrics; `/admin/*` behind `admin.token` when set. */
+/**
+ * The admin listener (SPEC 9, 18): open probes and metrics; `/admin/*` only for a `Host` that
+ * names this listener, then behind `admin.token` when set, else for loopback peers only.
+ */
 export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   app.setErrorHandler(sendGatewayError)
   app.setNotFoundHandler(adminNotFound)
-  // Bodies are read and set aside rather than refused: `curl -d '' …/admin/reload` (a form type)
-  // and an empty or broken JSON body reload, and explain alone judges its body (text/plain was a 400).
+  // Bodies are read and marked rather than refused here, so that each endpoint answers for its
+  // own: explain and the calls that change state refuse one that is not JSON (415), and an empty
+  // body of any type is no body (`curl -d '' …/admin/reload` sends a form type).
   app.removeContentTypeParser(['application/json', 'text/plain'])
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, parseJsonOrMark(body as string)))
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => done(null, NOT_JSON))
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, (body as Buffer).length === 0 ? undefined : NOT_JSON))
 
   app.get('/healthz', async function healthz() {
     return { status: 'ok' }
@@ -55,7 +67,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
     const ready = deps.isReady()
     // A shared store that is down leaves readiness alone: the per-replica map serves, and a Redis
     // outage must not take every replica out of the load balancer at once (docs/scaling.md).
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', sessionStore: deps.sessionStore.describe() })
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', configHash: deps.configHash(), sessionStore: deps.sessionStore.describe() })
   })
   app.get('/metrics', async function metrics(_request, reply) {
     return reply.header('content-type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics())
@@ -66,15 +78,23 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
   // would let `/%61dmin/...` through to the same handlers.
   await app.register(
     async function adminEndpoints(admin) {
-      admin.addHook('onRequest', async function checkAdminToken(request) {
-        assertAdminToken(deps.adminToken(), request.headers.authorization)
+      // SPEC 18's order: Host (403), then token or peer (401), then the body's media type (415, below).
+      admin.addHook('onRequest', async function checkAdminCaller(request) {
+        if (!isAdminHost(request.headers.host, deps.listenerHost(), deps.allowedHosts())) {
+          throw new GatewayError('FORBIDDEN', 'the admin API answers only to a Host of loopback, of this listener or in admin.allowedHosts')
+        }
+        const token = deps.adminToken()
+        if (token === null && !isLoopbackPeer(request.socket.remoteAddress)) {
+          throw new GatewayError('AUTH_INVALID', 'set admin.token to use the admin API from another host')
+        }
+        assertAdminToken(token, request.headers.authorization)
       })
       admin.setNotFoundHandler(adminNotFound)
       admin.get('/sessions', async function listSessions() {
         const tenants = await deps.sessionStore.countByTenant()
         return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }
       })
-      admin.delete<{ Querystring: { tenant?: string | string[] } }>('/sessions', async function clearSessions(request) {
+      admin.delete<{ Querystring: { tenant?: string | string[] } }>('/sessions', { preHandler: acceptChange }, async function clearSessions(request) {
         const tenant = request.query.tenant
         // Two tenants would otherwise reach the store as an array and match nothing, answering `deleted: 0`.
         if (Array.isArray(tenant)) {
@@ -84,7 +104,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         request.log.info({ tenant, deleted }, 'session map cleared')
         return { deleted }
       })
-      admin.post('/reload', async function reload(request, reply) {
+      admin.post('/reload', { preHandler: acceptChange }, async function reload(request, reply) {
         const result = await deps.reload()
         if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped, restartRequired: result.restartRequired }
         // The SPEC 6 envelope, with every problem of the file: each is "path: message", not a pointer into this request.
@@ -111,6 +131,16 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
     },
     { prefix: '/admin' }
   )
+}
+
+/**
+ * The admin calls that change state (SPEC 14) take a JSON body or none: a form or text body is
+ * refused before anything changes, and an accepted call is written to the log as `admin change`.
+ */
+async function acceptChange(request: FastifyRequest): Promise<void> {
+  if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'admin calls that change state take an application/json body, or none')
+  if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
+  logAdminChange(request)
 }
 
 /** An empty body is no body; JSON.parse keeps a `__proto__` member as an own property, never the prototype. */

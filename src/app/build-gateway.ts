@@ -1,8 +1,10 @@
 import type { IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify'
 import { adminPlugin } from '../admin/admin-plugin.js'
 import { sendGatewayError } from '../admin/send-gateway-error.js'
+import { configHash } from '../config/config-hash.js'
 import { answerClientError, answerConnect } from '../kernel/client-error.js'
 import { createTrafficServer, listen } from '../kernel/traffic-server.js'
 import { createLogger } from '../observability/logger.js'
@@ -28,7 +30,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // The metrics are made after the store (they read its size); evictions come only with traffic.
   const sessionStore = options.sessionStore ?? (await createSessionStore(initial, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') }))
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
-  const metrics = createMetrics({ sessionEntries: () => sessionStore.size, sessionStoreStatus: () => sessionStore.describe() })
+  const metrics = createMetrics({ sessionEntries: () => sessionStore.size, sessionStoreStatus: () => sessionStore.describe(), configHash: () => configHash(reloader.runtime().config) })
   const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
   const reloader = createConfigReloader({
@@ -83,9 +85,14 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   })
   admin.server.on('connect', (_request: IncomingMessage, socket: Duplex) => answerConnect(adminLog, socket))
   const isReady = (): boolean => listening && !shutdown.isDraining()
+  /** The host the admin listener binds: restart-only, so the start's (or a test's override). */
+  let adminHost: string | undefined
   await admin.register(adminPlugin, {
     isReady,
     adminToken: () => getRuntime().config.admin.token,
+    allowedHosts: () => getRuntime().config.admin.allowedHosts,
+    listenerHost: () => adminHost,
+    configHash: () => configHash(getRuntime().config),
     metrics,
     sessionStore,
     migration,
@@ -118,11 +125,28 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     async listen(overrides = {}) {
       const config = getRuntime().config
       const trafficUrl = await listen(trafficServer, overrides.host ?? config.listen.host, overrides.trafficPort ?? config.listen.port)
-      const adminUrl = await admin.listen({ host: overrides.host ?? config.admin.host, port: overrides.adminPort ?? config.admin.port })
+      adminHost = overrides.host ?? config.admin.host
+      await admin.listen({
+        host: adminHost,
+        port: overrides.adminPort ?? config.admin.port,
+        // fastify names each interface a wildcard reaches; what the listener is bound to is in `v4gw listening`.
+        listenTextResolver: (address) => `admin listener reachable at ${address}`
+      })
+      // fastify binds every address a name such as `localhost` resolves to; the first is the one asked for.
+      const adminUrls = [...new Set([admin.server.address(), ...admin.addresses()].filter(isAddressInfo).map(urlOf))]
       listening = true
-      return { trafficUrl, adminUrl }
+      return { trafficUrl, adminUrl: adminUrls[0] as string, trafficUrls: [trafficUrl], adminUrls }
     },
     close: shutdown.close,
     cutRemaining: shutdown.cutRemaining
   }
+}
+
+function isAddressInfo(address: AddressInfo | string | null): address is AddressInfo {
+  return address !== null && typeof address === 'object'
+}
+
+/** The URL of a bound address: a wildcard as itself (`http://0.0.0.0:9901`), not as loopback. */
+function urlOf(address: AddressInfo): string {
+  return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
 }

@@ -21,8 +21,13 @@ export interface GatewayOptions {
 }
 
 export interface ListenAddresses {
+  /** The first of `trafficUrls`. */
   trafficUrl: string
+  /** The first of `adminUrls`: the address the config names. */
   adminUrl: string
+  /** Every address each listener is bound to, a wildcard as itself (`http://0.0.0.0:8080`). */
+  trafficUrls: string[]
+  adminUrls: string[]
 }
 
 export interface Gateway {

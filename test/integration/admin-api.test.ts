@@ -175,14 +175,40 @@ describe('the admin listener', () => {
     expect(answer.json.error).toMatchObject({ code: 'INVALID_REQUEST', message: 'the explain body is not valid JSON' })
   })
 
-  it('reloads and clears whatever body comes along, as `curl -d ""` sends a form type: those endpoints take no body', async () => {
-    for (const [type, body] of [['application/x-www-form-urlencoded', ''], ['text/plain', 'x'], ['application/xml', '<x/>'], ['application/json', ''], ['application/json', '{broken']] as const) {
+  it('reloads and clears with an empty body of any type, as `curl -d ""` sends a form type, or a JSON one', async () => {
+    for (const [type, body] of [['application/x-www-form-urlencoded', ''], ['text/plain', ''], ['application/json', ''], ['application/json', '{"reason":"rotate"}']] as const) {
       const reload = await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { ...admin, 'content-type': type }, body })
       // This gateway has no file to re-read, so the reload itself is answered as rejected: what counts is that it ran.
-      expect(reload.status, type).not.toBe(415)
-      expect(reload.json.error?.problems, type).toEqual(['this gateway was not started from a config file'])
-      const clear = await send(gw.adminUrl, '/admin/sessions?tenant=beta', { method: 'DELETE', headers: { ...admin, 'content-type': type }, body: 'a=1' })
-      expect(clear.status, type).toBe(200)
+      expect(reload.json.error?.problems, `${type} ${body}`).toEqual(['this gateway was not started from a config file'])
+      const clear = await send(gw.adminUrl, '/admin/sessions?tenant=beta', { method: 'DELETE', headers: { ...admin, 'content-type': type }, body })
+      expect(clear.status, `${type} ${body}`).toBe(200)
+    }
+  })
+
+  // SPEC 14: the admin calls that change state take JSON bodies only, and change nothing otherwise.
+  it.each([
+    ['text/plain', 'x'],
+    ['application/x-www-form-urlencoded', 'tenant=acme'],
+    ['application/xml', '<x/>']
+  ])('answers 415 UNSUPPORTED_MEDIA_TYPE to a reload or session deletion with a %s body, changing nothing', async (type, body) => {
+    await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: `kept-by-a-${type}-body` } })
+    const before = gw.gateway.sessionStore.size
+    expect(before).toBeGreaterThan(0)
+    for (const [method, path] of [['POST', '/admin/reload'], ['DELETE', '/admin/sessions'], ['DELETE', '/admin/sessions?tenant=acme']] as const) {
+      const answer = await send(gw.adminUrl, path, { method, headers: { ...admin, 'content-type': type, 'x-request-id': 'refused-change-415' }, body })
+      expect(answer.status, `${method} ${path}`).toBe(415)
+      expect(answer.json.error.code).toBe('UNSUPPORTED_MEDIA_TYPE')
+    }
+    expect(gw.gateway.sessionStore.size).toBe(before)
+    // A refused call is no change: no `admin change` line.
+    expect(gw.logs.lines().filter((line) => line.msg === 'admin change' && line.requestId === 'refused-change-415')).toEqual([])
+  })
+
+  it('answers 400 INVALID_REQUEST to a reload or session deletion whose JSON body does not parse', async () => {
+    for (const [method, path] of [['POST', '/admin/reload'], ['DELETE', '/admin/sessions']] as const) {
+      const answer = await send(gw.adminUrl, path, { method, headers: { ...admin, 'content-type': 'application/json' }, body: '{broken' })
+      expect(answer.status, `${method} ${path}`).toBe(400)
+      expect(answer.json.error.code).toBe('INVALID_REQUEST')
     }
   })
 

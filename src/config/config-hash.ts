@@ -1,0 +1,58 @@
+import { createHash } from 'node:crypto'
+import { isPlainObject } from '../util/is-plain-object.js'
+import type { GatewayConfig } from './schema.js'
+
+/** Stands in for a secret's value in what is hashed. */
+const SECRET_SET = '(secret set)'
+
+const hashes = new WeakMap<GatewayConfig, string>()
+
+/**
+ * The running config's hash (SPEC 17: `v4gw_config_info{hash}` and `/readyz`): the first 12 hex
+ * digits of the SHA-256 of the effective config (defaults filled in, placeholders substituted) as
+ * canonical JSON, object keys sorted. Replicas running the same config show the same hash.
+ *
+ * A secret is hashed as "set" or not, never by its value: the hash is published to anyone who
+ * can scrape `/metrics`, and a hash over the value would let such a reader confirm guesses of a
+ * weak token or password offline, the rest of the config being no secret. So rotating a secret
+ * alone leaves the hash as it was.
+ */
+export function configHash(config: GatewayConfig): string {
+  let hash = hashes.get(config)
+  if (hash === undefined) {
+    hash = createHash('sha256').update(canonicalJson(withoutSecrets(config))).digest('hex').slice(0, 12)
+    hashes.set(config, hash)
+  }
+  return hash
+}
+
+/** The config with `admin.token` and the Redis URL's user and password as markers. */
+function withoutSecrets(config: GatewayConfig): unknown {
+  const redisUrl = config.sessions.redis.url
+  return {
+    ...config,
+    admin: { ...config.admin, token: config.admin.token === null ? null : SECRET_SET },
+    sessions: { ...config.sessions, redis: { ...config.sessions.redis, url: redisUrl === null ? null : redactUserinfo(redisUrl) } }
+  }
+}
+
+function redactUserinfo(url: string): string {
+  const parsed = new URL(url)
+  if (parsed.username === '' && parsed.password === '') return url
+  parsed.username = ''
+  parsed.password = ''
+  return `${parsed.href} ${SECRET_SET}`
+}
+
+/** JSON with object keys in code-unit order at every depth; `undefined` members left out, as JSON.stringify does. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`
+  if (isPlainObject(value)) {
+    const members = Object.keys(value)
+      .sort()
+      .filter((key) => value[key] !== undefined)
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`)
+    return `{${members.join(',')}}`
+  }
+  return JSON.stringify(value)
+}
