@@ -18,6 +18,7 @@ const USAGE = `Usage:
                                        print the V4 call(s) a request would become; sends nothing
   v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
   v4gw config-schema                   print the config's JSON Schema (config.schema.json)
+  v4gw healthcheck [--config FILE]     exit 0 if the admin listener's /healthz answers 200 within 2 s, else 1
   v4gw [COMMAND] --help | v4gw --version
 
 Exit codes: 0 ok, 1 failure, 2 invalid config, 64 usage error.`
@@ -92,7 +93,8 @@ async function explainCommand(args: string[]): Promise<void> {
 async function runCommand(args: string[], held: HeldSignals | undefined): Promise<void> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } } })
   const running = await runGateway(resolveConfigPath(values.config), held ?? holdSignals())
-  console.log(`v4gw listening on ${running.trafficUrl} (admin ${running.adminUrl})`)
+  // Every bound address (SPEC 18); a listener on one address reads `URL (admin URL)`, as scripts expect.
+  console.log(`v4gw listening on ${running.trafficUrls.join(', ')} (admin ${running.adminUrls.join(', ')})`)
 }
 
 class UsageError extends Error {}
@@ -120,6 +122,9 @@ async function dispatch(command: CliCommand, args: string[], held: HeldSignals |
       return void console.log(JSON.stringify(buildConfigJsonSchema(), null, 2))
     case 'run':
       return runCommand(args, held)
+    case 'healthcheck':
+      // cli.ts runs it without loading this module; here for a caller of runCli.
+      process.exitCode = await (await import('./healthcheck.js')).runHealthcheck(args, { out: console.log, err: console.error })
   }
 }
 

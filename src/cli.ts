@@ -5,6 +5,16 @@ import { holdSignals } from './held-signals.js'
 // Only these two small modules load before the signals are held; the rest (fastify, undici, zod)
 // takes a few hundred ms, and a SIGTERM or SIGHUP then must reach the gateway, not end the process.
 const commandLine = parseCommandLine(process.argv.slice(2))
-const held = commandLine.command === 'run' ? holdSignals() : undefined
-const { runCli } = await import('./cli-commands.js')
-runCli(commandLine, held)
+if (commandLine.command === 'healthcheck') {
+  // The Docker HEALTHCHECK runs this every few seconds: it loads only what it needs, and exits 0
+  // or 1 only, as Docker reserves every other code (2 included).
+  const { runHealthcheck } = await import('./healthcheck.js')
+  process.exitCode = await runHealthcheck(commandLine.args, { out: console.log, err: console.error }).catch((error: unknown) => {
+    console.error(`v4gw healthcheck: ${(error as Error).message}`)
+    return 1
+  })
+} else {
+  const held = commandLine.command === 'run' ? holdSignals() : undefined
+  const { runCli } = await import('./cli-commands.js')
+  runCli(commandLine, held)
+}

@@ -10,6 +10,7 @@ describe('parseCommandLine', () => {
     [['explain', 'POST', '/v1/headless/runs'], { command: 'explain', args: ['POST', '/v1/headless/runs'] }],
     [['simulator', '--port', '0'], { command: 'simulator', args: ['--port', '0'] }],
     [['config-schema'], { command: 'config-schema', args: [] }],
+    [['healthcheck', '--config', 'a.yaml'], { command: 'healthcheck', args: ['--config', 'a.yaml'] }],
     [['--version'], { command: 'version', args: [] }],
     [['-v'], { command: 'version', args: [] }],
     [['help'], { command: 'help', args: [] }],
