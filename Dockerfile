@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # v4-migration-gateway: multi-stage build, production dependencies only, non-root, HEALTHCHECK.
+# Node 24 LTS (SPEC 18).
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
@@ -9,12 +10,12 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 
-FROM node:20-bookworm-slim AS deps
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     V4GW_CONFIG=/app/config/gateway.yaml \
     V4GW_HOST=0.0.0.0

@@ -1,0 +1,50 @@
+import { readFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+
+const root = new URL('../../../', import.meta.url)
+const read = (path: string): string => readFileSync(new URL(path, root), 'utf8')
+
+/** Whether `version` (`v24.21.0`) is in an npm range made of `^x.y.z` alternatives, the only form `engines` uses here. */
+function inCaretRanges(version: string, range: string): boolean {
+  const [major, minor, patch] = version.replace(/^v/, '').split('.').map(Number) as [number, number, number]
+  return range.split('||').some((alternative) => {
+    const match = /^\s*\^(\d+)\.(\d+)\.(\d+)\s*$/.exec(alternative)
+    if (match === null) throw new Error(`engines alternative "${alternative}" is not ^x.y.z`)
+    const [low, lowMinor, lowPatch] = match.slice(1).map(Number) as [number, number, number]
+    return major === low && (minor > lowMinor || (minor === lowMinor && patch >= lowPatch))
+  })
+}
+
+/** SPEC 18: the image runs Node 24 LTS; package.json and the README say what is supported, which is what CI runs. */
+describe('the Node versions the gateway runs on', () => {
+  const packageJson = JSON.parse(read('package.json')) as { engines: { node: string } }
+  const ciNode24 = /^NODE24_VERSION=(24\.\d+\.\d+)$/m.exec(read('.ci/run'))?.[1]
+
+  it('builds and runs the image on Node 24 LTS, in every stage', () => {
+    const bases = [...read('Dockerfile').matchAll(/^FROM (\S+)/gm)].map((match) => match[1])
+    expect(bases.length).toBeGreaterThanOrEqual(2)
+    expect(new Set(bases)).toEqual(new Set(['node:24-bookworm-slim']))
+  })
+
+  it('says in engines that Node 20.19+ and 24 are supported, and no other major', () => {
+    const range = packageJson.engines.node
+    expect(range).toBe('^20.19.0 || ^24.0.0')
+    expect(inCaretRanges('v20.19.0', range)).toBe(true)
+    expect(inCaretRanges('v20.18.3', range)).toBe(false)
+    expect(inCaretRanges('v22.12.0', range)).toBe(false)
+    expect(inCaretRanges(`v${ciNode24 ?? 'missing'}`, range)).toBe(true)
+    // The suite runs on the machine's Node and on CI's Node 24: both must be supported.
+    expect(inCaretRanges(process.version, range), `this Node, ${process.version}`).toBe(true)
+  })
+
+  it("keeps package-lock.json's engines equal to package.json's", () => {
+    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { engines?: { node?: string } }> }
+    expect(lock.packages['']?.engines?.node).toBe(packageJson.engines.node)
+  })
+
+  it('says the same in the README', () => {
+    const readme = read('README.md')
+    expect(readme).toMatch(/^## Run it \(fresh machine, Node 24 LTS or 20\.19\+\)$/m)
+    expect(readme).toContain('Supported: Node 24 LTS, which the Docker image runs, and Node 20.19 or later 20.x')
+  })
+})
