@@ -1,6 +1,6 @@
-# syntax=docker/dockerfile:1
 # v4-migration-gateway: multi-stage build, production dependencies only, non-root, HEALTHCHECK.
-# Node 24 LTS (SPEC 18).
+# Node 24 LTS (SPEC 18). No `# syntax=` line: BuildKit would fetch a frontend image to read it,
+# and the builder's own Dockerfile frontend reads everything here.
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
@@ -16,9 +16,13 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 
 FROM node:24-bookworm-slim
+# The admin listener on every interface, so that kubelet probes and Prometheus reach it; off
+# loopback, /admin/* needs admin.token (SPEC 18). The baked-in config reads both hosts from here;
+# a mounted config sets its own (`${V4GW_ADMIN_HOST:-127.0.0.1}` keeps this variable in charge).
 ENV NODE_ENV=production \
     V4GW_CONFIG=/app/config/gateway.yaml \
-    V4GW_HOST=0.0.0.0
+    V4GW_HOST=0.0.0.0 \
+    V4GW_ADMIN_HOST=0.0.0.0
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -27,9 +31,13 @@ COPY package.json ./
 COPY config ./config
 USER node
 EXPOSE 8080 9901
-# The admin listener binds 127.0.0.1 by default, which is where the probe runs from.
+# Probes /healthz where the gateway's own config ($V4GW_CONFIG, env substituted) puts the admin
+# listener, so a mounted config with another admin port stays healthy (name a config elsewhere
+# with V4GW_CONFIG, not --config, which the HEALTHCHECK cannot see); it reads only admin.host
+# and admin.port, so a broken edit elsewhere in the file does not make the container unhealthy.
+# 0 healthy, 1 not; the probe gives up after 2 s, inside the 3 s timeout.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.V4GW_ADMIN_PORT || 9901) + '/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "dist/cli.js", "healthcheck"]
 # Node runs as PID 1 here and handles SIGTERM itself: readiness false, drain, exit 0.
 # A 32 MiB young generation: per-request objects die there instead of being promoted; a
 # 128 MiB first old-space limit: full GCs come about every 15 s under load instead of every
