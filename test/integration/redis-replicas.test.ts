@@ -81,7 +81,7 @@ describe('three replicas on one Redis (one session per identity across replicas,
     const replicas = await startReplicas(1, sim.url, redis.url, `r${++prefixCount}:`)
     const ready = await send((replicas[0] as StartedGateway).adminUrl, '/readyz')
     expect(ready.status).toBe(200)
-    expect(ready.json).toEqual({ status: 'ready', sessionStore: { kind: 'redis', redis: 'up' } })
+    expect(ready.json).toEqual({ status: 'ready', configHash: expect.stringMatching(/^[0-9a-f]{12}$/), sessionStore: { kind: 'redis', redis: 'up' } })
     const metrics = await send((replicas[0] as StartedGateway).adminUrl, '/metrics')
     expect(metrics.text).toMatch(/^v4gw_session_store_redis_up 1$/m)
   })
