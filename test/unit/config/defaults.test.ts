@@ -18,8 +18,8 @@ describe('SPEC 8 defaults of a minimal config', () => {
     expect(config.listen).toEqual({ host: '0.0.0.0', port: 8080 })
   })
 
-  it('puts the admin listener on 127.0.0.1:9901 without a token', () => {
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9901, token: null })
+  it('puts the admin listener on 127.0.0.1:9901 without a token or more Host names', () => {
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9901, token: null, allowedHosts: [] })
   })
 
   it('logs at info, access lines on', () => {
