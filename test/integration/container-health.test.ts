@@ -107,7 +107,7 @@ describe('the image, run as the Dockerfile runs it', () => {
   const dir = useTempDir('v4gw-image-')
 
   it('binds the admin listener to 0.0.0.0 through V4GW_ADMIN_HOST, and its HEALTHCHECK finds it healthy', async () => {
-    const env = { ...imageEnvInCheckout(), V4GW_PORT: String(await freePort()), V4GW_ADMIN_PORT: String(await freePort()) }
+    const env: Record<string, string> = { ...imageEnvInCheckout(), V4GW_PORT: String(await freePort()), V4GW_ADMIN_PORT: String(await freePort()) }
     expect(env.V4GW_ADMIN_HOST).toBe('0.0.0.0')
     const entrypoint = imageEntrypoint()
     const { adminUrl } = await startGatewayProcess([], env, entrypoint.slice(1, entrypoint.indexOf('dist/cli.js')))
