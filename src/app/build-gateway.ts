@@ -19,6 +19,7 @@ import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-h
 import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
 import type { Gateway, GatewayOptions } from './gateway.js'
 import { createConfigReloader } from './reload.js'
+import { gatewayVersion } from './version.js'
 import { createShutdown } from './shutdown.js'
 
 /** The composition root: builds both listeners without opening a socket. */
@@ -30,7 +31,15 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // The metrics are made after the store (they read its size); evictions come only with traffic.
   const sessionStore = options.sessionStore ?? (await createSessionStore(initial, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') }))
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
-  const metrics = createMetrics({ sessionEntries: () => sessionStore.size, sessionStoreStatus: () => sessionStore.describe(), configHash: () => configHash(reloader.runtime().config) })
+  const metrics = createMetrics({
+    sessionEntries: () => sessionStore.size,
+    sessionStoreStatus: () => sessionStore.describe(),
+    configHash: () => configHash(reloader.runtime().config),
+    // Read at each scrape; the handler exists by the time anything scrapes.
+    requestsInFlight: () => trafficHandler.inFlight(),
+    statusCodeLabel: initial.metrics.statusCodeLabel,
+    version: gatewayVersion()
+  })
   const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
   const reloader = createConfigReloader({
@@ -59,7 +68,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       statusCode,
       durationMs,
       upstreamMs: record.upstreamMs,
-      errorCode: record.errorCode
+      errorCode: record.errorCode,
+      shedReason: record.shedReason,
+      upstreamFailure: record.upstreamFailure
     })
     if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
     if (record.legacyRoute !== undefined && record.tenant !== undefined) {

@@ -9,7 +9,7 @@ import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-run
 import { usesEmbeddedUpstream } from '../tenancy/tenant-runtime.js'
 
 /** Keys that need a restart: they shape listeners and pools built once. */
-export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis'] as const
+export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis', 'metrics.statusCodeLabel'] as const
 
 export interface ConfigReloadDeps {
   /** The config the gateway started with: restart-only keys keep its values until a restart. */
@@ -58,9 +58,13 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
     for (const [name, tenant] of previous.tenancy.tenants) {
       if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) drops.push(sessionStore.clear(name))
     }
-    migration.retain((tenant, route) => next.tenancy.tenants.get(tenant)?.routes.some((r) => `${r.method} ${r.path}` === route) === true)
+    const configured = (tenant: string, route: string): boolean => next.tenancy.tenants.get(tenant)?.routes.some((r) => `${r.method} ${r.path}` === route) === true
+    migration.retain(configured)
+    // SPEC 17: series of tenants and legacy routes the reload removed go too.
+    const metricsRetained = metrics.retain((tenant, route) => (route === '' || route === 'native' ? next.tenancy.tenants.has(tenant) : configured(tenant, route)))
     // Everything above applies before this first wait. A shared store answers later, and its
     // clear falls back to this replica's own entries when Redis fails (logged there).
+    await metricsRetained
     let sessionsDropped = 0
     for (const drop of await Promise.allSettled(drops)) {
       if (drop.status === 'fulfilled') sessionsDropped += drop.value

@@ -31,6 +31,8 @@ export interface TrafficKernel {
   answerError(exchange: Exchange, error: unknown): void
   /** Stops the event-loop sampler and the body-stall sweep. */
   stop(): void
+  /** Requests held now, from their first byte to their end (SPEC 17 v4gw_requests_in_flight). */
+  inFlight(): number
   /**
    * Resolves once every request has ended, its access line and metrics written. A cut
    * connection's response closes a turn or two after the server's own close: without this wait
@@ -99,10 +101,12 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       }
       entered = inFlight.tryEnter()
       if (!entered) {
+        exchange.record.shedReason = 'in_flight'
         exchange.answerHeaders['retry-after'] = String(RETRY_AFTER_SECONDS)
         throw overloadedError('too many requests in flight')
       }
       if (eventLoop.isLate()) {
+        exchange.record.shedReason = 'event_loop'
         exchange.answerHeaders['retry-after'] = String(RETRY_AFTER_SECONDS)
         throw overloadedError('event-loop delay over the limit')
       }
@@ -147,7 +151,8 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       eventLoop.stop()
       bodyStalls.stop()
     },
-    settled: () => (open === 0 ? Promise.resolve() : new Promise((resolve) => whenSettled.push(resolve)))
+    settled: () => (open === 0 ? Promise.resolve() : new Promise((resolve) => whenSettled.push(resolve))),
+    inFlight: () => open
   }
 }
 

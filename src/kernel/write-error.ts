@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { buildErrorBody } from '../errors/error-body.js'
 import { toGatewayError } from '../errors/registry.js'
 import { logGatewayError } from '../observability/log-gateway-error.js'
+import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import { roundMs } from '../util/round-ms.js'
 import { markClosing } from './connection-close.js'
 import type { Exchange } from './exchange.js'
@@ -14,6 +15,9 @@ import type { Exchange } from './exchange.js'
 export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<Logger, 'debug' | 'info' | 'error'>): void {
   const gatewayError = toGatewayError(error)
   exchange.record.errorCode = gatewayError.code
+  // Every upstream the gateway calls today is the tenant's V4 one (docs/decisions.md).
+  const cause = upstreamFailureCause(gatewayError)
+  if (cause !== undefined) exchange.record.upstreamFailure = { upstream: 'v4', cause }
   logGatewayError(log, gatewayError, exchange.clientGone, exchange.id)
   const response = exchange.response
   // A socket already destroyed (a cut connection) takes no answer; its response reports its end a turn later.

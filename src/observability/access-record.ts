@@ -1,5 +1,16 @@
 import type { SessionOutcome } from './session-events.js'
 
+/** Why a request was shed before any work (SPEC 10); the `reason` of v4gw_load_shed_total. */
+export type LoadShedReason = 'in_flight' | 'event_loop'
+
+/** Which upstream a call that failed went to, and why it failed: SPEC 17's labels of v4gw_upstream_failures_total. */
+export interface UpstreamFailure {
+  upstream: 'v4' | 'legacy' | 'shadow'
+  cause: UpstreamFailureCause
+}
+
+export type UpstreamFailureCause = 'refused' | 'reset' | 'timeout' | 'bad_response' | 'dns'
+
 /** SPEC 2: every request on the traffic listener is exactly one of these. */
 export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'
 
@@ -22,9 +33,13 @@ export class AccessRecord {
   /** Response body bytes written to the client, by whichever step wrote them (SPEC 17). */
   bytesOut = 0
   errorCode: string | undefined = undefined
+  /** Set when the request was shed (SPEC 10). */
+  shedReason: LoadShedReason | undefined = undefined
+  /** Set when an upstream call of the request failed (SPEC 17). */
+  upstreamFailure: UpstreamFailure | undefined = undefined
   /** The status of the upstream failure that cut a streamed answer midway (502, 504, 408). */
   brokenOffStatus: number | undefined = undefined
 }
 
 /** What a streamed upstream call reports: its time to the answer's headers, and a failure after them. */
-export type UpstreamOutcome = Pick<AccessRecord, 'upstreamMs' | 'errorCode' | 'brokenOffStatus' | 'bytesOut'>
+export type UpstreamOutcome = Pick<AccessRecord, 'upstreamMs' | 'errorCode' | 'brokenOffStatus' | 'bytesOut' | 'upstreamFailure'>

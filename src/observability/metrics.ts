@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { LoadShedReason, UpstreamFailure } from './access-record.js'
 import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
 
 /**
@@ -10,6 +11,11 @@ import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
 export interface GatewayMetrics {
   readonly registry: Registry
   observeRequest(sample: RequestSample): void
+  /**
+   * Removes the request series of tenants and legacy routes a reload removed (SPEC 17), so a
+   * dashboard stops showing them; `keep` gets each series' tenant and route label.
+   */
+  retain(keep: (tenant: string, route: string) => boolean): Promise<void>
   observeSessionEvent(event: SessionOutcome | 'evicted' | 'capacity-evicted'): void
   observeReload(result: 'success' | 'failure'): void
 }
@@ -22,28 +28,80 @@ export interface RequestSample {
   durationMs: number
   upstreamMs: number | undefined
   errorCode: string | undefined
+  /** Why the request was shed (SPEC 10), when it was. */
+  shedReason?: LoadShedReason | undefined
+  /** Why its upstream call failed, when it did (SPEC 17). */
+  upstreamFailure?: UpstreamFailure | undefined
 }
+
+
 
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx']
 const CREDENTIAL_REJECTIONS = new Set(['AUTH_INVALID', 'INVALID_CREDENTIAL_TYPE', 'CREDENTIALS_CONFLICT'])
 const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
+/** prom-client's default gauges whose names end in `_total`, which promtool warns on for a gauge. */
+const GAUGES_NAMED_AS_COUNTERS = ['active_handles_total', 'active_requests_total', 'active_resources_total'] as const
+
 export function createMetrics(options: {
   sessionEntries: () => number
+  /** Requests the traffic listener holds now (SPEC 17 v4gw_requests_in_flight), read at each scrape. */
+  requestsInFlight?: () => number
+  /** SPEC 17: the exact status as `code` on v4gw_requests_total (default true). */
+  statusCodeLabel?: boolean
+  /** For v4gw_build_info. */
+  version?: string
   sessionStoreStatus?: () => SessionStoreStatus
   /** The running config's hash (config/config-hash.ts), read at each scrape, so a reload shows at once. */
   configHash?: () => string
   processMetrics?: boolean
 }): GatewayMetrics {
   const registry = new Registry()
-  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'v4gw_' })
+  if (options.processMetrics !== false) {
+    collectDefaultMetrics({ register: registry, prefix: 'v4gw_' })
+    // `promtool check metrics` warns on a gauge named like a counter. Each is the sum of the
+    // gauge of the same name without `_total` (by type), which stays: sum() gives it back.
+    for (const name of GAUGES_NAMED_AS_COUNTERS) registry.removeSingleMetric(`v4gw_nodejs_${name}`)
+  }
 
+  const statusCodeLabel = options.statusCodeLabel !== false
   const requests = new Counter({
     name: 'v4gw_requests_total',
-    help: 'Requests on the traffic listener by tenant, traffic class, legacy route and status class',
-    labelNames: ['tenant', 'class', 'route', 'status_class'] as const,
+    help: statusCodeLabel
+      ? 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic), status class and status code'
+      : 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic) and status class',
+    labelNames: statusCodeLabel ? (['tenant', 'class', 'route', 'status_class', 'code'] as const) : (['tenant', 'class', 'route', 'status_class'] as const),
     registers: [registry]
   })
+  const requestsInFlight = options.requestsInFlight
+  if (requestsInFlight !== undefined) {
+    new Gauge({
+      name: 'v4gw_requests_in_flight',
+      help: 'Requests the traffic listener holds now, from their first byte to their end',
+      registers: [registry],
+      collect() {
+        this.set(requestsInFlight())
+      }
+    })
+  }
+  const loadShed = new Counter({
+    name: 'v4gw_load_shed_total',
+    help: 'Requests answered 503 OVERLOADED before any work (SPEC 10), by reason: in_flight (limits.maxInFlight), event_loop (limits.maxEventLoopDelayMs)',
+    labelNames: ['reason'] as const,
+    registers: [registry]
+  })
+  const upstreamFailures = new Counter({
+    name: 'v4gw_upstream_failures_total',
+    help: 'Upstream calls that failed, by tenant, upstream (v4, legacy, shadow) and cause (refused, reset, timeout, bad_response, dns)',
+    labelNames: ['tenant', 'upstream', 'cause'] as const,
+    registers: [registry]
+  })
+  new Gauge({
+    name: 'v4gw_build_info',
+    help: 'The running build: 1, labelled with the gateway version and the Node.js version',
+    labelNames: ['version', 'node_version'] as const,
+    registers: [registry]
+  }).set({ version: options.version ?? 'unknown', node_version: process.versions.node }, 1)
   /** A latency histogram by traffic class, in seconds (Prometheus base unit). */
   const latencyByClass = (name: string, help: string): Histogram<'class'> =>
     new Histogram({ name, help, labelNames: ['class'] as const, buckets: LATENCY_BUCKETS_SECONDS, registers: [registry] })
@@ -110,12 +168,25 @@ export function createMetrics(options: {
     observeRequest(sample) {
       const trafficClass = sample.trafficClass ?? 'unknown'
       const tenant = sample.tenant ?? ''
-      const route = sample.route ?? ''
+      const route = sample.route ?? (trafficClass === 'native' ? 'native' : '')
       const statusClass = STATUS_CLASSES[Math.floor(sample.statusCode / 100)] ?? 'other'
-      requests.inc({ tenant, class: trafficClass, route, status_class: statusClass })
+      if (statusCodeLabel) requests.inc({ tenant, class: trafficClass, route, status_class: statusClass, code: String(sample.statusCode) })
+      else requests.inc({ tenant, class: trafficClass, route, status_class: statusClass })
+      if (sample.shedReason !== undefined) loadShed.inc({ reason: sample.shedReason })
+      if (sample.upstreamFailure !== undefined) upstreamFailures.inc({ tenant, upstream: sample.upstreamFailure.upstream, cause: sample.upstreamFailure.cause })
       requestSeconds.observe({ class: trafficClass }, sample.durationMs / 1000)
       if (sample.upstreamMs !== undefined) upstreamSeconds.observe({ class: trafficClass }, sample.upstreamMs / 1000)
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
+    },
+    async retain(keep) {
+      for (const { labels } of (await requests.get()).values) {
+        const tenant = String(labels.tenant ?? '')
+        const route = String(labels.route ?? '')
+        if (tenant !== '' && !keep(tenant, route)) requests.remove(labels as Record<string, string>)
+      }
+      for (const { labels } of (await upstreamFailures.get()).values) {
+        if (!keep(String(labels.tenant ?? ''), '')) upstreamFailures.remove(labels as Record<string, string>)
+      }
     },
     observeSessionEvent(event) {
       sessionEvents.inc({ event })

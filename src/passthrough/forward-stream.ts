@@ -3,6 +3,7 @@ import type { Exchange } from '../kernel/exchange.js'
 import { writeInterim } from '../kernel/interim-answer.js'
 import { continueIfExpected, requestBody } from '../kernel/request-body.js'
 import type { UpstreamOutcome } from '../observability/access-record.js'
+import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 import { forwardedHeaders } from '../util/forwarded-headers.js'
 import { stripHopByHop } from '../util/hop-by-hop.js'
@@ -114,6 +115,8 @@ export function createForwarder(
           if (exchange.clientGone) return
           outcome.errorCode = error.code
           outcome.brokenOffStatus = error.statusCode
+          const cause = upstreamFailureCause(error)
+          if (cause !== undefined) outcome.upstreamFailure = { upstream: 'v4', cause }
         }
       }
     )

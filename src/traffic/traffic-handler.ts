@@ -91,7 +91,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     })
   }
 
-  return { handle: kernel.handle, stop: kernel.stop, settled: kernel.settled }
+  return { handle: kernel.handle, stop: kernel.stop, settled: kernel.settled, inFlight: kernel.inFlight }
 }
 
 /** The request target without its query: a credential can ride in the query (SPEC 5, 17). */

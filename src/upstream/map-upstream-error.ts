@@ -65,3 +65,31 @@ export function mapUpstreamErrorAfterHeaders(error: unknown): GatewayError {
   const mapped = mapUpstreamError(error)
   return mapped.code === 'UPSTREAM_UNAVAILABLE' ? new GatewayError('UPSTREAM_BAD_RESPONSE', 'the upstream answer broke off before its end', { cause: error }) : mapped
 }
+
+/** Why an upstream call failed, as SPEC 17's `cause` label names it. */
+export type UpstreamFailureCause = 'refused' | 'reset' | 'timeout' | 'bad_response' | 'dns'
+
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN'])
+
+/**
+ * The cause of an upstream failure the gateway answered (SPEC 17), or undefined for an error
+ * that is not one: from the gateway code, and for an unreachable upstream from the socket error
+ * it kept as `cause`. Whatever else cut the connection (a reset, a close, an unreachable host)
+ * is a reset.
+ */
+export function upstreamFailureCause(error: GatewayError): UpstreamFailureCause | undefined {
+  switch (error.code) {
+    case 'UPSTREAM_TIMEOUT':
+      return 'timeout'
+    case 'UPSTREAM_BAD_RESPONSE':
+      return 'bad_response'
+    case 'UPSTREAM_UNAVAILABLE': {
+      const codes = errorCodes(error.cause)
+      if (codes.includes('ECONNREFUSED')) return 'refused'
+      if (codes.some((code) => DNS_CODES.has(code))) return 'dns'
+      return 'reset'
+    }
+    default:
+      return undefined
+  }
+}

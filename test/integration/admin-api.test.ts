@@ -232,8 +232,8 @@ describe('the admin listener', () => {
     await send(gw.url, '/v1/headless/runs', { headers: { 'x-api-key': 'key_metrics_secret' }, json: { input: 1 } })
     await send(gw.url, '/v1/headless/runs', { headers: { 'x-api-key': 'sa_metrics_secret' }, json: { input: 1 } })
     const text = (await send(gw.adminUrl, '/metrics')).text
-    expect(text).toMatch(/v4gw_requests_total\{tenant="acme",class="legacy",route="POST \/v1\/headless\/runs",status_class="2xx"\} \d+/)
-    expect(text).toMatch(/v4gw_requests_total\{tenant="acme",class="native",route="",status_class="2xx"\} \d+/)
+    expect(text).toMatch(/v4gw_requests_total\{tenant="acme",class="legacy",route="POST \/v1\/headless\/runs",status_class="2xx",code="200"\} \d+/)
+    expect(text).toMatch(/v4gw_requests_total\{tenant="acme",class="native",route="native",status_class="2xx",code="200"\} \d+/)
     expect(text).toMatch(/v4gw_request_duration_seconds_bucket\{le="[^"]+",class="legacy"\}/)
     expect(text).toMatch(/v4gw_upstream_duration_seconds_count\{class="legacy"\} \d+/)
     expect(text).toMatch(/v4gw_session_map_entries \d+/)

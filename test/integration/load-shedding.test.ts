@@ -90,5 +90,7 @@ describe('load shedding', () => {
     expect(stalled.json.error.code).toBe('OVERLOADED')
     expect(stalled.headers['retry-after']).toBe('2')
     await until(async () => (await send(gw.url, '/v4/x', { headers: ALICE })).status === 200)
+    // SPEC 17: counted by its reason.
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_load_shed_total\{reason="event_loop"\} [1-9]\d*$/m)
   })
 })

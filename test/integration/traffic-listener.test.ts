@@ -76,7 +76,7 @@ describe('the traffic server', () => {
     const own = await startGateway(testConfig(upstream.url))
     const refusedUnread = async (): Promise<number> => {
       const text = (await send(own.adminUrl, '/metrics')).text
-      const line = /^v4gw_requests_total\{tenant="",class="unknown",route="",status_class="4xx"\} (\d+)$/m.exec(text)
+      const line = /^v4gw_requests_total\{tenant="",class="unknown",route="",status_class="4xx",code="400"\} (\d+)$/m.exec(text)
       return line === null ? 0 : Number(line[1])
     }
     expect(await refusedUnread()).toBe(0)

@@ -1,0 +1,138 @@
+import { spawnSync } from 'node:child_process'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { refusingOrigin, resetConnection, useFaultUpstream } from '../helpers/fault-upstream.js'
+import { send } from '../helpers/http.js'
+import { answerAfter, useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { LEGACY_V1_ROUTES } from '../../src/config/schema.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { useTempDir } from '../helpers/temp-dir.js'
+import { until } from '../helpers/until.js'
+
+// SPEC 17 metrics, scraped from a real gateway's /metrics.
+
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+const V4_ANSWER = { output: 'ok', meta: { requestId: 'r', timingMs: { total: 1 } } }
+
+async function scrape(gateway: StartedGateway): Promise<string> {
+  return (await send(gateway.adminUrl, '/metrics')).text
+}
+
+/** The value of the one series `name{labels}` (labels as written, in order), or undefined. */
+function seriesValue(text: string, name: string, labels: string): number | undefined {
+  const line = text.split('\n').find((one) => one.startsWith(`${name}{${labels}} `))
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1))
+}
+
+describe('SPEC 17 metrics', () => {
+  const upstream = useRecordingUpstream(answerAfter(0, V4_ANSWER))
+  const slow = useRecordingUpstream(answerAfter(400, V4_ANSWER))
+  const faults = useFaultUpstream()
+
+  it('passes promtool check metrics with no warning, on a gateway that has served every kind of request', async () => {
+    const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' })
+    // CI installs it (.ci/run); without it this test cannot say anything, so it fails.
+    expect(promtool.error, 'promtool is not installed: apt-get install prometheus').toBeUndefined()
+    const gateway = await startGateway(testConfig(upstream.url))
+    await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
+    await send(gateway.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
+    await send(gateway.url, '/nowhere', { headers: ALICE })
+    const checked = spawnSync('promtool', ['check', 'metrics'], { input: await scrape(gateway), encoding: 'utf8' })
+    expect(`${checked.stdout}${checked.stderr}`).toBe('')
+    expect(checked.status).toBe(0)
+  })
+
+  it('labels requests with the exact status, and native traffic with route="native"', async () => {
+    const gateway = await startGateway(testConfig(upstream.url))
+    await send(gateway.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
+    await send(gateway.url, '/v1/headless/runs', { headers: { 'content-type': 'text/plain', ...ALICE }, body: 'x' })
+    const text = await scrape(gateway)
+    expect(seriesValue(text, 'v4gw_requests_total', 'tenant="acme",class="native",route="native",status_class="2xx",code="200"')).toBe(1)
+    expect(seriesValue(text, 'v4gw_requests_total', 'tenant="acme",class="legacy",route="POST /v1/headless/runs",status_class="4xx",code="415"')).toBe(1)
+  })
+
+  it('leaves the code label out with metrics.statusCodeLabel: false', async () => {
+    const gateway = await startGateway(testConfig(upstream.url, { metrics: { statusCodeLabel: false } }))
+    await send(gateway.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
+    const text = await scrape(gateway)
+    expect(seriesValue(text, 'v4gw_requests_total', 'tenant="acme",class="native",route="native",status_class="2xx"')).toBe(1)
+    expect(text).not.toMatch(/v4gw_requests_total\{[^}]*code=/)
+  })
+
+  it('says which build and which Node run, as an info metric', async () => {
+    const gateway = await startGateway(testConfig(upstream.url))
+    const text = await scrape(gateway)
+    const { version } = (await import('../../package.json', { with: { type: 'json' } })).default
+    expect(seriesValue(text, 'v4gw_build_info', `version="${version}",node_version="${process.versions.node}"`)).toBe(1)
+  })
+
+  it('counts requests in flight, and requests shed past limits.maxInFlight by reason', async () => {
+    const gateway = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 2 } }))
+    const held = [0, 1].map((index) => send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } }))
+    await until(() => slow.requests.length >= 2)
+    expect(await scrape(gateway)).toMatch(/^v4gw_requests_in_flight 2$/m)
+    const shed = await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'over' } })
+    expect(shed.status).toBe(503)
+    await Promise.all(held)
+    const text = await scrape(gateway)
+    expect(seriesValue(text, 'v4gw_load_shed_total', 'reason="in_flight"')).toBe(1)
+    expect(text).toMatch(/^v4gw_requests_in_flight 0$/m)
+  })
+
+  it('counts upstream failures by tenant, upstream and cause: refused, timeout, reset, bad_response', async () => {
+    const refused = await startGateway(testConfig(await refusingOrigin()))
+    await send(refused.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
+    await send(refused.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
+    expect(seriesValue(await scrape(refused), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="refused"')).toBe(2)
+
+    const gateway = await startGateway(testConfig(faults.url, { limits: { upstreamTimeoutMs: 200 } }))
+    faults.setHandler(resetConnection)
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(502)
+    faults.setHandler((exchange) => {
+      exchange.response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'gzip' })
+      exchange.response.end('x')
+    })
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(502)
+    faults.setHandler(() => {
+      // No answer: the gateway's upstream timeout (200 ms) ends the call.
+    })
+    expect((await send(gateway.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })).status).toBe(504)
+    const text = await scrape(gateway)
+    expect(seriesValue(text, 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="reset"')).toBe(1)
+    expect(seriesValue(text, 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="bad_response"')).toBe(1)
+    expect(seriesValue(text, 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="timeout"')).toBe(1)
+  })
+})
+
+describe('SPEC 17 metrics across a reload', () => {
+  const dir = useTempDir('v4gw-metrics-reload-')
+  const upstream = useRecordingUpstream(answerAfter(0, V4_ANSWER))
+
+  it('removes the series of tenants and legacy routes the reload removed, and keeps the rest', async () => {
+    const configPath = join(dir.path, 'gateway.yaml')
+    const route = { method: 'POST', path: '/v1/old/run', action: 'execute' }
+    const before = testConfig(upstream.url, {
+      tenants: {
+        acme: { upstream: { staging: upstream.url }, legacy: { routes: [...LEGACY_V1_ROUTES, route] } },
+        gone: { upstream: { staging: upstream.url } }
+      }
+    })
+    await writeFile(configPath, stringify(before))
+    const gateway = await startGateway(before, { configPath })
+    await send(gateway.url, '/v1/old/run', { headers: ALICE, json: { input: 1 } })
+    await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
+    await send(gateway.url, '/v4/execute', { headers: { ...ALICE, 'x-tenant-id': 'gone' }, json: { input: 1 } })
+    let text = await scrape(gateway)
+    expect(text).toContain('route="POST /v1/old/run"')
+    expect(text).toContain('tenant="gone"')
+
+    await writeFile(configPath, stringify(testConfig(upstream.url)))
+    expect((await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })).json.status).toBe('reloaded')
+    text = await scrape(gateway)
+    expect(text).not.toContain('route="POST /v1/old/run"')
+    expect(text).not.toContain('tenant="gone"')
+    expect(seriesValue(text, 'v4gw_requests_total', 'tenant="acme",class="legacy",route="POST /v1/headless/runs",status_class="2xx",code="200"')).toBe(1)
+  })
+})
