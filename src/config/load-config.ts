@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises'
-import { isIPv6 } from 'node:net'
 import { extname } from 'node:path'
-import { parseDocument, type YAMLError } from 'yaml'
-import type { z } from 'zod'
+import { parseDocument, type Document, type YAMLError } from 'yaml'
+import { describeProblems } from './config-problems.js'
 import { configSchema, type GatewayConfig } from './schema.js'
 import { deepFreeze } from '../util/deep-freeze.js'
 import { substituteEnv, type EnvProblem } from './substitute-env.js'
+import { blankUnquotedPlaceholders, QUOTE_THIS_VALUE } from './unquoted-placeholders.js'
 
 export { DEFAULT_CONFIG_PATH, resolveConfigPath } from './config-path.js'
 
@@ -19,26 +19,6 @@ export class ConfigError extends Error {
     this.name = 'ConfigError'
     this.problems = problems
   }
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  return path.length === 0 ? '(root)' : path.map((key) => (typeof key === 'string' ? shownKey(key) : String(key))).join('.')
-}
-
-/**
- * A key as a problem shows it. A YAML flow mapping written without the space after a colon
- * (`{ token:s3cret }`) makes one key of a name and its value, and the value may be a secret:
- * such a key keeps only the name.
- */
-function shownKey(key: string): string {
-  const glued = /^([A-Za-z_][\w-]*):\S/.exec(key)
-  // A bare IPv6 address (a tenancy.hosts key) is not one: its problem says how to write it.
-  return glued === null || isIPv6(key) ? key : `${glued[1]}:…`
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code !== 'unrecognized_keys') return issue.message
-  return `Unrecognized key${issue.keys.length === 1 ? '' : 's'}: ${issue.keys.map((key) => `"${shownKey(key)}"`).join(', ')}`
 }
 
 /** The one visible pipeline: read, parse, substitute env, validate, freeze. */
@@ -57,11 +37,7 @@ export function parseConfigText(text: string, source: string, env: Record<string
   const envProblems: EnvProblem[] = []
   const substituted = substituteEnv(document ?? {}, env, envProblems)
   const result = configSchema.safeParse(substituted)
-  const problems = envProblems.map((problem) => `${formatPath(problem.path)}: ${problem.message}`)
-  if (!result.success) {
-    for (const issue of result.error.issues) problems.push(`${formatPath(issue.path)}: ${describeIssue(issue)}`)
-  }
-  if (problems.length > 0 || !result.success) throw new ConfigError(source, problems)
+  if (envProblems.length > 0 || !result.success) throw new ConfigError(source, describeProblems(configSchema, envProblems, result.error?.issues ?? []))
   return deepFreeze(result.data)
 }
 
@@ -93,11 +69,19 @@ function parseJson(text: string, source: string): unknown {
   return document
 }
 
-function parseYaml(text: string, source: string): unknown {
+function parseYamlDocument(text: string): Document.Parsed {
   // logLevel silent: yaml would otherwise print its warnings, with the offending line, to stderr.
-  const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true, logLevel: 'silent' })
+  return parseDocument(text, { prettyErrors: true, uniqueKeys: true, logLevel: 'silent' })
+}
+
+function parseYaml(text: string, source: string): unknown {
+  const { text: readable, placeholders } = blankUnquotedPlaceholders(text, (blanked) => parseYamlDocument(blanked).errors)
+  const document = parseYamlDocument(readable)
   // A warning (an unknown tag such as `!secret`) is a problem too: the value would not be what was meant.
-  const problems = [...document.errors, ...document.warnings].map((error) => `cannot parse the file: ${describeYamlError(error)}`)
+  const problems = [
+    ...placeholders.map((offset) => `cannot parse the file: ${QUOTE_THIS_VALUE}${whereInText(text, offset)}`),
+    ...[...document.errors, ...document.warnings].map((error) => `cannot parse the file: ${describeYamlError(error)}`)
+  ]
   if (problems.length > 0) throw new ConfigError(source, problems)
   try {
     return document.toJS()

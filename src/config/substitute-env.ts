@@ -1,5 +1,9 @@
-/** `${NAME}` and `${NAME:-default}` (SPEC 8). */
-const PLACEHOLDER = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g
+/**
+ * `${NAME}` and `${NAME:-default}` (SPEC 8), as a pattern source: config.schema.json accepts a
+ * value that holds one, and the YAML reader finds one left unquoted in a flow collection.
+ */
+export const PLACEHOLDER_PATTERN = '\\$\\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\\}'
+const PLACEHOLDER = new RegExp(PLACEHOLDER_PATTERN, 'g')
 
 export interface EnvProblem {
   path: (string | number)[]
