@@ -8,16 +8,22 @@ function isNamedCommand(word: string): word is (typeof NAMED_COMMANDS)[number] {
   return (NAMED_COMMANDS as readonly string[]).includes(word)
 }
 
-/** `--help` anywhere before a `--`: the usage, whatever else the line holds. */
+/** `--help` anywhere before a `--`: the help, whatever else the line holds. */
 function asksForHelp(args: string[]): boolean {
   const end = args.indexOf('--')
   return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h')
 }
 
+/** The command whose help `v4gw COMMAND --help` or `v4gw help COMMAND` asks for, if it names one. */
+function helpTopic(word: string | undefined): string[] {
+  return word !== undefined && isNamedCommand(word) ? [word] : []
+}
+
 /** The command of `argv` and the arguments it takes: a bare `v4gw [--config FILE]` runs the gateway. */
 export function parseCommandLine(argv: string[]): { command: CliCommand; args: string[] } {
   const [first, ...rest] = argv
-  if (first === 'help' || asksForHelp(argv)) return { command: 'help', args: [] }
+  if (first === 'help') return { command: 'help', args: helpTopic(rest[0]) }
+  if (asksForHelp(argv)) return { command: 'help', args: helpTopic(first) }
   if (first === '--version' || first === '-v') return { command: 'version', args: [] }
   if (first === undefined || first.startsWith('-')) return { command: 'run', args: argv }
   if (isNamedCommand(first)) return { command: first, args: rest }

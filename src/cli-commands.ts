@@ -23,6 +23,18 @@ const USAGE = `Usage:
 
 Exit codes: 0 ok, 1 failure, 2 invalid config, 64 usage error.`
 
+/** The help of a command that has its own (`v4gw COMMAND --help`); the others print USAGE. */
+const COMMAND_HELP: Readonly<Record<string, string>> = {
+  'check-config': `Usage: v4gw check-config FILE
+
+Validates a config file as the gateway reads it when it starts: YAML, or JSON for a FILE ending
+in .json, with \${NAME} and \${NAME:-default} taken from this environment. A valid file gets a
+summary (the listeners, each tenant's upstream and legacy routes) on stdout; an invalid one gets
+every problem, each with its path, on stderr. Every key: docs/config.md.
+
+Exit codes: 0 valid, 2 invalid config, 64 usage error.`
+}
+
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
   return manifest.version
@@ -108,7 +120,7 @@ async function dispatch(command: CliCommand, args: string[], held: HeldSignals |
   if (typeof command === 'object') throw new UsageError(`unknown command: ${command.unknown}`)
   switch (command) {
     case 'help':
-      return void console.log(USAGE)
+      return void console.log(COMMAND_HELP[args[0] ?? ''] ?? USAGE)
     case 'version':
       return void console.log(packageVersion())
     case 'simulator':

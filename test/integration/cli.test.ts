@@ -29,6 +29,14 @@ describe('v4gw --version and --help', () => {
     expect(result.stdout).toContain('Usage:')
   })
 
+  it.each([['check-config', '--help'], ['help', 'check-config'], ['check-config', 'config/gateway.yaml', '-h']])('prints the help of check-config alone for %s %s', async (...args: string[]) => {
+    const result = await runCli(args)
+    expect(result.code).toBe(0)
+    expect(result.stdout).toMatch(/^Usage: v4gw check-config FILE\n/)
+    expect(result.stdout).toContain('Exit codes: 0 valid, 2 invalid config')
+    expect(result.stdout).not.toContain('v4gw simulator')
+  })
+
   it.each([
     [['check-config', 'config/gateway.yaml', 'extra'], 'check-config takes one FILE'],
     [['config-schema', 'extra'], 'config-schema takes no arguments'],
@@ -88,6 +96,23 @@ describe('v4gw check-config', () => {
     const result = await runCli(['check-config', path])
     expect(result.code).toBe(2)
     expect(result.stderr).toMatch(/tenants\.acme\.upstream\.staging: Invalid URL/)
+  })
+
+  it('says "quote this value" once, and exits 2, for SPEC 8\'s admin line pasted unquoted', async () => {
+    const path = await dir.write('unquoted.yaml', 'admin: { host: 127.0.0.1, port: 9901, token: ${V4GW_ADMIN_TOKEN:-} }\ntenants:\n  acme:\n    upstream: { staging: embedded }\n')
+    const result = await runCli(['check-config', path])
+    expect(result.code).toBe(2)
+    expect(result.stderr.trim().split('\n').slice(1)).toEqual([expect.stringMatching(/^ {2}- cannot parse the file: quote this value: .* at line 1, column 46$/)])
+  })
+
+  it('suggests the nearest known key for an unknown one, and reports an unset variable once', async () => {
+    const path = await dir.write('typo.yaml', 'limits: { upstreamTimeout: 30000 }\nlisten:\n  port: ${V4GW_UNSET_PORT}\ntenants:\n  acme:\n    upstream: { staging: embedded }\n')
+    const result = await runCli(['check-config', path])
+    expect(result.code).toBe(2)
+    expect(result.stderr.trim().split('\n').slice(1)).toEqual([
+      expect.stringMatching(/^ {2}- listen\.port: environment variable V4GW_UNSET_PORT is not set/),
+      '  - limits: Unrecognized key: "upstreamTimeout"; did you mean `upstreamTimeoutMs`?'
+    ])
   })
 
   it('exits non-zero and names the file when it does not exist', async () => {

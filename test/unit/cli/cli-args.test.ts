@@ -14,8 +14,12 @@ describe('parseCommandLine', () => {
     [['--version'], { command: 'version', args: [] }],
     [['-v'], { command: 'version', args: [] }],
     [['help'], { command: 'help', args: [] }],
-    [['run', '--config', 'a.yaml', '--help'], { command: 'help', args: [] }],
-    [['explain', '-h'], { command: 'help', args: [] }],
+    [['help', 'check-config'], { command: 'help', args: ['check-config'] }],
+    [['help', 'nope'], { command: 'help', args: [] }],
+    [['check-config', '--help'], { command: 'help', args: ['check-config'] }],
+    [['run', '--config', 'a.yaml', '--help'], { command: 'help', args: ['run'] }],
+    [['--config', 'a.yaml', '--help'], { command: 'help', args: [] }],
+    [['explain', '-h'], { command: 'help', args: ['explain'] }],
     [['nope', 'x'], { command: { unknown: 'nope' }, args: ['x'] }]
   ])('reads %j', (argv, expected) => {
     expect(parseCommandLine(argv)).toEqual(expected)
