@@ -1,75 +1,16 @@
 import { z } from 'zod'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { normalizeHost } from '../util/normalize-host.js'
+import { anyCase } from './json-schema-patterns.js'
+import { absent, present, whenKeyIs } from './json-schema-conditions.js'
+import { anyHttpUrl, EMBEDDED_UPSTREAM, parseUrl, publicPageUrl, redisUrl, upstreamUrl } from './url-schemas.js'
+
+export { EMBEDDED_UPSTREAM } from './url-schemas.js'
 
 /**
  * The config file's schema (SPEC 8). Types come from here (`z.output`), never written twice.
  * Every object is strict: an unknown key is a typo that would otherwise be ignored silently.
  */
-
-/** The built-in simulator as an upstream (SPEC 3, 11). */
-export const EMBEDDED_UPSTREAM = 'embedded'
-
-/** Refinements still run after a failed format check (zod 4), so they parse defensively. */
-function parseUrl(value: string): URL | undefined {
-  return URL.canParse(value) ? new URL(value) : undefined
-}
-
-const httpUrl = z
-  .url({ protocol: /^https?$/, error: 'Invalid URL: expected an http(s) URL' })
-  .refine((value) => {
-    const url = parseUrl(value)
-    return url === undefined || (url.username === '' && url.password === '' && url.search === '' && url.hash === '')
-  }, 'upstream URLs carry no credentials, query or fragment')
-
-// A page sent to every client in `Link` (SPEC 5): a query or a fragment is fine, a password is not.
-const publicPageUrl = z
-  .url({ protocol: /^https?$/, error: 'Invalid URL: expected an http(s) URL' })
-  .refine((value) => {
-    const url = parseUrl(value)
-    return url === undefined || (url.username === '' && url.password === '')
-  }, 'a link sent to clients carries no credentials')
-
-function decodes(text: string): boolean {
-  try {
-    decodeURIComponent(text)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/**
- * Redis or Valkey, plain or TLS (docs/scaling.md); credentials may sit in the URL, which is never logged,
- * so no message here quotes it. The gateway reads it as these checks do (redis-connection.ts):
- * host, port, percent-encoded user and password, and a database number as the path.
- */
-const redisUrl = z
-  .url({ protocol: /^rediss?$/, error: 'Invalid URL: expected a redis:// or rediss:// URL' })
-  .refine((value) => {
-    const url = parseRedisUrl(value)
-    return url === undefined || (decodes(url.username) && decodes(url.password))
-  }, 'the user or password in the Redis URL is not valid percent-encoding (write % as %25)')
-  .refine((value) => {
-    const url = parseRedisUrl(value)
-    return url === undefined || (url.hostname !== '' && url.search === '' && url.hash === '' && /^(\/\d*)?$/.test(url.pathname))
-  }, 'a Redis URL is redis[s]://[user:password@]host[:port][/db]: no query, no fragment, a database number as its only path')
-
-/** A URL of the Redis schemes; anything else is left to the scheme check, which names it. */
-function parseRedisUrl(value: string): URL | undefined {
-  const url = parseUrl(value)
-  return url !== undefined && (url.protocol === 'redis:' || url.protocol === 'rediss:') ? url : undefined
-}
-
-// Requests keep their own path (SPEC 7), so an upstream is an origin: a path there would be dropped.
-const originUrl = httpUrl.refine((value) => {
-  const url = parseUrl(value)
-  return url === undefined || url.pathname === '/'
-}, 'an upstream URL is an origin (scheme, host, port): requests keep their own path, so a path here would be ignored')
-
-const upstreamUrl = z.union([z.literal(EMBEDDED_UPSTREAM), originUrl], {
-  error: `Invalid URL: expected an http(s) URL or "${EMBEDDED_UPSTREAM}"`
-})
 
 /** RFC 6901 JSON pointer; "" is the whole document. */
 const jsonPointer = z.string().regex(/^(\/([^~]|~[01])*)*$/, 'expected a JSON pointer such as /input')
@@ -83,10 +24,13 @@ const stateKey = z
   .regex(/^(param:[A-Za-z_][A-Za-z0-9_]*|header:[A-Za-z0-9-]+|body:(\/([^~]|~[01])*)+)$/,
     'expected param:NAME, header:NAME or body:/json/pointer')
 
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const
+
 const httpMethod = z
   .string()
   .transform((value) => value.toUpperCase())
-  .pipe(z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']))
+  .pipe(z.enum(HTTP_METHODS))
+  .meta({ pattern: `^(?:${HTTP_METHODS.map(anyCase).join('|')})$` })
 
 export const legacyActionSchema = z.enum(['execute', 'session-execute', 'proxy'])
 
@@ -119,6 +63,14 @@ export const legacyRouteSchema = z
     if (route.stateKey?.startsWith('param:') === true && !params.has(route.stateKey.slice('param:'.length))) {
       ctx.addIssue({ code: 'custom', path: ['stateKey'], message: `parameter :${route.stateKey.slice('param:'.length)} is not in path` })
     }
+  })
+  // The checks above that a JSON Schema can say; the parameters named in path are beyond it.
+  .meta({
+    allOf: [
+      whenKeyIs('action', ['proxy'], present('rewrite')),
+      whenKeyIs('action', ['execute', 'session-execute'], absent('rewrite')),
+      whenKeyIs('action', ['execute', 'proxy'], absent('stateKey'))
+    ]
   })
 
 /** The default route table of every tenant that has none (SPEC 4). */
@@ -157,7 +109,8 @@ export const tenantSchema = z.strictObject({
       if (upstream.target === 'production' && upstream.production === null) {
         ctx.addIssue({ code: 'custom', path: ['production'], message: 'target is production but no production upstream is set' })
       }
-    }),
+    })
+    .meta(whenKeyIs('target', ['production'], present('production', { not: { type: 'null' } }))),
   legacy: z
     .strictObject({
       routes: z.array(legacyRouteSchema).default(() => LEGACY_V1_ROUTES.map((route) => ({ ...route }))),
@@ -175,6 +128,11 @@ function wholeNumber(schema: z.ZodNumber) {
   return z.preprocess((value) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value), schema)
 }
 
+/** `${BAGGAGE:-false}` substitutes a string too: "true" and "false" count as booleans. */
+function booleanAllowingText() {
+  return z.preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean())
+}
+
 const port = wholeNumber(z.number().int().min(0).max(65535))
 const positiveInt = wholeNumber(z.number().int().positive())
 
@@ -187,6 +145,12 @@ function durationMs(min: number) {
 const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name').transform((name) => name.toLowerCase())
 
 export const credentialSourceSchema = z.enum(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
+
+/**
+ * isBareHost (and the form checkHostKeys asks of a key) for config.schema.json: a bracketed
+ * IPv6 address, or a name with no colon that is one character or does not end in a dot.
+ */
+const BARE_HOST_PATTERN = '^(?:\\[[^\\]]*\\]?|[^\\[:]|[^\\[:][^:]*[^:.])$'
 
 const configObject = z.strictObject({
   listen: z.strictObject({ host: z.string().min(1).default('0.0.0.0'), port: port.default(8080) }).prefault({}),
@@ -204,14 +168,14 @@ const configObject = z.strictObject({
         .transform((token) => (token === '' ? null : token)),
       // Host names the admin API also answers to (SPEC 18): any other Host is refused on
       // `/admin/*`, so that a web page whose name was rebound to this address cannot call it.
-      allowedHosts: z.array(z.string().min(1).refine(isBareHost, 'a host as a Host header names it, without a port: "gw.example.com", "10.0.0.5" or "[fd00::1]"')).default([])
+      allowedHosts: z.array(z.string().min(1).refine(isBareHost, 'a host as a Host header names it, without a port: "gw.example.com", "10.0.0.5" or "[fd00::1]"').meta({ pattern: BARE_HOST_PATTERN })).default([])
     })
     .prefault({}),
   log: z
     .strictObject({
       level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
       /** SPEC 17: false turns the access lines off; errors are still logged. */
-      access: z.boolean().default(true)
+      access: booleanAllowingText().default(true)
     })
     .prefault({}),
   // SPEC 17. Only what the gateway does without tracing of its own: which trace headers a legacy
@@ -219,13 +183,13 @@ const configObject = z.strictObject({
   metrics: z
     .strictObject({
       /** SPEC 17: `code` (the exact status) on v4gw_requests_total; false keeps only `status_class`. */
-      statusCodeLabel: z.boolean().default(true)
+      statusCodeLabel: booleanAllowingText().default(true)
     })
     .prefault({}),
   tracing: z
     .strictObject({
       // Client baggage is untrusted (it may carry anything): off unless the operator says so.
-      forwardBaggage: z.boolean().default(false)
+      forwardBaggage: booleanAllowingText().default(false)
     })
     .prefault({}),
   limits: z
@@ -272,11 +236,12 @@ const configObject = z.strictObject({
         ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'sessions.store is redis but no sessions.redis.url is set' })
       }
     })
+    .meta(whenKeyIs('store', ['redis'], present('redis', { type: 'object', ...present('url', { type: 'string', minLength: 1 }) })))
     .prefault({}),
   tenancy: z
     .strictObject({
       header: headerName.default('x-tenant-id'),
-      hosts: z.record(z.string().min(1), z.string().min(1)).default({}).superRefine(checkHostKeys),
+      hosts: z.record(z.string().min(1).meta({ pattern: BARE_HOST_PATTERN }), z.string().min(1)).default({}).superRefine(checkHostKeys),
       default: z.string().min(1).nullable().default(null)
     })
     .prefault({}),
@@ -284,11 +249,11 @@ const configObject = z.strictObject({
     .strictObject({
       // http(s) only: `admin.internal:9000` parses as a URL of scheme `admin.internal` whose
       // origin is "null", which no upstream ever matches, so the guard would be off unseen.
-      urls: z.array(z.url({ protocol: /^https?$/, error: 'Invalid URL: expected an http(s) URL' })).default([]),
+      urls: z.array(anyHttpUrl).default([]),
       pathPrefixes: z.array(z.string().startsWith('/')).default([])
     })
     .prefault({}),
-  tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema)
+  tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema).meta({ minProperties: 1 })
 })
 
 /** A Host entry compared as normalizeHost leaves it: no port, no trailing dot, IPv6 in brackets ("" is min(1)'s). */
