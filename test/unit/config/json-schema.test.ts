@@ -32,11 +32,11 @@ function gatewayAccepts(yaml: string): boolean {
   }
 }
 
-/** The bold names of docs/config.md's list of checks beyond a schema. */
+/** The bold names of the list in docs/config.md's section on what the schema checks. */
 function checksBeyondSchema(): string[] {
   const doc = readFileSync(new URL('docs/config.md', root), 'utf8')
-  const section = doc.slice(doc.indexOf('## What the schema checks'))
-  return [...section.slice(0, section.indexOf('\n## ', 1) === -1 ? undefined : section.indexOf('\n## ', 1)).matchAll(/^- \*\*([^*]+)\*\*/gm)].map((match) => match[1] as string)
+  const section = doc.split(/^## /m).find((part) => part.startsWith('What the schema checks')) ?? ''
+  return [...section.matchAll(/^- \*\*([^*]+)\*\*/gm)].map((match) => match[1] as string)
 }
 
 /** Every key under `properties` whose default is a string, number or boolean, with that default. */
