@@ -13,12 +13,12 @@ const STATE = { policy: 'default', route: 'eu-west' }
 const NATIVE_LOAD = { method: 'POST', path: '/v4/execute', headers: HEADERS, body: JSON.stringify({ input: INPUT }) }
 
 /**
- * The Node flags the gateway runs with in production: those of `npm start` (the Dockerfile's
- * ENTRYPOINT has the same, which a test checks). The bench starts the gateway as they do.
+ * The Node flags the gateway runs with in production (src/node-flags.ts, built into dist/): the
+ * tuned reference gets the same, and builds compared side by side get them on their command line.
  */
-export function productionNodeFlags(packageJson) {
-  const start = packageJson.scripts.start.split(' ')
-  return start.slice(1, start.indexOf('dist/cli.js')).filter((word) => word.startsWith('--'))
+export async function productionNodeFlags() {
+  const { PRODUCTION_NODE_FLAGS } = await import(new URL('../dist/node-flags.js', import.meta.url).href)
+  return [...PRODUCTION_NODE_FLAGS]
 }
 
 /**

@@ -15,7 +15,7 @@
 // Both builds share the core, so neither is saturated alone, and CPU per request under sharing
 // is not the solo figure of `npm run bench`: read the ratio, not the absolute numbers. Loopback
 // only, bounded, and it ends only the processes it started, by PID.
-import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, rmSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -29,7 +29,7 @@ const ROOT = dirname(BENCH_DIR)
 const BUILD = join(ROOT, 'dist')
 // Inside the project, so that the base build resolves the same node_modules.
 const BASE_BUILD = join(ROOT, '.bench-out', 'dist-base')
-const GATEWAY_NODE_FLAGS = productionNodeFlags(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')))
+const GATEWAY_NODE_FLAGS = await productionNodeFlags()
 const MEASURED_CORE = 1
 const LOAD_CORE = 0
 // Rows whose two builds can share one stub; the Redis row would need a store each.

@@ -25,7 +25,7 @@ import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, start
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const ROOT = dirname(BENCH_DIR)
 const CLI = join(ROOT, 'dist', 'cli.js')
-const GATEWAY_NODE_FLAGS = productionNodeFlags(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')))
+const GATEWAY_NODE_FLAGS = await productionNodeFlags()
 const PROFILE_DIR = join(ROOT, '.bench-out', 'profiles')
 /** The measured process (proxy, gateway, or the stub for `direct`) gets this core to itself. */
 const MEASURED_CORE = 1
@@ -147,19 +147,21 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl) {
     return { handle, url: match[1] }
   }
   const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl })
-  // The real CLI with the production Node flags, as `npm start` and the Docker image run it.
+  // The real CLI started plainly, `node dist/cli.js --config …`: it gives itself the production
+  // Node flags (src/node-flags.ts), as a user's start would; the node-defaults row turns that off.
   // Its JSON log (stdout, with the ready line) goes to a file, as to a container's log driver,
   // rather than through a pipe this runner would have to read.
   const { handle, match } = await startNode({
     name: candidate.name,
-    args: [...(candidate.nodeDefaults ? [] : GATEWAY_NODE_FLAGS), ...profileFlags(candidate.name), CLI, '--config', config],
+    args: [...profileFlags(candidate.name), CLI, '--config', config],
     core: MEASURED_CORE,
     pin,
-    ready: /^v4gw listening on (\S+) \(admin/,
-    env: { ...process.env, NODE_ENV: 'production' },
+    ready: /^v4gw listening on (\S+) \(admin \S+\) pid (\d+)/,
+    env: { ...process.env, NODE_ENV: 'production', ...(candidate.nodeDefaults ? { V4GW_NODE_FLAGS: 'off' } : {}) },
     stdoutFile: join(workDir, `${candidate.name}.log`)
   })
-  return { handle, url: match[1] }
+  // On Node without process.execve the gateway is the launcher's child: measure the one that serves.
+  return { handle, url: match[1], servingPid: Number(match[2]) }
 }
 
 /** One row, once: fresh stub and fresh measured process, checked, warmed, loaded, stopped. */
@@ -177,7 +179,7 @@ async function measureOnce(candidate) {
       connections: settings.connections,
       warmupSec: settings.warmupSec,
       durationSec: settings.durationSec,
-      measuredPid: measured.handle.pid,
+      measuredPid: measured.servingPid ?? measured.handle.pid,
       otherPids: [stub.pid, process.pid]
     })
     const output = await runNode({

@@ -69,7 +69,7 @@ function gatewayConfig(stubUrl, generation) {
 }
 
 // Started as `npm start` and the Docker image start it.
-const GATEWAY_NODE_FLAGS = productionNodeFlags(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')))
+const GATEWAY_NODE_FLAGS = await productionNodeFlags()
 
 async function startGateway(name, configPath) {
   const { handle, match } = await startNode({

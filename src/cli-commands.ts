@@ -106,7 +106,8 @@ async function runCommand(args: string[], held: HeldSignals | undefined): Promis
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } } })
   const running = await runGateway(resolveConfigPath(values.config), held ?? holdSignals())
   // Every bound address (SPEC 18); a listener on one address reads `URL (admin URL)`, as scripts expect.
-  console.log(`v4gw listening on ${running.trafficUrls.join(', ')} (admin ${running.adminUrls.join(', ')})`)
+  // The PID is the serving process's: on Node without process.execve, a launcher's child (node-flags.ts).
+  console.log(`v4gw listening on ${running.trafficUrls.join(', ')} (admin ${running.adminUrls.join(', ')}) pid ${process.pid}`)
 }
 
 class UsageError extends Error {}

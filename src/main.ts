@@ -52,7 +52,8 @@ export async function runGateway(configPath: string, held: HeldSignals): Promise
   for (const [name, tenant] of gateway.runtime().tenancy.tenants) {
     logger.info({ tenant: name, target: tenant.upstreamTarget, upstream: selectUpstreamUrl(config.tenants[name]!), origin: tenant.upstreamOrigin }, 'tenant upstream')
   }
-  logger.info({ trafficUrl, adminUrl, trafficUrls, adminUrls, config: configPath }, 'v4gw listening')
+  // The Node flags in effect (node-flags.ts), so an operator can see the process got them.
+  logger.info({ trafficUrl, adminUrl, trafficUrls, adminUrls, config: configPath, nodeFlags: process.execArgv }, 'v4gw listening')
 
   let stopping: Promise<void> | undefined
   function stop(): Promise<void> {

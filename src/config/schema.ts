@@ -178,14 +178,14 @@ const configObject = z.strictObject({
       access: booleanAllowingText().default(true)
     })
     .prefault({}),
-  // SPEC 17. Only what the gateway does without tracing of its own: which trace headers a legacy
-  // request's V4 calls carry. (OpenTelemetry tracing adds its keys here.)
   metrics: z
     .strictObject({
       /** SPEC 17: `code` (the exact status) on v4gw_requests_total; false keeps only `status_class`. */
       statusCodeLabel: booleanAllowingText().default(true)
     })
     .prefault({}),
+  // SPEC 17. Only what the gateway does without tracing of its own: which trace headers a legacy
+  // request's V4 calls carry. (OpenTelemetry tracing adds its keys here.)
   tracing: z
     .strictObject({
       // Client baggage is untrusted (it may carry anything): off unless the operator says so.

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import { PRODUCTION_NODE_FLAGS } from '../../../src/node-flags.js'
 
 const root = new URL('../../../', import.meta.url)
 
@@ -12,8 +13,8 @@ function flagsBeforeCli(words: string[]): string[] {
 }
 
 /**
- * The gateway's production Node flags (docs/performance.md) are the same wherever it is
- * launched: `npm start`, the Docker image, and so the benchmark, which reads them from `npm start`.
+ * The gateway's production Node flags (src/node-flags.ts) are the same wherever it is launched:
+ * `npm start` and the Docker image pass them (no relaunch), a plain start gets them from the CLI.
  */
 describe('production Node flags', () => {
   const packageJson = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }
@@ -21,6 +22,7 @@ describe('production Node flags', () => {
 
   it('npm start gives the gateway a 32 MiB young generation, a 128 MiB first old-space limit and no allocation-site pretenuring', () => {
     expect(startFlags).toEqual(['--max-semi-space-size=32', '--initial-old-space-size=128', '--no-allocation-site-pretenuring'])
+    expect(startFlags).toEqual(PRODUCTION_NODE_FLAGS)
   })
 
   it('the Docker image starts the gateway with the same flags as npm start', () => {
