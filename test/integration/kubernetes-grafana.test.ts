@@ -1,15 +1,18 @@
 import { readdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { parseAllDocuments, parseDocument, stringify } from 'yaml'
 import { parseConfigText } from '../../src/config/load-config.js'
 import { substituteEnv, type EnvProblem } from '../../src/config/substitute-env.js'
+import { refusingOrigin } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
 import { useRedisServer } from '../helpers/redis-server.js'
 import { ROOT } from '../helpers/spawn-cli.js'
 import { useGateway } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
+import { until } from '../helpers/until.js'
 
 /*
  * deploy/kubernetes/ and deploy/grafana/ (SPEC 18) are files no code of the gateway reads, so
@@ -282,17 +285,35 @@ function dashboardQueries(): { where: string; query: string }[] {
   return queries
 }
 
-/** The label names a query uses: in selectors, in by/without, and label_values' second argument. */
-function labelsOf(query: string): string[] {
-  const labels: string[] = []
-  for (const selector of query.matchAll(/\{([^}]*)\}/g)) {
-    for (const matcher of (selector[1] as string).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)) labels.push(matcher[1] as string)
+/** A label a query uses, with the metric it must be on: the one a selector or label_values names, else (a grouping or a join) any metric of the query. */
+interface UsedLabel {
+  label: string
+  metric: string | undefined
+}
+
+/**
+ * The label names a query uses: in selectors, in by/without, in the vector matching of a join
+ * (on/ignoring, group_left/group_right), and label_values' second argument.
+ */
+function labelsOf(query: string): UsedLabel[] {
+  const labels: UsedLabel[] = []
+  for (const selector of query.matchAll(/(\bv4gw_[a-zA-Z0-9_:]*)?\s*\{([^}]*)\}/g)) {
+    for (const matcher of (selector[2] as string).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)) labels.push({ label: matcher[1] as string, metric: selector[1] })
   }
-  for (const grouping of query.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)) {
-    labels.push(...(grouping[1] as string).split(',').map((label) => label.trim()).filter((label) => label !== ''))
+  for (const grouping of query.matchAll(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g)) {
+    for (const label of (grouping[1] as string).split(',').map((name) => name.trim())) if (label !== '') labels.push({ label, metric: undefined })
   }
-  for (const values of query.matchAll(/label_values\(\s*[^,]+,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)/g)) labels.push(values[1] as string)
+  for (const values of query.matchAll(/label_values\(\s*(v4gw_[a-zA-Z0-9_:]*)?[^,]*,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)/g)) labels.push({ label: values[2] as string, metric: values[1] })
   return labels
+}
+
+/** A legacy request whose body has not all come: it holds an in-flight slot until the socket goes. */
+function holdRequest(baseUrl: string): Socket {
+  const { hostname, port } = new URL(baseUrl)
+  const socket = connect({ host: hostname, port: Number(port) })
+  socket.on('error', () => undefined)
+  socket.write('POST /v1/headless/runs HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer demo-token-alice\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{"input"')
+  return socket
 }
 
 // Labels Prometheus adds when it scrapes (and Kubernetes service discovery relabels to), which a gateway's own /metrics never shows.
@@ -305,16 +326,19 @@ describe('the config of deploy/kubernetes, running, and deploy/grafana against i
   const configPath = join(dir, 'gateway.yaml')
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
   // The shipped file with the Deployment's environment; only the two addresses this machine has
-  // instead of the cluster's (the V4 API, the Redis Service) are the test's own. The helper binds
-  // both listeners to 127.0.0.1 on free ports. Written out too, for POST /admin/reload.
-  const gw = useGateway(() => {
+  // instead of the cluster's (the V4 API, the Redis Service) are the test's own, and `limits`
+  // the test may tighten. The helper binds both listeners to 127.0.0.1 on free ports. Written
+  // out too, for POST /admin/reload.
+  function deployedConfig(upstreamUrl: string, limits: Record<string, unknown> = {}): Record<string, unknown> {
     const problems: EnvProblem[] = []
-    const env = { ...deploymentEnv(), V4GW_UPSTREAM_URL: sim.url, V4GW_REDIS_URL: redis.url }
+    const env = { ...deploymentEnv(), V4GW_UPSTREAM_URL: upstreamUrl, V4GW_REDIS_URL: redis.url }
     const raw = substituteEnv(parseDocument(shipped.text).toJS(), env, problems) as Record<string, unknown>
     expect(problems).toEqual([])
+    if (Object.keys(limits).length > 0) raw.limits = { ...(raw.limits as Record<string, unknown> | undefined), ...limits }
     writeFileSync(configPath, stringify(raw))
     return raw
-  }, { configPath })
+  }
+  const gw = useGateway(() => deployedConfig(sim.url), { configPath })
 
   it('answers the Deployment probes with 200 and the annotated metrics path with Prometheus text', async () => {
     for (const probe of [gatewayContainer.livenessProbe, gatewayContainer.readinessProbe]) {
@@ -327,13 +351,26 @@ describe('the config of deploy/kubernetes, running, and deploy/grafana against i
 
   it('exposes every metric the dashboard queries, with every label it selects or groups by (SPEC 17)', async () => {
     // Series exist once something happened: a legacy call, a legacy session call (a session-map
-    // event), a native call, a refused credential and a reload.
+    // event), a native call, a refused credential, a reload, an upstream failure and shed load.
     const alice = { authorization: 'Bearer demo-token-alice' }
     expect((await send(gw.url, '/v1/headless/runs', { headers: alice, json: { input: 1 } })).status).toBe(200)
     expect((await send(gw.url, '/v1/runs/invoke', { headers: alice, json: { input: 1, stateId: 'dashboard' } })).status).toBe(200)
     expect((await send(gw.url, '/v4/execute', { headers: alice, json: { input: 1 } })).status).toBe(200)
     expect((await send(gw.url, '/v1/headless/runs', { json: { input: 1 } })).json.error.code).toBe('AUTH_INVALID')
+    // The reload: the same file, with a V4 address where nothing listens and room for one request
+    // in flight (both reload without a restart, SPEC 8).
+    deployedConfig(await refusingOrigin(), { maxInFlight: 1 })
     expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    // v4gw_upstream_failures_total{tenant,upstream,cause}: a refused V4 call.
+    expect((await send(gw.url, '/v4/execute', { headers: alice, json: { input: 1 } })).json.error.code).toBe('UPSTREAM_UNAVAILABLE')
+    // v4gw_load_shed_total{reason}: a request shed while another, its body unfinished, holds the one slot.
+    const held = holdRequest(gw.url)
+    try {
+      await until(async () => /^v4gw_requests_in_flight 1$/m.test((await send(gw.adminUrl, '/metrics')).text))
+      expect((await send(gw.url, '/v1/headless/runs', { headers: alice, json: { input: 1 } })).json.error.code).toBe('OVERLOADED')
+    } finally {
+      held.destroy()
+    }
 
     const metrics = readExposition((await send(gw.adminUrl, '/metrics')).text)
     const queries = dashboardQueries()
@@ -350,8 +387,11 @@ describe('the config of deploy/kubernetes, running, and deploy/grafana against i
         if (exposed[index] === undefined) missing.push(`${where}: no metric ${name}`)
       })
       const available = new Set(exposed.flatMap((metric) => (metric === undefined ? [] : [...metric.labels])))
-      for (const label of labelsOf(query)) {
-        if (!available.has(label) && !SCRAPE_LABELS.has(label)) missing.push(`${where}: no label ${label} on ${names.join(', ')}`)
+      for (const { label, metric } of labelsOf(query)) {
+        if (SCRAPE_LABELS.has(label)) continue
+        // A selector's label must be on its own metric; a grouping's or a join's, on one of the query's.
+        const on = metric === undefined ? available : exposedFor(metrics, metric)?.labels
+        if (on?.has(label) !== true) missing.push(`${where}: no label ${label} on ${metric ?? names.join(', ')}`)
       }
     }
     expect(missing).toEqual([])
