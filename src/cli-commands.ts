@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import type { CliCommand } from './cli-args.js'
 import { ConfigError, loadConfig, resolveConfigPath } from './config/load-config.js'
+import { describeDeprecation, effectiveDeprecation } from './config/deprecation.js'
 import { buildConfigJsonSchema } from './config/json-schema.js'
 import { EMBEDDED_UPSTREAM } from './config/schema.js'
 import { buildGatewayRuntime } from './tenancy/gateway-runtime.js'
@@ -14,7 +15,7 @@ import { createSimulator } from './simulator/index.js'
 const USAGE = `Usage:
   v4gw [--config FILE]                 run the gateway (default: $V4GW_CONFIG or config/gateway.yaml)
   v4gw check-config FILE               validate a config file and print a summary
-  v4gw explain --config FILE [--tenant T] METHOD PATH [--header K:V]... [--body JSON]
+  v4gw explain --config FILE [--tenant T] METHOD PATH [--header K:V]... [--body JSON] [--at INSTANT]
                                        print the V4 call(s) a request would become; sends nothing
   v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
   v4gw config-schema                   print the config's JSON Schema (config.schema.json)
@@ -66,9 +67,17 @@ async function checkConfigCommand(args: string[]): Promise<void> {
     const url = selectUpstreamUrl(tenant)
     const origin = url === EMBEDDED_UPSTREAM ? 'built-in simulator' : new URL(url).origin
     console.log(`  tenant ${name}: target ${tenant.upstream.target}, origin ${origin}, fallback ${tenant.fallback}`)
+    const now = Date.now()
+    if (tenant.legacy.deprecation !== null) for (const line of describeDeprecation(tenant.legacy.deprecation, now)) console.log(`    ${line}`)
     for (const route of tenant.legacy.routes) {
       const detail = route.action === 'proxy' ? ` -> ${route.rewrite ?? ''}` : route.stateKey === undefined ? '' : ` (state key ${route.stateKey})`
       console.log(`    ${route.method} ${route.path}: ${route.action}${detail}`)
+      // A route's own deprecation (SPEC 14's merge over the tenant's).
+      const own = tenant.migration.routes[`${route.method} ${route.path}`]?.deprecation
+      if (own === undefined) continue
+      const effective = effectiveDeprecation(tenant.legacy.deprecation, own) ?? null
+      if (effective === null) console.log('      no deprecation on this route')
+      else for (const line of describeDeprecation(effective, now)) console.log(`      ${line}`)
     }
   }
 }
@@ -77,7 +86,7 @@ async function explainCommand(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' }, header: { type: 'string', short: 'H', multiple: true }, body: { type: 'string' } }
+    options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' }, header: { type: 'string', short: 'H', multiple: true }, body: { type: 'string' }, at: { type: 'string' } }
   })
   const [method, path] = positionals
   if (method === undefined || path === undefined || positionals.length > 2) throw new UsageError('explain takes METHOD and PATH')
@@ -95,10 +104,11 @@ async function explainCommand(args: string[]): Promise<void> {
       throw new UsageError('--body must be JSON')
     }
   }
+  if (values.at !== undefined && Number.isNaN(Date.parse(values.at))) throw new UsageError('--at takes an ISO 8601 instant such as 2027-03-02T14:30:00Z')
   const config = await loadConfig(resolveConfigPath(values.config))
   // Nothing is started: an embedded upstream is shown by name.
   const runtime = buildGatewayRuntime(config, 'http://embedded-simulator')
-  const explanation = explainRequest(runtime, { method, path, headers, rawBody: values.body, tenant: values.tenant })
+  const explanation = explainRequest(runtime, { method, path, headers, rawBody: values.body, tenant: values.tenant, ...(values.at === undefined ? {} : { at: values.at }) })
   console.log(JSON.stringify(explanation, null, 2))
 }
 

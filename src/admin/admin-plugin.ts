@@ -39,7 +39,8 @@ const explainBodySchema = z.strictObject({
   // A list for a header sent more than once: explain then sees both copies, as the listener would.
   headers: z.record(z.string(), z.union([z.string(), z.array(z.string())])).optional(),
   body: z.unknown().optional(),
-  rawBody: z.string().optional()
+  rawBody: z.string().optional(),
+  at: z.iso.datetime({ offset: true }).optional()
 })
 
 /** What a body that explain cannot take reads as: only explain takes a body, and it takes JSON. */
@@ -121,7 +122,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         const parsed = explainBodySchema.safeParse(request.body)
         if (!parsed.success) {
           const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
-          throw new GatewayError('INVALID_REQUEST', 'expected { method, path, tenant?, headers?, body? }', { details })
+          throw new GatewayError('INVALID_REQUEST', 'expected { method, path, tenant?, headers?, body?, rawBody?, at? }', { details })
         }
         return deps.explain(parsed.data as ExplainInput)
       })

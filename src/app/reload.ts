@@ -45,8 +45,9 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
   let embeddedOrigin = deps.embeddedOrigin
 
   async function applyConfig(config: GatewayConfig, origin = embeddedOrigin): Promise<{ sessionsDropped: number; restartRequired: string[] }> {
-    const next = buildGatewayRuntime(config, origin)
     const previous = runtime
+    // SPEC 13: pauses outlive a reload.
+    const next = buildGatewayRuntime(config, origin, previous.brownoutPauses)
     runtime = next
     embeddedOrigin = origin
     logger.level = config.log.level

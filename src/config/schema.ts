@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { normalizeHost } from '../util/normalize-host.js'
 import { anyCase } from './json-schema-patterns.js'
+import { DEFAULT_MIN_NOTICE_MS, deprecationProblems, effectiveDeprecation, type DeprecationConfig, type RouteDeprecationConfig } from './deprecation.js'
 import { absent, present, whenKeyIs } from './json-schema-conditions.js'
 import { anyHttpUrl, EMBEDDED_UPSTREAM, parseUrl, publicPageUrl, redisUrl, upstreamUrl } from './url-schemas.js'
 
@@ -90,15 +91,74 @@ export const legacyFieldsSchema = z.strictObject({
   stateId: jsonPointer.default('/stateId')
 })
 
+/** `${PORT:-8080}` substitutes a string: whole-number strings count as numbers. */
+function wholeNumber(schema: z.ZodNumber) {
+  return z.preprocess((value) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value), schema)
+}
+
+/** `${BAGGAGE:-false}` substitutes a string too: "true" and "false" count as booleans. */
+function booleanAllowingText() {
+  return z.preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean())
+}
+
+const port = wholeNumber(z.number().int().min(0).max(65535))
+const positiveInt = wholeNumber(z.number().int().positive())
+
+const instant = z.iso.datetime({ offset: true })
+
+/** SPEC 12's client ids: `fp:` and `hdr#` with 16 lowercase hex digits, `hdr:` with 1-128 safe characters, or `anonymous`. */
+const clientId = z
+  .string()
+  .regex(/^(?:fp:[0-9a-f]{16}|hdr:[A-Za-z0-9._:-]{1,128}|hdr#[0-9a-f]{16}|anonymous)$/, 'expected a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous')
+
+/** SPEC 13: a percentage of clients, 0-100, with two decimals at most (the bucket is 1/10000). */
+const clientPercent = z
+  .number()
+  .min(0)
+  .max(100)
+  .refine((percent) => Math.abs(percent * 100 - Math.round(percent * 100)) < 1e-6, 'at most two decimals (the bucket is one in 10000)')
+
+const brownoutsSchema = z.strictObject({
+  windows: z.array(z.strictObject({ start: instant, end: instant })).default([]),
+  escalation: z
+    .strictObject({ first: instant, everyMs: positiveInt, durationsMs: z.array(positiveInt).min(1, 'durationsMs needs at least one duration') })
+    .nullable()
+    .default(null),
+  clients: clientPercent.default(100),
+  minNoticeMs: wholeNumber(z.number().int().min(0)).default(DEFAULT_MIN_NOTICE_MS)
+})
+
+const exemptSchema = z.array(z.strictObject({ client: clientId, until: instant, reason: z.string().min(1).optional() }))
+
+/** SPEC 13's deprecation of a tenant: `date` required, the rest with defaults. */
 const deprecationSchema = z
   .strictObject({
-    date: z.iso.datetime({ offset: true }),
-    sunset: z.iso.datetime({ offset: true }).optional(),
-    link: publicPageUrl.optional()
+    date: instant,
+    sunset: instant.optional(),
+    link: publicPageUrl.optional(),
+    sunsetLink: publicPageUrl.optional(),
+    successor: booleanAllowingText().default(true),
+    afterSunset: z.enum(['serve', 'gone']).default('serve'),
+    brownouts: brownoutsSchema.nullable().default(null),
+    exempt: exemptSchema.default([])
   })
   .nullable()
 
-export const tenantSchema = z.strictObject({
+/** A route's entry, merged over the tenant's key by key (SPEC 14): no defaults, so what it leaves out is the tenant's. */
+const routeDeprecationSchema = z
+  .strictObject({
+    date: instant.optional(),
+    sunset: instant.optional(),
+    link: publicPageUrl.optional(),
+    sunsetLink: publicPageUrl.optional(),
+    successor: booleanAllowingText().optional(),
+    afterSunset: z.enum(['serve', 'gone']).optional(),
+    brownouts: brownoutsSchema.nullable().optional(),
+    exempt: exemptSchema.optional()
+  })
+  .nullable()
+
+const tenantObject = z.strictObject({
   upstream: z
     .strictObject({
       staging: upstreamUrl,
@@ -120,21 +180,38 @@ export const tenantSchema = z.strictObject({
       deprecation: deprecationSchema.default(null)
     })
     .prefault({}),
+  // SPEC 14's per-route settings; only `deprecation` (SPEC 13) so far.
+  migration: z
+    .strictObject({
+      routes: z.record(z.string().min(1), z.strictObject({ deprecation: routeDeprecationSchema.optional() })).default({})
+    })
+    .prefault({}),
   fallback: z.enum(['reject', 'proxy']).default('reject')
 })
 
-/** `${PORT:-8080}` substitutes a string: whole-number strings count as numbers. */
-function wholeNumber(schema: z.ZodNumber) {
-  return z.preprocess((value) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value), schema)
+export const tenantSchema = tenantObject.superRefine(checkDeprecations)
+
+/** SPEC 13 validation at load, for the tenant's deprecation and each route's effective one (SPEC 14: route keys name configured routes). */
+function checkDeprecations(tenant: z.output<typeof tenantObject>, ctx: z.RefinementCtx): void {
+  const tenantDeprecation = tenant.legacy.deprecation
+  if (tenantDeprecation !== null) {
+    for (const problem of deprecationProblems(tenantDeprecation)) ctx.addIssue({ code: 'custom', path: ['legacy', 'deprecation', ...problem.path], message: problem.message })
+  }
+  const labels = new Set(tenant.legacy.routes.map((route) => `${route.method} ${route.path}`))
+  for (const [key, entry] of Object.entries(tenant.migration.routes)) {
+    if (!labels.has(key)) {
+      ctx.addIssue({ code: 'custom', path: ['migration', 'routes', key], message: `not a route of this tenant's table ("METHOD /path" exactly as listed: ${[...labels].join(', ')})` })
+      continue
+    }
+    const effective = effectiveDeprecation(tenantDeprecation, entry.deprecation)
+    if (effective === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['migration', 'routes', key, 'deprecation', 'date'], message: 'date is required: the tenant sets no deprecation for this one to merge over' })
+    } else if (effective !== null && entry.deprecation !== undefined) {
+      for (const problem of deprecationProblems(effective)) ctx.addIssue({ code: 'custom', path: ['migration', 'routes', key, 'deprecation', ...problem.path], message: problem.message })
+    }
+  }
 }
 
-/** `${BAGGAGE:-false}` substitutes a string too: "true" and "false" count as booleans. */
-function booleanAllowingText() {
-  return z.preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean())
-}
-
-const port = wholeNumber(z.number().int().min(0).max(65535))
-const positiveInt = wholeNumber(z.number().int().positive())
 
 // A duration that sets a timer: Node runs one set beyond 2^31 - 1 ms after 1 ms. (`maxEventLoopDelayMs`
 // is only compared, and `sessions.ttlMs` is an lru-cache age and a Redis PX: neither is capped.)
@@ -330,3 +407,8 @@ export type CredentialSource = z.output<typeof credentialSourceSchema>
 export type CredentialsConfig = GatewayConfig['credentials']
 export type SessionsConfig = GatewayConfig['sessions']
 export type LimitsConfig = GatewayConfig['limits']
+
+/** config/deprecation.ts spells SPEC 13's shape as plain types (it cannot import this file); the compiler holds the two to each other. */
+type SameType<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+export const DEPRECATION_TYPES_AGREE: SameType<NonNullable<TenantConfig['legacy']['deprecation']>, DeprecationConfig> &
+  SameType<NonNullable<TenantConfig['migration']['routes'][string]['deprecation']>, RouteDeprecationConfig> = true

@@ -1,7 +1,7 @@
 import type { ErrorDetail, GatewayError } from './registry.js'
 
 export interface ErrorBody {
-  error: { code: string; message: string; requestId: string; details?: ErrorDetail[] }
+  error: { code: string; message: string; requestId: string; details?: ErrorDetail[]; migration?: Readonly<Record<string, string>> }
   meta: { requestId: string; timingMs: { total: number } }
 }
 
@@ -12,5 +12,6 @@ export function buildErrorBody(error: GatewayError, requestId: string, totalMs: 
     meta: { requestId, timingMs: { total: totalMs } }
   }
   if (error.details !== undefined && error.details.length > 0) body.error.details = error.details
+  if (error.migration !== undefined) body.error.migration = error.migration
   return body
 }

@@ -21,9 +21,10 @@ export const ERROR_STATUS = {
   OVERLOADED: 503,
   SHUTTING_DOWN: 503,
   UPSTREAM_TIMEOUT: 504,
-  // SPEC 6 rows of part two (sections 13-16); the gateway answers them once those sections are built.
+  // SPEC 13: a scheduled brownout selects the client; the route is past an enforced sunset.
   LEGACY_BROWNOUT: 410,
   LEGACY_GONE: 410,
+  // SPEC 6 rows of part two (sections 14-16); the gateway answers them once those sections are built.
   IDEMPOTENCY_IN_PROGRESS: 409,
   IDEMPOTENCY_KEY_REUSED: 422,
   IDEMPOTENCY_RESULT_TOO_LARGE: 409,
@@ -47,13 +48,16 @@ export class GatewayError extends Error {
   readonly code: ErrorCode
   readonly statusCode: number
   readonly details: ErrorDetail[] | undefined
+  /** SPEC 13: `error.migration` of a brownout or gone answer (instants as ISO 8601 strings). */
+  readonly migration: Readonly<Record<string, string>> | undefined
 
-  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; cause?: unknown; migration?: Readonly<Record<string, string>> } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'GatewayError'
     this.code = code
     this.statusCode = ERROR_STATUS[code]
     this.details = options.details
+    this.migration = options.migration
   }
 }
 

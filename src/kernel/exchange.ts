@@ -29,6 +29,7 @@ export class Exchange implements CancelScope {
     const socket = request.socket
     this.head = {
       startedAt: performance.now(),
+      now: Date.now(),
       // SPEC 6: the client's `x-request-id` when valid, else a new one.
       requestId: resolveRequestId(request.headers['x-request-id']),
       method: request.method as string,

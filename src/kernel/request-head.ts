@@ -5,7 +5,10 @@ import type { IncomingHttpHeaders } from 'node:http'
  * takes it from Node's request (exchange.ts); `explain` builds one from its input (plan/).
  */
 export interface RequestHead {
+  /** `performance.now()` at arrival: durations. */
   readonly startedAt: number
+  /** Wall-clock time at arrival (ms since the epoch): what time-dependent decisions (SPEC 13) compare with. */
+  readonly now: number
   /** SPEC 6: the client's valid `x-request-id`, else a new one (explain: a placeholder). */
   readonly requestId: string
   readonly method: string

@@ -9,6 +9,7 @@ import { REDACTED_HEADERS } from '../observability/logger.js'
 import { isValidRequestId } from '../observability/request-id.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { headersFromRaw } from './head-from-input.js'
+import type { DeprecationFacts } from './deprecation-step.js'
 import { planRequest, type Plan, type PlanFacts } from './plan-request.js'
 
 export interface ExplainInput {
@@ -23,6 +24,8 @@ export interface ExplainInput {
   rawBody?: string
   /** Shorthand for the tenancy header. */
   tenant?: string
+  /** The instant to plan at (ISO 8601), for a brownout window or a sunset ahead (SPEC 13); now by default. */
+  at?: string
 }
 
 export interface ExplainedCall {
@@ -38,6 +41,8 @@ export interface Explanation {
   trafficClass?: string
   legacyRoute?: string
   action?: string
+  /** SPEC 13 on a deprecated route: the client id, what was decided and why. */
+  deprecation?: DeprecationFacts
   /** The V4 calls the request would become, in order; credentials redacted. */
   calls: ExplainedCall[]
   /** Set when the gateway would answer by itself, without any upstream call. */
@@ -122,6 +127,7 @@ function headFromInput(runtime: GatewayRuntime, input: ExplainInput): RequestHea
   const incomingId = headers['x-request-id']
   return {
     startedAt: 0,
+    now: input.at === undefined ? Date.now() : Date.parse(input.at),
     requestId: typeof incomingId === 'string' && isValidRequestId(incomingId) ? incomingId : NEW_REQUEST_ID,
     method,
     url: input.path,
@@ -154,6 +160,7 @@ function shownFacts(facts: Readonly<PlanFacts>): Partial<Explanation> {
   if (facts.trafficClass !== undefined) shown.trafficClass = facts.trafficClass
   if (facts.legacyRoute !== undefined) shown.legacyRoute = facts.legacyRoute
   if (facts.action !== undefined) shown.action = facts.action
+  if (facts.deprecation !== undefined) shown.deprecation = { ...facts.deprecation }
   return shown
 }
 

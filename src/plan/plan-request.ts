@@ -2,7 +2,7 @@ import type { LegacyAction } from '../config/schema.js'
 import { removeQueryCredential, rewriteProxyCredentialHeaders, type CredentialKind, type PresentedCredential } from '../credentials/index.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { RequestHead } from '../kernel/request-head.js'
-import { buildLegacyCalls, type LegacyCalls } from '../legacy/legacy-calls.js'
+import { buildLegacyCalls, sessionExecutePath, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH, type LegacyCalls } from '../legacy/legacy-calls.js'
 import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
 import type { RouteMatch } from '../legacy/route-table.js'
 import { runtimeCallHeaders } from '../legacy/runtime-call-headers.js'
@@ -11,7 +11,9 @@ import { passthroughHeaders, type StreamCall } from '../passthrough/forward-stre
 import { fingerprintToken } from '../sessions/session-key.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
+import { deprecationHeadersFor } from '../tenancy/deprecation-policy.js'
 import { classifyRequest, rewrittenProxyPath } from './classify-request.js'
+import { decideDeprecation, type DeprecationFacts } from './deprecation-step.js'
 import type { RequestTarget } from './request-target.js'
 
 /**
@@ -32,6 +34,8 @@ export interface PlanFacts {
   clientFingerprint: string | undefined
   /** What kind of credential a legacy request presented (SPEC 5), once read. */
   credential: CredentialKind | 'none' | undefined
+  /** SPEC 13 on a deprecated legacy route, once its credential is read. */
+  deprecation: DeprecationFacts | undefined
 }
 
 interface PlanBase {
@@ -66,6 +70,8 @@ export interface CallsPlan extends PlanBase {
   readonly timeoutMs: number
   readonly calls: LegacyCalls
   readonly responseFields: TenantRuntime['responseFields']
+  /** SPEC 13: the `Link` of an answer given in a session, whose successor-version names it; undefined without a deprecation. */
+  readonly sessionLink: ((sessionId: string) => string | undefined) | undefined
 }
 
 export type Plan = RefusePlan | StreamPlan | ReadBodyPlan | CallsPlan
@@ -79,7 +85,7 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
  * the runner (traffic/run-plan.ts).
  */
 export function planRequest(runtime: GatewayRuntime, head: RequestHead): Plan {
-  const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, credential: undefined }
+  const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, credential: undefined, deprecation: undefined }
   try {
     const classification = classifyRequest(runtime, head, facts)
     facts.trafficClass = classification.trafficClass
@@ -105,14 +111,22 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
   const { route } = match
   facts.legacyRoute = route.label
   facts.action = route.action
-  // On every answer of a legacy route, the gateway's own errors included.
-  const answerHeaders: Record<string, string> = tenant.deprecationHeaders === null ? { 'x-request-id': head.requestId } : { 'x-request-id': head.requestId, ...tenant.deprecationHeaders }
+  const policy = tenant.deprecation.get(route.label) ?? null
+  // On every answer of a legacy route, the gateway's own errors included (SPEC 6, 13).
+  let answerHeaders: Record<string, string> = policy === null ? { 'x-request-id': head.requestId } : { 'x-request-id': head.requestId, ...deprecationHeadersFor(policy, successorBeforeSession(route.action)) }
   try {
     // Checked before anything is read of the request (docs/decisions.md, order of checks).
     const proxyPath = route.action === 'proxy' ? rewrittenProxyPath(runtime, match, facts) : undefined
+    if (policy !== null && proxyPath !== undefined) answerHeaders = { 'x-request-id': head.requestId, ...deprecationHeadersFor(policy, proxyPath) }
     const credentials = runtime.config.credentials
     const credential = readLegacyCredential(credentialHeaders(head.rawHeaders, credentials.sources), target.rawQuery, credentials)
     noteCredential(facts, credential)
+    if (policy !== null) {
+      // SPEC 13, before any other check of the request: a brownout is answered whatever else is wrong with it.
+      const decision = decideDeprecation(policy, tenant.name, route.label, clientIdOf(facts), head.now, proxyPath ?? (successorBeforeSession(route.action) as string), runtime.brownoutPauses)
+      facts.deprecation = decision.facts
+      if (decision.refusal !== undefined) return refuse(facts, answerHeaders, decision.refusal)
+    }
     if (proxyPath !== undefined) {
       facts.v4Path = proxyPath
       const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
@@ -125,12 +139,14 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
         timeoutMs: runtime.config.limits.upstreamTimeoutMs
       })
     }
+    const ownHeaders = answerHeaders
+    const sessionLink = policy === null || route.action !== 'session-execute' ? undefined : (sessionId: string) => deprecationHeadersFor(policy, sessionExecutePath(sessionId)).link
     const authorization = authorizeRuntimeCall(credential, head.headers['content-type'], head.headers['content-encoding'])
     const limitBytes = runtime.config.limits.bodyBytes
     return {
       kind: 'read-body',
       facts,
-      answerHeaders,
+      answerHeaders: ownHeaders,
       limitBytes,
       withBody(bytes) {
         try {
@@ -150,15 +166,31 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
             tokenFingerprint: facts.clientFingerprint as string,
             sessions: runtime.config.sessions
           })
-          return { kind: 'calls', facts, answerHeaders, origin: tenant.upstreamOrigin, timeoutMs: runtime.config.limits.upstreamTimeoutMs, calls, responseFields: tenant.responseFields }
+          return { kind: 'calls', facts, answerHeaders: ownHeaders, origin: tenant.upstreamOrigin, timeoutMs: runtime.config.limits.upstreamTimeoutMs, calls, responseFields: tenant.responseFields, sessionLink }
         } catch (error) {
-          return refuse(facts, answerHeaders, error)
+          return refuse(facts, ownHeaders, error)
         }
       }
     }
   } catch (error) {
     return refuse(facts, answerHeaders, error)
   }
+}
+
+/**
+ * SPEC 13's successor-version before any session is known: `/v4/execute`, or `/v4/sessions.start`
+ * for a request that has not used a session; a proxy route's is its rewritten path.
+ */
+function successorBeforeSession(action: LegacyAction): string | undefined {
+  return action === 'execute' ? V4_EXECUTE_PATH : action === 'session-execute' ? V4_SESSIONS_START_PATH : undefined
+}
+
+/**
+ * SPEC 12's client id from the credential (`fp:` and 16 hex digits of its SHA-256), `anonymous`
+ * without one. `clients.key`'s other sources are not built yet (docs/decisions.md).
+ */
+function clientIdOf(facts: PlanFacts): string {
+  return facts.clientFingerprint === undefined ? 'anonymous' : `fp:${facts.clientFingerprint.slice(0, 16)}`
 }
 
 function noteCredential(facts: PlanFacts, credential: PresentedCredential | null): void {

@@ -1,4 +1,5 @@
 import type { GatewayConfig } from '../config/schema.js'
+import { BrownoutPauses } from './brownout-pauses.js'
 import type { TenancyRuntime } from './resolve-tenant.js'
 import { buildTenantRuntime } from './tenant-runtime.js'
 
@@ -11,9 +12,11 @@ export interface GatewayRuntime {
   readonly tenancy: TenancyRuntime
   /** `internalAdmin.pathPrefixes`, lower-cased for comparison with normalised paths. */
   readonly blockedPrefixes: readonly string[]
+  /** SPEC 13 pauses: the process's, handed from runtime to runtime so that a reload keeps them. */
+  readonly brownoutPauses: BrownoutPauses
 }
 
-export function buildGatewayRuntime(config: GatewayConfig, embeddedOrigin: string | undefined): GatewayRuntime {
+export function buildGatewayRuntime(config: GatewayConfig, embeddedOrigin: string | undefined, brownoutPauses: BrownoutPauses = new BrownoutPauses()): GatewayRuntime {
   const tenants = new Map(Object.entries(config.tenants).map(([name, tenant]) => [name, buildTenantRuntime(name, tenant, embeddedOrigin)]))
   return Object.freeze({
     config,
@@ -23,6 +26,7 @@ export function buildGatewayRuntime(config: GatewayConfig, embeddedOrigin: strin
       defaultTenant: config.tenancy.default,
       tenants
     }),
-    blockedPrefixes: Object.freeze(config.internalAdmin.pathPrefixes.map((prefix) => prefix.toLowerCase()))
+    blockedPrefixes: Object.freeze(config.internalAdmin.pathPrefixes.map((prefix) => prefix.toLowerCase())),
+    brownoutPauses
   })
 }

@@ -1,5 +1,9 @@
 import { EMBEDDED_UPSTREAM, type GatewayConfig, type LegacyFields, type TenantConfig } from '../config/schema.js'
+import { effectiveDeprecation } from '../config/deprecation.js'
 import { compileRoutes, type CompiledRoute } from '../legacy/route-table.js'
+import { buildDeprecationPolicy, type DeprecationPolicy } from './deprecation-policy.js'
+
+export { buildDeprecationHeaders } from './deprecation-policy.js'
 
 /** A tenant resolved into plain decisions before anything is wired (SPEC 3, 4, 6). */
 export interface TenantRuntime {
@@ -11,18 +15,9 @@ export interface TenantRuntime {
   readonly fields: LegacyFields
   readonly unknownFields: 'keep' | 'drop'
   readonly responseFields: readonly { from: string; to: string }[]
-  /** RFC 9745 / RFC 8594 headers for legacy responses, or null. */
-  readonly deprecationHeaders: Readonly<Record<string, string>> | null
+  /** SPEC 13 per legacy route (`METHOD /path`): the tenant's deprecation with the route's merged over it (SPEC 14), or null. */
+  readonly deprecation: ReadonlyMap<string, DeprecationPolicy | null>
   readonly fallback: 'reject' | 'proxy'
-}
-
-export function buildDeprecationHeaders(deprecation: TenantConfig['legacy']['deprecation']): Record<string, string> | null {
-  if (deprecation === null) return null
-  const headers: Record<string, string> = { deprecation: `@${Math.floor(Date.parse(deprecation.date) / 1000)}` }
-  if (deprecation.sunset !== undefined) headers.sunset = new Date(deprecation.sunset).toUTCString()
-  // WHATWG serialisation percent-encodes what a header value cannot carry (e.g. a non-ASCII path).
-  if (deprecation.link !== undefined) headers.link = `<${new URL(deprecation.link).href}>; rel="deprecation"`
-  return headers
 }
 
 /** The upstream a tenant's calls go to: staging unless its config says production (SPEC 3). */
@@ -47,7 +42,20 @@ export function buildTenantRuntime(name: string, tenant: TenantConfig, embeddedO
     fields: tenant.legacy.fields,
     unknownFields: tenant.legacy.unknownFields,
     responseFields: tenant.legacy.responseFields,
-    deprecationHeaders: buildDeprecationHeaders(tenant.legacy.deprecation),
+    deprecation: routeDeprecations(tenant),
     fallback: tenant.fallback
   })
+}
+
+function routeDeprecations(tenant: TenantConfig): Map<string, DeprecationPolicy | null> {
+  const policies = new Map<string, DeprecationPolicy | null>()
+  // One policy shared by the routes that do not set their own.
+  const tenantPolicy = buildDeprecationPolicy(tenant.legacy.deprecation)
+  for (const route of tenant.legacy.routes) {
+    const label = `${route.method} ${route.path}`
+    const own = tenant.migration.routes[label]?.deprecation
+    // The schema refused a route entry without a date to be had (effectiveDeprecation's undefined).
+    policies.set(label, own === undefined ? tenantPolicy : buildDeprecationPolicy(effectiveDeprecation(tenant.legacy.deprecation, own) ?? null))
+  }
+  return policies
 }

@@ -72,8 +72,10 @@ export function writeLegacyAnswer(exchange: Exchange, plan: CallsPlan, result: L
     sessionId: result.sessionId,
     responseFields: plan.responseFields
   })
-  // x-request-id and the tenant's deprecation headers (the plan's answerHeaders).
-  const headers = putOwnHeaders(shaped.headers, exchange.answerHeaders)
+  // x-request-id and the route's deprecation headers (the plan's answerHeaders); in a session, the
+  // successor-version names it (SPEC 13).
+  const sessionLink = result.sessionId === undefined ? undefined : plan.sessionLink?.(result.sessionId)
+  const headers = putOwnHeaders(shaped.headers, sessionLink === undefined ? exchange.answerHeaders : { ...exchange.answerHeaders, link: sessionLink })
   if (result.sessionId !== undefined) headers['x-v4-session-id'] = result.sessionId
   // RFC 9110 8.6 / 6.4.1: 1xx, 204 and 304 answers have no content and no Content-Length.
   const bodiless = shaped.statusCode < 200 || shaped.statusCode === 204 || shaped.statusCode === 304

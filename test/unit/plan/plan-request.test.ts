@@ -31,7 +31,7 @@ const runtime = buildGatewayRuntime(
 
 function head(method: string, url: string, lines: [string, string][] = []): RequestHead {
   const rawHeaders = [['host', 'gw.example'], ...lines].flat()
-  return { startedAt: 0, requestId: 'req-1', method, url, httpVersion: '1.1', headers: headersFromRaw(rawHeaders), rawHeaders, clientAddress: '10.0.0.9', protocol: 'http' }
+  return { startedAt: 0, now: Date.now(), requestId: 'req-1', method, url, httpVersion: '1.1', headers: headersFromRaw(rawHeaders), rawHeaders, clientAddress: '10.0.0.9', protocol: 'http' }
 }
 
 function withBody(plan: Plan, body: string): Plan {
@@ -65,7 +65,7 @@ describe('planRequest', () => {
   it('puts the request id and deprecation headers on every answer of a legacy route, refusals included', () => {
     const plan = planRequest(runtime, head('POST', '/v1/headless/runs'))
     expect(plan).toMatchObject({ kind: 'refuse', error: { code: 'AUTH_INVALID' }, facts: { trafficClass: 'legacy', legacyRoute: 'POST /v1/headless/runs', credential: 'none' } })
-    expect(plan.answerHeaders).toEqual({ 'x-request-id': 'req-1', deprecation: `@${Date.parse('2026-01-01T00:00:00Z') / 1000}` })
+    expect(plan.answerHeaders).toEqual({ 'x-request-id': 'req-1', deprecation: `@${Date.parse('2026-01-01T00:00:00Z') / 1000}`, link: '</v4/execute>; rel="successor-version"' })
   })
 
   it('refuses a second, different copy of a credential header as CREDENTIALS_CONFLICT', () => {

@@ -9,7 +9,7 @@ import { send } from '../../helpers/http.js'
 import { startHttpServer } from '../../helpers/http-server.js'
 
 /** The runner, one case per kind of plan, on a real node:http request; the upstream is a recording stand-in. */
-const FACTS: PlanFacts = { tenant: 'acme', requestedTenant: undefined, trafficClass: 'legacy', legacyRoute: 'POST /v1/x', action: 'execute', v4Path: undefined, clientFingerprint: 'f'.repeat(64), credential: 'session-token' }
+const FACTS: PlanFacts = { tenant: 'acme', requestedTenant: undefined, trafficClass: 'legacy', legacyRoute: 'POST /v1/x', action: 'execute', v4Path: undefined, clientFingerprint: 'f'.repeat(64), credential: 'session-token', deprecation: undefined }
 const HEADERS = { 'x-request-id': 'req-run', deprecation: '@1' }
 
 interface Seen {
@@ -56,6 +56,7 @@ const executePlan: CallsPlan = {
   origin: 'http://upstream.test',
   timeoutMs: 1_000,
   responseFields: [],
+  sessionLink: undefined,
   calls: { action: 'execute', execution: { method: 'POST', path: '/v4/execute', headers: { authorization: 'Bearer t' }, body: '{"input":1}' } }
 }
 
