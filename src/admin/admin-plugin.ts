@@ -8,12 +8,15 @@ import type { GatewayMetrics } from '../observability/metrics.js'
 import type { MigrationReport } from '../observability/migration-report.js'
 import type { SessionStore } from '../sessions/session-store.js'
 import type { ExplainInput, Explanation } from '../plan/explain-request.js'
+import type { UpcomingBrownout } from '../tenancy/deprecation-policy.js'
+import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { pauseBrownouts, resumeBrownouts } from '../tenancy/pause-brownouts.js'
 import { assertAdminToken } from './admin-auth.js'
 import { logAdminChange } from './admin-change.js'
 import { isAdminHost, isLoopbackPeer } from './admin-guards.js'
 
 /** `restartRequired`: the restart-only keys whose new values wait for a restart (none are applied). */
-export type ReloadResult = { ok: true; tenants: string[]; sessionsDropped: number; restartRequired: string[] } | { ok: false; problems: string[] }
+export type ReloadResult = { ok: true; tenants: string[]; sessionsDropped: number; restartRequired: string[]; upcomingBrownouts: UpcomingBrownout[] } | { ok: false; problems: string[] }
 
 export interface AdminDeps {
   /** True once the config is loaded and the traffic listener is up, false while draining (SPEC 9). */
@@ -30,7 +33,17 @@ export interface AdminDeps {
   migration: MigrationReport
   reload: () => Promise<ReloadResult>
   explain: (input: ExplainInput) => Explanation
+  /** The running config's runtime: brownout pauses are checked against it and kept in it (SPEC 13). */
+  runtime: () => GatewayRuntime
 }
+
+/** SPEC 13's pause body. */
+const pauseBodySchema = z.strictObject({
+  tenant: z.string().min(1),
+  route: z.string().min(1).nullable().optional(),
+  until: z.iso.datetime({ offset: true }),
+  reason: z.string().min(1)
+})
 
 const explainBodySchema = z.strictObject({
   method: z.string().min(1),
@@ -107,7 +120,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       })
       admin.post('/reload', { preHandler: acceptChange }, async function reload(request, reply) {
         const result = await deps.reload()
-        if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped, restartRequired: result.restartRequired }
+        if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped, restartRequired: result.restartRequired, upcomingBrownouts: result.upcomingBrownouts }
         // The SPEC 6 envelope, with every problem of the file: each is "path: message", not a pointer into this request.
         const rejected = new GatewayError('CONFIG_INVALID', 'the config file is invalid; the running config stays')
         const body = buildErrorBody(rejected, request.id, roundMs(reply.elapsedTime))
@@ -125,6 +138,24 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
           throw new GatewayError('INVALID_REQUEST', 'expected { method, path, tenant?, headers?, body?, rawBody?, at? }', { details })
         }
         return deps.explain(parsed.data as ExplainInput)
+      })
+      admin.post('/brownouts/pause', { preHandler: acceptChange }, async function pauseBrownoutsEndpoint(request) {
+        const parsed = pauseBodySchema.safeParse(request.body ?? null)
+        if (!parsed.success) {
+          const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
+          throw new GatewayError('INVALID_REQUEST', 'expected { tenant, route?, until, reason }', { details })
+        }
+        const runtime = deps.runtime()
+        return { pause: pauseBrownouts(runtime, parsed.data, Date.now()), scope: pauseScope(runtime) }
+      })
+      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/brownouts/pause', { preHandler: acceptChange }, async function resumeBrownoutsEndpoint(request) {
+        const { tenant, route } = request.query
+        if (typeof tenant !== 'string' || tenant === '') {
+          throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
+        }
+        if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
+        const runtime = deps.runtime()
+        return { pause: resumeBrownouts(runtime, tenant, route === undefined || route === '' ? null : route), scope: pauseScope(runtime) }
       })
       admin.get('/migration', async function migration() {
         return deps.migration.snapshot()
@@ -152,6 +183,14 @@ function parseJsonOrMark(text: string): unknown {
   } catch {
     return INVALID_JSON
   }
+}
+
+/**
+ * SPEC 12's scope of a change: `replica` with the memory store. With Redis the pause is not
+ * shared yet, so it holds on this replica only: `local`, never `fleet` (docs/decisions.md).
+ */
+function pauseScope(runtime: GatewayRuntime): 'replica' | 'local' {
+  return runtime.config.sessions.store === 'redis' ? 'local' : 'replica'
 }
 
 function adminNotFound(): never {

@@ -108,7 +108,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     sessionStore,
     migration,
     reload: reloader.reload,
-    explain: (input) => explainRequest(getRuntime(), input)
+    explain: (input) => explainRequest(getRuntime(), input),
+    runtime: getRuntime
   })
 
   const shutdown = createShutdown({

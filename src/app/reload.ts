@@ -6,6 +6,7 @@ import type { GatewayMetrics } from '../observability/metrics.js'
 import type { MigrationReport } from '../observability/migration-report.js'
 import type { SessionStore } from '../sessions/session-store.js'
 import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { listUpcomingBrownouts } from '../tenancy/deprecation-policy.js'
 import { usesEmbeddedUpstream } from '../tenancy/tenant-runtime.js'
 
 /** Keys that need a restart: they shape listeners and pools built once. */
@@ -86,8 +87,10 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
       const { sessionsDropped, restartRequired } = await applyConfig(config, origin)
       metrics.observeReload('success')
       const tenants = Object.keys(config.tenants)
-      logger.info({ config: configPath, tenants, sessionsDropped, restartRequired }, 'config reloaded')
-      return { ok: true, tenants, sessionsDropped, restartRequired }
+      // SPEC 13: the brownout windows open now or within 24 h, so that whoever reloads sees them coming.
+      const upcomingBrownouts = listUpcomingBrownouts(config.tenants, Date.now())
+      logger.info({ config: configPath, tenants, sessionsDropped, restartRequired, upcomingBrownouts }, 'config reloaded')
+      return { ok: true, tenants, sessionsDropped, restartRequired, upcomingBrownouts }
     } catch (error) {
       metrics.observeReload('failure')
       const problems = error instanceof ConfigError ? error.problems : [String((error as Error).message)]

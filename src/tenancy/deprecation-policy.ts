@@ -1,4 +1,5 @@
-import { brownoutWindows, type DeprecationConfig } from '../config/deprecation.js'
+import { brownoutWindows, effectiveDeprecation, type DeprecationConfig } from '../config/deprecation.js'
+import type { TenantConfig } from '../config/schema.js'
 
 /**
  * SPEC 13 for one tenant's route, resolved at load so that a request only compares numbers: the
@@ -61,4 +62,30 @@ export function deprecationHeadersFor(policy: DeprecationPolicy, successorPath: 
   const successor = `<${successorPath.replace(/[<>"\s]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)}>; rel="successor-version"`
   const link = policy.headers.link
   return { ...policy.headers, link: link === undefined ? successor : `${link}, ${successor}` }
+}
+
+export interface UpcomingBrownout {
+  tenant: string
+  /** `METHOD /path`, or null for a window of the tenant's deprecation. */
+  route: string | null
+  start: string
+  end: string
+}
+
+/** SPEC 13: windows active at `nowMs` or starting within 24 h, the tenant's and each route's own, for a reload's answer and log. */
+export function listUpcomingBrownouts(tenants: Readonly<Record<string, TenantConfig>>, nowMs: number): UpcomingBrownout[] {
+  const horizonMs = nowMs + 24 * 3_600_000
+  const upcoming: UpcomingBrownout[] = []
+  const add = (tenant: string, route: string | null, deprecation: DeprecationConfig | null | undefined) => {
+    for (const window of brownoutWindows(deprecation?.brownouts ?? null)) {
+      if (window.endMs > nowMs && window.startMs <= horizonMs) upcoming.push({ tenant, route, start: new Date(window.startMs).toISOString(), end: new Date(window.endMs).toISOString() })
+    }
+  }
+  for (const [name, tenant] of Object.entries(tenants)) {
+    add(name, null, tenant.legacy.deprecation)
+    for (const [route, entry] of Object.entries(tenant.migration.routes)) {
+      if (entry.deprecation !== undefined) add(name, route, effectiveDeprecation(tenant.legacy.deprecation, entry.deprecation))
+    }
+  }
+  return upcoming
 }

@@ -14,7 +14,8 @@ const DEPRECATION = { date: '2025-01-01T00:00:00Z', sunset: '2026-06-30T00:00:00
 const DEPRECATION_HEADERS = {
   deprecation: '@1735689600',
   sunset: 'Tue, 30 Jun 2026 00:00:00 GMT',
-  link: '<https://example.com/v4-migration>; rel="deprecation"'
+  // SPEC 13: then the successor-version, the V4 path the route maps to.
+  link: expect.stringMatching(/^<https:\/\/example\.com\/v4-migration>; rel="deprecation", <\/v4\/[^>]+>; rel="successor-version"$/)
 }
 
 /** Tenants that differ in one `legacy` setting each, all on one upstream. */
@@ -286,11 +287,11 @@ describe('legacy translation on the simulator', () => {
       expect(answer.headers.link).toBeUndefined()
     })
 
-    it('sends only Deprecation, in unix seconds of a date with an offset, when sunset and link are not set', async () => {
+    it('sends only Deprecation, in unix seconds of a date with an offset, and the successor-version link when sunset and link are not set', async () => {
       const answer = await post('/v1/headless/runs', { input: 1 }, as('dateonly'))
       expect(answer.headers.deprecation).toBe('@1740823200')
       expect(answer.headers.sunset).toBeUndefined()
-      expect(answer.headers.link).toBeUndefined()
+      expect(answer.headers.link).toBe('</v4/execute>; rel="successor-version"')
     })
   })
 })
@@ -399,6 +400,6 @@ describe('legacy answers passed through from a recording upstream (SPEC 6)', () 
     next = { status: 200, headers: { 'content-type': 'application/json', link: '</v4/docs>; rel="help"' }, body: Buffer.from('{}') }
     const answer = await postRaw('/v1/headless/runs', { input: 1 }, 'deprecated')
     expect(answer.headers.get('deprecation')).toBe(DEPRECATION_HEADERS.deprecation)
-    expect(answer.headers.get('link') ?? '').toContain(DEPRECATION_HEADERS.link)
+    expect(answer.headers.get('link')).toBe('</v4/docs>; rel="help", <https://example.com/v4-migration>; rel="deprecation", </v4/execute>; rel="successor-version"')
   })
 })

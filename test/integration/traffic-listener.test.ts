@@ -174,7 +174,7 @@ describe('edge answers of the traffic listener', () => {
     const own = await startGateway(testConfig(upstream.url, { tenants: { acme: { upstream: { staging: upstream.url }, legacy: { deprecation: { date: '2026-01-01T00:00:00Z', link: 'https://docs.example/migrate/d€' } } } } }))
     const answer = await send(own.url, '/v1/headless/runs', { headers: TOKEN, json: { input: 1 } })
     expect(answer.status).toBe(200)
-    expect(answer.headers.link).toBe('<https://docs.example/migrate/d%E2%82%AC>; rel="deprecation"')
+    expect(answer.headers.link).toBe('<https://docs.example/migrate/d%E2%82%AC>; rel="deprecation", </v4/execute>; rel="successor-version"')
   })
 
   it('an error whose own headers cannot be written is still answered in the envelope', async () => {

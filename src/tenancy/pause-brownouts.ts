@@ -1,0 +1,39 @@
+import { GatewayError } from '../errors/registry.js'
+import { MAX_PAUSE_MS, type BrownoutPause } from './brownout-pauses.js'
+import type { GatewayRuntime } from './gateway-runtime.js'
+
+/** What `POST /admin/brownouts/pause` takes (SPEC 13), once its JSON is read. */
+export interface PauseRequest {
+  tenant: string
+  route?: string | null | undefined
+  until: string
+  reason: string
+}
+
+/**
+ * SPEC 13's pause, checked against the running config: an unknown tenant is 404 TENANT_UNKNOWN,
+ * an unknown route 404 ROUTE_NOT_FOUND, an `until` not ahead or more than 30 days ahead 400
+ * INVALID_REQUEST with its pointer. A tenant without brownouts may be paused (SPEC 13).
+ */
+export function pauseBrownouts(runtime: GatewayRuntime, request: PauseRequest, nowMs: number): BrownoutPause {
+  const route = checkPauseTarget(runtime, request.tenant, request.route ?? null)
+  const untilMs = Date.parse(request.until)
+  if (!(untilMs > nowMs) || untilMs - nowMs > MAX_PAUSE_MS) {
+    throw new GatewayError('INVALID_REQUEST', 'until must be ahead, and at most 30 days ahead', { details: [{ pointer: '/until', message: 'ahead, at most 30 days' }] })
+  }
+  const pause: BrownoutPause = { tenant: request.tenant, route, until: new Date(untilMs).toISOString(), reason: request.reason, setAt: new Date(nowMs).toISOString() }
+  runtime.brownoutPauses.set(pause)
+  return pause
+}
+
+/** `DELETE /admin/brownouts/pause`: the pause removed, or null when there was none. */
+export function resumeBrownouts(runtime: GatewayRuntime, tenant: string, route: string | null): BrownoutPause | null {
+  return runtime.brownoutPauses.remove(tenant, checkPauseTarget(runtime, tenant, route)) ?? null
+}
+
+function checkPauseTarget(runtime: GatewayRuntime, tenant: string, route: string | null): string | null {
+  const tenantRuntime = runtime.tenancy.tenants.get(tenant)
+  if (tenantRuntime === undefined) throw new GatewayError('TENANT_UNKNOWN', 'no such tenant is configured')
+  if (route !== null && !tenantRuntime.routes.some((known) => known.label === route)) throw new GatewayError('ROUTE_NOT_FOUND', 'the tenant has no such legacy route ("METHOD /path" as in its route table)')
+  return route
+}

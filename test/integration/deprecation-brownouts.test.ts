@@ -1,0 +1,185 @@
+import { hash } from 'node:crypto'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { send } from '../helpers/http.js'
+import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
+import { runCli } from '../helpers/spawn-cli.js'
+import { startGateway, testConfig } from '../helpers/start-gateway.js'
+import { useSimulator } from '../helpers/start-simulator.js'
+import { useTempDir } from '../helpers/temp-dir.js'
+
+/** SPEC 13 against the real gateway and the built-in simulator, with dates computed from now. */
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+const NOW = Date.now()
+const iso = (ms: number): string => new Date(ms).toISOString()
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+const BOB = { authorization: 'Bearer demo-token-bob' }
+const clientIdOf = (token: string): string => `fp:${hash('sha256', token, 'hex').slice(0, 16)}`
+
+const WINDOW_END = iso(NOW + HOUR)
+const SUNSET = iso(NOW + 30 * DAY)
+
+function deprecatedTenant(simulatorUrl: string, deprecation: Record<string, unknown> = {}, migration: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    upstream: { staging: simulatorUrl },
+    legacy: {
+      deprecation: {
+        date: iso(NOW - 30 * DAY),
+        sunset: SUNSET,
+        link: 'https://docs.example.com/v4',
+        sunsetLink: 'https://docs.example.com/sunset-policy',
+        brownouts: { windows: [{ start: iso(NOW - HOUR), end: WINDOW_END }] },
+        exempt: [{ client: clientIdOf('demo-token-bob'), until: iso(NOW + DAY), reason: 'contract ACME-42' }],
+        ...deprecation
+      }
+    },
+    migration
+  }
+}
+
+const FIXED_LINKS = '<https://docs.example.com/v4>; rel="deprecation", <https://docs.example.com/sunset-policy>; rel="sunset"'
+
+describe('deprecation and brownouts on the traffic listener (SPEC 13)', () => {
+  const { sim, gw } = useSimulatorGateway((url) => ({
+    tenants: { acme: deprecatedTenant(url, {}, { routes: { 'POST /v1/runs/invoke': { deprecation: { brownouts: null } } } }) }
+  }))
+
+  it('answers 410 LEGACY_BROWNOUT in an open window with error.migration, the deprecation headers and no Retry-After, forwarding nothing', async () => {
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
+    expect(answer.status).toBe(410)
+    expect(answer.json.error).toMatchObject({
+      code: 'LEGACY_BROWNOUT',
+      migration: { windowEnd: WINDOW_END, sunset: SUNSET, successor: '/v4/execute', link: 'https://docs.example.com/v4' }
+    })
+    expect(answer.headers['retry-after']).toBeUndefined()
+    expect(answer.headers.deprecation).toBe(`@${Math.floor((NOW - 30 * DAY) / 1000)}`)
+    expect(answer.headers.sunset).toBe(new Date(SUNSET).toUTCString())
+    expect(answer.headers.link).toBe(`${FIXED_LINKS}, </v4/execute>; rel="successor-version"`)
+    expect(sim.simulator.calls).toEqual([])
+  })
+
+  it('serves an exempt client during the window, with the headers', async () => {
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: BOB, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.link).toBe(`${FIXED_LINKS}, </v4/execute>; rel="successor-version"`)
+  })
+
+  it('names the session the answer was given in as the successor-version, on a route whose own deprecation has no brownouts', async () => {
+    const answer = await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'dep-1' } })
+    expect(answer.status).toBe(200)
+    const sessionId = answer.headers['x-v4-session-id'] as string
+    expect(answer.headers.link).toBe(`${FIXED_LINKS}, </v4/sessions/${encodeURIComponent(sessionId)}/executions.execute>; rel="successor-version"`)
+  })
+
+  it('puts the deprecation headers on the gateway\'s own errors of a legacy route', async () => {
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...BOB, 'content-type': 'text/plain' }, body: 'x' })
+    expect(answer.status).toBe(415)
+    expect(answer.headers.deprecation).toMatch(/^@\d+$/)
+    expect(answer.headers.link).toContain('rel="successor-version"')
+  })
+
+  it('never puts them on native /v4 answers', async () => {
+    const answer = await send(gw.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.deprecation).toBeUndefined()
+    expect(answer.headers.link).toBeUndefined()
+  })
+
+  it('stops the brownout while a pause holds, logs the admin change, and resumes it on DELETE', async () => {
+    const paused = await send(gw.adminUrl, '/admin/brownouts/pause', { headers: { 'x-request-id': 'pause-1' }, json: { tenant: 'acme', until: iso(Date.now() + HOUR), reason: 'incident 12: a partner cannot deploy' } })
+    expect(paused.status).toBe(200)
+    expect(paused.json).toMatchObject({ pause: { tenant: 'acme', route: null, reason: 'incident 12: a partner cannot deploy', setAt: expect.any(String) }, scope: 'replica' })
+    const line = gw.logs.lines().find((entry) => entry.msg === 'admin change' && entry.requestId === 'pause-1')
+    expect(line).toMatchObject({ level: 40, endpoint: 'POST /admin/brownouts/pause', body: { tenant: 'acme', reason: 'incident 12: a partner cannot deploy' } })
+    expect((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
+    const resumed = await send(gw.adminUrl, '/admin/brownouts/pause?tenant=acme', { method: 'DELETE' })
+    expect(resumed.json).toMatchObject({ pause: { tenant: 'acme', route: null }, scope: 'replica' })
+    expect((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(410)
+  })
+
+  it('pauses one route only', async () => {
+    await send(gw.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'acme', route: 'POST /v1/headless/runs', until: iso(Date.now() + HOUR), reason: 'route pause' } })
+    expect((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
+    expect((await send(gw.url, '/v1/runs/dep-2/invoke', { headers: ALICE, json: { input: 1 } })).status).toBe(410)
+    await send(gw.adminUrl, '/admin/brownouts/pause?tenant=acme&route=POST%20/v1/headless/runs', { method: 'DELETE' })
+    expect((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(410)
+  })
+
+  it('refuses a pause of an unknown tenant (404), an unknown route (404), one more than 30 days ahead (400 /until) and a non-JSON body (415)', async () => {
+    const until = iso(Date.now() + HOUR)
+    expect((await send(gw.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'ghost', until, reason: 'r' } })).json.error.code).toBe('TENANT_UNKNOWN')
+    expect((await send(gw.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'acme', route: 'GET /v1/nope', until, reason: 'r' } })).json.error.code).toBe('ROUTE_NOT_FOUND')
+    const far = await send(gw.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'acme', until: iso(Date.now() + 31 * DAY), reason: 'r' } })
+    expect(far.status).toBe(400)
+    expect(far.json.error.details).toEqual([{ pointer: '/until', message: expect.any(String) }])
+    const noReason = await send(gw.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'acme', until } })
+    expect(noReason.json.error.details).toEqual([expect.objectContaining({ pointer: '/reason' })])
+    expect((await send(gw.adminUrl, '/admin/brownouts/pause', { headers: { 'content-type': 'text/plain' }, body: 'pause' })).status).toBe(415)
+  })
+})
+
+describe('after an enforced sunset (SPEC 13)', () => {
+  const { sim, gw } = useSimulatorGateway((url) => ({
+    tenants: { acme: deprecatedTenant(url, { date: iso(NOW - 60 * DAY), sunset: iso(NOW - DAY), afterSunset: 'gone', brownouts: null }) }
+  }))
+
+  it('answers 410 LEGACY_GONE with error.migration without windowEnd to a client not exempt, and serves an exempt one', async () => {
+    const gone = await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1 } })
+    expect(gone.status).toBe(410)
+    expect(gone.json.error).toMatchObject({ code: 'LEGACY_GONE', migration: { sunset: iso(NOW - DAY), successor: '/v4/sessions.start' } })
+    expect(gone.json.error.migration.windowEnd).toBeUndefined()
+    expect(gone.headers['retry-after']).toBeUndefined()
+    expect(gone.headers.link).toContain('</v4/sessions.start>; rel="successor-version"')
+    expect(sim.simulator.calls).toEqual([])
+    expect((await send(gw.url, '/v1/runs/invoke', { headers: BOB, json: { input: 1 } })).status).toBe(200)
+  })
+
+  it('serves everyone while the tenant is paused', async () => {
+    await send(gw.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'acme', until: iso(Date.now() + HOUR), reason: 'emergency' } })
+    expect((await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
+  })
+})
+
+describe('brownouts across a reload and in check-config (SPEC 13)', () => {
+  const dir = useTempDir('v4gw-brownouts-')
+  const sim = useSimulator()
+
+  it('lists upcomingBrownouts in the reload answer and log, and keeps a pause across the reload', async () => {
+    const path = join(dir.path, 'gateway.yaml')
+    const config = testConfig(sim.url, { tenants: { acme: deprecatedTenant(sim.url) } })
+    await writeFile(path, stringify(config))
+    const gateway = await startGateway(config, { configPath: path })
+    await send(gateway.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'acme', until: iso(Date.now() + HOUR), reason: 'hold' } })
+    const soon = { start: iso(NOW + 2 * HOUR), end: iso(NOW + 3 * HOUR) }
+    const later = { start: iso(NOW + 2 * DAY), end: iso(NOW + 2 * DAY + HOUR) }
+    await writeFile(path, stringify(testConfig(sim.url, { tenants: { acme: deprecatedTenant(sim.url, { brownouts: { windows: [{ start: iso(NOW - HOUR), end: WINDOW_END }, soon, later] } }) } })))
+    const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
+    expect(reload.json.upcomingBrownouts).toEqual([
+      { tenant: 'acme', route: null, start: iso(NOW - HOUR), end: WINDOW_END },
+      { tenant: 'acme', route: null, ...soon }
+    ])
+    expect(gateway.logs.lines().find((line) => line.msg === 'config reloaded')?.upcomingBrownouts).toHaveLength(2)
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
+  })
+
+  it('check-config prints each tenant\'s and route\'s next five windows and the exemptions that expired', async () => {
+    const ladder = { first: iso(NOW + 20 * DAY), everyMs: DAY, durationsMs: [HOUR, HOUR, HOUR, HOUR, HOUR, HOUR] }
+    const path = await dir.write('check.yaml', stringify({
+      tenants: {
+        acme: {
+          ...deprecatedTenant('http://127.0.0.1:4010', { brownouts: { escalation: ladder, clients: 25 }, exempt: [{ client: 'fp:0123456789abcdef', until: iso(NOW - DAY) }] }, { routes: { 'POST /v1/runs/invoke': { deprecation: null } } })
+        }
+      }
+    }))
+    const result = await runCli(['check-config', path])
+    expect(result.code).toBe(0)
+    const windows = Array.from({ length: 5 }, (_, n) => `${iso(NOW + 20 * DAY + n * DAY)} to ${iso(NOW + 20 * DAY + n * DAY + HOUR)}`)
+    expect(result.stdout).toContain(`next brownouts (25% of clients): ${windows.join(', ')}\n`)
+    expect(result.stdout).not.toContain(iso(NOW + 25 * DAY))
+    expect(result.stdout).toContain(`exemption of fp:0123456789abcdef expired ${iso(NOW - DAY)}: it is ignored`)
+    expect(result.stdout).toMatch(/POST \/v1\/runs\/invoke: session-execute.*\n {6}no deprecation on this route\n/)
+  })
+})
