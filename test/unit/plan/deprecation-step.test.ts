@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { configSchema } from '../../../src/config/schema.js'
 import type { RequestHead } from '../../../src/kernel/request-head.js'
 import { brownoutBucket } from '../../../src/plan/deprecation-step.js'
+import { explainRequest } from '../../../src/plan/explain-request.js'
 import { headersFromRaw } from '../../../src/plan/head-from-input.js'
 import { planRequest, type Plan } from '../../../src/plan/plan-request.js'
 import { BrownoutPauses } from '../../../src/tenancy/brownout-pauses.js'
@@ -184,5 +185,15 @@ describe('the deprecation step (SPEC 13)', () => {
     const proxied = planRequest(runtime, head('GET', '/v1/areas/eu', 'tok-1'))
     expect(proxied.kind).toBe('stream')
     expect(proxied.answerHeaders).toEqual({ 'x-request-id': 'req-1' })
+  })
+})
+
+describe('explain shows the deprecation decision (SPEC 13, 14)', () => {
+  it('prints the client, the action and the window end, at the instant given', () => {
+    const runtime = runtimeWith({ brownouts: { windows: [{ start: iso(NOW + DAY), end: iso(NOW + DAY + HOUR) }] } })
+    const input = { method: 'POST', path: '/v1/headless/runs', headers: { authorization: 'Bearer tok-1' }, body: { input: 1 } }
+    expect(explainRequest(runtime, input)).toMatchObject({ deprecation: { clientId: clientIdOf('tok-1'), action: 'header' }, calls: [{ url: 'http://127.0.0.1:4010/v4/execute' }] })
+    const during = explainRequest(runtime, { ...input, at: iso(NOW + DAY + 1) })
+    expect(during).toMatchObject({ deprecation: { action: 'brownout', windowEnd: iso(NOW + DAY + HOUR), bucket: brownoutBucket('acme', clientIdOf('tok-1')) }, answer: { status: 410, code: 'LEGACY_BROWNOUT' }, calls: [] })
   })
 })
