@@ -62,6 +62,11 @@ function withRoute(route: string): string {
   return `tenants:\n  acme:\n    upstream: { staging: http://127.0.0.1:4010 }\n    legacy:\n      routes:\n        - ${route}\n`
 }
 
+/** A tenant with `legacy.deprecation` (SPEC 13) and, under the tenant, `rest` (YAML at four spaces). */
+function withDeprecation(deprecation: string, rest = ''): string {
+  return `tenants:\n  acme:\n    upstream: { staging: http://127.0.0.1:4010 }\n    legacy:\n      deprecation: ${deprecation}\n${rest}`
+}
+
 interface Case {
   name: string
   yaml: string
@@ -115,7 +120,15 @@ const VALID: Case[] = [
     valid: true
   },
   { name: 'deprecation headers with a public link', yaml: `${TENANT}    legacy:\n      deprecation: { date: "2026-07-01T00:00:00Z", sunset: "2027-07-01T00:00:00+02:00", link: "https://example.com/v4?from=v1#migrate" }\n`, valid: true },
-  { name: 'tenancy by host, with a bracketed IPv6 address', yaml: withTenant('tenancy:\n  default: acme\n  hosts: { api.example.com: acme, "[fd00::1]": acme, API.Other.Example: acme }'), valid: true }
+  { name: 'tenancy by host, with a bracketed IPv6 address', yaml: withTenant('tenancy:\n  default: acme\n  hosts: { api.example.com: acme, "[fd00::1]": acme, API.Other.Example: acme }'), valid: true },
+  {
+    name: 'a deprecation with brownout windows, a ladder, a percentage, an exemption and a route of its own',
+    yaml: withDeprecation(
+      '{ date: "2030-01-01T00:00:00Z", sunset: "2031-01-01T00:00:00Z", afterSunset: gone, sunsetLink: "https://docs.example.com/sunset", brownouts: { windows: [{ start: "2030-03-01T14:00:00Z", end: "2030-03-01T15:00:00Z" }], escalation: { first: "2030-04-01T14:00:00Z", everyMs: 604800000, durationsMs: [3600000, "14400000"] }, clients: 12.5 }, exempt: [{ client: "fp:0123456789abcdef", until: "2030-06-01T00:00:00Z", reason: "contract" }] }',
+      '    migration:\n      routes:\n        "POST /v1/headless/runs": { deprecation: { successor: "false" } }\n        "POST /v1/runs/invoke": { deprecation: null }\n'
+    ),
+    valid: true
+  }
 ]
 
 const INVALID: Case[] = [
@@ -153,7 +166,12 @@ const INVALID: Case[] = [
   { name: 'a rewrite naming a parameter its path lacks', yaml: withRoute('{ method: GET, path: /v1/policies, action: proxy, rewrite: "/v4/policies/:id" }'), valid: false, beyondSchema: 'route parameters' },
   { name: 'an upstream that is the internal admin surface', yaml: 'internalAdmin: { urls: ["http://127.0.0.1:4010/admin"] }\ntenants:\n  acme:\n    upstream: { staging: http://127.0.0.1:4010 }\n', valid: false, beyondSchema: 'internal origins' },
   { name: 'a Host listed twice in two cases', yaml: withTenant('tenancy: { hosts: { api.example.com: acme, API.example.com: acme } }'), valid: false, beyondSchema: 'hosts listed twice' },
-  { name: 'a placeholder whose default is not a log level', yaml: withTenant('log: { level: "${V4GW_LOG_LEVEL:-loud}" }'), valid: false, beyondSchema: 'what a placeholder becomes' }
+  { name: 'a placeholder whose default is not a log level', yaml: withTenant('log: { level: "${V4GW_LOG_LEVEL:-loud}" }'), valid: false, beyondSchema: 'what a placeholder becomes' },
+  { name: 'a deprecation whose sunset comes before its date', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", sunset: "2029-01-01T00:00:00Z" }'), valid: false, beyondSchema: 'deprecation dates and windows' },
+  { name: 'a brownout window with too short a notice', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", brownouts: { windows: [{ start: "2030-01-02T00:00:00Z", end: "2030-01-02T01:00:00Z" }] } }'), valid: false, beyondSchema: 'deprecation dates and windows' },
+  { name: 'a migration.routes key that is not a route', yaml: withDeprecation('null', '    migration:\n      routes:\n        "GET /v1/nope": { deprecation: null }\n'), valid: false, beyondSchema: 'route keys' },
+  { name: 'a brownout percentage with three decimals', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", brownouts: { clients: 12.345, minNoticeMs: 0 } }'), valid: false, beyondSchema: 'deprecation dates and windows' },
+  { name: 'a client id that is not one', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", exempt: [{ client: "fp:XYZ", until: "2030-06-01T00:00:00Z" }] }'), valid: false }
 ]
 
 describe('config.schema.json', () => {
