@@ -159,7 +159,9 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl) {
   // rather than through a pipe this runner would have to read.
   const { handle, match } = await startNode({
     name: candidate.name,
-    args: [...profileFlags(candidate.name), CLI, '--config', config],
+    // Profiled, it gets the flags itself: a launcher (Node without process.execve) would write its
+    // own, idle profile over its child's, under the same name.
+    args: [...(flags.profile && !candidate.nodeDefaults ? GATEWAY_NODE_FLAGS : []), ...profileFlags(candidate.name), CLI, '--config', config],
     core: MEASURED_CORE,
     pin,
     ready: /^v4gw listening on (\S+) \(admin \S+\) pid (\d+)/,
