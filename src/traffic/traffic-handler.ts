@@ -94,10 +94,18 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   return { handle: kernel.handle, stop: kernel.stop, settled: kernel.settled, inFlight: kernel.inFlight }
 }
 
-/** The request target without its query: a credential can ride in the query (SPEC 5, 17). */
-function pathOf(url: string): string {
-  const query = url.indexOf('?')
-  return query === -1 ? url : url.slice(0, query)
+/**
+ * The request target's path, never its query or authority: a credential can ride in the query
+ * (SPEC 5, 17) and in an authority's userinfo (`http://user:secret@host/…`, `//user:secret@host/…`,
+ * refused, but logged). Undefined for a target with no path (`*`, `host:port`).
+ */
+function pathOf(url: string): string | undefined {
+  const end = url.search(/[?#]/)
+  const target = end === -1 ? url : url.slice(0, end)
+  if (target.startsWith('/') && !target.startsWith('//')) return target
+  const authority = /^(?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/[^/]*/.exec(target)
+  if (authority === null) return undefined
+  return target.slice(authority[0].length) || '/'
 }
 
 function userAgentOf(value: string | undefined): string | undefined {

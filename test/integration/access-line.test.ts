@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { refusingOrigin } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
+import { rawExchange } from '../helpers/raw-http.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
@@ -64,6 +65,17 @@ describe('the access line (SPEC 17)', () => {
     const line = await accessLineOf(gw, answer)
     expect(line).toMatchObject({ requestedTenant: 'ghost-tenant', error: 'TENANT_UNKNOWN' })
     expect(line.tenant).toBeUndefined()
+  })
+
+  it.each([
+    ['an absolute-form target', 'http://user:userinfo-secret-1@127.0.0.1:9/v4/x?token=q', '/v4/x'],
+    ['a network-path target', '//user:userinfo-secret-1@127.0.0.1:9/v4/y', '/v4/y']
+  ])('logs only the path of %s, never its userinfo or query', async (_name, target, path) => {
+    const id = ownRequestId()
+    await rawExchange(gw.url, `GET ${target} HTTP/1.1\r\nHost: gateway.test\r\nx-request-id: ${id['x-request-id']}\r\nConnection: close\r\n\r\n`, { timeoutMs: 3_000 })
+    const line = await accessLineOf(gw, { headers: {} } as Answer, id['x-request-id'])
+    expect(line.path).toBe(path)
+    expect(gw.logs.text()).not.toContain('userinfo-secret-1')
   })
 
   it('cuts the user agent to 256 characters', async () => {

@@ -5,7 +5,7 @@ import { spawnCli } from '../helpers/spawn-cli.js'
 import { useTempDir } from '../helpers/temp-dir.js'
 import { until } from '../helpers/until.js'
 
-const LISTENING_LINE = /^v4gw listening on (.+) \(admin (.+)\)$/m
+const LISTENING_LINE = /^v4gw listening on (.+) \(admin (.+)\) pid \d+$/m
 
 function config(listenHost: string, adminHost: string): string {
   return [`listen: { host: "${listenHost}", port: 0 }`, `admin: { host: "${adminHost}", port: 0 }`, 'log: { level: info }', 'tenants: { acme: { upstream: { staging: "http://127.0.0.1:9" } } }'].join('\n')
