@@ -190,7 +190,7 @@ function parseJsonOrMark(text: string): unknown {
  * shared yet, so it holds on this replica only: `local`, never `fleet` (docs/decisions.md).
  */
 function pauseScope(runtime: GatewayRuntime): 'replica' | 'local' {
-  return runtime.config.sessions.store === 'redis' ? 'local' : 'replica'
+  return runtime.config.store.kind === 'redis' ? 'local' : 'replica'
 }
 
 function adminNotFound(): never {

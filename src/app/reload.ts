@@ -10,7 +10,7 @@ import { listUpcomingBrownouts } from '../tenancy/deprecation-policy.js'
 import { usesEmbeddedUpstream } from '../tenancy/tenant-runtime.js'
 
 /** Keys that need a restart: they shape listeners and pools built once. */
-export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis', 'metrics.statusCodeLabel'] as const
+export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis', 'store', 'metrics.statusCodeLabel'] as const
 
 export interface ConfigReloadDeps {
   /** The config the gateway started with: restart-only keys keep its values until a restart. */
@@ -56,6 +56,13 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
     // pending, and one set back to its running value no longer is.
     const restartRequired = RESTART_ONLY_KEYS.filter((key) => JSON.stringify(readKey(startConfig, key)) !== JSON.stringify(readKey(config, key)))
     if (restartRequired.length > 0) logger.warn({ keys: restartRequired }, 'these keys differ from the running values and take effect only after a restart')
+    for (const [name, tenant] of Object.entries(config.tenants)) {
+      const before = previous.config.tenants[name]?.clients.key
+      // SPEC 17: a client id is only as stable as its sources.
+      if (before !== undefined && before.join('\n') !== tenant.clients.key.join('\n')) {
+        logger.warn({ tenant: name, before, after: tenant.clients.key }, 'clients.key changed: every client id of this tenant changes')
+      }
+    }
     const drops: (number | Promise<number>)[] = []
     for (const [name, tenant] of previous.tenancy.tenants) {
       if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) drops.push(sessionStore.clear(name))

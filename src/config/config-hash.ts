@@ -28,11 +28,14 @@ export function configHash(config: GatewayConfig): string {
 
 /** The config with `admin.token` and the Redis URL's user and password as markers. */
 function withoutSecrets(config: GatewayConfig): unknown {
-  const redisUrl = config.sessions.redis.url
+  // One Redis, under both spellings of the store (SPEC 12).
+  const redisUrl = config.store.redis.url
+  const redis = { ...config.store.redis, url: redisUrl === null ? null : redactUserinfo(redisUrl) }
   return {
     ...config,
     admin: { ...config.admin, token: config.admin.token === null ? null : SECRET_SET },
-    sessions: { ...config.sessions, redis: { ...config.sessions.redis, url: redisUrl === null ? null : redactUserinfo(redisUrl) } }
+    sessions: { ...config.sessions, redis },
+    store: { ...config.store, redis }
   }
 }
 

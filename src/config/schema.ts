@@ -128,6 +128,41 @@ const brownoutsSchema = z.strictObject({
   minNoticeMs: wholeNumber(z.number().int().min(0)).default(DEFAULT_MIN_NOTICE_MS)
 })
 
+/**
+ * SPEC 12: the headers a `header:NAME` client-id source may not name, as they carry a credential:
+ * SPEC 5's credential headers, `cookie` and `proxy-authorization` (the query credential is
+ * checked against `credentials.queryParam` with the rest of the config).
+ */
+export const CREDENTIAL_HEADERS = ['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key', 'cookie', 'proxy-authorization'] as const
+
+/** SPEC 12: one source of `clients.key`, `credential` or `header:NAME` (the name lower-cased). */
+const clientKeySource = z
+  .string()
+  .regex(
+    new RegExp(`^(?:credential|header:(?!(?:${CREDENTIAL_HEADERS.map(anyCase).join('|')})$)[A-Za-z0-9-]+)$`),
+    `expected credential or header:NAME, where NAME is not a header that carries a credential (${CREDENTIAL_HEADERS.join(', ')})`
+  )
+  .transform((source) => (source === 'credential' ? source : `header:${source.slice('header:'.length).toLowerCase()}`))
+
+/** SPEC 12's label of a client: a name, or a name and its owner. */
+const clientLabel = z.union([z.string().min(1), z.strictObject({ name: z.string().min(1), owner: z.string().min(1).nullable().default(null) })])
+
+/** SPEC 12: how a tenant's legacy clients are identified and named. */
+const clientsSchema = z
+  .strictObject({
+    key: z
+      .array(clientKeySource)
+      .min(1, 'at least one source: credential, header:NAME')
+      .default(['credential'])
+      .superRefine((sources, ctx) => {
+        sources.forEach((source, index) => {
+          if (sources.indexOf(source) !== index) ctx.addIssue({ code: 'custom', path: [index], message: `${source} is listed twice` })
+        })
+      }),
+    labels: z.record(clientId, clientLabel).default({})
+  })
+  .prefault({})
+
 const exemptSchema = z.array(z.strictObject({ client: clientId, until: instant, reason: z.string().min(1).optional() }))
 
 /** SPEC 13's deprecation of a tenant: `date` required, the rest with defaults. */
@@ -186,6 +221,7 @@ const tenantObject = z.strictObject({
       routes: z.record(z.string().min(1), z.strictObject({ deprecation: routeDeprecationSchema.optional() })).default({})
     })
     .prefault({}),
+  clients: clientsSchema,
   fallback: z.enum(['reject', 'proxy']).default('reject')
 })
 
@@ -197,6 +233,7 @@ function checkDeprecations(tenant: z.output<typeof tenantObject>, ctx: z.Refinem
   if (tenantDeprecation !== null) {
     for (const problem of deprecationProblems(tenantDeprecation)) ctx.addIssue({ code: 'custom', path: ['legacy', 'deprecation', ...problem.path], message: problem.message })
   }
+  checkClientIdKinds(tenant, ctx)
   const labels = new Set(tenant.legacy.routes.map((route) => `${route.method} ${route.path}`))
   for (const [key, entry] of Object.entries(tenant.migration.routes)) {
     if (!labels.has(key)) {
@@ -212,6 +249,33 @@ function checkDeprecations(tenant: z.output<typeof tenantObject>, ctx: z.Refinem
   }
 }
 
+/**
+ * SPEC 12: an `exempt` or `labels` entry of a kind (`fp:`, `hdr:`/`hdr#`) that no source of the
+ * tenant's `clients.key` produces could never match: a config error. `anonymous` always can.
+ */
+function checkClientIdKinds(tenant: z.output<typeof tenantObject>, ctx: z.RefinementCtx): void {
+  const key = tenant.clients.key
+  const byCredential = key.includes('credential')
+  const byHeader = key.some((source) => source.startsWith('header:'))
+  const problem = (client: string): string | undefined => {
+    if (client.startsWith('fp:') && !byCredential) return `an fp: id comes only from the credential source, which clients.key (${key.join(', ')}) does not list`
+    if (client.startsWith('hdr') && !byHeader) return `an ${client.slice(0, 4)} id comes only from a header:NAME source, which clients.key (${key.join(', ')}) does not list`
+    return undefined
+  }
+  const checkExempt = (exempt: readonly { client: string }[] | undefined, path: (string | number)[]) => {
+    exempt?.forEach((exemption, index) => {
+      const message = problem(exemption.client)
+      if (message !== undefined) ctx.addIssue({ code: 'custom', path: [...path, index, 'client'], message })
+    })
+  }
+  checkExempt(tenant.legacy.deprecation?.exempt, ['legacy', 'deprecation', 'exempt'])
+  for (const [route, entry] of Object.entries(tenant.migration.routes)) checkExempt(entry.deprecation?.exempt, ['migration', 'routes', route, 'deprecation', 'exempt'])
+  for (const client of Object.keys(tenant.clients.labels)) {
+    const message = problem(client)
+    // The id is in the message too: a path shows a key with a colon cut short.
+    if (message !== undefined) ctx.addIssue({ code: 'custom', path: ['clients', 'labels', client], message: `${client}: ${message}` })
+  }
+}
 
 // A duration that sets a timer: Node runs one set beyond 2^31 - 1 ms after 1 ms. (`maxEventLoopDelayMs`
 // is only compared, and `sessions.ttlMs` is an lru-cache age and a Redis PX: neither is capped.)
@@ -228,6 +292,18 @@ export const credentialSourceSchema = z.enum(['authorization', 'x-session-token'
  * IPv6 address, or a name with no colon that is one character or does not end in a dot.
  */
 const BARE_HOST_PATTERN = '^(?:\\[[^\\]]*\\]?|[^\\[:]|[^\\[:][^:]*[^:.])$'
+
+const storeKind = z.enum(['memory', 'redis'])
+
+/** A Redis (or Valkey) server, under either spelling of the store (SPEC 12). No defaults here: resolveStore tells written from left out. */
+const redisSchema = z.strictObject({
+  // An empty URL (the usual `${V4GW_REDIS_URL:-}`) means "none".
+  url: z.union([z.literal(''), redisUrl], { error: 'Invalid URL: expected a redis:// or rediss:// URL' }).nullable().optional().transform((url) => (url === '' ? null : url)),
+  keyPrefix: z.string().min(1).optional()
+})
+
+/** SPEC 12's defaults of the shared store. */
+const STORE_DEFAULTS = { kind: 'memory', keyPrefix: 'v4gw:', flushMs: 2_000 } as const
 
 const configObject = z.strictObject({
   listen: z.strictObject({ host: z.string().min(1).default('0.0.0.0'), port: port.default(8080) }).prefault({}),
@@ -299,22 +375,31 @@ const configObject = z.strictObject({
       ttlMs: positiveInt.default(900_000),
       staleStatuses: z.array(wholeNumber(z.number().int().min(400).max(599))).default([404, 410]),
       sessionIdPaths: z.array(jsonPointer.min(1)).min(1).default(['/sessionId', '/id', '/session/id', '/meta/sessionId']),
-      store: z.enum(['memory', 'redis']).default('memory'),
-      redis: z
-        .strictObject({
-          // An empty URL (the usual `${V4GW_REDIS_URL:-}`) means "none".
-          url: z.union([z.literal(''), redisUrl], { error: 'Invalid URL: expected a redis:// or rediss:// URL' }).nullable().default(null).transform((url) => (url === '' ? null : url)),
-          keyPrefix: z.string().min(1).default('v4gw:')
-        })
-        .prefault({})
+      // SPEC 12: the older spelling of the top-level `store` (resolveStore).
+      store: storeKind.optional(),
+      redis: redisSchema.optional()
     })
     .superRefine((sessions, ctx) => {
-      if (sessions.store === 'redis' && sessions.redis.url === null) {
+      if (sessions.store === 'redis' && sessions.redis?.url == null) {
         ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'sessions.store is redis but no sessions.redis.url is set' })
       }
     })
     .meta(whenKeyIs('store', ['redis'], present('redis', { type: 'object', ...present('url', { type: 'string', minLength: 1 }) })))
     .prefault({}),
+  // SPEC 12's shared store (restart); its defaults are applied by resolveStore, which reads both spellings.
+  store: z
+    .strictObject({
+      kind: storeKind.optional(),
+      redis: redisSchema.optional(),
+      flushMs: durationMs(1).optional()
+    })
+    .superRefine((store, ctx) => {
+      if (store.kind === 'redis' && store.redis?.url == null) {
+        ctx.addIssue({ code: 'custom', path: ['redis', 'url'], message: 'store.kind is redis but no store.redis.url is set' })
+      }
+    })
+    .meta(whenKeyIs('kind', ['redis'], present('redis', { type: 'object', ...present('url', { type: 'string', minLength: 1 }) })))
+    .optional(),
   tenancy: z
     .strictObject({
       header: headerName.default('x-tenant-id'),
@@ -359,16 +444,66 @@ function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): voi
 }
 
 /** The sections checkCrossReferences reads. */
-const CROSS_CHECKED_SECTIONS: ReadonlySet<string> = new Set(['tenants', 'tenancy', 'internalAdmin'])
+const CROSS_CHECKED_SECTIONS: ReadonlySet<string> = new Set(['tenants', 'tenancy', 'internalAdmin', 'credentials'])
+/** The sections checkStoreSpellings reads. */
+const STORE_SECTIONS: ReadonlySet<string> = new Set(['store', 'sessions'])
 
-export const configSchema = configObject.superRefine(checkCrossReferences, {
-  // zod skips a refinement after any aborting issue (a value of the wrong type, anywhere). These
-  // checks need only the sections they read to be whole, so a file with a bad port still hears
-  // about its unknown default tenant in the same run. (An unknown key does not abort.)
-  when: (payload) =>
+/**
+ * zod skips a refinement after any aborting issue (a value of the wrong type, anywhere). These
+ * checks need only the sections they read to be whole, so a file with a bad port still hears
+ * about its unknown default tenant in the same run. (An unknown key does not abort.)
+ */
+function whenWhole(sections: ReadonlySet<string>) {
+  return (payload: { value: unknown; issues: readonly z.core.$ZodRawIssue[] }): boolean =>
     isPlainObject(payload.value) &&
-    !payload.issues.some((issue) => issue.continue !== true && (issue.path === undefined || issue.path.length === 0 || CROSS_CHECKED_SECTIONS.has(String(issue.path[0]))))
-})
+    !payload.issues.some((issue) => issue.continue !== true && (issue.path === undefined || issue.path.length === 0 || sections.has(String(issue.path[0]))))
+}
+
+export const configSchema = configObject
+  .superRefine(checkCrossReferences, { when: whenWhole(CROSS_CHECKED_SECTIONS) })
+  .superRefine(checkStoreSpellings, { when: whenWhole(STORE_SECTIONS) })
+  .transform(resolveStore)
+
+type ParsedConfig = z.output<typeof configObject>
+
+/** What each spelling of the store says (SPEC 12), with what it leaves out undefined. */
+function storeSpellings(config: ParsedConfig) {
+  return [
+    { path: ['store'], kind: config.store?.kind, url: config.store?.redis?.url, keyPrefix: config.store?.redis?.keyPrefix },
+    { path: ['sessions'], kind: config.sessions.store, url: config.sessions.redis?.url, keyPrefix: config.sessions.redis?.keyPrefix }
+  ] as const
+}
+
+/**
+ * SPEC 12: `sessions.store` / `sessions.redis` are the older spelling of `store.kind` /
+ * `store.redis`; they conflict only when both are written with different values.
+ */
+function checkStoreSpellings(config: ParsedConfig, ctx: z.RefinementCtx): void {
+  const [current, older] = storeSpellings(config)
+  const compare = (currentPath: (string | number)[], olderName: string, a: unknown, b: unknown) => {
+    if (a !== undefined && b !== undefined && a !== b) {
+      ctx.addIssue({ code: 'custom', path: currentPath, message: `differs from ${olderName}, the older spelling of the same setting: keep one of the two` })
+    }
+  }
+  compare(['store', 'kind'], 'sessions.store', current.kind, older.kind)
+  compare(['store', 'redis', 'url'], 'sessions.redis.url', current.url, older.url)
+  compare(['store', 'redis', 'keyPrefix'], 'sessions.redis.keyPrefix', current.keyPrefix, older.keyPrefix)
+}
+
+/**
+ * The one store the gateway runs with, from either spelling (SPEC 12), defaults filled in. It is
+ * written back to `sessions.store` / `sessions.redis` too, so that the session map, which was
+ * configured there first, reads the same value.
+ */
+function resolveStore(config: ParsedConfig) {
+  const [current, older] = storeSpellings(config)
+  const store = {
+    kind: current.kind ?? older.kind ?? STORE_DEFAULTS.kind,
+    redis: { url: current.url ?? older.url ?? null, keyPrefix: current.keyPrefix ?? older.keyPrefix ?? STORE_DEFAULTS.keyPrefix },
+    flushMs: config.store?.flushMs ?? STORE_DEFAULTS.flushMs
+  }
+  return { ...config, store, sessions: { ...config.sessions, store: store.kind, redis: store.redis } }
+}
 
 /** What one section says of another: tenant names, internal origins. */
 function checkCrossReferences(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
@@ -388,6 +523,15 @@ function checkCrossReferences(config: z.output<typeof configObject>, ctx: z.Refi
         })
       }
     }
+  }
+  const queryParam = config.credentials.queryParam?.toLowerCase()
+  for (const [name, tenant] of Object.entries(config.tenants)) {
+    tenant.clients.key.forEach((source, index) => {
+      // SPEC 12: no client-id source may carry a credential, the query credential's name included.
+      if (queryParam !== undefined && source === `header:${queryParam}`) {
+        ctx.addIssue({ code: 'custom', path: ['tenants', name, 'clients', 'key', index], message: `${source} has the name of the query credential (credentials.queryParam): a client id never comes from a credential` })
+      }
+    })
   }
   const tenantNames = new Set(Object.keys(config.tenants))
   if (config.tenancy.default !== null && !tenantNames.has(config.tenancy.default)) {

@@ -128,6 +128,16 @@ const VALID: Case[] = [
       '    migration:\n      routes:\n        "POST /v1/headless/runs": { deprecation: { successor: "false" } }\n        "POST /v1/runs/invoke": { deprecation: null }\n'
     ),
     valid: true
+  },
+  { name: 'the shared store in its own section', yaml: withTenant('store:\n  kind: redis\n  redis: { url: "redis://127.0.0.1:6379", keyPrefix: "gw1:" }\n  flushMs: "${V4GW_FLUSH_MS:-2000}"'), valid: true },
+  { name: 'both spellings of the store, saying the same', yaml: withTenant('store: { kind: redis, redis: { url: "redis://127.0.0.1:6379" } }\nsessions: { store: redis, redis: { url: "redis://127.0.0.1:6379" } }'), valid: true },
+  {
+    name: 'client ids from a header, then the credential, with labels and a header exemption',
+    yaml: withDeprecation(
+      '{ date: "2030-01-01T00:00:00Z", exempt: [{ client: "hdr:billing-batch", until: "2030-06-01T00:00:00Z" }, { client: "fp:0123456789abcdef", until: "2030-06-01T00:00:00Z" }] }',
+      '    clients:\n      key: [header:X-Client-Id, credential]\n      labels: { "hdr:billing-batch": { name: Billing, owner: "team-billing@example.com" }, "fp:0123456789abcdef": nightly, anonymous: { name: unknown } }\n'
+    ),
+    valid: true
   }
 ]
 
@@ -171,6 +181,17 @@ const INVALID: Case[] = [
   { name: 'a brownout window with too short a notice', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", brownouts: { windows: [{ start: "2030-01-02T00:00:00Z", end: "2030-01-02T01:00:00Z" }] } }'), valid: false, beyondSchema: 'deprecation dates and windows' },
   { name: 'a migration.routes key that is not a route', yaml: withDeprecation('null', '    migration:\n      routes:\n        "GET /v1/nope": { deprecation: null }\n'), valid: false, beyondSchema: 'route keys' },
   { name: 'a brownout percentage with three decimals', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", brownouts: { clients: 12.345, minNoticeMs: 0 } }'), valid: false, beyondSchema: 'deprecation dates and windows' },
+  { name: 'a client-id source that is a credential header', yaml: `${TENANT}    clients: { key: [header:x-api-key, credential] }\n`, valid: false },
+  { name: 'a client-id source that is the cookie, in capitals', yaml: `${TENANT}    clients: { key: [header:Cookie] }\n`, valid: false },
+  { name: 'a client-id source of another kind', yaml: `${TENANT}    clients: { key: [query:client] }\n`, valid: false },
+  { name: 'no client-id source', yaml: `${TENANT}    clients: { key: [] }\n`, valid: false },
+  { name: 'an owner without a name', yaml: `${TENANT}    clients: { labels: { anonymous: { owner: ops } } }\n`, valid: false },
+  { name: 'a Redis store kind without its URL', yaml: withTenant('store: { kind: redis }'), valid: false },
+  { name: 'a client-id source named as the query credential', yaml: `credentials: { queryParam: token }\n${TENANT}    clients: { key: [header:token, credential] }\n`, valid: false, beyondSchema: 'client ids and their sources' },
+  { name: 'a label of an id no source produces', yaml: `${TENANT}    clients: { labels: { "hdr:billing": billing } }\n`, valid: false, beyondSchema: 'client ids and their sources' },
+  { name: 'an fp: exemption without the credential source', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", exempt: [{ client: "fp:0123456789abcdef", until: "2030-06-01T00:00:00Z" }] }', '    clients: { key: [header:x-client-id] }\n'), valid: false, beyondSchema: 'client ids and their sources' },
+  { name: 'the two spellings of the store saying different things', yaml: withTenant('store: { kind: memory }\nsessions: { store: redis, redis: { url: "redis://127.0.0.1:6379" } }'), valid: false, beyondSchema: 'the two spellings of the store' },
+  { name: 'two different Redis URLs under the two spellings', yaml: withTenant('store: { redis: { url: "redis://a.internal:6379" } }\nsessions: { redis: { url: "redis://b.internal:6379" } }'), valid: false, beyondSchema: 'the two spellings of the store' },
   { name: 'a client id that is not one', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", exempt: [{ client: "fp:XYZ", until: "2030-06-01T00:00:00Z" }] }'), valid: false }
 ]
 

@@ -413,3 +413,61 @@ describe('every problem is reported together', () => {
     expect(problems).toHaveLength(3)
   })
 })
+
+describe('the shared store and its older spelling (SPEC 12)', () => {
+  const upstream = { staging: 'http://127.0.0.1:4010' }
+
+  it('resolves store from sessions.store / sessions.redis, the older spelling, and fills both', async () => {
+    const config = await load({ ...acme(upstream), sessions: { store: 'redis', redis: { url: 'redis://127.0.0.1:6379' } } })
+    expect(config.store).toEqual({ kind: 'redis', redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'v4gw:' }, flushMs: 2000 })
+    expect(config.sessions.store).toBe('redis')
+    expect(config.sessions.redis).toEqual(config.store.redis)
+  })
+
+  it('gives the session map the top-level store', async () => {
+    const config = await load({ ...acme(upstream), store: { kind: 'redis', redis: { url: 'redis://127.0.0.1:6379', keyPrefix: 'gw1:' }, flushMs: 500 } })
+    expect(config.sessions.store).toBe('redis')
+    expect(config.sessions.redis).toEqual({ url: 'redis://127.0.0.1:6379', keyPrefix: 'gw1:' })
+    expect(config.store.flushMs).toBe(500)
+  })
+
+  it('reports store.kind when the two spellings say different things', async () => {
+    const problems = await problemsOf({ ...acme(upstream), store: { kind: 'memory' }, sessions: { store: 'redis', redis: { url: 'redis://127.0.0.1:6379' } } })
+    expect(problems).toEqual([expect.stringMatching(/^store\.kind: differs from sessions\.store, the older spelling/)])
+  })
+
+  it('reports store.redis.url when the two spellings name different servers, without either URL', async () => {
+    const problems = await problemsOf({ ...acme(upstream), store: { redis: { url: 'redis://gw:s3cret@a.internal:6379' } }, sessions: { redis: { url: 'redis://b.internal:6379' } } })
+    expect(problems).toEqual([expect.stringMatching(/^store\.redis\.url: differs from sessions\.redis\.url/)])
+    expect(problems.join('\n')).not.toContain('s3cret')
+  })
+})
+
+describe('client ids (SPEC 12)', () => {
+  const upstream = { staging: 'http://127.0.0.1:4010' }
+
+  it('defaults clients.key to [credential] and lower-cases a header source', async () => {
+    expect((await load(acme(upstream))).tenants.acme?.clients).toEqual({ key: ['credential'], labels: {} })
+    const config = await load(acme(upstream, { clients: { key: ['header:X-Client-Id', 'credential'], labels: { 'hdr:batch': { name: 'Batch' } } } }))
+    expect(config.tenants.acme?.clients).toEqual({ key: ['header:x-client-id', 'credential'], labels: { 'hdr:batch': { name: 'Batch', owner: null } } })
+  })
+
+  it.each(['authorization', 'X-Session-Token', 'x-api-key', 'x-service-api-key', 'cookie', 'Proxy-Authorization'])('refuses header:%s as a client-id source: it carries a credential', async (name) => {
+    const problems = await problemsOf(acme(upstream, { clients: { key: [`header:${name}`] } }))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.clients\.key\.0: expected credential or header:NAME, where NAME is not a header that carries a credential/)])
+  })
+
+  it('refuses a header source named as the query credential', async () => {
+    const problems = await problemsOf({ credentials: { queryParam: 'Token' }, ...acme(upstream, { clients: { key: ['credential', 'header:token'] } }) })
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.clients\.key\.1: header:token has the name of the query credential/)])
+  })
+
+  it('refuses an exemption and a label of a kind no source of clients.key produces', async () => {
+    const deprecation = { date: '2030-01-01T00:00:00Z', exempt: [{ client: 'fp:0123456789abcdef', until: '2030-06-01T00:00:00Z' }] }
+    const problems = await problemsOf(acme(upstream, { legacy: { deprecation }, clients: { key: ['header:x-client-id'], labels: { 'fp:0123456789abcdef': 'batch', anonymous: 'nobody', 'hdr#0123456789abcdef': 'hashed' } } }))
+    expect(problems.sort()).toEqual([
+      expect.stringMatching(/^tenants\.acme\.clients\.labels\.fp:….*fp:0123456789abcdef: an fp: id comes only from the credential source/),
+      expect.stringMatching(/^tenants\.acme\.legacy\.deprecation\.exempt\.0\.client: an fp: id comes only from the credential source/)
+    ])
+  })
+})
