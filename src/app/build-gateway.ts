@@ -14,7 +14,7 @@ import { resolveRequestId } from '../observability/request-id.js'
 import { explainRequest } from '../plan/explain-request.js'
 import { createSessionStore } from '../sessions/create-session-store.js'
 import { createSessionMap } from '../sessions/session-map.js'
-import { buildGatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-handler.js'
 import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
 import type { Gateway, GatewayOptions } from './gateway.js'
@@ -38,7 +38,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     // Read at each scrape; the handler exists by the time anything scrapes.
     requestsInFlight: () => trafficHandler.inFlight(),
     statusCodeLabel: initial.metrics.statusCodeLabel,
-    version: gatewayVersion()
+    version: gatewayVersion(),
+    brownoutsPaused: () => pausedTenants(reloader.runtime())
   })
   const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
@@ -70,7 +71,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       upstreamMs: record.upstreamMs,
       errorCode: record.errorCode,
       shedReason: record.shedReason,
-      upstreamFailure: record.upstreamFailure
+      upstreamFailure: record.upstreamFailure,
+      deprecationAction: record.deprecationAction
     })
     if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
     if (record.legacyRoute !== undefined && record.tenant !== undefined) {
@@ -161,4 +163,10 @@ function isAddressInfo(address: AddressInfo | string | null): address is Address
 /** The URL of a bound address: a wildcard as itself (`http://0.0.0.0:9901`), not as loopback. */
 function urlOf(address: AddressInfo): string {
   return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+}
+
+/** SPEC 13's v4gw_brownouts_paused: each configured tenant, and whether a pause of it or of one of its routes is in force now. */
+function pausedTenants(runtime: GatewayRuntime): [string, boolean][] {
+  const paused = new Set(runtime.brownoutPauses.list(Date.now()).map((pause) => pause.tenant))
+  return Object.keys(runtime.config.tenants).map((tenant) => [tenant, paused.has(tenant)])
 }

@@ -54,6 +54,18 @@ export function extractCredential(
   return { value: first.value, kind: classifyCredential(first.value, config), origins: presentations.length === 1 ? [first.origin] : uniqueOrigins(presentations) }
 }
 
+/**
+ * The value of the first source that presents one, scheme stripped, without any check: SPEC 12's
+ * client id is taken from it even when two sources conflict or the value is malformed.
+ */
+export function firstPresentedValue(
+  headers: Record<string, string[] | undefined>,
+  query: URLSearchParams | null,
+  config: CredentialsConfig
+): string | undefined {
+  return collectPresentations(headers, query, config)[0]?.value
+}
+
 function collectPresentations(
   headers: Record<string, string[] | undefined>,
   query: URLSearchParams | null,

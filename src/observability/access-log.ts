@@ -18,6 +18,8 @@ export interface AccessLogFields {
   class: string | undefined
   route: string | undefined
   v4Path: string | undefined
+  /** SPEC 12's client id of a legacy request (SPEC 17): `fp:…`, `hdr:…`, `hdr#…` or `anonymous`, never a credential. */
+  clientId?: string | undefined
   status: number
   durationMs: number
   upstreamMs: number | undefined
@@ -63,6 +65,7 @@ export function createAccessLog(logger: Logger): AccessLog {
     if (fields.class !== undefined) line += `,"class":${quote(fields.class)}`
     if (fields.route !== undefined) line += `,"route":${quote(fields.route)}`
     if (fields.v4Path !== undefined) line += `,"v4Path":${quote(fields.v4Path)}`
+    if (fields.clientId !== undefined) line += `,"clientId":${quote(fields.clientId)}`
     line += `,"status":${finite(fields.status)},"durationMs":${finite(fields.durationMs)}`
     if (fields.upstreamMs !== undefined) line += `,"upstreamMs":${finite(fields.upstreamMs)}`
     if (fields.bytesOut !== undefined) line += `,"bytesOut":${finite(fields.bytesOut)}`

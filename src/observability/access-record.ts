@@ -11,6 +11,12 @@ export interface UpstreamFailure {
 
 export type UpstreamFailureCause = 'refused' | 'reset' | 'timeout' | 'bad_response' | 'dns'
 
+/**
+ * SPEC 13's closed set of `action` on v4gw_legacy_deprecation_total: served with the deprecation
+ * headers, browned out, gone, or spared by an exemption (a pause's sparing is `header`).
+ */
+export type DeprecationAction = 'header' | 'brownout' | 'gone' | 'exempt'
+
 /** SPEC 2: every request on the traffic listener is exactly one of these. */
 export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'
 
@@ -28,6 +34,10 @@ export class AccessRecord {
   v4Path: string | undefined = undefined
   /** SHA-256 of the presented credential (legacy routes), for the migration report; never the credential. */
   clientFingerprint: string | undefined = undefined
+  /** SPEC 12's client id of a legacy request, for the access line (SPEC 17) and the registry. */
+  clientId: string | undefined = undefined
+  /** SPEC 13's action on a deprecated legacy route, for v4gw_legacy_deprecation_total. */
+  deprecationAction: DeprecationAction | undefined = undefined
   sessionOutcome: SessionOutcome | undefined = undefined
   upstreamMs: number | undefined = undefined
   /** Response body bytes written to the client, by whichever step wrote them (SPEC 17). */

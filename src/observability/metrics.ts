@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { LoadShedReason, UpstreamFailure } from './access-record.js'
+import type { DeprecationAction, LoadShedReason, UpstreamFailure } from './access-record.js'
 import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
 
 /**
@@ -32,6 +32,8 @@ export interface RequestSample {
   shedReason?: LoadShedReason | undefined
   /** Why its upstream call failed, when it did (SPEC 17). */
   upstreamFailure?: UpstreamFailure | undefined
+  /** SPEC 13's action on a legacy route that has a deprecation. */
+  deprecationAction?: DeprecationAction | undefined
 }
 
 
@@ -55,6 +57,11 @@ export function createMetrics(options: {
   /** The running config's hash (config/config-hash.ts), read at each scrape, so a reload shows at once. */
   configHash?: () => string
   processMetrics?: boolean
+  /**
+   * SPEC 13's v4gw_brownouts_paused, read at each scrape: every configured tenant, with whether a
+   * pause (the tenant's or one of its routes') is in force now.
+   */
+  brownoutsPaused?: () => Iterable<readonly [tenant: string, paused: boolean]>
 }): GatewayMetrics {
   const registry = new Registry()
   if (options.processMetrics !== false) {
@@ -156,6 +163,26 @@ export function createMetrics(options: {
     labelNames: ['reason'] as const,
     registers: [registry]
   })
+  const deprecationActions = new Counter({
+    name: 'v4gw_legacy_deprecation_total',
+    help: 'Requests to deprecated legacy routes (SPEC 13) by tenant, route and action: header (served, with the deprecation headers; a paused brownout too), brownout (410 LEGACY_BROWNOUT), gone (410 LEGACY_GONE), exempt (spared by an exemption)',
+    labelNames: ['tenant', 'route', 'action'] as const,
+    registers: [registry]
+  })
+  const brownoutsPaused = options.brownoutsPaused
+  if (brownoutsPaused !== undefined) {
+    new Gauge({
+      name: 'v4gw_brownouts_paused',
+      help: '1 while a brownout pause (POST /admin/brownouts/pause) is in force on this replica for the tenant or one of its routes, else 0',
+      labelNames: ['tenant'] as const,
+      registers: [registry],
+      collect() {
+        // Reset first: a tenant a reload removed goes from the output.
+        this.reset()
+        for (const [tenant, paused] of brownoutsPaused()) this.set({ tenant }, paused ? 1 : 0)
+      }
+    })
+  }
   const reloads = new Counter({
     name: 'v4gw_config_reloads_total',
     help: 'Config reloads by result',
@@ -177,12 +204,16 @@ export function createMetrics(options: {
       requestSeconds.observe({ class: trafficClass }, sample.durationMs / 1000)
       if (sample.upstreamMs !== undefined) upstreamSeconds.observe({ class: trafficClass }, sample.upstreamMs / 1000)
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
+      if (sample.deprecationAction !== undefined) deprecationActions.inc({ tenant, route, action: sample.deprecationAction })
     },
     async retain(keep) {
       for (const { labels } of (await requests.get()).values) {
         const tenant = String(labels.tenant ?? '')
         const route = String(labels.route ?? '')
         if (tenant !== '' && !keep(tenant, route)) requests.remove(labels as Record<string, string>)
+      }
+      for (const { labels } of (await deprecationActions.get()).values) {
+        if (!keep(String(labels.tenant ?? ''), String(labels.route ?? ''))) deprecationActions.remove(labels as Record<string, string>)
       }
       for (const { labels } of (await upstreamFailures.get()).values) {
         if (!keep(String(labels.tenant ?? ''), '')) upstreamFailures.remove(labels as Record<string, string>)

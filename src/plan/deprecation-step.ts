@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto'
 import { GatewayError } from '../errors/registry.js'
+import type { DeprecationAction } from '../observability/access-record.js'
 import type { BrownoutPauses } from '../tenancy/brownout-pauses.js'
 import type { DeprecationPolicy } from '../tenancy/deprecation-policy.js'
 
@@ -8,7 +9,7 @@ export interface DeprecationFacts {
   /** SPEC 12's client id the selection used. */
   clientId: string
   /** SPEC 13's metric actions: `header` (served, with the headers), `brownout`, `gone`, `exempt`. */
-  action: 'header' | 'brownout' | 'gone' | 'exempt'
+  action: DeprecationAction
   /** The client's brownout bucket (0-9999), computed while a window is open. */
   bucket?: number
   /** The end of the brownout window open now. */

@@ -40,6 +40,8 @@ export interface Explanation {
   tenant?: string
   trafficClass?: string
   legacyRoute?: string
+  /** SPEC 12's client id, from the tenant's `clients.key`. */
+  clientId?: string
   action?: string
   /** SPEC 13 on a deprecated route: the client id, what was decided and why. */
   deprecation?: DeprecationFacts
@@ -160,6 +162,7 @@ function shownFacts(facts: Readonly<PlanFacts>): Partial<Explanation> {
   if (facts.trafficClass !== undefined) shown.trafficClass = facts.trafficClass
   if (facts.legacyRoute !== undefined) shown.legacyRoute = facts.legacyRoute
   if (facts.action !== undefined) shown.action = facts.action
+  if (facts.clientId !== undefined) shown.clientId = facts.clientId
   if (facts.deprecation !== undefined) shown.deprecation = { ...facts.deprecation }
   return shown
 }

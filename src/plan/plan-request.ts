@@ -1,5 +1,5 @@
 import type { LegacyAction } from '../config/schema.js'
-import { removeQueryCredential, rewriteProxyCredentialHeaders, type CredentialKind, type PresentedCredential } from '../credentials/index.js'
+import { firstPresentedValue, removeQueryCredential, resolveClientId, rewriteProxyCredentialHeaders, type CredentialKind, type PresentedCredential } from '../credentials/index.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import { buildLegacyCalls, sessionExecutePath, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH, type LegacyCalls } from '../legacy/legacy-calls.js'
@@ -32,6 +32,8 @@ export interface PlanFacts {
   v4Path: string | undefined
   /** SHA-256 of the presented credential (legacy routes); never the credential. */
   clientFingerprint: string | undefined
+  /** SPEC 12's client id of a legacy request, from its tenant's `clients.key`; never a credential. */
+  clientId: string | undefined
   /** What kind of credential a legacy request presented (SPEC 5), once read. */
   credential: CredentialKind | 'none' | undefined
   /** SPEC 13 on a deprecated legacy route, once its credential is read. */
@@ -85,7 +87,7 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
  * the runner (traffic/run-plan.ts).
  */
 export function planRequest(runtime: GatewayRuntime, head: RequestHead): Plan {
-  const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, credential: undefined, deprecation: undefined }
+  const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, clientId: undefined, credential: undefined, deprecation: undefined }
   try {
     const classification = classifyRequest(runtime, head, facts)
     facts.trafficClass = classification.trafficClass
@@ -119,14 +121,25 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     const proxyPath = route.action === 'proxy' ? rewrittenProxyPath(runtime, match, facts) : undefined
     if (policy !== null && proxyPath !== undefined) answerHeaders = { 'x-request-id': head.requestId, ...deprecationHeadersFor(policy, proxyPath) }
     const credentials = runtime.config.credentials
-    const credential = readLegacyCredential(credentialHeaders(head.rawHeaders, credentials.sources), target.rawQuery, credentials)
-    noteCredential(facts, credential)
+    const presented = credentialHeaders(head.rawHeaders, credentials.sources)
+    let credential: PresentedCredential | null = null
+    let unreadable: unknown
+    try {
+      credential = readLegacyCredential(presented, target.rawQuery, credentials)
+      noteCredential(facts, credential)
+    } catch (error) {
+      unreadable = error
+    }
+    // SPEC 12, once per request: the credential's SHA-256 is the one the session key uses; only a
+    // credential that could not be read (a conflict does not prevent an id) is hashed for the id alone.
+    facts.clientId = resolveClientId(tenant.clientKey, (name) => headerValue(head, name), () => (unreadable === undefined ? facts.clientFingerprint : unreadableFingerprint(presented, target.rawQuery, credentials)))
     if (policy !== null) {
-      // SPEC 13, before any other check of the request: a brownout is answered whatever else is wrong with it.
-      const decision = decideDeprecation(policy, tenant.name, route.label, clientIdOf(facts), head.now, proxyPath ?? (successorBeforeSession(route.action) as string), runtime.brownoutPauses)
+      // SPEC 12-13's order: the brownout and gone decision comes before any credential or body check.
+      const decision = decideDeprecation(policy, tenant.name, route.label, facts.clientId, head.now, proxyPath ?? (successorBeforeSession(route.action) as string), runtime.brownoutPauses)
       facts.deprecation = decision.facts
       if (decision.refusal !== undefined) return refuse(facts, answerHeaders, decision.refusal)
     }
+    if (unreadable !== undefined) throw unreadable
     if (proxyPath !== undefined) {
       facts.v4Path = proxyPath
       const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
@@ -185,12 +198,17 @@ function successorBeforeSession(action: LegacyAction): string | undefined {
   return action === 'execute' ? V4_EXECUTE_PATH : action === 'session-execute' ? V4_SESSIONS_START_PATH : undefined
 }
 
-/**
- * SPEC 12's client id from the credential (`fp:` and 16 hex digits of its SHA-256), `anonymous`
- * without one. `clients.key`'s other sources are not built yet (docs/decisions.md).
- */
-function clientIdOf(facts: PlanFacts): string {
-  return facts.clientFingerprint === undefined ? 'anonymous' : `fp:${facts.clientFingerprint.slice(0, 16)}`
+/** A header as Node joins its copies (`, `), by lower-case name. */
+function headerValue(head: RequestHead, name: string): string | undefined {
+  const value = head.headers[name]
+  return Array.isArray(value) ? value.join(', ') : value
+}
+
+/** SPEC 12: the SHA-256 of the first credential presented, for a request whose credential is refused (two of them, or malformed). */
+function unreadableFingerprint(presented: Record<string, string[] | undefined>, rawQuery: string, credentials: GatewayRuntime['config']['credentials']): string | undefined {
+  const query = credentials.queryParam !== null && rawQuery !== '' ? new URLSearchParams(rawQuery) : null
+  const value = firstPresentedValue(presented, query, credentials)
+  return value === undefined ? undefined : fingerprintToken(value)
 }
 
 function noteCredential(facts: PlanFacts, credential: PresentedCredential | null): void {

@@ -1,6 +1,7 @@
 import { EMBEDDED_UPSTREAM, type GatewayConfig, type LegacyFields, type TenantConfig } from '../config/schema.js'
 import { effectiveDeprecation } from '../config/deprecation.js'
 import { compileRoutes, type CompiledRoute } from '../legacy/route-table.js'
+import { compileClientKey, type ClientKeySource } from '../credentials/client-id.js'
 import { buildDeprecationPolicy, type DeprecationPolicy } from './deprecation-policy.js'
 
 export { buildDeprecationHeaders } from './deprecation-policy.js'
@@ -17,6 +18,8 @@ export interface TenantRuntime {
   readonly responseFields: readonly { from: string; to: string }[]
   /** SPEC 13 per legacy route (`METHOD /path`): the tenant's deprecation with the route's merged over it (SPEC 14), or null. */
   readonly deprecation: ReadonlyMap<string, DeprecationPolicy | null>
+  /** SPEC 12: where a legacy request's client id comes from, in order. */
+  readonly clientKey: readonly ClientKeySource[]
   readonly fallback: 'reject' | 'proxy'
 }
 
@@ -43,6 +46,7 @@ export function buildTenantRuntime(name: string, tenant: TenantConfig, embeddedO
     unknownFields: tenant.legacy.unknownFields,
     responseFields: tenant.legacy.responseFields,
     deprecation: routeDeprecations(tenant),
+    clientKey: compileClientKey(tenant.clients.key),
     fallback: tenant.fallback
   })
 }

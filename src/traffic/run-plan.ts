@@ -46,6 +46,8 @@ export function recordFacts(record: AccessRecord, facts: Readonly<PlanFacts>): v
   record.legacyRoute = facts.legacyRoute
   record.v4Path = facts.v4Path
   record.clientFingerprint = facts.clientFingerprint
+  record.clientId = facts.clientId
+  record.deprecationAction = facts.deprecation?.action
 }
 
 /** A legacy runtime request: its body, read with its own limit (SPEC 10), completes the plan. */

@@ -80,6 +80,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       class: record.trafficClass,
       route: record.legacyRoute,
       v4Path: record.v4Path,
+      clientId: record.clientId,
       status: statusCode,
       durationMs: roundMs(durationMs),
       upstreamMs: record.upstreamMs === undefined ? undefined : roundMs(record.upstreamMs),

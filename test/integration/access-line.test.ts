@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { refusingOrigin } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
@@ -116,5 +117,30 @@ describe('log.access: false (SPEC 17)', () => {
     const requestId = answer.headers['x-request-id']
     await until(() => gateway.logs.lines().some((one) => one.msg === 'upstream failure' && one.requestId === requestId))
     expect(gateway.logs.lines().filter((one) => one.msg === 'request')).toEqual([])
+  })
+})
+
+describe('the access line’s clientId (SPEC 12, 17)', () => {
+  const { gw } = useSimulatorGateway((simUrl) => ({ tenants: { acme: { upstream: { staging: simUrl }, clients: { key: ['header:x-client-id', 'credential'] } } } }))
+  const fingerprintOf = (token: string): string => `fp:${createHash('sha256').update(token).digest('hex').slice(0, 16)}`
+
+  it('is the header id before the credential, the credential’s fp: id without the header, and never the credential', async () => {
+    const byHeader = await send(gw.url, '/v1/headless/runs', { headers: { ...AUTH, 'x-client-id': 'billing-batch.7' }, json: { input: 1 } })
+    expect(byHeader.status).toBe(200)
+    expect(await accessLineOf(gw, byHeader)).toMatchObject({ class: 'legacy', clientId: 'hdr:billing-batch.7' })
+    const byCredential = await send(gw.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    expect(await accessLineOf(gw, byCredential)).toMatchObject({ clientId: fingerprintOf('demo-token-alice') })
+    expect(gw.logs.text()).not.toContain('demo-token-alice')
+  })
+
+  it('is anonymous on a legacy request with neither, and absent from a native line', async () => {
+    const anonymous = await send(gw.url, '/v1/headless/runs', { json: { input: 1 } })
+    expect(anonymous.status).toBe(401)
+    expect(await accessLineOf(gw, anonymous)).toMatchObject({ clientId: 'anonymous', error: 'AUTH_INVALID' })
+    const id = ownRequestId()
+    const native = await send(gw.url, '/v4/execute', { headers: { ...AUTH, ...id, 'x-client-id': 'billing-batch.7' }, json: { input: 'native' } })
+    const line = await accessLineOf(gw, native, id['x-request-id'])
+    expect(line.class).toBe('native')
+    expect(line).not.toHaveProperty('clientId')
   })
 })

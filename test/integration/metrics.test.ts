@@ -136,3 +136,52 @@ describe('SPEC 17 metrics across a reload', () => {
     expect(seriesValue(text, 'v4gw_requests_total', 'tenant="acme",class="legacy",route="POST /v1/headless/runs",status_class="2xx",code="200"')).toBe(1)
   })
 })
+
+describe('SPEC 13 metrics: v4gw_legacy_deprecation_total and v4gw_brownouts_paused', () => {
+  const upstream = useRecordingUpstream(answerAfter(0, V4_ANSWER))
+  const HOUR = 3_600_000
+  const iso = (ms: number): string => new Date(ms).toISOString()
+
+  function deprecatedConfig(url: string): Record<string, unknown> {
+    const now = Date.now()
+    return testConfig(url, {
+      tenants: {
+        acme: {
+          upstream: { staging: url },
+          clients: { key: ['header:x-client-id', 'credential'] },
+          legacy: {
+            deprecation: {
+              date: iso(now - 30 * 24 * HOUR),
+              brownouts: { windows: [{ start: iso(now - HOUR), end: iso(now + HOUR) }] },
+              exempt: [{ client: 'hdr:contract-42', until: iso(now + 24 * HOUR) }]
+            }
+          }
+        }
+      }
+    })
+  }
+
+  it('counts each action by tenant and route, and shows a pause per tenant while it holds, with promtool content', async () => {
+    const gateway = await startGateway(deprecatedConfig(upstream.url))
+    const route = 'tenant="acme",route="POST /v1/headless/runs"'
+    expect(seriesValue(await scrape(gateway), 'v4gw_brownouts_paused', 'tenant="acme"')).toBe(0)
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-client-id': 'contract-42' }, json: { input: 1 } })).status).toBe(200)
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(410)
+    const paused = await send(gateway.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'acme', route: 'POST /v1/headless/runs', until: iso(Date.now() + HOUR), reason: 'metrics test' } })
+    expect(paused.status).toBe(200)
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
+    const text = await scrape(gateway)
+    expect(seriesValue(text, 'v4gw_legacy_deprecation_total', `${route},action="exempt"`)).toBe(1)
+    expect(seriesValue(text, 'v4gw_legacy_deprecation_total', `${route},action="brownout"`)).toBe(1)
+    expect(seriesValue(text, 'v4gw_legacy_deprecation_total', `${route},action="header"`)).toBe(1)
+    // A route's pause shows on its tenant's gauge.
+    expect(seriesValue(text, 'v4gw_brownouts_paused', 'tenant="acme"')).toBe(1)
+    // No metric carries a client id (SPEC 12) or the credential.
+    expect(text).not.toContain('contract-42')
+    expect(text).not.toContain('demo-token-alice')
+    const checked = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })
+    expect(`${checked.stdout}${checked.stderr}`).toBe('')
+    await send(gateway.adminUrl, '/admin/brownouts/pause?tenant=acme&route=POST%20/v1/headless/runs', { method: 'DELETE' })
+    expect(seriesValue(await scrape(gateway), 'v4gw_brownouts_paused', 'tenant="acme"')).toBe(0)
+  })
+})

@@ -197,3 +197,58 @@ describe('explain shows the deprecation decision (SPEC 13, 14)', () => {
     expect(during).toMatchObject({ deprecation: { action: 'brownout', windowEnd: iso(NOW + DAY + HOUR), bucket: brownoutBucket('acme', clientIdOf('tok-1')) }, answer: { status: 410, code: 'LEGACY_BROWNOUT' }, calls: [] })
   })
 })
+
+describe('SPEC 12 client ids in the brownout selection', () => {
+  const byHeader = { clients: { key: ['header:x-client-id', 'credential'] } }
+
+  function headWith(extra: string[], now = NOW): RequestHead {
+    const rawHeaders = ['host', 'gw.example', 'content-type', 'application/json', ...extra]
+    return { startedAt: 0, now, requestId: 'req-1', method: 'POST', url: '/v1/headless/runs', httpVersion: '1.1', headers: headersFromRaw(rawHeaders), rawHeaders, clientAddress: '10.0.0.9', protocol: 'http' }
+  }
+
+  /** A header id whose bucket falls below `bound`, and one at or above it. */
+  function headerIdsAround(bound: number): { inside: string; outside: string } {
+    let inside: string | undefined
+    let outside: string | undefined
+    for (let index = 0; inside === undefined || outside === undefined; index++) {
+      if (brownoutBucket('acme', `hdr:client-${index}`) < bound) inside ??= `client-${index}`
+      else outside ??= `client-${index}`
+    }
+    return { inside, outside }
+  }
+
+  it('selects by the header id before the credential: a client keeps its id, and its fate, when its session token rotates', () => {
+    const { inside, outside } = headerIdsAround(5000)
+    const runtime = runtimeWith({ brownouts: { ...OPEN_WINDOW, clients: 50 } }, byHeader)
+    for (const token of ['tok-1', 'tok-2', 'tok-3']) {
+      const selected = planRequest(runtime, headWith(['x-client-id', inside, 'authorization', `Bearer ${token}`]))
+      expect(refusal(selected)?.code).toBe('LEGACY_BROWNOUT')
+      expect(selected.facts).toMatchObject({ clientId: `hdr:${inside}`, deprecation: { clientId: `hdr:${inside}`, bucket: brownoutBucket('acme', `hdr:${inside}`) } })
+      expect(planRequest(runtime, headWith(['x-client-id', outside, 'authorization', `Bearer ${token}`])).kind).toBe('read-body')
+    }
+  })
+
+  it('falls back to the credential without the header, and exempts a header id', () => {
+    const runtime = runtimeWith({ brownouts: OPEN_WINDOW, exempt: [{ client: 'hdr:contract-42', until: iso(NOW + DAY) }] }, byHeader)
+    expect(planRequest(runtime, headWith(['authorization', 'Bearer tok-1'])).facts.clientId).toBe(clientIdOf('tok-1'))
+    const exempt = planRequest(runtime, headWith(['x-client-id', 'contract-42', 'authorization', 'Bearer tok-1']))
+    expect(exempt.kind).toBe('read-body')
+    expect(exempt.facts.deprecation).toMatchObject({ clientId: 'hdr:contract-42', action: 'exempt' })
+  })
+
+  it('gives an id to a request with two different credentials, from the first, and browns it out before the 400 (a conflict does not prevent an id)', () => {
+    const runtime = runtimeWith({ brownouts: OPEN_WINDOW })
+    const plan = planRequest(runtime, headWith(['authorization', 'Bearer tok-1', 'x-api-key', 'tok-2']))
+    expect(plan.facts.clientId).toBe(clientIdOf('tok-1'))
+    expect(refusal(plan)?.code).toBe('LEGACY_BROWNOUT')
+    // Outside a window the conflict is what the client hears.
+    const served = planRequest(runtimeWith({}), headWith(['authorization', 'Bearer tok-1', 'x-api-key', 'tok-2']))
+    expect(refusal(served)?.code).toBe('CREDENTIALS_CONFLICT')
+    expect(served.facts.clientId).toBe(clientIdOf('tok-1'))
+  })
+
+  it('never takes the credential as an id: a header id is its value only when it is plainly an id, else a hash', () => {
+    const plan = planRequest(runtimeWith({}, byHeader), headWith(['x-client-id', 'not an id; has spaces', 'authorization', 'Bearer tok-1']))
+    expect(plan.facts.clientId).toBe(`hdr#${hash('sha256', 'not an id; has spaces', 'hex').slice(0, 16)}`)
+  })
+})
