@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, resolveConfigPath } from './config/load-config
 import { describeDeprecation, effectiveDeprecation } from './config/deprecation.js'
 import { buildConfigJsonSchema } from './config/json-schema.js'
 import { EMBEDDED_UPSTREAM } from './config/schema.js'
+import { credentialClientId, headerClientId } from './credentials/client-id.js'
 import { buildGatewayRuntime } from './tenancy/gateway-runtime.js'
 import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
 import { explainRequest } from './plan/explain-request.js'
@@ -19,6 +20,7 @@ const USAGE = `Usage:
                                        print the V4 call(s) a request would become; sends nothing
   v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
   v4gw config-schema                   print the config's JSON Schema (config.schema.json)
+  v4gw fingerprint [--header]          print the client id of a credential (or header value) read from stdin
   v4gw healthcheck [--config FILE]     exit 0 if the admin listener's /healthz answers 200 within 2 s, else 1
   v4gw [COMMAND] --help | v4gw --version
 
@@ -33,7 +35,18 @@ in .json, with \${NAME} and \${NAME:-default} taken from this environment. A val
 summary (the listeners, each tenant's upstream and legacy routes) on stdout; an invalid one gets
 every problem, each with its path, on stderr. Every key: docs/config.md.
 
-Exit codes: 0 valid, 2 invalid config, 64 usage error.`
+Exit codes: 0 valid, 2 invalid config, 64 usage error.`,
+  fingerprint: `Usage: v4gw fingerprint [--header] < FILE
+
+Prints the client id the gateway computes (SPEC 12), for an exempt or labels entry. It reads one
+line from standard input, never from an argument, so a credential stays out of shell history and
+process lists: type it and press Ctrl-D, or pipe it (printf '%s' "$TOKEN" | v4gw fingerprint).
+One trailing newline is removed. Without --header the line is a credential as a legacy client
+sends it (a leading "Bearer " or "Token " in any case is removed): fp: and 16 hex digits of its
+SHA-256. With --header it is the value of a clients.key header, as it is: hdr:<value>, or hdr#
+and 16 hex digits for a value that is not 1-128 of [A-Za-z0-9._:-]. Prints only the id.
+
+Exit codes: 0 printed, 2 a line that is empty or holds whitespace or control characters, 64 usage error.`
 }
 
 function packageVersion(): string {
@@ -122,6 +135,30 @@ async function runCommand(args: string[], held: HeldSignals | undefined): Promis
 
 class UsageError extends Error {}
 
+/** A credential's scheme as SPEC 5 reads it from `Authorization`. */
+const CREDENTIAL_SCHEME = /^(?:bearer|token)[ \t]+/i
+
+/**
+ * SPEC 12's `v4gw fingerprint`: the client id of one line of standard input. Neither the line nor
+ * an argument is ever echoed: a stray argument may be a credential typed in the wrong place.
+ */
+async function fingerprintCommand(args: string[]): Promise<void> {
+  const header = args.length === 1 && args[0] === '--header'
+  if (args.length > (header ? 1 : 0)) throw new UsageError('fingerprint takes only --header: the credential is read from standard input, never from an argument')
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  const line = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
+  const value = header ? line : line.replace(CREDENTIAL_SCHEME, '')
+  // SPEC 12: whitespace or control characters inside a credential (a second line among them): exit 2.
+  const problem = value === '' ? 'is empty' : !header && /[\s\p{Cc}]/u.test(value) ? 'holds whitespace or control characters' : header && /[\r\n]/.test(value) ? 'holds more than one line' : undefined
+  if (problem !== undefined) {
+    console.error(`v4gw fingerprint: the ${header ? 'header value' : 'credential'} read from standard input ${problem}; nothing printed`)
+    process.exitCode = 2
+    return
+  }
+  console.log(header ? headerClientId(value) : credentialClientId(value))
+}
+
 /** A listener that cannot bind (a port in use, a privileged port, an address not here): its message says it all. */
 function isListenError(error: unknown): error is NodeJS.ErrnoException {
   return error instanceof Error && (error as NodeJS.ErrnoException).syscall === 'listen'
@@ -145,6 +182,8 @@ async function dispatch(command: CliCommand, args: string[], held: HeldSignals |
       return void console.log(JSON.stringify(buildConfigJsonSchema(), null, 2))
     case 'run':
       return runCommand(args, held)
+    case 'fingerprint':
+      return fingerprintCommand(args)
     case 'healthcheck':
       // cli.ts runs it without loading this module; here for a caller of runCli.
       process.exitCode = await (await import('./healthcheck.js')).runHealthcheck(args, { out: console.log, err: console.error })
