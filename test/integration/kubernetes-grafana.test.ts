@@ -329,12 +329,16 @@ describe('the config of deploy/kubernetes, running, and deploy/grafana against i
   // instead of the cluster's (the V4 API, the Redis Service) are the test's own, and `limits`
   // the test may tighten. The helper binds both listeners to 127.0.0.1 on free ports. Written
   // out too, for POST /admin/reload.
-  function deployedConfig(upstreamUrl: string, limits: Record<string, unknown> = {}): Record<string, unknown> {
+  function deployedConfig(upstreamUrl: string, limits: Record<string, unknown> = {}, deprecation?: Record<string, unknown>): Record<string, unknown> {
     const problems: EnvProblem[] = []
     const env = { ...deploymentEnv(), V4GW_UPSTREAM_URL: upstreamUrl, V4GW_REDIS_URL: redis.url }
     const raw = substituteEnv(parseDocument(shipped.text).toJS(), env, problems) as Record<string, unknown>
     expect(problems).toEqual([])
     if (Object.keys(limits).length > 0) raw.limits = { ...(raw.limits as Record<string, unknown> | undefined), ...limits }
+    if (deprecation !== undefined) {
+      // SPEC 13's series need a deprecated route: every tenant's legacy routes get one.
+      for (const tenant of Object.values(raw.tenants as Record<string, { legacy?: Record<string, unknown> }>)) tenant.legacy = { ...tenant.legacy, deprecation }
+    }
     writeFileSync(configPath, stringify(raw))
     return raw
   }
@@ -359,8 +363,10 @@ describe('the config of deploy/kubernetes, running, and deploy/grafana against i
     expect((await send(gw.url, '/v1/headless/runs', { json: { input: 1 } })).json.error.code).toBe('AUTH_INVALID')
     // The reload: the same file, with a V4 address where nothing listens and room for one request
     // in flight (both reload without a restart, SPEC 8).
-    deployedConfig(await refusingOrigin(), { maxInFlight: 1 })
+    deployedConfig(await refusingOrigin(), { maxInFlight: 1 }, { date: '2026-01-01T00:00:00Z' })
     expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    // v4gw_legacy_deprecation_total{tenant,route,action}: a legacy call to the route the reload deprecated.
+    expect((await send(gw.url, '/v1/headless/runs', { json: { input: 1 } })).headers.deprecation).toMatch(/^@\d+$/)
     // v4gw_upstream_failures_total{tenant,upstream,cause}: a refused V4 call.
     expect((await send(gw.url, '/v4/execute', { headers: alice, json: { input: 1 } })).json.error.code).toBe('UPSTREAM_UNAVAILABLE')
     // v4gw_load_shed_total{reason}: a request shed while another, its body unfinished, holds the one slot.
