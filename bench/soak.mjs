@@ -2,10 +2,11 @@
 // npm run soak: mixed legacy and native traffic at saturation against several real gateway
 // processes behind a client-side round robin (a load balancer), with a config reload (SIGHUP to
 // every gateway, SPEC 8) one third in and a rolling restart (each gateway in turn replaced by a
-// new process, then sent SIGTERM, SPEC 9) two thirds in. Samples every gateway's RSS each second
-// and draws it as an ASCII chart, one per gateway slot. Loopback only, bounded in time, ends only
-// the processes it started (by PID). Exits non-zero if an accepted request was lost, a reload or
-// a drain failed, or a gateway's RSS grew without levelling off.
+// new process, then sent SIGTERM, SPEC 9) two thirds in. Samples every gateway's RSS each second,
+// and its heap used and count of major GCs from its admin /metrics, and draws both as ASCII
+// charts, one per gateway slot. Loopback only, bounded in time, ends only the processes it started
+// (by PID). Exits non-zero if an accepted request was lost, a reload or a drain failed, or, once
+// major GCs had started, a gateway's RSS or its heap floor grew (bench/soak-memory.mjs).
 // Usage: npm run soak [-- --seconds 60 | --minutes 10] [--gateways 3] [--concurrency 64] [--json FILE]
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,6 +16,7 @@ import { parseArgs } from 'node:util'
 import { Pool, request } from 'undici'
 import { stringify } from 'yaml'
 import { plotTimeSeries } from './ascii-plot.mjs'
+import { judgeMemory, majorGcTimes, median, parseMemoryMetrics, perMinute, slopePerMinute } from './soak-memory.mjs'
 import { productionNodeFlags } from './candidates.mjs'
 import { killAllNow, startNode, stopAll, stopProcess } from './processes.mjs'
 
@@ -36,15 +38,8 @@ for (const [name, value] of [['duration', SECONDS], ['gateways', GATEWAYS], ['co
 // RSS may settle higher than at warm-up (JIT, pools, the session map filling up); twice that, and
 // at least 64 MiB more, is growth without bound.
 const RSS_GROWTH_LIMIT = (startBytes) => Math.max(startBytes * 2, startBytes + 64 * 1024 * 1024)
-// A gateway that served this long is judged on whether its RSS levelled off: the median of the
-// last third of its samples against the median of the middle third. With the image's 128 MiB
-// first old-space limit a full GC comes every 15 s or so under load (docs/deploy.md), so by the
-// middle third the heap has been through several and only growth that does not stop is left.
-// The tolerance lets through what the GC's phase moves a median by; it catches growth of about
-// 7 MiB a minute or more sustained over a 400 s life (the medians are some 130 s apart), and
-// the report gives the slope of the second half for anything slower.
-const PLATEAU_MIN_SECONDS = 120
-const PLATEAU_TOLERANCE = (middleMiB) => Math.max(middleMiB * 0.1, 16)
+// Whether memory levelled off is judged by bench/soak-memory.mjs, from the first major GC on:
+// before it, with the image's 128 MiB first old-space limit, the heap is still filling.
 const ROOT = new URL('..', import.meta.url).pathname
 const STATE_KEYS = 200
 const PLOT_WIDTH = 72
@@ -94,6 +89,12 @@ async function untilReady(gateway, timeoutMs = 10_000) {
     await sleep(50)
   }
   throw new Error(`${gateway.name} was not ready within ${timeoutMs} ms`)
+}
+
+/** Heap used, old space used and the count of major GCs, from the gateway's admin /metrics. */
+async function memoryMetrics(gateway) {
+  const response = await request(`${gateway.adminUrl}/metrics`, { headersTimeout: 5000, bodyTimeout: 5000 })
+  return parseMemoryMetrics(await response.body.text())
 }
 
 /** The count of successful reloads the gateway reports (SPEC 9 metrics). */
@@ -169,8 +170,9 @@ async function main() {
   const configPath = join(dir, 'gateway.yaml')
   writeFileSync(configPath, stringify(gatewayConfig(stubUrl, 1)))
   const firsts = await Promise.all(Array.from({ length: GATEWAYS }, (_, index) => startGateway(`gateway-${index + 1}`, configPath)))
-  /** Per slot, every process that served it, in order, with its RSS samples. */
-  const slots = firsts.map((gateway) => [{ gateway, samples: [], from: 0 }])
+  /** Per slot, every process that served it, in order, with its RSS, heap and major GC samples. */
+  const newLife = (gateway, from) => ({ gateway, samples: [], heap: [], oldSpace: [], gcs: [], scraping: false, from })
+  const slots = firsts.map((gateway) => [newLife(gateway, 0)])
   for (const gateway of firsts) rotation.push(inRotation(gateway))
   console.log(`soak: ${SECONDS} s, ${GATEWAYS} gateways (pids ${firsts.map((gateway) => gateway.handle.pid).join(', ')}), ${CONCURRENCY} concurrent`)
 
@@ -184,6 +186,20 @@ async function main() {
         if (life.gateway.handle.exited || life.to !== undefined) continue
         const value = rssBytes(life.gateway.handle.pid)
         if (value > 0) life.samples.push({ t, value })
+        // One scrape at a time per process; a slow one skips a second rather than pile up.
+        if (life.scraping) continue
+        life.scraping = true
+        memoryMetrics(life.gateway)
+          .then(({ heapUsedBytes, oldSpaceUsedBytes, majorGcs }) => {
+            if (life.to !== undefined) return
+            if (heapUsedBytes !== null) life.heap.push({ t, value: heapUsedBytes })
+            if (oldSpaceUsedBytes !== null) life.oldSpace.push({ t, value: oldSpaceUsedBytes })
+            if (majorGcs !== null) life.gcs.push({ t, count: majorGcs })
+          })
+          .catch(() => {}) // stopping, or too busy to answer within 5 s: a gap in the chart
+          .finally(() => {
+            life.scraping = false
+          })
       }
     }
   }, 1000)
@@ -207,7 +223,7 @@ async function main() {
     await untilReady(replacement)
     const previous = rotation[index]
     const at = secondsSinceStart()
-    slot.push({ gateway: replacement, samples: [], from: at })
+    slot.push(newLife(replacement, at))
     rotation[index] = inRotation(replacement)
     const rssAtRestart = rssBytes(old.gateway.handle.pid)
     old.to = at
@@ -226,6 +242,8 @@ async function main() {
   await stopProcess(stub)
 
   const verdicts = slots.map((slot, index) => judgeRss(slot[0], restarts[index]))
+  const memory = slots.map((slot, index) => judgeMemory({ rss: slot[0].samples, heap: slot[0].heap, oldSpace: slot[0].oldSpace, gcs: slot[0].gcs, end: restarts[index].at }))
+  const lastMajorGcs = slots.map((slot) => majorGcTimes(slot[slot.length - 1].gcs).length)
   const report = {
     seconds: SECONDS,
     gateways: GATEWAYS,
@@ -235,11 +253,21 @@ async function main() {
     reload: { atSeconds: round(reloadAt), gateways: reloads },
     restarts: restarts.map(({ slot, at, oldPid, newPid, exit }) => ({ slot, atSeconds: round(at), oldPid, newPid, exit })),
     rss: verdicts.map((verdict, index) => ({ slot: index + 1, ...verdict, replacementEndMiB: mib(lastRss[index]) })),
-    samples: slots.map((slot) => slot.map((life) => ({ pid: life.gateway.handle.pid, rssMiB: life.samples.map(({ t, value }) => [round(t), mib(value)]) }))),
+    memory: memory.map((verdict, index) => ({ slot: index + 1, pid: slots[index][0].gateway.handle.pid, ...verdict, replacementMajorGcs: lastMajorGcs[index] })),
+    samples: slots.map((slot) =>
+      slot.map((life) => ({
+        pid: life.gateway.handle.pid,
+        rssMiB: life.samples.map(({ t, value }) => [round(t), mib(value)]),
+        heapUsedMiB: life.heap.map(({ t, value }) => [round(t), mib(value)]),
+        oldSpaceUsedMiB: life.oldSpace.map(({ t, value }) => [round(t), mib(value)]),
+        majorGcs: life.gcs.map(({ t, count }) => [round(t), count])
+      }))
+    ),
     node: process.version
   }
   console.log(JSON.stringify({ ...report, samples: '(in --json)' }, null, 2))
   console.log(renderPlots(slots, { reloadAt, restarts, xMax: Math.max(ranFor, SECONDS) }).join('\n'))
+  console.log(renderHeapPlots(slots, { reloadAt, restarts, xMax: Math.max(ranFor, SECONDS) }).join('\n'))
   if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`)
 
   const problems = []
@@ -251,8 +279,28 @@ async function main() {
   }
   for (const [index, verdict] of verdicts.entries()) {
     if (!verdict.withinLimit) problems.push(`gateway-${index + 1} RSS grew from ${verdict.warmupMiB} to ${verdict.atRestartMiB} MiB (limit ${verdict.limitMiB})`)
-    if (verdict.plateau === false) problems.push(`gateway-${index + 1} RSS did not level off: median ${verdict.middleThirdMedianMiB} MiB in the middle third of its life, ${verdict.lastThirdMedianMiB} MiB in the last`)
   }
+  const notes = []
+  for (const [index, verdict] of memory.entries()) {
+    const name = `gateway-${index + 1}`
+    if (verdict.notJudged !== null) notes.push(`${name}: memory plateau not judged: ${verdict.notJudged}`)
+    if (verdict.rssAfterFirstGc?.level === false) {
+      const { middleThirdMedianMiB, lastThirdMedianMiB, toleranceMiB } = verdict.rssAfterFirstGc
+      problems.push(`${name} RSS did not level off after major GCs started: median ${middleThirdMedianMiB} MiB in the middle third, ${lastThirdMedianMiB} MiB in the last (tolerance ${toleranceMiB})`)
+    }
+    if (verdict.heapFloor?.level === false) {
+      const { earlierHalfLowestMiB, laterHalfLowestMiB, toleranceMiB } = verdict.heapFloor
+      problems.push(`${name} heap floor after major GCs grew: lowest ${earlierHalfLowestMiB} MiB over the earlier half of its GCs, ${laterHalfLowestMiB} MiB over the later (tolerance ${toleranceMiB})`)
+    }
+  }
+  for (const [index, verdict] of memory.entries()) {
+    if (verdict.plateau === null) continue
+    const { rssAfterFirstGc: rss, heapFloor: floor } = verdict
+    console.log(
+      `soak: gateway-${index + 1}: ${verdict.majorGcs} major GCs, the first at ${verdict.firstMajorGcAt} s; after it RSS median ${rss.middleThirdMedianMiB} → ${rss.lastThirdMedianMiB} MiB (middle → last third), lowest heap floor ${floor.earlierHalfLowestMiB} → ${floor.laterHalfLowestMiB} MiB (earlier → later half of the GCs; old space ${floor.oldSpaceEarlierHalfLowestMiB} → ${floor.oldSpaceLaterHalfLowestMiB})`
+    )
+  }
+  for (const note of notes) console.log(`soak: ${note}`)
   console.log(problems.length === 0 ? 'soak: PASS' : `soak: FAIL\n- ${problems.join('\n- ')}`)
   return problems.length === 0 ? 0 : 1
 }
@@ -267,32 +315,32 @@ async function reloadTook(gateway) {
   return { gateway: gateway.name, took: false }
 }
 
-/** A first gateway's RSS: bounded at its restart, and level over the second half of a long enough life. */
+/** A first gateway's RSS: bounded at its restart; the slope of its second half, for the record (the plateau is judgeMemory's). */
 function judgeRss(life, restart) {
   const samples = life.samples
   // Warm-up: the first samples include start-up and JIT; take the third second as the start.
   const warmup = samples[Math.min(2, samples.length - 1)]?.value ?? restart.rssAtRestart
-  const verdict = {
+  return {
     pid: life.gateway.handle.pid,
     warmupMiB: mib(warmup),
     atRestartMiB: mib(restart.rssAtRestart),
     limitMiB: mib(RSS_GROWTH_LIMIT(warmup)),
     withinLimit: restart.rssAtRestart <= RSS_GROWTH_LIMIT(warmup),
     lifeSeconds: round(restart.at),
-    middleThirdMedianMiB: null,
-    lastThirdMedianMiB: null,
-    secondHalfSlopeMiBPerMinute: null,
-    plateau: null
+    secondHalfSlopeMiBPerMinute: samples.length >= 4 ? round(slopePerMinute(samples.slice(Math.floor(samples.length / 2)).map(({ t, value }) => ({ t, value: value / 2 ** 20 })))) : null,
+    medianByMinuteMiB: perMinuteMedians(samples)
   }
-  if (restart.at < PLATEAU_MIN_SECONDS || samples.length < 9) return verdict
-  const third = Math.floor(samples.length / 3)
-  const middle = median(samples.slice(third, 2 * third).map(({ value }) => value / 2 ** 20))
-  const last = median(samples.slice(2 * third).map(({ value }) => value / 2 ** 20))
-  verdict.middleThirdMedianMiB = round(middle)
-  verdict.lastThirdMedianMiB = round(last)
-  verdict.secondHalfSlopeMiBPerMinute = round(slopePerMinute(samples.slice(Math.floor(samples.length / 2))))
-  verdict.plateau = last <= middle + PLATEAU_TOLERANCE(middle)
-  return verdict
+}
+
+/** The median RSS of each whole or part minute of a life, in MiB. */
+function perMinuteMedians(samples) {
+  const minutes = new Map()
+  for (const { t, value } of samples) {
+    const minute = Math.floor(t / 60)
+    if (!minutes.has(minute)) minutes.set(minute, [])
+    minutes.get(minute).push(value / 2 ** 20)
+  }
+  return [...minutes.values()].map((values) => round(median(values)))
 }
 
 /** One chart per slot, on one scale: `#` its first process, `+` the one that replaced it. */
@@ -313,24 +361,33 @@ function renderPlots(slots, { reloadAt, restarts, xMax }) {
   return lines
 }
 
-function median(numbers) {
-  const sorted = [...numbers].sort((a, b) => a - b)
-  const middle = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-}
-
-/** Least-squares slope of RSS over time, in MiB per minute. */
-function slopePerMinute(samples) {
-  const n = samples.length
-  const meanT = samples.reduce((sum, { t }) => sum + t, 0) / n
-  const meanV = samples.reduce((sum, { value }) => sum + value / 2 ** 20, 0) / n
-  let numerator = 0
-  let denominator = 0
-  for (const { t, value } of samples) {
-    numerator += (t - meanT) * (value / 2 ** 20 - meanV)
-    denominator += (t - meanT) ** 2
+/**
+ * One chart of heap used per slot, on one scale: `#` and `+` as in the RSS charts; on the time
+ * axis G where a major GC happened (R and ^ win a shared column), and the count of major GCs in
+ * each minute under it.
+ */
+function renderHeapPlots(slots, { reloadAt, restarts, xMax }) {
+  const highest = Math.max(...slots.flatMap((slot) => slot.flatMap((life) => life.heap.map(({ value }) => value / 2 ** 20))), 1)
+  const yMax = Math.ceil(highest / 50) * 50
+  const lines = [
+    '',
+    `Heap used of each gateway (MiB, v4gw_nodejs_heap_size_used_bytes from its /metrics); ${round(xMax / PLOT_WIDTH)} s a column, ${round(yMax / PLOT_HEIGHT)} MiB a row.`,
+    `# and + as above; on the time axis G a major GC (v4gw_nodejs_gc_duration_seconds_count{kind="major"} went up), R the reload, ^ the restart.`
+  ]
+  for (const [index, slot] of slots.entries()) {
+    const pids = slot.map((life, order) => `${order === 0 ? '#' : '+'} pid ${life.gateway.handle.pid}`).join(', ')
+    lines.push('', `gateway-${index + 1} heap (${pids})`)
+    const series = slot.map((life, order) => ({ symbol: order === 0 ? '#' : '+', samples: life.heap.map(({ t, value }) => ({ t, value: value / 2 ** 20 })) }))
+    const gcTimes = slot.flatMap((life) => majorGcTimes(life.gcs))
+    const events = [
+      ...gcTimes.map((t) => ({ t, symbol: 'G' })),
+      { t: reloadAt, symbol: 'R' },
+      ...restarts.filter((restart) => restart.slot === index + 1).map((restart) => ({ t: restart.at, symbol: '^' }))
+    ]
+    lines.push(...plotTimeSeries({ series, events, xMax, yMax, width: PLOT_WIDTH, height: PLOT_HEIGHT }))
+    lines.push(`major GCs a minute: ${perMinute(gcTimes, xMax).join(' ')}`)
   }
-  return denominator === 0 ? 0 : (numerator / denominator) * 60
+  return lines
 }
 
 function mib(bytes) {
