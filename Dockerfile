@@ -40,8 +40,8 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "dist/cli.js", "healthcheck"]
 # Node runs as PID 1 here and handles SIGTERM itself: readiness false, drain, exit 0.
 # A 32 MiB young generation: per-request objects die there instead of being promoted; a
-# 128 MiB first old-space limit: full GCs come about every 15 s under load instead of every
-# 2-6 s; no allocation-site pretenuring: V8's guess sends streamed requests' objects to the
+# 128 MiB first old-space limit: the first full GC waits until the old space nears it (see
+# docs/deploy.md); no allocation-site pretenuring: V8's guess sends streamed requests' objects to the
 # old space, and each scavenge then promotes megabytes (docs/performance.md). The same flags
 # as `npm start`.
 ENTRYPOINT ["node", "--max-semi-space-size=32", "--initial-old-space-size=128", "--no-allocation-site-pretenuring", "dist/cli.js"]

@@ -3,7 +3,9 @@ import { spawn } from 'node:child_process'
 /**
  * The V8 flags the gateway runs with (docs/performance.md, "Node flags"): a 32 MiB young
  * generation, so per-request objects die there instead of being promoted; a 128 MiB first
- * old-space limit, so full GCs come about every 15 s under load instead of every 2-6 s; and no
+ * old-space limit, so the first full GC waits until the old space nears it (in the bench's
+ * windows every ~15 s instead of every 2-6 s; in a long soak, once it is reached, every few
+ * seconds: docs/soak.md); and no
  * allocation-site pretenuring, whose guess sends streamed requests' objects to the old space.
  * `npm start` and the Docker image pass them; a plain `node dist/cli.js` or `npx v4gw` gets them
  * from `relaunchWithFlags`.
