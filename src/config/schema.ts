@@ -193,6 +193,46 @@ const routeDeprecationSchema = z
   })
   .nullable()
 
+/**
+ * SPEC 16: the headers the gateway sets on a V4 call itself, or that carry a credential: a
+ * `forwardHeader` naming one would replace it.
+ */
+const RESERVED_CALL_HEADERS = [...CREDENTIAL_HEADERS, 'content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'accept', 'accept-encoding', 'host', 'connection', 'user-agent', 'x-request-id', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'traceparent', 'tracestate', 'baggage'] as const
+
+const idempotencyHeader = z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name').transform((name) => name.toLowerCase())
+const forwardHeader = z
+  .string()
+  .regex(new RegExp(`^(?!(?:${RESERVED_CALL_HEADERS.map(anyCase).join('|')})$)[A-Za-z0-9-]+$`), `expected an HTTP header name that the gateway does not set on a V4 call itself (${RESERVED_CALL_HEADERS.join(', ')})`)
+  .transform((name) => name.toLowerCase())
+// waitMs sets a timer: Node runs one set beyond 2^31 - 1 ms after 1 ms.
+const idempotencyWaitMs = wholeNumber(z.number().int().min(0).max(2_147_483_647))
+
+/** SPEC 16's `legacy.idempotency` of a tenant, every key with its default. */
+const idempotencySchema = z
+  .strictObject({
+    keyHeader: idempotencyHeader.default('idempotency-key'),
+    ttlMs: positiveInt.default(86_400_000),
+    waitMs: idempotencyWaitMs.default(10_000),
+    maxBodyBytes: wholeNumber(z.number().int().min(0)).default(1_048_576),
+    maxEntries: positiveInt.default(10_000),
+    maxBytes: positiveInt.default(67_108_864),
+    forwardHeader: forwardHeader.nullable().default(null)
+  })
+  .nullable()
+
+/** A route's entry, merged over the tenant's key by key (as SPEC 14 merges deprecation); null turns it off for the route. */
+const routeIdempotencySchema = z
+  .strictObject({
+    keyHeader: idempotencyHeader.optional(),
+    ttlMs: positiveInt.optional(),
+    waitMs: idempotencyWaitMs.optional(),
+    maxBodyBytes: wholeNumber(z.number().int().min(0)).optional(),
+    maxEntries: positiveInt.optional(),
+    maxBytes: positiveInt.optional(),
+    forwardHeader: forwardHeader.nullable().optional()
+  })
+  .nullable()
+
 const tenantObject = z.strictObject({
   upstream: z
     .strictObject({
@@ -212,13 +252,14 @@ const tenantObject = z.strictObject({
       fields: legacyFieldsSchema.prefault({}),
       unknownFields: z.enum(['keep', 'drop']).default('keep'),
       responseFields: z.array(z.strictObject({ from: jsonPointer, to: jsonPointer.min(1) })).default([]),
-      deprecation: deprecationSchema.default(null)
+      deprecation: deprecationSchema.default(null),
+      idempotency: idempotencySchema.default(null)
     })
     .prefault({}),
-  // SPEC 14's per-route settings; only `deprecation` (SPEC 13) so far.
+  // SPEC 14's per-route settings: `deprecation` (SPEC 13) and `idempotency` (SPEC 16) so far.
   migration: z
     .strictObject({
-      routes: z.record(z.string().min(1), z.strictObject({ deprecation: routeDeprecationSchema.optional() })).default({})
+      routes: z.record(z.string().min(1), z.strictObject({ deprecation: routeDeprecationSchema.optional(), idempotency: routeIdempotencySchema.optional() })).default({})
     })
     .prefault({}),
   clients: clientsSchema,
@@ -239,6 +280,10 @@ function checkDeprecations(tenant: z.output<typeof tenantObject>, ctx: z.Refinem
     if (!labels.has(key)) {
       ctx.addIssue({ code: 'custom', path: ['migration', 'routes', key], message: `not a route of this tenant's table ("METHOD /path" exactly as listed: ${[...labels].join(', ')})` })
       continue
+    }
+    // SPEC 16 applies to the translated routes only: a proxy route streams, and keeps no answer.
+    if (entry.idempotency != null && tenant.legacy.routes.some((route) => `${route.method} ${route.path}` === key && route.action === 'proxy')) {
+      ctx.addIssue({ code: 'custom', path: ['migration', 'routes', key, 'idempotency'], message: 'idempotency applies to execute and session-execute routes only (SPEC 16), not to a proxy route' })
     }
     const effective = effectiveDeprecation(tenantDeprecation, entry.deprecation)
     if (effective === undefined) {
@@ -556,3 +601,5 @@ export type LimitsConfig = GatewayConfig['limits']
 type SameType<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
 export const DEPRECATION_TYPES_AGREE: SameType<NonNullable<TenantConfig['legacy']['deprecation']>, DeprecationConfig> &
   SameType<NonNullable<TenantConfig['migration']['routes'][string]['deprecation']>, RouteDeprecationConfig> = true
+/** SPEC 16's settings of one route, the route's entry merged over the tenant's. */
+export type IdempotencyConfig = NonNullable<z.output<typeof idempotencySchema>>

@@ -192,7 +192,12 @@ const INVALID: Case[] = [
   { name: 'an fp: exemption without the credential source', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", exempt: [{ client: "fp:0123456789abcdef", until: "2030-06-01T00:00:00Z" }] }', '    clients: { key: [header:x-client-id] }\n'), valid: false, beyondSchema: 'client ids and their sources' },
   { name: 'the two spellings of the store saying different things', yaml: withTenant('store: { kind: memory }\nsessions: { store: redis, redis: { url: "redis://127.0.0.1:6379" } }'), valid: false, beyondSchema: 'the two spellings of the store' },
   { name: 'two different Redis URLs under the two spellings', yaml: withTenant('store: { redis: { url: "redis://a.internal:6379" } }\nsessions: { redis: { url: "redis://b.internal:6379" } }'), valid: false, beyondSchema: 'the two spellings of the store' },
-  { name: 'a client id that is not one', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", exempt: [{ client: "fp:XYZ", until: "2030-06-01T00:00:00Z" }] }'), valid: false }
+  { name: 'a client id that is not one', yaml: withDeprecation('{ date: "2030-01-01T00:00:00Z", exempt: [{ client: "fp:XYZ", until: "2030-06-01T00:00:00Z" }] }'), valid: false },
+  { name: 'idempotency with its defaults, one route off and one with a header of its own', yaml: `${TENANT}    legacy:\n      idempotency: {}\n    migration:\n      routes:\n        "POST /v1/headless/runs": { idempotency: null }\n        "POST /v1/runs/invoke": { idempotency: { keyHeader: X-Retry-Key, waitMs: "0", forwardHeader: idempotency-key } }\n`, valid: true },
+  { name: 'idempotency forwarding the key in the authorization header', yaml: `${TENANT}    legacy:\n      idempotency: { forwardHeader: Authorization }\n`, valid: false },
+  { name: 'idempotency with a ttl of zero', yaml: `${TENANT}    legacy:\n      idempotency: { ttlMs: 0 }\n`, valid: false },
+  { name: 'idempotency with a key that is not one', yaml: `${TENANT}    legacy:\n      idempotency: { replay: true }\n`, valid: false },
+  { name: 'idempotency on a proxy route', yaml: `${TENANT}    legacy:\n      routes: [{ method: GET, path: /v1/policies, action: proxy, rewrite: /v4/policies }]\n    migration:\n      routes:\n        "GET /v1/policies": { idempotency: {} }\n`, valid: false, beyondSchema: 'idempotency on a proxy route' }
 ]
 
 describe('config.schema.json', () => {
