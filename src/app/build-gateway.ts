@@ -13,6 +13,7 @@ import { createMigrationReport } from '../observability/migration-report.js'
 import { resolveRequestId } from '../observability/request-id.js'
 import { explainRequest } from '../plan/explain-request.js'
 import { createSessionStore } from '../sessions/create-session-store.js'
+import { createMemoryIdempotencyStore } from '../sessions/idempotency-store.js'
 import { createSessionMap } from '../sessions/session-map.js'
 import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-handler.js'
@@ -80,7 +81,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     }
   }
 
-  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, logger, isDraining, onRequestDone })
+  // SPEC 16's records live as long as the process, whatever a reload says (SPEC 17).
+  const idempotency = createMemoryIdempotencyStore()
+  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, logger, isDraining, onRequestDone })
   const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
     metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
   )

@@ -603,3 +603,5 @@ export const DEPRECATION_TYPES_AGREE: SameType<NonNullable<TenantConfig['legacy'
   SameType<NonNullable<TenantConfig['migration']['routes'][string]['deprecation']>, RouteDeprecationConfig> = true
 /** SPEC 16's settings of one route, the route's entry merged over the tenant's. */
 export type IdempotencyConfig = NonNullable<z.output<typeof idempotencySchema>>
+/** SPEC 16's defaults, which a route's entry merges over when its tenant sets no idempotency. */
+export const IDEMPOTENCY_DEFAULTS: IdempotencyConfig = Object.freeze(idempotencySchema.unwrap().parse({}))

@@ -29,6 +29,8 @@ export interface LegacyCallTarget {
   cancelScope: CancelScope
   /** Filled in as the calls go, so that a request that fails midway is still logged with them (SPEC 9). */
   trace: LegacyCallTrace
+  /** Hears each execution call as it goes out (SPEC 16: an answer after one is kept, the call may have run). */
+  onExecution?: () => void
 }
 
 /** Makes a legacy request's planned V4 calls (SPEC 4). */
@@ -38,6 +40,7 @@ export function runLegacyCalls(calls: LegacyCalls, target: LegacyCallTarget, dep
 }
 
 async function runExecute(calls: ExecuteCalls, target: LegacyCallTarget, deps: LegacyCallDeps): Promise<LegacyCallResult> {
+  target.onExecution?.()
   return { response: await send(deps, target, calls.execution, target.cancelScope) }
 }
 
@@ -67,6 +70,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   trace.sessionOutcome = first.outcome
   if (first.result.rejection !== undefined) return { response: first.result.rejection }
   let sessionId = first.result.sessionId
+  target.onExecution?.()
   let response = await send(deps, target, calls.execution(sessionId), target.cancelScope)
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
@@ -77,6 +81,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     const retry = await deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
     if (retry.result.rejection !== undefined) return { response: retry.result.rejection }
     sessionId = retry.result.sessionId
+    target.onExecution?.()
     response = await send(deps, target, calls.execution(sessionId), target.cancelScope)
   }
   // A 401 evicts the entry, the retried one included, and is returned as it came.

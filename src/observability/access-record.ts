@@ -17,6 +17,14 @@ export type UpstreamFailureCause = 'refused' | 'reset' | 'timeout' | 'bad_respon
  */
 export type DeprecationAction = 'header' | 'brownout' | 'gone' | 'exempt'
 
+/**
+ * SPEC 16's closed set of `outcome` on v4gw_idempotency_total: the execution ran and its answer was
+ * kept, a stored answer was replayed (at once, or after waiting for the first call), a retry met a
+ * call still running, a key sent with another request, an answer too large to keep, an execution
+ * whose answer was not kept (so a retry runs), or the shared store could not be asked.
+ */
+export type IdempotencyOutcome = 'executed' | 'replayed' | 'waited' | 'in_progress' | 'key_reused' | 'too_large' | 'not_kept' | 'store_unavailable'
+
 /** SPEC 2: every request on the traffic listener is exactly one of these. */
 export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'
 
@@ -39,6 +47,8 @@ export class AccessRecord {
   /** SPEC 13's action on a deprecated legacy route, for v4gw_legacy_deprecation_total. */
   deprecationAction: DeprecationAction | undefined = undefined
   sessionOutcome: SessionOutcome | undefined = undefined
+  /** SPEC 16's outcome of a request that carried an idempotency key. */
+  idempotencyOutcome: IdempotencyOutcome | undefined = undefined
   upstreamMs: number | undefined = undefined
   /** Response body bytes written to the client, by whichever step wrote them (SPEC 17). */
   bytesOut = 0

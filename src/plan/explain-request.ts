@@ -45,6 +45,12 @@ export interface Explanation {
   action?: string
   /** SPEC 13 on a deprecated route: the client id, what was decided and why. */
   deprecation?: DeprecationFacts
+  /**
+   * SPEC 16 on a request that carries an idempotency key: its calls run once per key; a retry of
+   * the same request gets the stored answer, another request with the key 422. `explain` reads no
+   * store, so it says which would happen, not which will.
+   */
+  idempotency?: { keyHeader: string; ttlMs: number; when: string }
   /** The V4 calls the request would become, in order; credentials redacted. */
   calls: ExplainedCall[]
   /** Set when the gateway would answer by itself, without any upstream call. */
@@ -76,6 +82,15 @@ export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Ex
       plan = plan.withBody(bytes === undefined ? Buffer.alloc(0) : Buffer.from(bytes()))
     }
     Object.assign(explanation, shownFacts(plan.facts))
+    if (plan.kind === 'idempotent') {
+      const { settings } = plan.idempotency
+      explanation.idempotency = {
+        keyHeader: settings.keyHeader,
+        ttlMs: settings.ttlMs,
+        when: `executed when the key holds no answer; replayed (idempotent-replayed: true, nothing sent) when it holds this request's answer; 422 IDEMPOTENCY_KEY_REUSED when it holds another request's`
+      }
+      plan = plan.calls
+    }
     switch (plan.kind) {
       case 'refuse':
         return withAnswer(explanation, plan.error)

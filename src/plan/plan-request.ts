@@ -14,6 +14,7 @@ import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import { deprecationHeadersFor } from '../tenancy/deprecation-policy.js'
 import { classifyRequest, rewrittenProxyPath } from './classify-request.js'
 import { decideDeprecation, type DeprecationFacts } from './deprecation-step.js'
+import { buildIdempotencyRequest, readIdempotencyKey, type IdempotencyRequest } from './idempotency-step.js'
 import type { RequestTarget } from './request-target.js'
 
 /**
@@ -62,7 +63,7 @@ export interface StreamPlan extends PlanBase {
 export interface ReadBodyPlan extends PlanBase {
   readonly kind: 'read-body'
   readonly limitBytes: number
-  withBody(bytes: Buffer): RefusePlan | CallsPlan
+  withBody(bytes: Buffer): RefusePlan | CallsPlan | IdempotentPlan
 }
 
 /** The V4 calls a legacy runtime request becomes (SPEC 4), and how its answer is shaped (SPEC 6). */
@@ -76,7 +77,14 @@ export interface CallsPlan extends PlanBase {
   readonly sessionLink: ((sessionId: string) => string | undefined) | undefined
 }
 
-export type Plan = RefusePlan | StreamPlan | ReadBodyPlan | CallsPlan
+/** SPEC 16: a translated request that carries an idempotency key: its calls run once per key, a retry gets the stored answer. */
+export interface IdempotentPlan extends PlanBase {
+  readonly kind: 'idempotent'
+  readonly calls: CallsPlan
+  readonly idempotency: IdempotencyRequest
+}
+
+export type Plan = RefusePlan | StreamPlan | ReadBodyPlan | CallsPlan | IdempotentPlan
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 
@@ -155,6 +163,8 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     const ownHeaders = answerHeaders
     const sessionLink = policy === null || route.action !== 'session-execute' ? undefined : (sessionId: string) => deprecationHeadersFor(policy, sessionExecutePath(sessionId)).link
     const authorization = authorizeRuntimeCall(credential, head.headers['content-type'], head.headers['content-encoding'])
+    // SPEC 16, after the gateway's own refusals above: a malformed key is a 400 before the body is read.
+    const keyed = readIdempotencyKey(tenant.idempotency.get(route.label), head)
     const limitBytes = runtime.config.limits.bodyBytes
     return {
       kind: 'read-body',
@@ -166,6 +176,10 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
           // The listener reads at most this much; `explain` is handed the bytes whole.
           if (bytes.length > limitBytes) throw new GatewayError('PAYLOAD_TOO_LARGE', `request body is larger than ${limitBytes} bytes`)
           const { body, call } = parseRuntimeBody(bytes, tenant, route)
+          const headers = runtimeCallHeaders(head.headers, head.clientAddress, head.protocol, head.requestId, authorization, runtime.config.tracing.forwardBaggage)
+          // SPEC 16 `forwardHeader`: the key goes on to V4 too, for a backend that deduplicates itself.
+          const forwardHeader = keyed?.settings.forwardHeader
+          if (forwardHeader != null) headers[forwardHeader] = (keyed as { key: string }).key
           const calls = buildLegacyCalls({
             tenant: tenant.name,
             upstreamOrigin: tenant.upstreamOrigin,
@@ -174,12 +188,28 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
             call,
             body,
             requestHeaders: head.headers,
-            headers: runtimeCallHeaders(head.headers, head.clientAddress, head.protocol, head.requestId, authorization, runtime.config.tracing.forwardBaggage),
+            headers,
             // authorizeRuntimeCall succeeded, so a credential was presented.
             tokenFingerprint: facts.clientFingerprint as string,
             sessions: runtime.config.sessions
           })
-          return { kind: 'calls', facts, answerHeaders: ownHeaders, origin: tenant.upstreamOrigin, timeoutMs: runtime.config.limits.upstreamTimeoutMs, calls, responseFields: tenant.responseFields, sessionLink }
+          const callsPlan: CallsPlan = { kind: 'calls', facts, answerHeaders: ownHeaders, origin: tenant.upstreamOrigin, timeoutMs: runtime.config.limits.upstreamTimeoutMs, calls, responseFields: tenant.responseFields, sessionLink }
+          if (keyed === undefined) return callsPlan
+          const idempotency = buildIdempotencyRequest(
+            keyed,
+            {
+              tenant: tenant.name,
+              credentialHash: facts.clientFingerprint as string,
+              route: route.label,
+              method: head.method,
+              params: match.params,
+              query: removeQueryCredential(target.rawQuery, credentials.queryParam),
+              stateKey: calls.action === 'session-execute' ? calls.stateKey : '',
+              body
+            },
+            runtime.config.limits
+          )
+          return { kind: 'idempotent', facts, answerHeaders: ownHeaders, calls: callsPlan, idempotency }
         } catch (error) {
           return refuse(facts, ownHeaders, error)
         }

@@ -1,4 +1,4 @@
-import { EMBEDDED_UPSTREAM, type GatewayConfig, type LegacyFields, type TenantConfig } from '../config/schema.js'
+import { EMBEDDED_UPSTREAM, IDEMPOTENCY_DEFAULTS, type GatewayConfig, type IdempotencyConfig, type LegacyFields, type TenantConfig } from '../config/schema.js'
 import { effectiveDeprecation } from '../config/deprecation.js'
 import { compileRoutes, type CompiledRoute } from '../legacy/route-table.js'
 import { compileClientKey, type ClientKeySource } from '../credentials/client-id.js'
@@ -18,6 +18,8 @@ export interface TenantRuntime {
   readonly responseFields: readonly { from: string; to: string }[]
   /** SPEC 13 per legacy route (`METHOD /path`): the tenant's deprecation with the route's merged over it (SPEC 14), or null. */
   readonly deprecation: ReadonlyMap<string, DeprecationPolicy | null>
+  /** SPEC 16 per translated legacy route (`METHOD /path`): the tenant's settings with the route's merged over them, or null (off). */
+  readonly idempotency: ReadonlyMap<string, IdempotencyConfig | null>
   /** SPEC 12: where a legacy request's client id comes from, in order. */
   readonly clientKey: readonly ClientKeySource[]
   readonly fallback: 'reject' | 'proxy'
@@ -46,6 +48,7 @@ export function buildTenantRuntime(name: string, tenant: TenantConfig, embeddedO
     unknownFields: tenant.legacy.unknownFields,
     responseFields: tenant.legacy.responseFields,
     deprecation: routeDeprecations(tenant),
+    idempotency: routeIdempotency(tenant),
     clientKey: compileClientKey(tenant.clients.key),
     fallback: tenant.fallback
   })
@@ -62,4 +65,23 @@ function routeDeprecations(tenant: TenantConfig): Map<string, DeprecationPolicy 
     policies.set(label, own === undefined ? tenantPolicy : buildDeprecationPolicy(effectiveDeprecation(tenant.legacy.deprecation, own) ?? null))
   }
   return policies
+}
+
+/** SPEC 16: only the translated routes (`execute`, `session-execute`) have any; a route's entry merges over the tenant's key by key, null turns it off. */
+function routeIdempotency(tenant: TenantConfig): Map<string, IdempotencyConfig | null> {
+  const settings = new Map<string, IdempotencyConfig | null>()
+  const tenantSettings = tenant.legacy.idempotency
+  for (const route of tenant.legacy.routes) {
+    if (route.action === 'proxy') continue
+    const label = `${route.method} ${route.path}`
+    const own = tenant.migration.routes[label]?.idempotency
+    if (own === undefined) settings.set(label, tenantSettings)
+    else if (own === null) settings.set(label, null)
+    else {
+      const merged: Record<string, unknown> = { ...(tenantSettings ?? IDEMPOTENCY_DEFAULTS) }
+      for (const [key, value] of Object.entries(own)) if (value !== undefined) merged[key] = value
+      settings.set(label, Object.freeze(merged as unknown as IdempotencyConfig))
+    }
+  }
+  return settings
 }

@@ -7,6 +7,7 @@ import { createAccessLog, USER_AGENT_MAX_CHARS } from '../observability/access-l
 import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest } from '../plan/plan-request.js'
+import { createMemoryIdempotencyStore, type IdempotencyStore } from '../sessions/idempotency-store.js'
 import type { SessionMap } from '../sessions/session-map.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
@@ -26,6 +27,8 @@ export interface TrafficDeps {
   getRuntime: () => GatewayRuntime
   upstream: UpstreamClient
   sessions: SessionMap<UpstreamResponse>
+  /** SPEC 16's records; the replica's own memory when none is given. */
+  idempotency?: IdempotencyStore
   logger: Logger
   /** While draining, requests that still arrive (on kept-alive connections) get 503 SHUTTING_DOWN. */
   isDraining: () => boolean
@@ -58,6 +61,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   const run: RunDeps = {
     upstream: deps.upstream,
     sessions: deps.sessions,
+    idempotency: deps.idempotency ?? createMemoryIdempotencyStore(),
     forwardStream: createForwarder(deps.upstream, kernel.answerError, deps.isDraining),
     answerError: kernel.answerError,
     isDraining: deps.isDraining

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { GatewayError } from '../../../src/errors/registry.js'
 import { Exchange } from '../../../src/kernel/exchange.js'
 import type { CallsPlan, Plan, PlanFacts } from '../../../src/plan/plan-request.js'
+import { createMemoryIdempotencyStore } from '../../../src/sessions/idempotency-store.js'
 import type { SessionMap } from '../../../src/sessions/session-map.js'
 import { runPlan, type RunDeps } from '../../../src/traffic/run-plan.js'
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../../src/upstream/upstream-client.js'
@@ -31,6 +32,7 @@ async function run(plan: Plan, body?: string): Promise<{ seen: Seen; answer: Awa
   const deps: RunDeps = {
     upstream,
     sessions: {} as SessionMap<UpstreamResponse>,
+    idempotency: createMemoryIdempotencyStore(),
     isDraining: () => false,
     answerError: (exchange, error) => {
       seen.errors.push(error)

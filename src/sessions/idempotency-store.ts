@@ -1,0 +1,148 @@
+/**
+ * SPEC 16's idempotency records. A record is keyed by a hash of (tenant, the credential's full
+ * SHA-256, route, key) and holds only hashes and the answer: never a raw key, token or request
+ * body. The claim and the stored answer are one record: a claim is replaced by the answer while
+ * its owner still holds it, so there is no moment where a retry finds neither.
+ */
+
+/** The answer a retry gets (SPEC 16: status, body, `content-type`, `x-v4-session-id`). */
+export interface StoredAnswer {
+  readonly statusCode: number
+  readonly body: Buffer
+  readonly contentType: string | undefined
+  readonly sessionId: string | undefined
+}
+
+/** What a key holds: a claim under way, or a finished answer (`answer: null`: too large to keep). */
+export type IdempotencyRecord =
+  | { readonly state: 'running'; readonly fingerprint: string }
+  | { readonly state: 'done'; readonly fingerprint: string; readonly answer: StoredAnswer | null }
+
+export type ClaimResult = { readonly claimed: true; readonly owner: string } | { readonly claimed: false; readonly record: IdempotencyRecord }
+
+/** Per call, from the config the request started with, so a reload's bounds apply to what comes after it. */
+export interface RecordBounds {
+  readonly maxEntries: number
+  readonly maxBytes: number
+}
+
+export interface IdempotencyStore {
+  /** Claims `key` for `leaseMs` when nothing live holds it; otherwise the record that does. */
+  claim(key: string, fingerprint: string, leaseMs: number, bounds: RecordBounds): ClaimResult | Promise<ClaimResult>
+  /** Extends a claim `owner` still holds; false when it no longer does. */
+  renew(key: string, owner: string, leaseMs: number): boolean | Promise<boolean>
+  /** Replaces `owner`'s claim by the finished answer, kept `ttlMs`; false (nothing written) when the claim is no longer its. */
+  complete(key: string, owner: string, answer: StoredAnswer | null, ttlMs: number, bounds: RecordBounds): boolean | Promise<boolean>
+  /** Deletes `owner`'s claim (an answer not kept, SPEC 16), so that a retry runs. */
+  release(key: string, owner: string): void | Promise<void>
+  /** Resolves when the key's record is completed or released here, or after `waitMs`. */
+  changed(key: string, waitMs: number): Promise<void>
+  /** Records held in this process. */
+  readonly size: number
+}
+
+interface MemoryRecord {
+  fingerprint: string
+  /** Set while a claim is under way. */
+  owner: string | undefined
+  answer: StoredAnswer | null
+  expiresAt: number
+  bytes: number
+}
+
+/** What a record costs besides its body: the key, the fingerprint and the map's own entry, roughly. */
+const RECORD_OVERHEAD_BYTES = 256
+
+/**
+ * The replica's own records (SPEC 16 with `store: memory`, and while a shared store is down): a
+ * Map in insertion order, so the oldest go first when `maxEntries` or `maxBytes` is passed. A
+ * claim under way is never pushed out: it would let a retry run the execution again; claims are
+ * as many as the requests in flight.
+ */
+export function createMemoryIdempotencyStore(now: () => number = Date.now): IdempotencyStore {
+  const records = new Map<string, MemoryRecord>()
+  const waiters = new Map<string, Set<() => void>>()
+  let bytes = 0
+  let owners = 0
+
+  function live(key: string): MemoryRecord | undefined {
+    const record = records.get(key)
+    if (record === undefined) return undefined
+    if (record.expiresAt > now()) return record
+    drop(key, record)
+    return undefined
+  }
+
+  function drop(key: string, record: MemoryRecord): void {
+    records.delete(key)
+    bytes -= record.bytes
+  }
+
+  function put(key: string, record: MemoryRecord, bounds: RecordBounds): void {
+    const previous = records.get(key)
+    if (previous !== undefined) drop(key, previous)
+    records.set(key, record)
+    bytes += record.bytes
+    if (records.size <= bounds.maxEntries && bytes <= bounds.maxBytes) return
+    const time = now()
+    for (const [oldKey, old] of records) {
+      if (records.size <= bounds.maxEntries && bytes <= bounds.maxBytes) break
+      if (oldKey !== key && (old.owner === undefined || old.expiresAt <= time)) drop(oldKey, old)
+    }
+  }
+
+  function wake(key: string): void {
+    const waiting = waiters.get(key)
+    if (waiting === undefined) return
+    waiters.delete(key)
+    for (const resolve of waiting) resolve()
+  }
+
+  return {
+    claim(key, fingerprint, leaseMs, bounds) {
+      const found = live(key)
+      if (found !== undefined) {
+        return { claimed: false, record: found.owner !== undefined ? { state: 'running', fingerprint: found.fingerprint } : { state: 'done', fingerprint: found.fingerprint, answer: found.answer } }
+      }
+      const owner = `m${++owners}`
+      put(key, { fingerprint, owner, answer: null, expiresAt: now() + leaseMs, bytes: RECORD_OVERHEAD_BYTES }, bounds)
+      return { claimed: true, owner }
+    },
+    renew(key, owner, leaseMs) {
+      const record = live(key)
+      if (record?.owner !== owner) return false
+      record.expiresAt = now() + leaseMs
+      return true
+    },
+    complete(key, owner, answer, ttlMs, bounds) {
+      const record = live(key)
+      if (record?.owner !== owner) return false
+      put(key, { fingerprint: record.fingerprint, owner: undefined, answer, expiresAt: now() + ttlMs, bytes: RECORD_OVERHEAD_BYTES + (answer?.body.length ?? 0) }, bounds)
+      wake(key)
+      return true
+    },
+    release(key, owner) {
+      const record = records.get(key)
+      if (record?.owner === owner) drop(key, record)
+      wake(key)
+    },
+    changed(key, waitMs) {
+      return new Promise((resolve) => {
+        let waiting = waiters.get(key)
+        if (waiting === undefined) waiters.set(key, (waiting = new Set()))
+        const set = waiting
+        const timer = setTimeout(done, waitMs)
+        function done(): void {
+          clearTimeout(timer)
+          set.delete(done)
+          if (set.size === 0 && waiters.get(key) === set) waiters.delete(key)
+          resolve()
+        }
+        set.add(done)
+      })
+    },
+    get size() {
+      return records.size
+    }
+  }
+}

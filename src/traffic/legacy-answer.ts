@@ -1,0 +1,46 @@
+import type { OutgoingHttpHeaders } from 'node:http'
+import type { Exchange } from '../kernel/exchange.js'
+import type { LegacyCallResult } from '../legacy/run-legacy-call.js'
+import { shapeLegacyResponse } from '../legacy/shape-response.js'
+import type { CallsPlan } from '../plan/plan-request.js'
+import { putOwnHeaders } from '../util/own-headers.js'
+import { roundMs } from '../util/round-ms.js'
+
+/** The V4 answer as the legacy client gets it (SPEC 6), with the request's own headers on top. */
+export function writeLegacyAnswer(exchange: Exchange, plan: CallsPlan, result: LegacyCallResult, draining: boolean): void {
+  writeAnswer(exchange, legacyAnswer(exchange, plan, result), draining)
+}
+
+/** What `writeLegacyAnswer` sends: status, headers and body bytes (a 1xx, 204 or 304 has none). */
+export interface LegacyAnswer {
+  statusCode: number
+  headers: OutgoingHttpHeaders
+  payload: Buffer | string | undefined
+}
+
+export function legacyAnswer(exchange: Exchange, plan: CallsPlan, result: LegacyCallResult): LegacyAnswer {
+  const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, {
+    requestId: exchange.id,
+    totalMs: roundMs(performance.now() - exchange.head.startedAt),
+    sessionId: result.sessionId,
+    responseFields: plan.responseFields
+  })
+  // x-request-id and the route's deprecation headers (the plan's answerHeaders); in a session, the
+  // successor-version names it (SPEC 13).
+  const sessionLink = result.sessionId === undefined ? undefined : plan.sessionLink?.(result.sessionId)
+  const headers = putOwnHeaders(shaped.headers, sessionLink === undefined ? exchange.answerHeaders : { ...exchange.answerHeaders, link: sessionLink })
+  if (result.sessionId !== undefined) headers['x-v4-session-id'] = result.sessionId
+  // RFC 9110 8.6 / 6.4.1: 1xx, 204 and 304 answers have no content and no Content-Length.
+  const bodiless = shaped.statusCode < 200 || shaped.statusCode === 204 || shaped.statusCode === 304
+  if (!bodiless) headers['content-length'] = typeof shaped.payload === 'string' ? Buffer.byteLength(shaped.payload) : shaped.payload.length
+  return { statusCode: shaped.statusCode, headers, payload: bodiless ? undefined : shaped.payload }
+}
+
+export function writeAnswer(exchange: Exchange, answer: LegacyAnswer, draining: boolean): void {
+  const response = exchange.response
+  if (draining) answer.headers.connection = 'close'
+  if (response.destroyed) return
+  response.writeHead(answer.statusCode, answer.headers)
+  response.end(answer.payload)
+  exchange.record.bytesOut += answer.payload === undefined ? 0 : (answer.headers['content-length'] as number)
+}

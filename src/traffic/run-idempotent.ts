@@ -1,0 +1,163 @@
+import type { OutgoingHttpHeaders } from 'node:http'
+import { buildErrorBody } from '../errors/error-body.js'
+import { GatewayError, isGatewayError } from '../errors/registry.js'
+import type { Exchange } from '../kernel/exchange.js'
+import { V4_SESSIONS_START_PATH } from '../legacy/legacy-calls.js'
+import { runLegacyCalls, type LegacyCallDeps } from '../legacy/run-legacy-call.js'
+import type { IdempotencyOutcome } from '../observability/access-record.js'
+import type { CallsPlan, IdempotentPlan } from '../plan/plan-request.js'
+import type { IdempotencyStore, RecordBounds, StoredAnswer } from '../sessions/idempotency-store.js'
+import { failedBeforeSending, upstreamFailureCause } from '../upstream/map-upstream-error.js'
+import { roundMs } from '../util/round-ms.js'
+import { legacyAnswer, writeAnswer, type LegacyAnswer } from './legacy-answer.js'
+
+export interface IdempotentRunDeps extends LegacyCallDeps {
+  /** SPEC 16's records: the replica's own memory, or the store its replicas share. */
+  idempotency: IdempotencyStore
+  isDraining: () => boolean
+}
+
+/** SPEC 6's content type of the gateway's own answers, kept with a stored UPSTREAM_TIMEOUT. */
+const ERROR_CONTENT_TYPE = 'application/json; charset=utf-8'
+
+/**
+ * SPEC 16 for one keyed request: the first claims the key, runs its calls and keeps the answer;
+ * a retry with the same request gets that answer, with nothing sent upstream; one that arrives
+ * while the first runs waits up to `waitMs` for it; the key with another request is a 422.
+ */
+export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, deps: IdempotentRunDeps): Promise<void> {
+  const { recordKey, fingerprint, settings, leaseMs } = plan.idempotency
+  const store = deps.idempotency
+  const bounds: RecordBounds = { maxEntries: settings.maxEntries, maxBytes: settings.maxBytes }
+  const waitUntil = performance.now() + settings.waitMs
+  let waited = false
+  for (;;) {
+    const claim = await store.claim(recordKey, fingerprint, leaseMs, bounds)
+    if (claim.claimed) return executeOnce(exchange, plan, deps, claim.owner, bounds)
+    const record = claim.record
+    if (record.fingerprint !== fingerprint) {
+      note(exchange, 'key_reused')
+      throw new GatewayError('IDEMPOTENCY_KEY_REUSED', `this ${settings.keyHeader} was sent before with a different request; send a new key for a new request`)
+    }
+    if (record.state === 'done') {
+      if (record.answer === null) {
+        note(exchange, 'too_large')
+        throw new GatewayError('IDEMPOTENCY_RESULT_TOO_LARGE', `the answer to this ${settings.keyHeader} was too large to keep; it is not executed again`)
+      }
+      note(exchange, waited ? 'waited' : 'replayed')
+      writeAnswer(exchange, replayed(exchange, plan.calls, record.answer), deps.isDraining())
+      return
+    }
+    const remainingMs = waitUntil - performance.now()
+    if (remainingMs <= 0 || exchange.clientGone) {
+      note(exchange, 'in_progress')
+      exchange.answerHeaders['retry-after'] = '1'
+      throw new GatewayError('IDEMPOTENCY_IN_PROGRESS', `a request with this ${settings.keyHeader} is still being executed; retry later`)
+    }
+    // The first call ended (kept or not) or the wait is over: look again.
+    waited = true
+    await store.changed(recordKey, remainingMs)
+  }
+}
+
+/** The first call of a key: runs the calls under a renewed claim, then keeps the answer or lets the key go. */
+async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: IdempotentRunDeps, owner: string, bounds: RecordBounds): Promise<void> {
+  const { recordKey, settings, leaseMs } = plan.idempotency
+  const store = deps.idempotency
+  const calls = plan.calls
+  let executions = 0
+  // SPEC 16: the claim is renewed every third of its life while the request runs (a session-execute
+  // can wait on a start lock and make several calls).
+  const renewal = setInterval(() => void Promise.resolve(store.renew(recordKey, owner, leaseMs)).catch(() => {}), Math.max(1, Math.floor(leaseMs / 3)))
+  renewal.unref()
+  try {
+    let answer: LegacyAnswer
+    let stored: StoredAnswer | null
+    try {
+      const result = await runLegacyCalls(
+        calls.calls,
+        {
+          origin: calls.origin,
+          timeoutMs: calls.timeoutMs,
+          // Not the client's: a client that gives up must not cut an execution whose answer its retry will want.
+          cancelScope: { cancelled: false, cancel: undefined },
+          trace: exchange.record,
+          onExecution: () => executions++
+        },
+        deps
+      )
+      answer = legacyAnswer(exchange, calls, result)
+      // SPEC 16: an answer given where no execution call was sent (a refused sessions.start) is not kept.
+      if (executions === 0) {
+        await store.release(recordKey, owner)
+        note(exchange, 'not_kept')
+        writeAnswer(exchange, answer, deps.isDraining())
+        return
+      }
+      stored = storedAnswer(answer, result.sessionId, settings.maxBodyBytes)
+    } catch (error) {
+      if (!isGatewayError(error) || !keepsError(error, executions, exchange.record.v4Path)) {
+        await store.release(recordKey, owner)
+        note(exchange, 'not_kept')
+        throw error
+      }
+      // The execution may have run (a timeout, a connection cut after sending): the gateway's
+      // answer is kept and sent as kept, so a retry gets it byte for byte.
+      answer = gatewayErrorAnswer(exchange, error)
+      stored = storedAnswer(answer, undefined, settings.maxBodyBytes)
+    }
+    await store.complete(recordKey, owner, stored, settings.ttlMs, bounds)
+    note(exchange, 'executed')
+    writeAnswer(exchange, answer, deps.isDraining())
+  } finally {
+    clearInterval(renewal)
+  }
+}
+
+/**
+ * SPEC 16: the gateway's error is kept when an execution call had been sent, unless that very
+ * call failed before it reached the upstream (refused, not resolved, not connected in time).
+ */
+function keepsError(error: GatewayError, executions: number, lastPath: string | undefined): boolean {
+  const sent = executions - (lastPath !== undefined && lastPath !== V4_SESSIONS_START_PATH && failedBeforeSending(error) ? 1 : 0)
+  return sent > 0
+}
+
+function storedAnswer(answer: LegacyAnswer, sessionId: string | undefined, maxBodyBytes: number): StoredAnswer | null {
+  const body = answer.payload === undefined ? Buffer.alloc(0) : typeof answer.payload === 'string' ? Buffer.from(answer.payload) : answer.payload
+  if (body.length > maxBodyBytes) return null
+  const contentType = answer.headers['content-type']
+  return { statusCode: answer.statusCode, body, contentType: contentType === undefined ? undefined : String(contentType), sessionId }
+}
+
+/** The gateway's own error answer (SPEC 6 envelope), as the kernel writes it, made here so that the bytes kept are the bytes sent. */
+function gatewayErrorAnswer(exchange: Exchange, error: GatewayError): LegacyAnswer {
+  exchange.record.errorCode = error.code
+  const cause = upstreamFailureCause(error)
+  if (cause !== undefined) exchange.record.upstreamFailure = { upstream: 'v4', cause }
+  const payload = Buffer.from(JSON.stringify(buildErrorBody(error, exchange.id, roundMs(performance.now() - exchange.head.startedAt))))
+  const headers: OutgoingHttpHeaders = { ...exchange.answerHeaders, 'content-type': ERROR_CONTENT_TYPE, 'content-length': payload.length }
+  return { statusCode: error.statusCode, headers, payload }
+}
+
+/**
+ * A stored answer for a retry (SPEC 16): its status, body, `content-type` and `x-v4-session-id`,
+ * with `idempotent-replayed: true`, this request's `x-request-id` and the deprecation headers of
+ * the config it runs under (its plan's answer headers).
+ */
+function replayed(exchange: Exchange, plan: CallsPlan, answer: StoredAnswer): LegacyAnswer {
+  const headers: OutgoingHttpHeaders = { ...exchange.answerHeaders }
+  const sessionLink = answer.sessionId === undefined ? undefined : plan.sessionLink?.(answer.sessionId)
+  if (sessionLink !== undefined) headers.link = sessionLink
+  if (answer.contentType !== undefined) headers['content-type'] = answer.contentType
+  if (answer.sessionId !== undefined) headers['x-v4-session-id'] = answer.sessionId
+  headers['idempotent-replayed'] = 'true'
+  // RFC 9110 8.6 / 6.4.1: 1xx, 204 and 304 answers have no content and no Content-Length.
+  const bodiless = answer.statusCode < 200 || answer.statusCode === 204 || answer.statusCode === 304
+  if (!bodiless) headers['content-length'] = answer.body.length
+  return { statusCode: answer.statusCode, headers, payload: bodiless ? undefined : answer.body }
+}
+
+function note(exchange: Exchange, outcome: IdempotencyOutcome): void {
+  exchange.record.idempotencyOutcome = outcome
+}

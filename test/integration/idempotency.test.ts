@@ -1,0 +1,278 @@
+import { createServer, type Server } from 'node:http'
+import { describe, expect, it } from 'vitest'
+import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
+import { send } from '../helpers/http.js'
+import { startGateway, testConfig } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
+
+const TOKEN = 'tok-idem-secret-9f3a'
+const AUTH = { authorization: `Bearer ${TOKEN}` }
+const EXECUTE = '/v1/headless/runs'
+
+/** A gateway whose tenant `acme` has SPEC 16 idempotency with `settings` over the defaults. */
+function idempotentGateway(upstreamUrl: string, settings: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, top: Record<string, unknown> = {}) {
+  return startGateway(testConfig(upstreamUrl, { tenants: { acme: { upstream: { staging: upstreamUrl }, legacy: { idempotency: settings }, ...extra } }, ...top }))
+}
+
+/** The V4 execution calls that reached the upstream. */
+function executions(upstream: FaultUpstream): FaultExchange[] {
+  return upstream.exchanges.filter((exchange) => exchange.url === '/v4/execute' || exchange.url.endsWith('/executions.execute'))
+}
+
+function keyed(key: string, requestId?: string): Record<string, string> {
+  return { ...AUTH, 'idempotency-key': key, ...(requestId === undefined ? {} : { 'x-request-id': requestId }) }
+}
+
+describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
+  it('replays a finished answer byte for byte with idempotent-replayed: true and the new x-request-id, sending nothing upstream', async () => {
+    const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 201, { output: 'ran', meta: { executionId: 'ex-1' } }))
+    const gw = await idempotentGateway(upstream.url)
+    const first = await send(gw.url, EXECUTE, { headers: keyed('k-1', 'first-id'), json: { input: 1 } })
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-1', 'retry-id'), json: { input: 1 } })
+    expect(first.status).toBe(201)
+    expect(first.headers['idempotent-replayed']).toBeUndefined()
+    expect(retry.status).toBe(201)
+    expect(retry.text).toBe(first.text)
+    expect(retry.headers['idempotent-replayed']).toBe('true')
+    expect(retry.headers['x-request-id']).toBe('retry-id')
+    expect(retry.headers['content-type']).toBe(first.headers['content-type'])
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('executes every request that carries no key, as before', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url)
+    await send(gw.url, EXECUTE, { headers: AUTH, json: { input: 1 } })
+    await send(gw.url, EXECUTE, { headers: AUTH, json: { input: 1 } })
+    expect(executions(upstream)).toHaveLength(2)
+  })
+
+  it('treats a key sent as an RFC 8941 string and the same key sent bare as one key', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url)
+    await send(gw.url, EXECUTE, { headers: keyed('"abc-1"'), json: { input: 1 } })
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('abc-1'), json: { input: 1 } })
+    expect(retry.headers['idempotent-replayed']).toBe('true')
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('answers a retry that arrives while the first call runs with the first call\'s answer, once it has one', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url)
+    const first = send(gw.url, EXECUTE, { headers: keyed('k-2'), json: { input: 1 } })
+    const held = await upstream.nextExchange()
+    const retry = send(gw.url, EXECUTE, { headers: keyed('k-2', 'retry-id'), json: { input: 1 } })
+    // The retry is waiting on the claim: nothing of it reached the upstream.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    answerJson(held, 200, { output: 'once' })
+    const [firstAnswer, retryAnswer] = await Promise.all([first, retry])
+    expect(retryAnswer.status).toBe(200)
+    expect(retryAnswer.text).toBe(firstAnswer.text)
+    expect(retryAnswer.headers['idempotent-replayed']).toBe('true')
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('answers 409 IDEMPOTENCY_IN_PROGRESS with Retry-After: 1 when the first call outlasts waitMs, and never runs it twice', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, { waitMs: 50 })
+    const first = send(gw.url, EXECUTE, { headers: keyed('k-3'), json: { input: 1 } })
+    const held = await upstream.nextExchange()
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-3'), json: { input: 1 } })
+    expect(retry.status).toBe(409)
+    expect(retry.json.error.code).toBe('IDEMPOTENCY_IN_PROGRESS')
+    expect(retry.headers['retry-after']).toBe('1')
+    answerJson(held, 200, { output: 'once' })
+    expect((await first).status).toBe(200)
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('answers 422 IDEMPOTENCY_KEY_REUSED, sending nothing, when the key comes again with another body', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url)
+    await send(gw.url, EXECUTE, { headers: keyed('k-4'), json: { input: 1 } })
+    const reused = await send(gw.url, EXECUTE, { headers: keyed('k-4'), json: { input: 2 } })
+    expect(reused.status).toBe(422)
+    expect(reused.json.error.code).toBe('IDEMPOTENCY_KEY_REUSED')
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('answers 422 IDEMPOTENCY_KEY_REUSED while the first call still runs, without waiting for it', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url)
+    const first = send(gw.url, EXECUTE, { headers: keyed('k-4b'), json: { input: 1 } })
+    const held = await upstream.nextExchange()
+    const reused = await send(gw.url, EXECUTE, { headers: keyed('k-4b'), json: { input: 2 } })
+    expect(reused.status).toBe(422)
+    answerJson(held, 200, { output: 'once' })
+    await first
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('keeps a record per credential: the same key from another token is another request', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url)
+    await send(gw.url, EXECUTE, { headers: keyed('k-5'), json: { input: 1 } })
+    const other = await send(gw.url, EXECUTE, { headers: { authorization: 'Bearer tok-other', 'idempotency-key': 'k-5' }, json: { input: 1 } })
+    expect(other.headers['idempotent-replayed']).toBeUndefined()
+    expect(executions(upstream)).toHaveLength(2)
+  })
+
+  it('keeps an upstream 5xx (the execution may have run): the retry gets it replayed', async () => {
+    const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 503, { error: 'busy' }))
+    const gw = await idempotentGateway(upstream.url)
+    const first = await send(gw.url, EXECUTE, { headers: keyed('k-6'), json: { input: 1 } })
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-6'), json: { input: 1 } })
+    expect(first.status).toBe(503)
+    expect(retry.status).toBe(503)
+    expect(retry.text).toBe(first.text)
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('keeps the gateway\'s 504 UPSTREAM_TIMEOUT after the execution was sent, byte for byte', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { upstreamTimeoutMs: 200 } })
+    const first = await send(gw.url, EXECUTE, { headers: keyed('k-7', 'first-id'), json: { input: 1 } })
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-7', 'retry-id'), json: { input: 1 } })
+    expect(first.status).toBe(504)
+    expect(first.json.error.code).toBe('UPSTREAM_TIMEOUT')
+    expect(retry.status).toBe(504)
+    expect(retry.text).toBe(first.text)
+    expect(retry.headers['idempotent-replayed']).toBe('true')
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('keeps the 502 of a connection reset after the execution was sent', async () => {
+    const upstream = await startFaultUpstream((exchange) => resetConnection(exchange))
+    const gw = await idempotentGateway(upstream.url)
+    const first = await send(gw.url, EXECUTE, { headers: keyed('k-8'), json: { input: 1 } })
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-8'), json: { input: 1 } })
+    expect(first.status).toBe(502)
+    expect(retry.status).toBe(502)
+    expect(retry.headers['idempotent-replayed']).toBe('true')
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('keeps nothing when the connection was refused before the request was sent: the retry runs', async () => {
+    const origin = await refusingOrigin()
+    const gw = await idempotentGateway(origin)
+    const refused = await send(gw.url, EXECUTE, { headers: keyed('k-9'), json: { input: 1 } })
+    expect(refused.status).toBe(502)
+    expect(refused.json.error.code).toBe('UPSTREAM_UNAVAILABLE')
+    // The upstream comes up on the same port; the retry runs there, once.
+    const seen: string[] = []
+    const server: Server = createServer((request, response) => {
+      seen.push(request.url ?? '')
+      request.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"output":"ran"}'))
+    })
+    await new Promise<void>((resolve) => server.listen(Number(new URL(origin).port), '127.0.0.1', resolve))
+    try {
+      const retry = await send(gw.url, EXECUTE, { headers: keyed('k-9'), json: { input: 1 } })
+      expect(retry.status).toBe(200)
+      expect(retry.headers['idempotent-replayed']).toBeUndefined()
+      expect(seen).toEqual(['/v4/execute'])
+    } finally {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+
+  it('keeps nothing when sessions.start was refused (no execution sent): the retry runs, and executes once', async () => {
+    let starts = 0
+    const upstream = await startFaultUpstream((exchange) => {
+      if (exchange.url === '/v4/sessions.start') {
+        starts++
+        if (starts === 1) answerJson(exchange, 503, { error: 'start failed' })
+        else answerJson(exchange, 200, { sessionId: 'sess-1' })
+      } else answerJson(exchange, 200, { output: 'ran' })
+    })
+    const gw = await idempotentGateway(upstream.url)
+    const body = { input: 1, stateId: 'st-1' }
+    const first = await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-10'), json: body })
+    expect(first.status).toBe(503)
+    const retry = await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-10'), json: body })
+    expect(retry.status).toBe(200)
+    expect(retry.headers['x-v4-session-id']).toBe('sess-1')
+    const again = await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-10'), json: body })
+    expect(again.headers['idempotent-replayed']).toBe('true')
+    expect(again.headers['x-v4-session-id']).toBe('sess-1')
+    expect(again.text).toBe(retry.text)
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('keeps a record without its body for an answer over maxBodyBytes: the retry gets 409 IDEMPOTENCY_RESULT_TOO_LARGE and never runs', async () => {
+    const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 200, { output: 'x'.repeat(500) }))
+    const gw = await idempotentGateway(upstream.url, { maxBodyBytes: 100 })
+    const first = await send(gw.url, EXECUTE, { headers: keyed('k-11'), json: { input: 1 } })
+    expect(first.json.output).toHaveLength(500)
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-11'), json: { input: 1 } })
+    expect(retry.status).toBe(409)
+    expect(retry.json.error.code).toBe('IDEMPOTENCY_RESULT_TOO_LARGE')
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('answers 400 INVALID_REQUEST naming the header for a key that is not 1-255 visible ASCII characters, sending nothing', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url)
+    for (const key of ['has space', 'x'.repeat(256), '""']) {
+      const answer = await send(gw.url, EXECUTE, { headers: keyed(key), json: { input: 1 } })
+      expect(answer.status).toBe(400)
+      expect(answer.json.error.code).toBe('INVALID_REQUEST')
+      expect(answer.json.error.details).toEqual([{ pointer: 'idempotency-key', message: expect.any(String) }])
+    }
+    expect(upstream.exchanges).toHaveLength(0)
+  })
+
+  it('passes a key on a native /v4 route through untouched: no record, every call runs (SPEC 16 is for translated routes)', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url)
+    await send(gw.url, '/v4/execute', { headers: keyed('k-12'), json: { input: 1 } })
+    const second = await send(gw.url, '/v4/execute', { headers: keyed('k-12'), json: { input: 1 } })
+    expect(second.headers['idempotent-replayed']).toBeUndefined()
+    expect(upstream.exchanges.map((exchange) => exchange.headers['idempotency-key'])).toEqual(['k-12', 'k-12'])
+  })
+
+  it('sends the key on to V4 in forwardHeader when set, and not otherwise', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url, { forwardHeader: 'X-Dedup-Key' })
+    await send(gw.url, EXECUTE, { headers: keyed('"k-13"'), json: { input: 1 } })
+    expect(upstream.exchanges[0]?.headers['x-dedup-key']).toBe('k-13')
+    expect(upstream.exchanges[0]?.headers['idempotency-key']).toBeUndefined()
+  })
+
+  it('is off for a route whose migration.routes entry sets idempotency: null', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url, {}, { migration: { routes: { 'POST /v1/headless/runs': { idempotency: null } } } })
+    await send(gw.url, EXECUTE, { headers: keyed('k-14'), json: { input: 1 } })
+    await send(gw.url, EXECUTE, { headers: keyed('k-14'), json: { input: 1 } })
+    expect(executions(upstream)).toHaveLength(2)
+  })
+
+  it('finishes the first call when its client gives up, so that the retry gets its answer without a second execution', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url)
+    const controller = new AbortController()
+    const { request } = await import('undici')
+    const first = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-15'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    const held = await upstream.nextExchange()
+    controller.abort()
+    await first
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(held.finished()).toBe(false)
+    answerJson(held, 200, { output: 'finished' })
+    await until(() => held.finished())
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-15'), json: { input: 1 } })
+    expect(retry.json.output).toBe('finished')
+    expect(retry.headers['idempotent-replayed']).toBe('true')
+    expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('never writes the token or the key into a log line', async () => {
+    const upstream = await startFaultUpstream()
+    const gw = await idempotentGateway(upstream.url)
+    await send(gw.url, EXECUTE, { headers: keyed('key-secret-77e1'), json: { input: 1 } })
+    await send(gw.url, EXECUTE, { headers: keyed('key-secret-77e1'), json: { input: 2 } })
+    const text = gw.logs.text()
+    expect(text).not.toContain(TOKEN)
+    expect(text).not.toContain('key-secret-77e1')
+  })
+})

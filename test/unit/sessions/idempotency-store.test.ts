@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import { createMemoryIdempotencyStore, type StoredAnswer } from '../../../src/sessions/idempotency-store.js'
+
+const BOUNDS = { maxEntries: 100, maxBytes: 1_000_000 }
+
+function answer(bytes: number): StoredAnswer {
+  return { statusCode: 200, body: Buffer.alloc(bytes, 0x61), contentType: 'application/json', sessionId: undefined }
+}
+
+function claimed(result: ReturnType<ReturnType<typeof createMemoryIdempotencyStore>['claim']>): string {
+  if (!('claimed' in result) || !result.claimed) throw new Error('expected a claim')
+  return result.owner
+}
+
+describe('SPEC 16 memory idempotency records', () => {
+  it('answers a second claim with the running record, then with the stored answer once completed', () => {
+    const store = createMemoryIdempotencyStore()
+    const owner = claimed(store.claim('k', 'fp', 1_000, BOUNDS))
+    expect(store.claim('k', 'fp', 1_000, BOUNDS)).toEqual({ claimed: false, record: { state: 'running', fingerprint: 'fp' } })
+    expect(store.complete('k', owner, answer(3), 60_000, BOUNDS)).toBe(true)
+    expect(store.claim('k', 'other', 1_000, BOUNDS)).toEqual({ claimed: false, record: { state: 'done', fingerprint: 'fp', answer: answer(3) } })
+  })
+
+  it('lets a claim go on release, so that the next claim runs', () => {
+    const store = createMemoryIdempotencyStore()
+    const owner = claimed(store.claim('k', 'fp', 1_000, BOUNDS))
+    store.release('k', owner)
+    expect(store.claim('k', 'fp', 1_000, BOUNDS)).toMatchObject({ claimed: true })
+  })
+
+  it('does not complete a claim its owner no longer holds (it expired and another took it)', () => {
+    let now = 0
+    const store = createMemoryIdempotencyStore(() => now)
+    const first = claimed(store.claim('k', 'fp', 1_000, BOUNDS))
+    now = 1_000
+    const second = claimed(store.claim('k', 'fp', 1_000, BOUNDS))
+    expect(store.complete('k', first, answer(1), 60_000, BOUNDS)).toBe(false)
+    expect(store.renew('k', first, 1_000)).toBe(false)
+    expect(store.renew('k', second, 1_000)).toBe(true)
+  })
+
+  it('forgets a stored answer after its ttl', () => {
+    let now = 0
+    const store = createMemoryIdempotencyStore(() => now)
+    store.complete('k', claimed(store.claim('k', 'fp', 1_000, BOUNDS)), answer(1), 5_000, BOUNDS)
+    now = 5_000
+    expect(store.claim('k', 'fp', 1_000, BOUNDS)).toMatchObject({ claimed: true })
+  })
+
+  it('pushes out the oldest finished records past maxEntries, never a claim under way', () => {
+    const store = createMemoryIdempotencyStore()
+    const bounds = { maxEntries: 2, maxBytes: 1_000_000 }
+    claimed(store.claim('running', 'fp', 60_000, bounds))
+    store.complete('a', claimed(store.claim('a', 'fp', 1_000, bounds)), answer(1), 60_000, bounds)
+    store.complete('b', claimed(store.claim('b', 'fp', 1_000, bounds)), answer(1), 60_000, bounds)
+    expect(store.size).toBe(2)
+    expect(store.claim('running', 'fp', 1_000, bounds)).toMatchObject({ claimed: false, record: { state: 'running' } })
+    expect(store.claim('a', 'fp', 1_000, bounds)).toMatchObject({ claimed: true })
+  })
+
+  it('pushes out the oldest finished records past maxBytes', () => {
+    const store = createMemoryIdempotencyStore()
+    const bounds = { maxEntries: 100, maxBytes: 3_000 }
+    store.complete('a', claimed(store.claim('a', 'fp', 1_000, bounds)), answer(1_500), 60_000, bounds)
+    store.complete('b', claimed(store.claim('b', 'fp', 1_000, bounds)), answer(1_500), 60_000, bounds)
+    expect(store.claim('a', 'fp', 1_000, bounds)).toMatchObject({ claimed: true })
+    expect(store.claim('b', 'fp', 1_000, bounds)).toMatchObject({ claimed: false, record: { state: 'done' } })
+  })
+
+  it('wakes a waiter when the record is completed, before its wait is over', async () => {
+    const store = createMemoryIdempotencyStore()
+    const owner = claimed(store.claim('k', 'fp', 1_000, BOUNDS))
+    const started = performance.now()
+    const waiting = store.changed('k', 10_000)
+    store.complete('k', owner, answer(1), 60_000, BOUNDS)
+    await waiting
+    expect(performance.now() - started).toBeLessThan(1_000)
+  })
+})
