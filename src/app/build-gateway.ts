@@ -73,7 +73,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       errorCode: record.errorCode,
       shedReason: record.shedReason,
       upstreamFailure: record.upstreamFailure,
-      deprecationAction: record.deprecationAction
+      deprecationAction: record.deprecationAction,
+      idempotencyOutcome: record.idempotencyOutcome
     })
     if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
     if (record.legacyRoute !== undefined && record.tenant !== undefined) {

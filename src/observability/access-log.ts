@@ -26,6 +26,8 @@ export interface AccessLogFields {
   /** Response body bytes sent to the client. */
   bytesOut?: number | undefined
   session: string | undefined
+  /** SPEC 16's outcome of a request that carried an idempotency key (SPEC 17). */
+  idempotency?: string | undefined
   error: string | undefined
   clientAddress?: string | undefined
   /** At most USER_AGENT_MAX_CHARS characters. */
@@ -70,6 +72,7 @@ export function createAccessLog(logger: Logger): AccessLog {
     if (fields.upstreamMs !== undefined) line += `,"upstreamMs":${finite(fields.upstreamMs)}`
     if (fields.bytesOut !== undefined) line += `,"bytesOut":${finite(fields.bytesOut)}`
     if (fields.session !== undefined) line += `,"session":${quote(fields.session)}`
+    if (fields.idempotency !== undefined) line += `,"idempotency":${quote(fields.idempotency)}`
     if (fields.error !== undefined) line += `,"error":${quote(fields.error)}`
     if (fields.clientAddress !== undefined) line += `,"clientAddress":${quote(fields.clientAddress)}`
     if (fields.userAgent !== undefined) line += `,"userAgent":${quote(fields.userAgent)}`

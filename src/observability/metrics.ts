@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { DeprecationAction, LoadShedReason, UpstreamFailure } from './access-record.js'
+import type { DeprecationAction, IdempotencyOutcome, LoadShedReason, UpstreamFailure } from './access-record.js'
 import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
 
 /**
@@ -34,6 +34,8 @@ export interface RequestSample {
   upstreamFailure?: UpstreamFailure | undefined
   /** SPEC 13's action on a legacy route that has a deprecation. */
   deprecationAction?: DeprecationAction | undefined
+  /** SPEC 16's outcome of a request that carried an idempotency key. */
+  idempotencyOutcome?: IdempotencyOutcome | undefined
 }
 
 
@@ -169,6 +171,12 @@ export function createMetrics(options: {
     labelNames: ['tenant', 'route', 'action'] as const,
     registers: [registry]
   })
+  const idempotencyOutcomes = new Counter({
+    name: 'v4gw_idempotency_total',
+    help: 'Legacy requests that carried an idempotency key (SPEC 16) by tenant, route and outcome: executed, replayed, waited (replayed after waiting for the first call), in_progress (409), key_reused (422), too_large (409), not_kept (ran, answer not kept), store_unavailable',
+    labelNames: ['tenant', 'route', 'outcome'] as const,
+    registers: [registry]
+  })
   const brownoutsPaused = options.brownoutsPaused
   if (brownoutsPaused !== undefined) {
     new Gauge({
@@ -205,6 +213,7 @@ export function createMetrics(options: {
       if (sample.upstreamMs !== undefined) upstreamSeconds.observe({ class: trafficClass }, sample.upstreamMs / 1000)
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
       if (sample.deprecationAction !== undefined) deprecationActions.inc({ tenant, route, action: sample.deprecationAction })
+      if (sample.idempotencyOutcome !== undefined) idempotencyOutcomes.inc({ tenant, route, outcome: sample.idempotencyOutcome })
     },
     async retain(keep) {
       for (const { labels } of (await requests.get()).values) {
@@ -214,6 +223,9 @@ export function createMetrics(options: {
       }
       for (const { labels } of (await deprecationActions.get()).values) {
         if (!keep(String(labels.tenant ?? ''), String(labels.route ?? ''))) deprecationActions.remove(labels as Record<string, string>)
+      }
+      for (const { labels } of (await idempotencyOutcomes.get()).values) {
+        if (!keep(String(labels.tenant ?? ''), String(labels.route ?? ''))) idempotencyOutcomes.remove(labels as Record<string, string>)
       }
       for (const { labels } of (await upstreamFailures.get()).values) {
         if (!keep(String(labels.tenant ?? ''), '')) upstreamFailures.remove(labels as Record<string, string>)

@@ -90,6 +90,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       upstreamMs: record.upstreamMs === undefined ? undefined : roundMs(record.upstreamMs),
       bytesOut: record.bytesOut,
       session: record.sessionOutcome,
+      idempotency: record.idempotencyOutcome,
       error: record.errorCode,
       clientAddress: head.clientAddress,
       userAgent: userAgentOf(head.headers['user-agent'])

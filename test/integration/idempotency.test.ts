@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
@@ -274,5 +275,28 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     const text = gw.logs.text()
     expect(text).not.toContain(TOKEN)
     expect(text).not.toContain('key-secret-77e1')
+  })
+})
+
+describe('SPEC 16 outcomes on the access line and in v4gw_idempotency_total (SPEC 17)', () => {
+  it('names each outcome on the request\'s access line and counts it by tenant, route and outcome, promtool clean', async () => {
+    const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 200, { output: 'ran' }))
+    const gw = await idempotentGateway(upstream.url)
+    await send(gw.url, EXECUTE, { headers: keyed('m-1', 'line-executed'), json: { input: 1 } })
+    await send(gw.url, EXECUTE, { headers: keyed('m-1', 'line-replayed'), json: { input: 1 } })
+    await send(gw.url, EXECUTE, { headers: keyed('m-1', 'line-reused'), json: { input: 2 } })
+    await send(gw.url, EXECUTE, { headers: { ...AUTH, 'x-request-id': 'line-unkeyed' }, json: { input: 1 } })
+    await until(() => gw.logs.lines().filter((line) => line.msg === 'request').length === 4)
+    const outcomes = Object.fromEntries(gw.logs.lines().filter((line) => line.msg === 'request').map((line) => [line.requestId, line.idempotency]))
+    expect(outcomes).toEqual({ 'line-executed': 'executed', 'line-replayed': 'replayed', 'line-reused': 'key_reused', 'line-unkeyed': undefined })
+    const text = (await send(gw.adminUrl, '/metrics')).text
+    const series = (outcome: string) => text.split('\n').find((line) => line.startsWith(`v4gw_idempotency_total{tenant="acme",route="POST /v1/headless/runs",outcome="${outcome}"} `))
+    expect(series('executed')).toMatch(/ 1$/)
+    expect(series('replayed')).toMatch(/ 1$/)
+    expect(series('key_reused')).toMatch(/ 1$/)
+    expect(text).not.toContain('m-1')
+    const checked = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })
+    expect(checked.error, 'promtool is not installed').toBeUndefined()
+    expect(`${checked.stdout}${checked.stderr}`).toBe('')
   })
 })

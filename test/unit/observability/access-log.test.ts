@@ -25,6 +25,7 @@ const FULL: AccessLogFields = {
   upstreamMs: 0.5,
   bytesOut: 1234,
   session: 'hit',
+  idempotency: 'replayed',
   error: undefined,
   clientAddress: '::ffff:127.0.0.1',
   userAgent: 'legacy-sdk/1.4 (linux)'
@@ -62,7 +63,7 @@ describe('access log', () => {
   function generatedFields(alphabet: string[], count: number): AccessLogFields[] {
     return Array.from({ length: count }, (_, index) => {
       const pick = (salt: number) => Array.from({ length: (index + salt) % 5 }, (_, at) => alphabet[(index * 7 + at * 3 + salt) % alphabet.length]).join('')
-      return { ...FULL, requestId: pick(0), path: pick(6), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5), userAgent: pick(7), clientId: pick(8) }
+      return { ...FULL, requestId: pick(0), path: pick(6), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5), userAgent: pick(7), clientId: pick(8), idempotency: pick(9) }
     })
   }
 
