@@ -73,6 +73,8 @@ export function createMetrics(options: {
     for (const name of GAUGES_NAMED_AS_COUNTERS) registry.removeSingleMetric(`v4gw_nodejs_${name}`)
   }
 
+  /** A counter on this registry: every one of the gateway's counters has labels. */
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> => new Counter({ name, help, labelNames, registers: [registry] })
   const statusCodeLabel = options.statusCodeLabel !== false
   const requests = new Counter({
     name: 'v4gw_requests_total',
@@ -93,18 +95,16 @@ export function createMetrics(options: {
       }
     })
   }
-  const loadShed = new Counter({
-    name: 'v4gw_load_shed_total',
-    help: 'Requests answered 503 OVERLOADED before any work (SPEC 10), by reason: in_flight (limits.maxInFlight), event_loop (limits.maxEventLoopDelayMs)',
-    labelNames: ['reason'] as const,
-    registers: [registry]
-  })
-  const upstreamFailures = new Counter({
-    name: 'v4gw_upstream_failures_total',
-    help: 'Upstream calls that failed, by tenant, upstream (v4, legacy, shadow) and cause (refused, reset, timeout, bad_response, dns)',
-    labelNames: ['tenant', 'upstream', 'cause'] as const,
-    registers: [registry]
-  })
+  const loadShed = counter(
+    'v4gw_load_shed_total',
+    'Requests answered 503 OVERLOADED before any work (SPEC 10), by reason: in_flight (limits.maxInFlight), event_loop (limits.maxEventLoopDelayMs)',
+    ['reason'] as const
+  )
+  const upstreamFailures = counter(
+    'v4gw_upstream_failures_total',
+    'Upstream calls that failed, by tenant, upstream (v4, legacy, shadow) and cause (refused, reset, timeout, bad_response, dns)',
+    ['tenant', 'upstream', 'cause'] as const
+  )
   new Gauge({
     name: 'v4gw_build_info',
     help: 'The running build: 1, labelled with the gateway version and the Node.js version',
@@ -119,12 +119,11 @@ export function createMetrics(options: {
     'v4gw_upstream_duration_seconds',
     'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers'
   )
-  const sessionEvents = new Counter({
-    name: 'v4gw_session_map_events_total',
-    help: 'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)',
-    labelNames: ['event'] as const,
-    registers: [registry]
-  })
+  const sessionEvents = counter(
+    'v4gw_session_map_events_total',
+    'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)',
+    ['event'] as const
+  )
   new Gauge({
     name: 'v4gw_session_map_entries',
     help: 'Entries in the session map',
@@ -159,24 +158,21 @@ export function createMetrics(options: {
       }
     })
   }
-  const credentialRejections = new Counter({
-    name: 'v4gw_credential_rejections_total',
-    help: 'Requests refused for their credentials, by error code',
-    labelNames: ['reason'] as const,
-    registers: [registry]
-  })
-  const deprecationActions = new Counter({
-    name: 'v4gw_legacy_deprecation_total',
-    help: 'Requests to deprecated legacy routes (SPEC 13) by tenant, route and action: header (served, with the deprecation headers; a paused brownout too), brownout (410 LEGACY_BROWNOUT), gone (410 LEGACY_GONE), exempt (spared by an exemption)',
-    labelNames: ['tenant', 'route', 'action'] as const,
-    registers: [registry]
-  })
-  const idempotencyOutcomes = new Counter({
-    name: 'v4gw_idempotency_total',
-    help: 'Legacy requests that carried an idempotency key (SPEC 16) by tenant, route and outcome: executed, replayed, waited (replayed after waiting for the first call), in_progress (409), key_reused (422), too_large (409), not_kept (ran, answer not kept), store_unavailable',
-    labelNames: ['tenant', 'route', 'outcome'] as const,
-    registers: [registry]
-  })
+  const credentialRejections = counter(
+    'v4gw_credential_rejections_total',
+    'Requests refused for their credentials, by error code',
+    ['reason'] as const
+  )
+  const deprecationActions = counter(
+    'v4gw_legacy_deprecation_total',
+    'Requests to deprecated legacy routes (SPEC 13) by tenant, route and action: header (served, with the deprecation headers; a paused brownout too), brownout (410 LEGACY_BROWNOUT), gone (410 LEGACY_GONE), exempt (spared by an exemption)',
+    ['tenant', 'route', 'action'] as const
+  )
+  const idempotencyOutcomes = counter(
+    'v4gw_idempotency_total',
+    'Legacy requests that carried an idempotency key (SPEC 16) by tenant, route and outcome: executed, replayed, waited (replayed after waiting for the first call), in_progress (409), key_reused (422), too_large (409), not_kept (ran, answer not kept), store_unavailable',
+    ['tenant', 'route', 'outcome'] as const
+  )
   const brownoutsPaused = options.brownoutsPaused
   if (brownoutsPaused !== undefined) {
     new Gauge({
@@ -191,12 +187,7 @@ export function createMetrics(options: {
       }
     })
   }
-  const reloads = new Counter({
-    name: 'v4gw_config_reloads_total',
-    help: 'Config reloads by result',
-    labelNames: ['result'] as const,
-    registers: [registry]
-  })
+  const reloads = counter('v4gw_config_reloads_total', 'Config reloads by result', ['result'] as const)
 
   return {
     registry,
