@@ -207,20 +207,13 @@ export function createMetrics(options: {
       if (sample.idempotencyOutcome !== undefined) idempotencyOutcomes.inc({ tenant, route, outcome: sample.idempotencyOutcome })
     },
     async retain(keep) {
-      for (const { labels } of (await requests.get()).values) {
-        const tenant = String(labels.tenant ?? '')
-        const route = String(labels.route ?? '')
-        if (tenant !== '' && !keep(tenant, route)) requests.remove(labels as Record<string, string>)
-      }
-      for (const { labels } of (await deprecationActions.get()).values) {
-        if (!keep(String(labels.tenant ?? ''), String(labels.route ?? ''))) deprecationActions.remove(labels as Record<string, string>)
-      }
-      for (const { labels } of (await idempotencyOutcomes.get()).values) {
-        if (!keep(String(labels.tenant ?? ''), String(labels.route ?? ''))) idempotencyOutcomes.remove(labels as Record<string, string>)
-      }
-      for (const { labels } of (await upstreamFailures.get()).values) {
-        if (!keep(String(labels.tenant ?? ''), '')) upstreamFailures.remove(labels as Record<string, string>)
-      }
+      await Promise.all([
+        removeSeriesNotKept(requests, keep),
+        removeSeriesNotKept(deprecationActions, keep),
+        removeSeriesNotKept(idempotencyOutcomes, keep),
+        // By tenant only: `keep` reads an empty route as the tenant's own.
+        removeSeriesNotKept(upstreamFailures, keep)
+      ])
     },
     observeSessionEvent(event) {
       sessionEvents.inc({ event })
@@ -228,5 +221,16 @@ export function createMetrics(options: {
     observeReload(result) {
       reloads.inc({ result })
     }
+  }
+}
+
+/**
+ * Removes the series of `counter` whose tenant and route `keep` refuses (a reload removed them,
+ * SPEC 17). A series without a tenant (a request refused before one was known) always stays.
+ */
+async function removeSeriesNotKept(counter: Counter<string>, keep: (tenant: string, route: string) => boolean): Promise<void> {
+  for (const { labels } of (await counter.get()).values) {
+    const tenant = String(labels.tenant ?? '')
+    if (tenant !== '' && !keep(tenant, String(labels.route ?? ''))) counter.remove(labels as Record<string, string>)
   }
 }
