@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { isPlainObject } from '../util/is-plain-object.js'
+import { canonicalJson } from '../util/canonical-json.js'
 import type { GatewayConfig } from './schema.js'
 
 /** Stands in for a secret's value in what is hashed. */
@@ -45,17 +45,4 @@ function redactUserinfo(url: string): string {
   parsed.username = ''
   parsed.password = ''
   return `${parsed.href} ${SECRET_SET}`
-}
-
-/** JSON with object keys in code-unit order at every depth; `undefined` members left out, as JSON.stringify does. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`
-  if (isPlainObject(value)) {
-    const members = Object.keys(value)
-      .sort()
-      .filter((key) => value[key] !== undefined)
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`)
-    return `{${members.join(',')}}`
-  }
-  return JSON.stringify(value)
 }
