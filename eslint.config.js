@@ -17,7 +17,8 @@ const LAYERS = [
   ['errors'],
   ['config'],
   ['observability', 'credentials', 'upstream'],
-  ['sessions'],
+  ['store'], // the shared store: one Redis connection, its health and clock (SPEC 12)
+  ['sessions', 'fleet'],
   ['kernel'], // node:http server mechanics
   ['legacy', 'passthrough'],
   ['tenancy'],
@@ -38,7 +39,7 @@ const SIMULATOR = { folder: 'simulator', mayImport: ['util'] }
 const OWNERS = [
   { library: 'undici', owner: 'upstream' },
   { library: 'lru-cache', owner: 'sessions' },
-  { library: 'ioredis', owner: 'sessions' },
+  { library: 'ioredis', owner: 'store' },
   { library: 'pino', owner: 'observability', allowTypeImports: true },
   { library: 'prom-client', owner: 'observability', allowTypeImports: true }
 ]

@@ -145,8 +145,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
           const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
           throw new GatewayError('INVALID_REQUEST', 'expected { tenant, route?, until, reason }', { details })
         }
-        const runtime = deps.runtime()
-        return { pause: pauseBrownouts(runtime, parsed.data, Date.now()), scope: pauseScope(runtime) }
+        return pauseBrownouts(deps.runtime(), parsed.data, Date.now())
       })
       admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/brownouts/pause', { preHandler: acceptChange }, async function resumeBrownoutsEndpoint(request) {
         const { tenant, route } = request.query
@@ -154,8 +153,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
           throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
         }
         if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
-        const runtime = deps.runtime()
-        return { pause: resumeBrownouts(runtime, tenant, route === undefined || route === '' ? null : route), scope: pauseScope(runtime) }
+        return resumeBrownouts(deps.runtime(), tenant, route === undefined || route === '' ? null : route, Date.now())
       })
       admin.get('/migration', async function migration() {
         return deps.migration.snapshot()
@@ -183,14 +181,6 @@ function parseJsonOrMark(text: string): unknown {
   } catch {
     return INVALID_JSON
   }
-}
-
-/**
- * SPEC 12's scope of a change: `replica` with the memory store. With Redis the pause is not
- * shared yet, so it holds on this replica only: `local`, never `fleet` (docs/decisions.md).
- */
-function pauseScope(runtime: GatewayRuntime): 'replica' | 'local' {
-  return runtime.config.store.kind === 'redis' ? 'local' : 'replica'
 }
 
 function adminNotFound(): never {

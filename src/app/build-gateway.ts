@@ -15,6 +15,8 @@ import { explainRequest } from '../plan/explain-request.js'
 import { createSessionStore } from '../sessions/create-session-store.js'
 import { createMemoryIdempotencyStore } from '../sessions/idempotency-store.js'
 import { createSessionMap } from '../sessions/session-map.js'
+import { createSharedStore } from '../store/shared-store.js'
+import { BrownoutPauses } from '../tenancy/brownout-pauses.js'
 import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-handler.js'
 import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
@@ -26,15 +28,28 @@ import { createShutdown } from './shutdown.js'
 /** The composition root: builds both listeners without opening a socket. */
 export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   const logger = options.logger ?? createLogger({ level: options.config.log.level })
-  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin)
   let listening = false
   const initial = options.config
-  // The metrics are made after the store (they read its size); evictions come only with traffic.
-  const sessionStore = options.sessionStore ?? (await createSessionStore(initial, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') }))
+  // SPEC 12: one store (and with Redis one connection) for every feature that shares state.
+  // The metrics are made after it (they read its state); what it counts comes only with traffic.
+  const store = await createSharedStore({
+    kind: initial.store.kind,
+    url: initial.store.redis.url,
+    keyPrefix: initial.store.redis.keyPrefix,
+    logger,
+    onUnavailable: (feature) => metrics.observeStoreUnavailable(feature)
+  })
+  // SPEC 13's pauses are the fleet's with Redis: loaded before the first request is served.
+  const brownoutPauses = new BrownoutPauses(store, logger)
+  await brownoutPauses.start()
+  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, brownoutPauses)
+  const sessionStore = options.sessionStore ?? createSessionStore(initial, store, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') })
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
   const metrics = createMetrics({
     sessionEntries: () => sessionStore.size,
     sessionStoreStatus: () => sessionStore.describe(),
+    storeUp: store.kind === 'redis' ? () => store.isUp() : undefined,
+    clockOffsetSeconds: store.kind === 'redis' ? () => store.clockOffsetSeconds() : undefined,
     configHash: () => configHash(reloader.runtime().config),
     // Read at each scrape; the handler exists by the time anything scrapes.
     requestsInFlight: () => trafficHandler.inFlight(),
@@ -125,6 +140,12 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     upstream,
     sessionStore,
     ownsSessionStore: options.sessionStore === undefined,
+    store: {
+      async close() {
+        brownoutPauses.stop()
+        await store.close()
+      }
+    },
     idleCloseMs: () => getRuntime().config.shutdown.idleCloseMs
   })
 
@@ -133,6 +154,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     admin,
     logger,
     sessionStore,
+    store,
     metrics,
     migration,
     runtime: getRuntime,

@@ -6,6 +6,7 @@ import type { GatewayConfig } from '../config/schema.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { MigrationReport } from '../observability/migration-report.js'
 import type { SessionStore } from '../sessions/session-store.js'
+import type { SharedStore } from '../store/shared-store.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 
 export interface GatewayOptions {
@@ -36,6 +37,8 @@ export interface Gateway {
   readonly admin: FastifyInstance
   readonly logger: Logger
   readonly sessionStore: SessionStore
+  /** SPEC 12's shared store: memory, or the one Redis connection of this process. */
+  readonly store: SharedStore
   readonly metrics: GatewayMetrics
   readonly migration: MigrationReport
   runtime(): GatewayRuntime

@@ -18,6 +18,8 @@ export interface ShutdownDeps {
   sessionStore: SessionStore
   /** A store given by the caller stays the caller's to close. */
   ownsSessionStore: boolean
+  /** SPEC 12's shared store, closed last: the session store may still use its connection. */
+  store: { close(): Promise<void> }
   /** How long an idle kept-alive traffic connection may stay once closing starts (read at close). */
   idleCloseMs: () => number
 }
@@ -74,6 +76,7 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
         await admin.close()
         await Promise.race([upstream.close().catch(() => undefined), cutCome])
         if (deps.ownsSessionStore) await sessionStore.close?.()
+        await deps.store.close()
       })()
       return closing
     }

@@ -18,6 +18,8 @@ export interface GatewayMetrics {
   retain(keep: (tenant: string, route: string) => boolean): Promise<void>
   observeSessionEvent(event: SessionOutcome | 'evicted' | 'capacity-evicted'): void
   observeReload(result: 'success' | 'failure'): void
+  /** SPEC 12: a request served without the shared store it would have used. */
+  observeStoreUnavailable(feature: 'sessions' | 'registry' | 'idempotency'): void
 }
 
 export interface RequestSample {
@@ -56,6 +58,10 @@ export function createMetrics(options: {
   /** For v4gw_build_info. */
   version?: string
   sessionStoreStatus?: () => SessionStoreStatus
+  /** SPEC 12's v4gw_store_up, with `store.kind: redis` only: whether the shared store answers now. */
+  storeUp?: (() => boolean) | undefined
+  /** SPEC 12's v4gw_clock_offset_seconds, with `store.kind: redis` only: undefined until measured. */
+  clockOffsetSeconds?: (() => number | undefined) | undefined
   /** The running config's hash (config/config-hash.ts), read at each scrape, so a reload shows at once. */
   configHash?: () => string
   processMetrics?: boolean
@@ -144,6 +150,34 @@ export function createMetrics(options: {
       }
     })
   }
+  const storeUp = options.storeUp
+  if (storeUp !== undefined) {
+    new Gauge({
+      name: 'v4gw_store_up',
+      help: "1 while the shared store (SPEC 12: Redis/Valkey) answers, 0 while this replica serves from its own memory",
+      registers: [registry],
+      collect() {
+        this.set(storeUp() ? 1 : 0)
+      }
+    })
+  }
+  const clockOffsetSeconds = options.clockOffsetSeconds
+  if (clockOffsetSeconds !== undefined) {
+    new Gauge({
+      name: 'v4gw_clock_offset_seconds',
+      help: "How far this replica's clock is ahead of the shared store's TIME (negative: behind), measured when the store comes up and once a minute",
+      registers: [registry],
+      collect() {
+        // 0 until the first measurement, which is taken as soon as the store answers.
+        this.set(clockOffsetSeconds() ?? 0)
+      }
+    })
+  }
+  const storeUnavailable = counter(
+    'v4gw_store_unavailable_total',
+    'Requests served without the shared store they would have used (SPEC 12), by feature: sessions (a session-map miss), registry, idempotency',
+    ['feature'] as const
+  )
   const configHash = options.configHash
   if (configHash !== undefined) {
     // SPEC 17: an info metric, one series at 1 whose label says which config runs on this replica.
@@ -220,6 +254,9 @@ export function createMetrics(options: {
     },
     observeReload(result) {
       reloads.inc({ result })
+    },
+    observeStoreUnavailable(feature) {
+      storeUnavailable.inc({ feature })
     }
   }
 }

@@ -1,6 +1,7 @@
 import type { GatewayConfig } from '../config/schema.js'
-import type { StoreLogger } from './redis-connection.js'
-import { createRedisSessionStore } from './redis-session-store.js'
+import type { StoreLogger } from '../store/redis-connection.js'
+import type { SharedStore } from '../store/shared-store.js'
+import { buildRedisSessionStore } from './redis-session-store.js'
 import { createMemorySessionStore, type SessionStore } from './session-store.js'
 
 /** The longest a start lock lives, so a crashed owner holds up a key for 10 s at most (docs/scaling.md). */
@@ -14,19 +15,19 @@ export function startLockMs(upstreamTimeoutMs: number): number {
   return Math.min(upstreamTimeoutMs, MAX_START_LOCK_MS)
 }
 
-/** The session store `sessions.store` names: the in-memory LRU (default) or Redis/Valkey shared by replicas. */
-export async function createSessionStore(config: GatewayConfig, logger: StoreLogger, hooks: { onCapacityEvict?: () => void } = {}): Promise<SessionStore> {
+/** The session store on the shared store (SPEC 12): the in-memory LRU (default) or Redis/Valkey shared by replicas. */
+export function createSessionStore(config: GatewayConfig, store: SharedStore, logger: StoreLogger, hooks: { onCapacityEvict?: () => void } = {}): SessionStore {
   const { sessions } = config
-  if (sessions.store === 'memory' || sessions.redis.url === null) {
+  if (store.connection === undefined) {
     return createMemorySessionStore({ maxEntries: sessions.maxEntries, ttlMs: sessions.ttlMs, onCapacityEvict: hooks.onCapacityEvict })
   }
   // Redis evicts by its own policy (docs/scaling.md); the local copies going are not sessions lost.
-  return createRedisSessionStore({
-    url: sessions.redis.url,
-    keyPrefix: sessions.redis.keyPrefix,
+  return buildRedisSessionStore(store.connection, {
+    keyPrefix: store.keyPrefix,
     maxEntries: sessions.maxEntries,
     ttlMs: sessions.ttlMs,
     lockMs: startLockMs(config.limits.upstreamTimeoutMs),
-    logger
-  })
+    logger,
+    onUnavailable: () => store.countUnavailable('sessions')
+  }, { ownsConnection: false })
 }

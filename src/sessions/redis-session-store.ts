@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import { createRedisConnection, type RedisConnection, type StoreLogger } from './redis-connection.js'
+import { createRedisConnection, type RedisConnection, type StoreLogger } from '../store/redis-connection.js'
 import { buildRedisKeys } from './redis-keys.js'
 import type { LockAttempt, SessionEntry, SessionStore, StartLock } from './session-store.js'
 
@@ -20,6 +20,8 @@ export interface RedisSessionStoreOptions {
   pollMs?: number
   /** How long `create` waits for the first connection attempt; default 2 s. */
   connectWaitMs?: number
+  /** A miss served from this replica's map because the store is down (SPEC 12's counter). */
+  onUnavailable?: () => void
 }
 
 export const DEFAULT_LOCAL_TTL_MS = 5_000
@@ -51,10 +53,11 @@ export interface RedisSessionStore extends SessionStore {
 export async function createRedisSessionStore(options: RedisSessionStoreOptions): Promise<RedisSessionStore> {
   const connection = createRedisConnection(options.url, options.logger)
   await connection.firstAttempt(options.connectWaitMs ?? 2_000)
-  return buildRedisSessionStore(connection, options)
+  return buildRedisSessionStore(connection, options, { ownsConnection: true })
 }
 
-function buildRedisSessionStore(connection: RedisConnection, options: RedisSessionStoreOptions): RedisSessionStore {
+/** The shared session map on a connection the process shares (SPEC 12's one store); closing it leaves the connection to its owner. */
+export function buildRedisSessionStore(connection: RedisConnection, options: Omit<RedisSessionStoreOptions, 'url'>, { ownsConnection }: { ownsConnection: boolean }): RedisSessionStore {
   const keys = buildRedisKeys(options.keyPrefix)
   const localTtlMs = Math.min(options.ttlMs, options.localTtlMs ?? DEFAULT_LOCAL_TTL_MS)
   const local = new LRUCache<string, SessionEntry>({ max: options.maxEntries, ttl: options.ttlMs, updateAgeOnGet: false, ttlAutopurge: false })
@@ -181,7 +184,11 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
     get(key, tenant) {
       // SPEC 4 hit path: a local hit never asks Redis, so a hit costs what it costs in memory.
       const cached = local.get(key)
-      if (cached !== undefined || tenant === undefined || !connection.isUp()) return cached
+      if (cached !== undefined || tenant === undefined) return cached
+      if (!connection.isUp()) {
+        options.onUnavailable?.()
+        return cached
+      }
       return readSharedOnce(key, tenant)
     },
     async set(key, entry) {
@@ -240,6 +247,6 @@ function buildRedisSessionStore(connection: RedisConnection, options: RedisSessi
       return local.size
     },
     describe: () => ({ kind: 'redis', redis: connection.isUp() ? 'up' : 'down' }),
-    close: () => connection.close()
+    close: () => (ownsConnection ? connection.close() : Promise.resolve())
   }
 }

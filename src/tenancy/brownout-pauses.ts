@@ -1,8 +1,13 @@
+import { FleetRecords, type FleetScope } from '../fleet/fleet-records.js'
+import type { StoreLogger } from '../store/redis-connection.js'
+import { memorySharedStore, type SharedStore } from '../store/shared-store.js'
+
 /**
  * SPEC 13's emergency lever: a pause stops every brownout and every `afterSunset: gone` answer of
  * a tenant, or of one route, until its `until`. Pauses belong to the process, not to a config:
- * each runtime a reload builds is handed the same set, so a reload keeps them. (With Redis, SPEC
- * 14's fleet-wide copy is not built yet: a pause holds on the replica that took it.)
+ * each runtime a reload builds is handed the same set, so a reload keeps them. With Redis they
+ * are the fleet's (fleet/fleet-records.ts: every replica within a second or two, kept across
+ * restarts and a store that lost them, local while the store is down).
  */
 export interface BrownoutPause {
   readonly tenant: string
@@ -17,46 +22,49 @@ export interface BrownoutPause {
 export const MAX_PAUSE_MS = 30 * 24 * 3_600_000
 
 export class BrownoutPauses {
-  readonly #pauses = new Map<string, BrownoutPause & { untilMs: number }>()
+  readonly #records: FleetRecords<BrownoutPause>
 
-  set(pause: BrownoutPause): void {
-    this.#pauses.set(pauseKey(pause.tenant, pause.route), { ...pause, untilMs: Date.parse(pause.until) })
+  constructor(store: SharedStore = memorySharedStore(), logger?: StoreLogger) {
+    this.#records = new FleetRecords<BrownoutPause>({ store, family: 'pauses', logger: logger ?? SILENT })
   }
 
-  /** The pause removed, or undefined when there was none. */
-  remove(tenant: string, route: string | null): BrownoutPause | undefined {
-    const key = pauseKey(tenant, route)
-    const pause = this.#pauses.get(key)
-    this.#pauses.delete(key)
-    return pause === undefined ? undefined : withoutMs(pause)
+  /** Loads the fleet's pauses and keeps them fresh (with Redis; nothing to do in memory). */
+  start(): Promise<void> {
+    return this.#records.start()
+  }
+
+  stop(): void {
+    this.#records.stop()
+  }
+
+  /** The scope a change made now would have (SPEC 12). */
+  scope(): FleetScope {
+    return this.#records.scope()
+  }
+
+  set(pause: BrownoutPause): Promise<FleetScope> {
+    return this.#records.set(pauseKey(pause.tenant, pause.route), pause)
+  }
+
+  /** The pause removed (undefined when none was in force), and the change's scope. */
+  async remove(tenant: string, route: string | null, nowMs: number): Promise<{ removed: BrownoutPause | undefined; scope: FleetScope }> {
+    return this.#records.remove(pauseKey(tenant, route), nowMs)
   }
 
   /** The pause in force for a route at `nowMs`: the route's own, else the tenant's. */
   activeFor(tenant: string, route: string, nowMs: number): BrownoutPause | undefined {
-    if (this.#pauses.size === 0) return undefined
-    return this.#active(pauseKey(tenant, route), nowMs) ?? this.#active(pauseKey(tenant, null), nowMs)
+    if (this.#records.size === 0) return undefined
+    return this.#records.get(pauseKey(tenant, route), nowMs) ?? this.#records.get(pauseKey(tenant, null), nowMs)
   }
 
-  /** Pauses not yet expired at `nowMs`; expired ones are removed (SPEC 14's expiry). */
+  /** Pauses in force at `nowMs` (SPEC 14's expiry: ended ones are not listed). */
   list(nowMs: number): BrownoutPause[] {
-    const listed: BrownoutPause[] = []
-    for (const [key, pause] of this.#pauses) {
-      if (pause.untilMs <= nowMs) this.#pauses.delete(key)
-      else listed.push(withoutMs(pause))
-    }
-    return listed
-  }
-
-  #active(key: string, nowMs: number): BrownoutPause | undefined {
-    const pause = this.#pauses.get(key)
-    return pause !== undefined && pause.untilMs > nowMs ? pause : undefined
+    return this.#records.entries(nowMs).map(([, pause]) => pause)
   }
 }
+
+const SILENT: StoreLogger = { info: () => undefined, warn: () => undefined }
 
 function pauseKey(tenant: string, route: string | null): string {
   return route === null ? `${tenant}\0` : `${tenant}\0${route}`
-}
-
-function withoutMs(pause: BrownoutPause & { untilMs: number }): BrownoutPause {
-  return { tenant: pause.tenant, route: pause.route, until: pause.until, reason: pause.reason, setAt: pause.setAt }
 }

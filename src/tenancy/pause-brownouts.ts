@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors/registry.js'
+import type { FleetScope } from '../fleet/fleet-records.js'
 import { MAX_PAUSE_MS, type BrownoutPause } from './brownout-pauses.js'
 import type { GatewayRuntime } from './gateway-runtime.js'
 
@@ -15,20 +16,20 @@ export interface PauseRequest {
  * an unknown route 404 ROUTE_NOT_FOUND, an `until` not ahead or more than 30 days ahead 400
  * INVALID_REQUEST with its pointer. A tenant without brownouts may be paused (SPEC 13).
  */
-export function pauseBrownouts(runtime: GatewayRuntime, request: PauseRequest, nowMs: number): BrownoutPause {
+export async function pauseBrownouts(runtime: GatewayRuntime, request: PauseRequest, nowMs: number): Promise<{ pause: BrownoutPause; scope: FleetScope }> {
   const route = checkPauseTarget(runtime, request.tenant, request.route ?? null)
   const untilMs = Date.parse(request.until)
   if (!(untilMs > nowMs) || untilMs - nowMs > MAX_PAUSE_MS) {
     throw new GatewayError('INVALID_REQUEST', 'until must be ahead, and at most 30 days ahead', { details: [{ pointer: '/until', message: 'ahead, at most 30 days' }] })
   }
   const pause: BrownoutPause = { tenant: request.tenant, route, until: new Date(untilMs).toISOString(), reason: request.reason, setAt: new Date(nowMs).toISOString() }
-  runtime.brownoutPauses.set(pause)
-  return pause
+  return { pause, scope: await runtime.brownoutPauses.set(pause) }
 }
 
-/** `DELETE /admin/brownouts/pause`: the pause removed, or null when there was none. */
-export function resumeBrownouts(runtime: GatewayRuntime, tenant: string, route: string | null): BrownoutPause | null {
-  return runtime.brownoutPauses.remove(tenant, checkPauseTarget(runtime, tenant, route)) ?? null
+/** `DELETE /admin/brownouts/pause`: the pause removed, or null when there was none, and the change's scope. */
+export async function resumeBrownouts(runtime: GatewayRuntime, tenant: string, route: string | null, nowMs: number): Promise<{ pause: BrownoutPause | null; scope: FleetScope }> {
+  const { removed, scope } = await runtime.brownoutPauses.remove(tenant, checkPauseTarget(runtime, tenant, route), nowMs)
+  return { pause: removed ?? null, scope }
 }
 
 function checkPauseTarget(runtime: GatewayRuntime, tenant: string, route: string | null): string | null {

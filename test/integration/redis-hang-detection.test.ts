@@ -64,7 +64,7 @@ describe('a Redis that hangs is found down by its PING, without waiting on reque
     redis.pause()
     const { ms } = await timed(() => until(async () => (await storeStatus()) === 'down', 5_000, 25))
     expect(ms).toBeLessThan(2_800)
-    const down = replica.logs.lines().filter((line) => String(line.msg).startsWith('session store redis is down'))
+    const down = replica.logs.lines().filter((line) => String(line.msg).startsWith('store redis is down'))
     expect(down.at(-1)?.reason).toBe('COMMAND_TIMEOUT')
   }, 10_000)
 

@@ -5,8 +5,8 @@ import type { StartedGateway } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
-const DOWN_MESSAGE = 'session store redis is down'
-const UP_MESSAGE = 'session store redis is up'
+const DOWN_MESSAGE = 'store redis is down'
+const UP_MESSAGE = 'store redis is up'
 
 // Redis that stops answering with its connections open (a hung or paused server, or a network
 // that drops packets): no connection event says so, only commands that time out.

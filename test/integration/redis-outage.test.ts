@@ -8,8 +8,8 @@ import { useSimulator } from '../helpers/start-simulator.js'
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 const START_PATH = '/v4/sessions.start'
 const KEY_PREFIX = 'outage:'
-const DOWN_MESSAGE = 'session store redis is down'
-const UP_MESSAGE = 'session store redis is up'
+const DOWN_MESSAGE = 'store redis is down'
+const UP_MESSAGE = 'store redis is up'
 
 function invoke(replica: StartedGateway, stateId: string): Promise<Answer> {
   return send(replica.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId } })
@@ -87,7 +87,7 @@ describe('Redis killed mid-run and restarted (the shared store keeps serving, SP
     await sleep(600)
     for (const replica of replicas) expect(transitions(replica, DOWN_MESSAGE)).toHaveLength(1)
     // With why: a killed server closes its connections without an error, which once left the reason out.
-    expect(transitions(replicaA, DOWN_MESSAGE)[0]).toMatchObject({ level: 40, sessionStore: 'redis', reason: expect.any(String) })
+    expect(transitions(replicaA, DOWN_MESSAGE)[0]).toMatchObject({ level: 40, store: 'redis', reason: expect.any(String) })
   })
 
   it('goes back to Redis once it is restarted: logged once, metric 1, readiness details up', async () => {

@@ -320,7 +320,7 @@ describe('createRedisSessionStore without a reachable Redis (the shared store ke
   it('logs the outage once, without the password of the URL', async () => {
     const { logs } = await unreachableStore()
     await sleep(500)
-    const down = logs.lines().filter((line) => String(line.msg).startsWith('session store redis is down'))
+    const down = logs.lines().filter((line) => String(line.msg).startsWith('store redis is down'))
     expect(down).toHaveLength(1)
     expect(down[0]).toMatchObject({ level: 40, redis: 'redis://127.0.0.1:1' })
     expect(logs.text()).not.toContain('hunter2-redis-password')

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { parseConfigText, type ConfigError } from '../../../src/config/load-config.js'
 import type { GatewayConfig } from '../../../src/config/schema.js'
 import { MAX_START_LOCK_MS, startLockMs } from '../../../src/sessions/create-session-store.js'
-import { redisOptionsFromUrl } from '../../../src/sessions/redis-connection.js'
+import { redisOptionsFromUrl } from '../../../src/store/redis-connection.js'
 
 const TENANT = 'tenants:\n  acme:\n    upstream: { staging: "http://127.0.0.1:4010" }\n'
 

@@ -19,7 +19,7 @@ const MAX_RECONNECT_DELAY_MS = 1_000
 const TIMEOUTS_BEFORE_DOWN = 3
 const PROBE_INTERVAL_MS = 1_000
 const COMMAND_TIMED_OUT = 'Command timed out'
-const STORE_DOWN = 'session store redis is down'
+const STORE_DOWN = 'store redis is down'
 
 export interface RedisConnection {
   /** True while the connection is ready and the server answers; commands are only sent then. */
@@ -33,6 +33,8 @@ export interface RedisConnection {
   run<T>(command: (client: Redis) => Promise<T>): Promise<T>
   /** Settles once the first connection attempt has succeeded or failed, or after `timeoutMs`. */
   firstAttempt(timeoutMs: number): Promise<void>
+  /** Hears each change of state (down, up), as it is logged: once per change. */
+  onChange(listener: (up: boolean) => void): void
   close(): Promise<void>
 }
 
@@ -89,6 +91,7 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
   let lastErrorCode: string | undefined
   let closing = false
   const settled: Array<() => void> = []
+  const listeners: Array<(up: boolean) => void> = []
   let timeoutsInARow = 0
   let probe: NodeJS.Timeout | undefined
   let heartbeat: NodeJS.Timeout | undefined
@@ -107,8 +110,9 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
       for (const giveUp of [...waiting]) giveUp(down)
       waiting.clear()
     }
-    if (next === 'up') logger.info({ sessionStore: 'redis', redis }, 'session store redis is up: the session map is shared by the replicas')
-    else logger.warn({ sessionStore: 'redis', redis, reason: lastErrorCode }, "session store redis is down: serving with this replica's session map")
+    if (next === 'up') logger.info({ store: 'redis', redis }, 'store redis is up: the replicas share sessions, registry, overrides, pauses and idempotency records')
+    else logger.warn({ store: 'redis', redis, reason: lastErrorCode }, "store redis is down: serving from this replica's own memory")
+    for (const listener of listeners) listener(next === 'up')
   }
 
   /** While the server does not answer: a PING now and then, until one is answered. */
@@ -205,6 +209,9 @@ export function createRedisConnection(url: string, logger: StoreLogger): RedisCo
         waiting.add(reject)
         sent.then(resolve, reject).finally(() => waiting.delete(reject))
       })
+    },
+    onChange(listener) {
+      listeners.push(listener)
     },
     firstAttempt(timeoutMs) {
       if (state !== 'unknown') return Promise.resolve()
