@@ -10,7 +10,7 @@ import { listUpcomingBrownouts } from '../tenancy/deprecation-policy.js'
 import { usesEmbeddedUpstream } from '../tenancy/tenant-runtime.js'
 
 /** Keys that need a restart: they shape listeners and pools built once. */
-export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis', 'store', 'metrics.statusCodeLabel'] as const
+export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis', 'store', 'metrics.statusCodeLabel', 'tracing.enabled', 'tracing.endpoint', 'tracing.protocol', 'tracing.headers', 'tracing.serviceName', 'tracing.maxQueueSpans', 'tracing.batchDelayMs'] as const
 
 export interface ConfigReloadDeps {
   /** The config the gateway started with: restart-only keys keep its values until a restart. */

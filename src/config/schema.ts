@@ -4,7 +4,7 @@ import { normalizeHost } from '../util/normalize-host.js'
 import { anyCase } from './json-schema-patterns.js'
 import { DEFAULT_MIN_NOTICE_MS, deprecationProblems, effectiveDeprecation, type DeprecationConfig, type RouteDeprecationConfig } from './deprecation.js'
 import { absent, present, whenKeyIs } from './json-schema-conditions.js'
-import { anyHttpUrl, EMBEDDED_UPSTREAM, parseUrl, publicPageUrl, redisUrl, upstreamUrl } from './url-schemas.js'
+import { anyHttpUrl, EMBEDDED_UPSTREAM, otlpEndpointUrl, parseUrl, publicPageUrl, redisUrl, upstreamUrl } from './url-schemas.js'
 
 export { EMBEDDED_UPSTREAM } from './url-schemas.js'
 
@@ -102,6 +102,9 @@ function booleanAllowingText() {
 }
 
 const port = wholeNumber(z.number().int().min(0).max(65535))
+
+/** A ratio from 0 to 1 (SPEC 17 `sampleRatio`); as text too, as `${RATIO:-0.01}` leaves it. */
+const ratio = z.union([z.number().min(0).max(1), z.string().regex(/^(?:0(?:\.\d+)?|1(?:\.0+)?|\.\d+)$/).transform(Number)], { error: 'expected a number from 0 to 1' })
 const positiveInt = wholeNumber(z.number().int().positive())
 
 const instant = z.iso.datetime({ offset: true })
@@ -382,12 +385,26 @@ const configObject = z.strictObject({
       statusCodeLabel: booleanAllowingText().default(true)
     })
     .prefault({}),
-  // SPEC 17. Only what the gateway does without tracing of its own: which trace headers a legacy
-  // request's V4 calls carry. (OpenTelemetry tracing adds its keys here.)
+  // SPEC 17: OpenTelemetry tracing (off unless enabled) and which trace headers a legacy request's
+  // V4 calls carry. enabled, endpoint, protocol, headers, serviceName and the queue are restart-only.
   tracing: z
     .strictObject({
+      enabled: booleanAllowingText().default(false),
+      // OTLP over HTTP; a credential for the collector goes in `headers`, never in the URL (it would be logged).
+      endpoint: otlpEndpointUrl.default('http://127.0.0.1:4318/v1/traces'),
+      protocol: z.enum(['http/protobuf', 'http/json']).default('http/protobuf'),
+      headers: z.record(headerName, z.string().regex(/^[\t\x20-\x7e]*$/, 'a header value is visible ASCII, spaces and tabs')).default({}),
+      serviceName: z.string().min(1).default('v4gw'),
+      // Parent-based trace-id ratio for the traces the gateway starts.
+      sampleRatio: ratio.default(0.01),
+      // false: the client's traceparent is a link on a new trace, its sampled flag ignored (docs/decisions.md).
+      trustIncoming: booleanAllowingText().default(false),
       // Client baggage is untrusted (it may carry anything): off unless the operator says so.
-      forwardBaggage: booleanAllowingText().default(false)
+      forwardBaggage: booleanAllowingText().default(false),
+      // Finished spans waiting for export; more are dropped and counted (v4gw_trace_spans_dropped_total).
+      maxQueueSpans: wholeNumber(z.number().int().min(1).max(1_000_000)).default(2048),
+      // How long a span may wait for its batch to fill before the batch goes anyway.
+      batchDelayMs: durationMs(1).default(1000)
     })
     .prefault({}),
   limits: z

@@ -41,6 +41,19 @@ export const publicPageUrl = z
   }, 'a link sent to clients carries no credentials')
   .meta({ pattern: `^\\s*${HTTP_SCHEME}${BARE_AUTHORITY}(?:[/?#]\\S*)?\\s*$` })
 
+/**
+ * SPEC 17's OTLP/HTTP collector endpoint: the whole URL the spans are posted to (path included,
+ * `/v1/traces` by convention). No `user:password@`: the URL appears in logs and errors, a
+ * collector's credential goes in `tracing.headers`.
+ */
+export const otlpEndpointUrl = z
+  .url({ protocol: /^https?$/, error: 'Invalid URL: expected an http(s) URL such as http://127.0.0.1:4318/v1/traces' })
+  .refine((value) => {
+    const url = parseUrl(value)
+    return url === undefined || (url.username === '' && url.password === '' && url.hash === '')
+  }, 'the collector URL carries no credentials or fragment: put a credential in tracing.headers')
+  .meta({ pattern: `^\\s*${HTTP_SCHEME}${BARE_AUTHORITY}(?:[/?][^\\s#]*)?\\s*$` })
+
 function decodes(text: string): boolean {
   try {
     decodeURIComponent(text)
