@@ -1,0 +1,172 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * SPEC 15 "Comparing" and "No content kept", as pure functions: a shadow comparison's two
+ * answers in, the pointers where they differ out, already in the recorded form that names a
+ * place and never holds a value.
+ */
+
+/** One answer of a comparison: the legacy side's (primary) or the translation's (candidate). */
+export interface ComparedAnswer {
+  readonly statusCode: number
+  readonly contentType: string | undefined
+  readonly body: Buffer
+}
+
+/** A status difference (SPEC 15). */
+export const STATUS_POINTER = '#status'
+/** The whole body: JSON against non-JSON, or two non-JSON bodies that differ in a byte. */
+export const WHOLE_BODY_POINTER = ''
+
+/** Always left out of a comparison (SPEC 15): values each side makes up for itself. */
+export const ALWAYS_IGNORED: readonly string[] = Object.freeze(['/meta/requestId', '/meta/timingMs', '/meta/sessionId', '/meta/executionId', '/meta/lineageId'])
+
+/** A segment that may be recorded as written: 1-64 characters of `[A-Za-z0-9_-]` (SPEC 15). */
+const PLAIN_SEGMENT = /^[A-Za-z0-9_-]{1,64}$/
+/** `application/json`, or any `type/subtype+json`, parameters aside. */
+const JSON_MEDIA_TYPE = /^\s*(?:application\/json|[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]*\+json)\s*(?:;|$)/i
+/** RFC 8259 8.1: UTF-8; bytes that are not are not JSON here either. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/** Ignore pointers compiled once per settings: each a list of tokens, `*` standing for any one. */
+export type IgnoreList = readonly (readonly string[])[]
+
+/** `ignore` of the shadow settings plus the always-ignored pointers, as token lists (RFC 6901 escapes undone). */
+export function compileIgnoreList(pointers: readonly string[]): IgnoreList {
+  const unique = new Set([...ALWAYS_IGNORED, ...pointers])
+  return Object.freeze([...unique].map((pointer) => Object.freeze(pointer === '' ? [] : pointer.slice(1).split('/').map(decodeToken))))
+}
+
+/** True when `contentType` says JSON: `application/json` or `*+json` (SPEC 15). */
+export function isJsonMediaType(contentType: string | undefined): boolean {
+  return contentType !== undefined && JSON_MEDIA_TYPE.test(contentType)
+}
+
+/**
+ * The recorded pointers where two answers differ, in the order found, each once; empty when
+ * they match. A status difference is `#status`; JSON bodies are compared after the ignored
+ * subtrees are removed from both, key order aside and arrays in order; other bodies byte for
+ * byte, and JSON against non-JSON, as `""`.
+ */
+export function compareAnswers(primary: ComparedAnswer, candidate: ComparedAnswer, ignore: IgnoreList): string[] {
+  const found = new Set<string>()
+  if (primary.statusCode !== candidate.statusCode) found.add(STATUS_POINTER)
+  const left = readJson(primary)
+  const right = readJson(candidate)
+  if (left === NOT_JSON || right === NOT_JSON) {
+    if (left !== right || !primary.body.equals(candidate.body)) found.add(WHOLE_BODY_POINTER)
+    return [...found]
+  }
+  for (const pattern of ignore) {
+    removeMatching(left, pattern)
+    removeMatching(right, pattern)
+  }
+  // An ignored root ("" in ignore) leaves nothing to compare.
+  if (left.value !== IGNORED && right.value !== IGNORED) diff(left.value, right.value, '', found)
+  return [...found]
+}
+
+const NOT_JSON = Symbol('not JSON')
+/** What an ignored root becomes. */
+const IGNORED = Symbol('ignored')
+
+/** A parsed document in a box, so that removing the root is one more case of removing a member. */
+interface Box {
+  value: unknown
+}
+
+function readJson(answer: ComparedAnswer): Box | typeof NOT_JSON {
+  if (!isJsonMediaType(answer.contentType)) return NOT_JSON
+  try {
+    return { value: JSON.parse(UTF8.decode(answer.body)) as unknown }
+  } catch {
+    return NOT_JSON
+  }
+}
+
+/**
+ * Removes every subtree `pattern` names: `*` is any one member or element. Elements are taken
+ * out of their array, the last first, so that the same pattern on both sides leaves arrays that
+ * still line up.
+ */
+function removeMatching(box: Box, pattern: readonly string[]): void {
+  if (pattern.length === 0) box.value = IGNORED
+  else removeBelow(box.value, pattern, 0)
+}
+
+function removeBelow(node: unknown, pattern: readonly string[], index: number): void {
+  if (node === null || typeof node !== 'object') return
+  const token = pattern[index] as string
+  const last = index === pattern.length - 1
+  if (Array.isArray(node)) {
+    const positions = token === '*' ? node.map((_item, position) => position) : arrayIndex(token, node.length)
+    for (let at = positions.length - 1; at >= 0; at--) {
+      const position = positions[at] as number
+      if (last) node.splice(position, 1)
+      else removeBelow(node[position], pattern, index + 1)
+    }
+    return
+  }
+  const object = node as Record<string, unknown>
+  const keys = token === '*' ? Object.keys(object) : Object.hasOwn(object, token) ? [token] : []
+  for (const key of keys) {
+    if (last) delete object[key]
+    else removeBelow(object[key], pattern, index + 1)
+  }
+}
+
+/** RFC 6901 4: an array index is `0` or digits without a leading zero. */
+function arrayIndex(token: string, length: number): number[] {
+  if (!/^(?:0|[1-9][0-9]*)$/.test(token)) return []
+  const position = Number(token)
+  return position < length ? [position] : []
+}
+
+/** Adds the recorded pointer of every place where `a` and `b` differ. */
+function diff(a: unknown, b: unknown, pointer: string, found: Set<string>): void {
+  if (a === b) return
+  const aArray = Array.isArray(a)
+  const bArray = Array.isArray(b)
+  if (aArray && bArray) {
+    const common = Math.min(a.length, b.length)
+    for (let position = 0; position < common; position++) diff(a[position], b[position], `${pointer}/*`, found)
+    // Elements only one side has: the array's elements, recorded once as `/*`.
+    if (a.length !== b.length) found.add(`${pointer}/*`)
+    return
+  }
+  if (isObject(a) && isObject(b) && !aArray && !bArray) {
+    for (const key of Object.keys(a)) {
+      const child = `${pointer}/${recordedSegment(key)}`
+      if (!Object.hasOwn(b, key)) found.add(child)
+      else diff(a[key], b[key], child, found)
+    }
+    for (const key of Object.keys(b)) if (!Object.hasOwn(a, key)) found.add(`${pointer}/${recordedSegment(key)}`)
+    return
+  }
+  // Two scalars, or two kinds of value: numbers compare as JSON reads them (1.0 is 1).
+  found.add(pointer)
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object'
+}
+
+/**
+ * A member name as a recorded pointer may hold it (SPEC 15 "No content kept"): as written when
+ * it is 1-64 characters of `[A-Za-z0-9_-]`, else `~h` and the first 8 hex digits of its SHA-256,
+ * since a key can carry data (an e-mail address, a token used as a map key). `~h` is no RFC 6901
+ * escape, so it never reads as a real name. Array indexes are `*` (diff above).
+ */
+export function recordedSegment(name: string): string {
+  if (PLAIN_SEGMENT.test(name)) return name
+  return `~h${createHash('sha256').update(wellFormed(name), 'utf8').digest('hex').slice(0, 8)}`
+}
+
+/** A lone surrogate hashed as its escape, so that two different names never hash as one U+FFFD. */
+function wellFormed(text: string): string {
+  return text.isWellFormed() ? text : JSON.stringify(text)
+}
+
+function decodeToken(token: string): string {
+  return token.replaceAll('~1', '/').replaceAll('~0', '~')
+}
