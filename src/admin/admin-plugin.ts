@@ -32,7 +32,7 @@ export interface AdminDeps {
   sessionStore: SessionStore
   migration: MigrationReport
   reload: () => Promise<ReloadResult>
-  explain: (input: ExplainInput) => Explanation
+  explain: (input: ExplainInput) => Explanation | Promise<Explanation>
   /** The running config's runtime: brownout pauses are checked against it and kept in it (SPEC 13). */
   runtime: () => GatewayRuntime
 }

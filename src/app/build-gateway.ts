@@ -11,13 +11,14 @@ import { createLogger } from '../observability/logger.js'
 import { createMetrics } from '../observability/metrics.js'
 import { createMigrationReport } from '../observability/migration-report.js'
 import { resolveRequestId } from '../observability/request-id.js'
-import { explainRequest } from '../plan/explain-request.js'
+import { explainRequestWithRecords } from '../plan/explain-request.js'
 import { createSessionStore } from '../sessions/create-session-store.js'
-import { createMemoryIdempotencyStore } from '../sessions/idempotency-store.js'
 import { createSessionMap } from '../sessions/session-map.js'
+import { createSharedIdempotencyStore } from '../sessions/shared-idempotency-store.js'
 import { createSharedStore } from '../store/shared-store.js'
 import { BrownoutPauses } from '../tenancy/brownout-pauses.js'
 import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { createLiveClaims } from '../traffic/run-idempotent.js'
 import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-handler.js'
 import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
 import type { Gateway, GatewayOptions } from './gateway.js'
@@ -92,14 +93,17 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       idempotencyOutcome: record.idempotencyOutcome
     })
     if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
+    // SPEC 12/16: a keyed request this replica's memory served because the store did not answer.
+    if (record.idempotencyOutcome === 'store_unavailable') store.countUnavailable('idempotency')
     if (record.legacyRoute !== undefined && record.tenant !== undefined) {
       migration.record({ tenant: record.tenant, route: record.legacyRoute, clientFingerprint: record.clientFingerprint, userAgent: head.headers['user-agent'], atMs: Date.now() })
     }
   }
 
-  // SPEC 16's records live as long as the process, whatever a reload says (SPEC 17).
-  const idempotency = createMemoryIdempotencyStore()
-  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, logger, isDraining, onRequestDone })
+  // SPEC 16's records live as long as the process (or in the shared store), whatever a reload says (SPEC 17).
+  const idempotency = createSharedIdempotencyStore(store)
+  const liveClaims = createLiveClaims()
+  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone })
   const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
     metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
   )
@@ -129,7 +133,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     sessionStore,
     migration,
     reload: reloader.reload,
-    explain: (input) => explainRequest(getRuntime(), input),
+    explain: (input) => explainRequestWithRecords(getRuntime(), input, idempotency),
     runtime: getRuntime
   })
 
@@ -140,6 +144,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     upstream,
     sessionStore,
     ownsSessionStore: options.sessionStore === undefined,
+    // SPEC 16: at the end of the grace period the claims of requests still running are settled
+    // (deleted when no execution was sent) before the store's connection closes.
+    cutClaims: () => liveClaims.cut(idempotency),
     store: {
       async close() {
         brownoutPauses.stop()

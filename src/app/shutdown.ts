@@ -18,6 +18,8 @@ export interface ShutdownDeps {
   sessionStore: SessionStore
   /** A store given by the caller stays the caller's to close. */
   ownsSessionStore: boolean
+  /** SPEC 16: settles the idempotency claims of requests cut at the end of the grace period. */
+  cutClaims?: () => Promise<void>
   /** SPEC 12's shared store, closed last: the session store may still use its connection. */
   store: { close(): Promise<void> }
   /** How long an idle kept-alive traffic connection may stay once closing starts (read at close). */
@@ -46,6 +48,7 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
   const cutCome = new Promise<void>((resolve) => {
     announceCut = resolve
   })
+  let claimsCut: Promise<void> = Promise.resolve()
 
   return {
     isDraining: () => draining,
@@ -59,6 +62,8 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
       admin.server.closeAllConnections()
       if (cut) return
       cut = true
+      // Before the pool goes: a call it fails must not let its request delete a claim whose execution was sent.
+      claimsCut = deps.cutClaims?.().catch(() => undefined) ?? Promise.resolve()
       // The admin listener accepts until fastify's close reaches server.close(): the grace is
       // spent, so a connection that comes in between is cut too.
       admin.server.on('connection', (socket: Duplex) => socket.destroy())
@@ -76,6 +81,7 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
         await admin.close()
         await Promise.race([upstream.close().catch(() => undefined), cutCome])
         if (deps.ownsSessionStore) await sessionStore.close?.()
+        await claimsCut
         await deps.store.close()
       })()
       return closing

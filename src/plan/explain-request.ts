@@ -7,9 +7,11 @@ import type { V4Call } from '../legacy/legacy-calls.js'
 import { toJsonBody } from '../legacy/to-json-body.js'
 import { REDACTED_HEADERS } from '../observability/logger.js'
 import { isValidRequestId } from '../observability/request-id.js'
+import type { IdempotencyRecord } from '../sessions/idempotency-store.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { headersFromRaw } from './head-from-input.js'
 import type { DeprecationFacts } from './deprecation-step.js'
+import type { IdempotencyRequest } from './idempotency-step.js'
 import { planRequest, type Plan, type PlanFacts } from './plan-request.js'
 
 export interface ExplainInput {
@@ -47,14 +49,33 @@ export interface Explanation {
   deprecation?: DeprecationFacts
   /**
    * SPEC 16 on a request that carries an idempotency key: its calls run once per key; a retry of
-   * the same request gets the stored answer, another request with the key 422. `explain` reads no
-   * store, so it says which would happen, not which will.
+   * the same request gets the stored answer, another request with the key 422. With a record
+   * store to read (`POST /admin/explain`), `record` and `would` say what the key holds now and
+   * what this request would therefore get; the look claims nothing.
    */
-  idempotency?: { keyHeader: string; ttlMs: number; when: string }
+  idempotency?: ExplainedIdempotency
   /** The V4 calls the request would become, in order; credentials redacted. */
   calls: ExplainedCall[]
   /** Set when the gateway would answer by itself, without any upstream call. */
   answer?: { status: number; code: string; message: string }
+}
+
+export interface ExplainedIdempotency {
+  keyHeader: string
+  ttlMs: number
+  when: string
+  /**
+   * What the key holds now: no record, a call under way, this request's answer, this request's
+   * answer too large to keep, another request's record; `unknown` when the store did not answer.
+   */
+  record?: 'none' | 'running' | 'answer' | 'too-large' | 'other-request' | 'unknown'
+  /** What this request would get: executed, replayed, a wait for the running call (then a replay or 409), or a refusal (409 too large, 422 reused). */
+  would?: 'execute' | 'replay' | 'wait' | 'refuse' | 'unknown'
+}
+
+/** SPEC 16's records as explain reads them: a look, never a claim. */
+export interface IdempotencyRecordReader {
+  peek(key: string): IdempotencyRecord | undefined | Promise<IdempotencyRecord | undefined>
 }
 
 const REDACTED = new Set<string>(REDACTED_HEADERS)
@@ -69,6 +90,44 @@ const SESSION_ID = '{sessionId}'
  * run for it (plan-request.ts), printed with credentials redacted; sends nothing.
  */
 export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Explanation {
+  return explainPlan(runtime, input).explanation
+}
+
+/**
+ * `explainRequest`, and for a keyed request what its key holds now in `records` (the running
+ * gateway's, SPEC 16): whether it would be executed or replayed. Read only: the look claims nothing.
+ */
+export async function explainRequestWithRecords(runtime: GatewayRuntime, input: ExplainInput, records: IdempotencyRecordReader): Promise<Explanation> {
+  const { explanation, keyed } = explainPlan(runtime, input)
+  if (keyed === undefined || explanation.idempotency === undefined) return explanation
+  let record: IdempotencyRecord | undefined
+  try {
+    record = await records.peek(keyed.recordKey)
+  } catch {
+    explanation.idempotency.record = 'unknown'
+    explanation.idempotency.would = 'unknown'
+    return explanation
+  }
+  Object.assign(explanation.idempotency, describeRecord(record, keyed.fingerprint))
+  return explanation
+}
+
+function describeRecord(record: IdempotencyRecord | undefined, fingerprint: string): Pick<ExplainedIdempotency, 'record' | 'would'> {
+  if (record === undefined) return { record: 'none', would: 'execute' }
+  if (record.fingerprint !== fingerprint) return { record: 'other-request', would: 'refuse' }
+  if (record.state === 'running') return { record: 'running', would: 'wait' }
+  return record.answer === null ? { record: 'too-large', would: 'refuse' } : { record: 'answer', would: 'replay' }
+}
+
+function explainPlan(runtime: GatewayRuntime, input: ExplainInput): { explanation: Explanation; keyed?: IdempotencyRequest } {
+  let keyed: IdempotencyRequest | undefined
+  const explanation = explainInto(runtime, input, (request) => {
+    keyed = request
+  })
+  return { explanation, keyed }
+}
+
+function explainInto(runtime: GatewayRuntime, input: ExplainInput, onKeyed: (request: IdempotencyRequest) => void): Explanation {
   const head = headFromInput(runtime, input)
   const bytes = bodyBytes(input, head)
   const explanation: Explanation = { calls: [] }
@@ -83,6 +142,7 @@ export function explainRequest(runtime: GatewayRuntime, input: ExplainInput): Ex
     }
     Object.assign(explanation, shownFacts(plan.facts))
     if (plan.kind === 'idempotent') {
+      onKeyed(plan.idempotency)
       const { settings } = plan.idempotency
       explanation.idempotency = {
         keyHeader: settings.keyHeader,

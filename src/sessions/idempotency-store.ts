@@ -18,7 +18,13 @@ export type IdempotencyRecord =
   | { readonly state: 'running'; readonly fingerprint: string }
   | { readonly state: 'done'; readonly fingerprint: string; readonly answer: StoredAnswer | null }
 
-export type ClaimResult = { readonly claimed: true; readonly owner: string } | { readonly claimed: false; readonly record: IdempotencyRecord }
+/**
+ * `unavailable`: the shared store could not be asked, so this replica's own memory answered
+ * (SPEC 16 "Store down"; the request's outcome is then `store_unavailable`).
+ */
+export type ClaimResult =
+  | { readonly claimed: true; readonly owner: string; readonly unavailable?: true }
+  | { readonly claimed: false; readonly record: IdempotencyRecord; readonly unavailable?: true }
 
 /** Per call, from the config the request started with, so a reload's bounds apply to what comes after it. */
 export interface RecordBounds {
@@ -31,12 +37,18 @@ export interface IdempotencyStore {
   claim(key: string, fingerprint: string, leaseMs: number, bounds: RecordBounds): ClaimResult | Promise<ClaimResult>
   /** Extends a claim `owner` still holds; false when it no longer does. */
   renew(key: string, owner: string, leaseMs: number): boolean | Promise<boolean>
-  /** Replaces `owner`'s claim by the finished answer, kept `ttlMs`; false (nothing written) when the claim is no longer its. */
-  complete(key: string, owner: string, answer: StoredAnswer | null, ttlMs: number, bounds: RecordBounds): boolean | Promise<boolean>
+  /**
+   * Replaces `owner`'s claim by the finished answer, kept `ttlMs`; false (nothing written) when the
+   * claim is no longer its; `'local'` when the shared store could not take it and this replica's
+   * memory keeps it instead (SPEC 16 "Store down").
+   */
+  complete(key: string, owner: string, answer: StoredAnswer | null, ttlMs: number, bounds: RecordBounds): boolean | 'local' | Promise<boolean | 'local'>
   /** Deletes `owner`'s claim (an answer not kept, SPEC 16), so that a retry runs. */
   release(key: string, owner: string): void | Promise<void>
   /** Resolves when the key's record is completed or released here, or after `waitMs`. */
   changed(key: string, waitMs: number): Promise<void>
+  /** The live record of `key`, read only (`explain`): no claim is made. */
+  peek(key: string): IdempotencyRecord | undefined | Promise<IdempotencyRecord | undefined>
   /** Records held in this process. */
   readonly size: number
 }
@@ -59,7 +71,15 @@ const RECORD_OVERHEAD_BYTES = 256
  * claim under way is never pushed out: it would let a retry run the execution again; claims are
  * as many as the requests in flight.
  */
-export function createMemoryIdempotencyStore(now: () => number = Date.now): IdempotencyStore {
+export interface MemoryIdempotencyStore extends IdempotencyStore {
+  claim(key: string, fingerprint: string, leaseMs: number, bounds: RecordBounds): ClaimResult
+  renew(key: string, owner: string, leaseMs: number): boolean
+  complete(key: string, owner: string, answer: StoredAnswer | null, ttlMs: number, bounds: RecordBounds): boolean
+  release(key: string, owner: string): void
+  peek(key: string): IdempotencyRecord | undefined
+}
+
+export function createMemoryIdempotencyStore(now: () => number = Date.now): MemoryIdempotencyStore {
   const records = new Map<string, MemoryRecord>()
   const waiters = new Map<string, Set<() => void>>()
   let bytes = 0
@@ -98,12 +118,14 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Idem
     for (const resolve of waiting) resolve()
   }
 
+  function shown(record: MemoryRecord): IdempotencyRecord {
+    return record.owner !== undefined ? { state: 'running', fingerprint: record.fingerprint } : { state: 'done', fingerprint: record.fingerprint, answer: record.answer }
+  }
+
   return {
     claim(key, fingerprint, leaseMs, bounds) {
       const found = live(key)
-      if (found !== undefined) {
-        return { claimed: false, record: found.owner !== undefined ? { state: 'running', fingerprint: found.fingerprint } : { state: 'done', fingerprint: found.fingerprint, answer: found.answer } }
-      }
+      if (found !== undefined) return { claimed: false, record: shown(found) }
       const owner = `m${++owners}`
       put(key, { fingerprint, owner, answer: null, expiresAt: now() + leaseMs, bytes: RECORD_OVERHEAD_BYTES }, bounds)
       return { claimed: true, owner }
@@ -140,6 +162,11 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Idem
         }
         set.add(done)
       })
+    },
+    peek(key) {
+      // Not `live`: a read-only look drops nothing.
+      const record = records.get(key)
+      return record !== undefined && record.expiresAt > now() ? shown(record) : undefined
     },
     get size() {
       return records.size

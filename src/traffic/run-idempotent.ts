@@ -14,7 +14,64 @@ import { legacyAnswer, writeAnswer, type LegacyAnswer } from './legacy-answer.js
 export interface IdempotentRunDeps extends LegacyCallDeps {
   /** SPEC 16's records: the replica's own memory, or the store its replicas share. */
   idempotency: IdempotencyStore
+  /** The claims this process holds while their requests run, for the cut at shutdown (none: nothing to cut). */
+  liveClaims?: LiveClaims
   isDraining: () => boolean
+}
+
+/** A claim this process holds while its request runs. */
+export interface LiveClaim {
+  readonly key: string
+  readonly owner: string
+  /** Execution calls sent so far. */
+  executions: number
+  /** Set at the cut: the request's end no longer touches the record. */
+  cut: boolean
+  readonly stopRenewal: () => void
+}
+
+/**
+ * The claims held by requests still running, so that the end of the grace period can settle
+ * them (SPEC 16: "a claim whose request was cut at shutdown is deleted if no execution call was
+ * sent and kept to its expiry otherwise").
+ */
+export interface LiveClaims {
+  add(claim: LiveClaim): void
+  delete(claim: LiveClaim): void
+  /**
+   * The grace period is over: each claim stops being renewed; one whose request sent no execution
+   * is deleted (its retry runs at once), the others are left to expire (the execution may have
+   * run; an answer the gateway never saw is not made up). Resolves once the deletes are done.
+   */
+  cut(store: IdempotencyStore): Promise<void>
+  readonly size: number
+}
+
+export function createLiveClaims(): LiveClaims {
+  const claims = new Set<LiveClaim>()
+  return {
+    add: (claim) => void claims.add(claim),
+    delete: (claim) => void claims.delete(claim),
+    async cut(store) {
+      const releases: Array<Promise<void>> = []
+      for (const claim of claims) {
+        claim.cut = true
+        claim.stopRenewal()
+        if (claim.executions === 0) releases.push(Promise.resolve(store.release(claim.key, claim.owner)).catch(() => undefined))
+      }
+      claims.clear()
+      await Promise.all(releases)
+    },
+    get size() {
+      return claims.size
+    }
+  }
+}
+
+/** What a keyed request learnt of the store on its way: whether this replica's memory stood in for it. */
+interface KeyedRun {
+  /** SPEC 16 "Store down": the outcome is `store_unavailable` whatever else happened. */
+  unavailable: boolean
 }
 
 /** SPEC 6's content type of the gateway's own answers, kept with a stored UPSTREAM_TIMEOUT. */
@@ -30,27 +87,29 @@ export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, de
   const store = deps.idempotency
   const bounds: RecordBounds = { maxEntries: settings.maxEntries, maxBytes: settings.maxBytes }
   const waitUntil = performance.now() + settings.waitMs
+  const run: KeyedRun = { unavailable: false }
   let waited = false
   for (;;) {
     const claim = await store.claim(recordKey, fingerprint, leaseMs, bounds)
-    if (claim.claimed) return executeOnce(exchange, plan, deps, claim.owner, bounds)
+    if (claim.unavailable === true) run.unavailable = true
+    if (claim.claimed) return executeOnce(exchange, plan, deps, claim.owner, bounds, run)
     const record = claim.record
     if (record.fingerprint !== fingerprint) {
-      note(exchange, 'key_reused')
+      note(exchange, run, 'key_reused')
       throw new GatewayError('IDEMPOTENCY_KEY_REUSED', `this ${settings.keyHeader} was sent before with a different request; send a new key for a new request`)
     }
     if (record.state === 'done') {
       if (record.answer === null) {
-        note(exchange, 'too_large')
+        note(exchange, run, 'too_large')
         throw new GatewayError('IDEMPOTENCY_RESULT_TOO_LARGE', `the answer to this ${settings.keyHeader} was too large to keep; it is not executed again`)
       }
-      note(exchange, waited ? 'waited' : 'replayed')
+      note(exchange, run, waited ? 'waited' : 'replayed')
       writeAnswer(exchange, replayed(exchange, plan.calls, record.answer), deps.isDraining())
       return
     }
     const remainingMs = waitUntil - performance.now()
     if (remainingMs <= 0 || exchange.clientGone) {
-      note(exchange, 'in_progress')
+      note(exchange, run, 'in_progress')
       exchange.answerHeaders['retry-after'] = '1'
       throw new GatewayError('IDEMPOTENCY_IN_PROGRESS', `a request with this ${settings.keyHeader} is still being executed; retry later`)
     }
@@ -61,15 +120,20 @@ export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, de
 }
 
 /** The first call of a key: runs the calls under a renewed claim, then keeps the answer or lets the key go. */
-async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: IdempotentRunDeps, owner: string, bounds: RecordBounds): Promise<void> {
+async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: IdempotentRunDeps, owner: string, bounds: RecordBounds, run: KeyedRun): Promise<void> {
   const { recordKey, settings, leaseMs } = plan.idempotency
   const store = deps.idempotency
   const calls = plan.calls
-  let executions = 0
   // SPEC 16: the claim is renewed every third of its life while the request runs (a session-execute
   // can wait on a start lock and make several calls).
   const renewal = setInterval(() => void Promise.resolve(store.renew(recordKey, owner, leaseMs)).catch(() => {}), Math.max(1, Math.floor(leaseMs / 3)))
   renewal.unref()
+  const live: LiveClaim = { key: recordKey, owner, executions: 0, cut: false, stopRenewal: () => clearInterval(renewal) }
+  deps.liveClaims?.add(live)
+  /** Lets the key go so that a retry runs, unless the shutdown's cut has settled the claim already. */
+  const release = async (): Promise<void> => {
+    if (!live.cut) await store.release(recordKey, owner)
+  }
   try {
     let answer: LegacyAnswer
     let stored: StoredAnswer | null
@@ -82,23 +146,23 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
           // Not the client's: a client that gives up must not cut an execution whose answer its retry will want.
           cancelScope: { cancelled: false, cancel: undefined },
           trace: exchange.record,
-          onExecution: () => executions++
+          onExecution: () => live.executions++
         },
         deps
       )
       answer = legacyAnswer(exchange, calls, result)
       // SPEC 16: an answer given where no execution call was sent (a refused sessions.start) is not kept.
-      if (executions === 0) {
-        await store.release(recordKey, owner)
-        note(exchange, 'not_kept')
+      if (live.executions === 0) {
+        await release()
+        note(exchange, run, 'not_kept')
         writeAnswer(exchange, answer, deps.isDraining())
         return
       }
       stored = storedAnswer(answer, result.sessionId, settings.maxBodyBytes)
     } catch (error) {
-      if (!isGatewayError(error) || !keepsError(error, executions, exchange.record.v4Path)) {
-        await store.release(recordKey, owner)
-        note(exchange, 'not_kept')
+      if (!isGatewayError(error) || !keepsError(error, live.executions, exchange.record.v4Path)) {
+        await release()
+        note(exchange, run, 'not_kept')
         throw error
       }
       // The execution may have run (a timeout, a connection cut after sending): the gateway's
@@ -106,11 +170,13 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
       answer = gatewayErrorAnswer(exchange, error)
       stored = storedAnswer(answer, undefined, settings.maxBodyBytes)
     }
-    await store.complete(recordKey, owner, stored, settings.ttlMs, bounds)
-    note(exchange, 'executed')
+    // After the cut the claim is left to its expiry (SPEC 16): the answer goes to the client only.
+    if (!live.cut && (await store.complete(recordKey, owner, stored, settings.ttlMs, bounds)) === 'local') run.unavailable = true
+    note(exchange, run, 'executed')
     writeAnswer(exchange, answer, deps.isDraining())
   } finally {
     clearInterval(renewal)
+    deps.liveClaims?.delete(live)
   }
 }
 
@@ -158,6 +224,11 @@ function replayed(exchange: Exchange, plan: CallsPlan, answer: StoredAnswer): Le
   return { statusCode: answer.statusCode, headers, payload: bodiless ? undefined : answer.body }
 }
 
-function note(exchange: Exchange, outcome: IdempotencyOutcome): void {
-  exchange.record.idempotencyOutcome = outcome
+/**
+ * The request's outcome (SPEC 16's word on the access line, the metric and the span). A request
+ * that this replica's memory served because the shared store did not answer is
+ * `store_unavailable`, whatever it came to: its guarantee held on this replica only.
+ */
+function note(exchange: Exchange, run: KeyedRun, outcome: IdempotencyOutcome): void {
+  exchange.record.idempotencyOutcome = run.unavailable ? 'store_unavailable' : outcome
 }

@@ -12,6 +12,7 @@ import type { SessionMap } from '../sessions/session-map.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { roundMs } from '../util/round-ms.js'
+import { createLiveClaims, type LiveClaims } from './run-idempotent.js'
 import { runPlan, type RunDeps } from './run-plan.js'
 
 /** A request that has ended, as metrics and the migration report hear it. */
@@ -29,6 +30,8 @@ export interface TrafficDeps {
   sessions: SessionMap<UpstreamResponse>
   /** SPEC 16's records; the replica's own memory when none is given. */
   idempotency?: IdempotencyStore
+  /** The claims held by keyed requests running now (SPEC 16's cut at shutdown); a set of its own when none is given. */
+  liveClaims?: LiveClaims
   logger: Logger
   /** While draining, requests that still arrive (on kept-alive connections) get 503 SHUTTING_DOWN. */
   isDraining: () => boolean
@@ -62,6 +65,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     upstream: deps.upstream,
     sessions: deps.sessions,
     idempotency: deps.idempotency ?? createMemoryIdempotencyStore(),
+    liveClaims: deps.liveClaims ?? createLiveClaims(),
     forwardStream: createForwarder(deps.upstream, kernel.answerError, deps.isDraining),
     answerError: kernel.answerError,
     isDraining: deps.isDraining

@@ -1,0 +1,227 @@
+import { randomBytes } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import type { SharedStore } from '../store/shared-store.js'
+import { createMemoryIdempotencyStore, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type StoredAnswer } from './idempotency-store.js'
+
+/**
+ * SPEC 16's records on SPEC 12's shared store, so that replicas share them. One Redis string per
+ * record, in its own family below the prefix (docs/scaling.md):
+ *
+ *   <prefix>i:<record key>   c:<owner>:<fingerprint>                      PX lease   (a claim under way)
+ *                            d:<fingerprint>:<meta JSON>\n<answer body>  PX ttlMs   (the kept answer)
+ *
+ * The record key is already a SHA-256 of (tenant, the credential's SHA-256, route, key), the
+ * fingerprint a SHA-256 and the owner random: no raw key, token or request body reaches Redis.
+ * The claim and the answer are one key: `complete` replaces the claim by the answer in one Lua
+ * step, only while it still holds this owner's claim, so no moment has neither. A claim left by a
+ * replica that died ends with its PX; a running one is renewed with a compare-and-PEXPIRE.
+ */
+
+/** `SET NX PX`, or the record that holds the key, in one step (a waiter's poll is the same call). */
+const CLAIM = `if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return false end
+return redis.call('GET', KEYS[1])`
+/** Extends the claim only while it is still ARGV[1] (a lapsed lease may be another replica's now). */
+const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`
+/** Replaces the claim ARGV[1] by the answer ARGV[2] for ARGV[3] ms; nothing when the claim is no longer ours. */
+const COMPLETE = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end
+return 0`
+/** Deletes the claim ARGV[1] only (an answer not kept, SPEC 16), so that a retry runs. */
+const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`
+
+interface IdempotencyCommands {
+  v4gwIdempotencyClaimBuffer(key: string, claim: string, leaseMs: number): Promise<Buffer | null>
+  v4gwIdempotencyRenew(key: string, claim: string, leaseMs: number): Promise<number>
+  v4gwIdempotencyComplete(key: string, claim: string, record: Buffer, ttlMs: number): Promise<number>
+  v4gwIdempotencyRelease(key: string, claim: string): Promise<number>
+}
+
+const withScripts = new WeakSet<Redis>()
+
+/** The scripts as ioredis commands (EVALSHA, EVAL on NOSCRIPT): a claim sends the hash, not the script. */
+function scripts(client: Redis): IdempotencyCommands {
+  if (!withScripts.has(client)) {
+    client.defineCommand('v4gwIdempotencyClaim', { numberOfKeys: 1, lua: CLAIM })
+    client.defineCommand('v4gwIdempotencyRenew', { numberOfKeys: 1, lua: RENEW })
+    client.defineCommand('v4gwIdempotencyComplete', { numberOfKeys: 1, lua: COMPLETE })
+    client.defineCommand('v4gwIdempotencyRelease', { numberOfKeys: 1, lua: RELEASE })
+    withScripts.add(client)
+  }
+  return client as unknown as IdempotencyCommands
+}
+
+/** The family below `keyPrefix` (SPEC 12: none reuses `s:`, `l:`, `f:`). */
+export const IDEMPOTENCY_FAMILY = 'i:'
+const CLAIM_TAG = 'c:'
+const DONE_TAG = 'd:'
+
+/** How a kept answer's status and headers ride before its body: `b: false` is an answer too large to keep. */
+interface AnswerMeta {
+  s?: number
+  t?: string
+  i?: string
+  b: boolean
+}
+
+export function encodeRecord(fingerprint: string, answer: StoredAnswer | null): Buffer {
+  const meta: AnswerMeta = answer === null ? { b: false } : { s: answer.statusCode, b: true }
+  if (answer?.contentType !== undefined) meta.t = answer.contentType
+  if (answer?.sessionId !== undefined) meta.i = answer.sessionId
+  // JSON.stringify escapes every newline inside a string, so the first '\n' ends the meta.
+  const head = Buffer.from(`${DONE_TAG}${fingerprint}:${JSON.stringify(meta)}\n`)
+  return answer === null ? head : Buffer.concat([head, answer.body])
+}
+
+/** A record as Redis holds it; undefined for a value this gateway did not write. */
+export function decodeRecord(value: Buffer): IdempotencyRecord | undefined {
+  const tag = value.subarray(0, 2).toString('latin1')
+  if (tag === CLAIM_TAG) {
+    const text = value.toString('latin1')
+    const end = text.indexOf(':', CLAIM_TAG.length)
+    return end === -1 ? undefined : { state: 'running', fingerprint: text.slice(end + 1) }
+  }
+  if (tag !== DONE_TAG) return undefined
+  const metaStart = value.indexOf(':', DONE_TAG.length)
+  const bodyStart = value.indexOf('\n', metaStart)
+  if (metaStart === -1 || bodyStart === -1) return undefined
+  const fingerprint = value.subarray(DONE_TAG.length, metaStart).toString('latin1')
+  let meta: AnswerMeta
+  try {
+    meta = JSON.parse(value.subarray(metaStart + 1, bodyStart).toString('utf8')) as AnswerMeta
+  } catch {
+    return undefined
+  }
+  if (!meta.b || typeof meta.s !== 'number') return { state: 'done', fingerprint, answer: null }
+  // A copy: the reply's buffer is not kept alive by a record that lives longer than the reply.
+  return { state: 'done', fingerprint, answer: { statusCode: meta.s, body: Buffer.from(value.subarray(bodyStart + 1)), contentType: meta.t, sessionId: meta.i } }
+}
+
+export interface SharedIdempotencyOptions {
+  /** How often a waiter looks at a record another replica holds; default 25 ms (as the start lock). */
+  pollMs?: number
+}
+
+const DEFAULT_POLL_MS = 25
+
+/**
+ * SPEC 16's records on the shared store, with this replica's bounded memory records standing in
+ * while the store does not answer (SPEC 16 "Store down": counted as `store_unavailable`, never
+ * written to the store later). With `store: memory` these are the memory records alone.
+ *
+ * A claim's owner says where it was made (`c:…` in Redis, `m…` in memory), so that its renewal
+ * and its answer go to the same place even if the store comes or goes meanwhile. A record made in
+ * memory during an outage still answers on this replica once the store is back: its execution
+ * ran here, and a retry that reaches this replica must not run it again.
+ */
+export function createSharedIdempotencyStore(shared: SharedStore, options: SharedIdempotencyOptions = {}): IdempotencyStore {
+  const memory = createMemoryIdempotencyStore()
+  const connection = shared.connection
+  if (connection === undefined) return memory
+  const pollMs = options.pollMs ?? DEFAULT_POLL_MS
+  const waiters = new Map<string, Set<() => void>>()
+  const redisKey = (key: string): string => `${shared.keyPrefix}${IDEMPOTENCY_FAMILY}${key}`
+
+  function wake(key: string): void {
+    const waiting = waiters.get(key)
+    if (waiting === undefined) return
+    waiters.delete(key)
+    for (const resolve of waiting) resolve()
+  }
+
+  function inMemory(result: ClaimResult): ClaimResult {
+    return { ...result, unavailable: true }
+  }
+
+  function fingerprintOf(claim: string): string {
+    return claim.slice(claim.indexOf(':', CLAIM_TAG.length) + 1)
+  }
+
+  return {
+    async claim(key, fingerprint, leaseMs, bounds) {
+      // A record made here during an outage answers first (its execution ran on this replica).
+      if (memory.size > 0) {
+        const local = memory.peek(key)
+        if (local !== undefined) return { claimed: false, record: local }
+      }
+      // No request waits on a store that is down (SPEC 12).
+      if (!connection.isUp()) return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
+      const claim = `${CLAIM_TAG}${randomBytes(16).toString('hex')}:${fingerprint}`
+      const name = redisKey(key)
+      let found: Buffer | null
+      try {
+        found = await connection.run((client) => scripts(client).v4gwIdempotencyClaimBuffer(name, claim, leaseMs))
+      } catch {
+        // A claim that timed out may still be applied by a stalled Redis that goes on, leaving a
+        // key nobody renews or completes: the delete goes after it on the same connection.
+        void connection.run((client) => scripts(client).v4gwIdempotencyRelease(name, claim)).catch(() => undefined)
+        return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
+      }
+      if (found === null) return { claimed: true, owner: claim }
+      const record = decodeRecord(found)
+      // Not a record of ours (written by something else under our prefix): never overwritten, never replayed.
+      if (record === undefined) return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
+      return { claimed: false, record }
+    },
+    async renew(key, owner, leaseMs) {
+      if (!owner.startsWith(CLAIM_TAG)) return memory.renew(key, owner, leaseMs)
+      try {
+        return (await connection.run((client) => scripts(client).v4gwIdempotencyRenew(redisKey(key), owner, leaseMs))) === 1
+      } catch {
+        // Renewed at the next third of the lease, if the store answers by then.
+        return true
+      }
+    },
+    async complete(key, owner, answer, ttlMs, bounds) {
+      if (!owner.startsWith(CLAIM_TAG)) {
+        const kept = memory.complete(key, owner, answer, ttlMs, bounds)
+        wake(key)
+        return kept
+      }
+      try {
+        const written = await connection.run((client) => scripts(client).v4gwIdempotencyComplete(redisKey(key), owner, encodeRecord(fingerprintOf(owner), answer), ttlMs))
+        wake(key)
+        return written === 1
+      } catch {
+        // The store went away while the request ran: this replica keeps the answer in its own
+        // memory, so a retry that reaches it replays; the claim in Redis ends with its lease.
+        const local = memory.claim(key, fingerprintOf(owner), ttlMs, bounds)
+        const kept = local.claimed && memory.complete(key, local.owner, answer, ttlMs, bounds)
+        wake(key)
+        return kept ? 'local' : false
+      }
+    },
+    async release(key, owner) {
+      if (!owner.startsWith(CLAIM_TAG)) memory.release(key, owner)
+      else await connection.run((client) => scripts(client).v4gwIdempotencyRelease(redisKey(key), owner)).catch(() => undefined)
+      wake(key)
+    },
+    changed(key, waitMs) {
+      // Another replica's answer is seen by looking again; this replica's wakes the waiter at once.
+      return new Promise((resolve) => {
+        let waiting = waiters.get(key)
+        if (waiting === undefined) waiters.set(key, (waiting = new Set()))
+        const set = waiting
+        const timer = setTimeout(done, Math.min(waitMs, pollMs))
+        function done(): void {
+          clearTimeout(timer)
+          set.delete(done)
+          if (set.size === 0 && waiters.get(key) === set) waiters.delete(key)
+          resolve()
+        }
+        set.add(done)
+      })
+    },
+    async peek(key) {
+      const local = memory.size > 0 ? memory.peek(key) : undefined
+      if (local !== undefined) return local
+      if (!connection.isUp()) throw new Error('the shared store does not answer')
+      const found = await connection.run((client) => client.getBuffer(redisKey(key)))
+      return found === null ? undefined : decodeRecord(found)
+    },
+    get size() {
+      return memory.size
+    }
+  }
+}
+
