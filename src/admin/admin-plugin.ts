@@ -14,6 +14,7 @@ import { pauseBrownouts, resumeBrownouts } from '../tenancy/pause-brownouts.js'
 import { assertAdminToken } from './admin-auth.js'
 import { logAdminChange } from './admin-change.js'
 import { isAdminHost, isLoopbackPeer } from './admin-guards.js'
+import { MIGRATION_PAGE_HEADERS, MIGRATION_PAGE_HTML, MIGRATION_PAGE_PATH } from './migration-page.js'
 
 /** `restartRequired`: the restart-only keys whose new values wait for a restart (none are applied). */
 export type ReloadResult = { ok: true; tenants: string[]; sessionsDropped: number; restartRequired: string[]; upcomingBrownouts: UpcomingBrownout[] } | { ok: false; problems: string[] }
@@ -101,6 +102,9 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         if (token === null && !isLoopbackPeer(request.socket.remoteAddress)) {
           throw new GatewayError('AUTH_INVALID', 'set admin.token to use the admin API from another host')
         }
+        // SPEC 12: the migration page holds no data and is served without the token; its data
+        // calls need it. The Host and peer checks above still apply (docs/decisions.md).
+        if (request.routeOptions.url === MIGRATION_PAGE_PATH) return
         assertAdminToken(token, request.headers.authorization)
       })
       admin.setNotFoundHandler(adminNotFound)
@@ -154,6 +158,9 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         }
         if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
         return resumeBrownouts(deps.runtime(), tenant, route === undefined || route === '' ? null : route, Date.now())
+      })
+      admin.get('/ui', async function migrationPage(_request, reply) {
+        return reply.headers(MIGRATION_PAGE_HEADERS).send(MIGRATION_PAGE_HTML)
       })
       admin.get('/migration', async function migration() {
         return deps.migration.snapshot()
