@@ -162,7 +162,10 @@ const clientsSchema = z
           if (sources.indexOf(source) !== index) ctx.addIssue({ code: 'custom', path: [index], message: `${source} is listed twice` })
         })
       }),
-    labels: z.record(clientId, clientLabel).default({})
+    labels: z.record(clientId, clientLabel).default({}),
+    // SPEC 12's bounds of the client registry: clients kept per legacy route (the least recently seen evicted), and days kept.
+    maxPerRoute: wholeNumber(z.number().int().min(1).max(1_000_000)).default(10_000),
+    retentionDays: wholeNumber(z.number().int().min(1).max(3_650)).default(90)
   })
   .prefault({})
 
@@ -462,6 +465,8 @@ const configObject = z.strictObject({
     })
     .meta(whenKeyIs('kind', ['redis'], present('redis', { type: 'object', ...present('url', { type: 'string', minLength: 1 }) })))
     .optional(),
+  // SPEC 12: client records of the registry per replica, every tenant together.
+  clients: z.strictObject({ maxTotal: wholeNumber(z.number().int().min(1).max(10_000_000)).default(100_000) }).prefault({}),
   tenancy: z
     .strictObject({
       header: headerName.default('x-tenant-id'),
