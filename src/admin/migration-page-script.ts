@@ -103,11 +103,12 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     var known = STAGES.indexOf(stage) >= 0;
     return el('span', { class: 'stage stage-' + (known ? stage : 'unknown') }, typeof stage === 'string' ? stage : '–');
   }
+  /** A table in a box that scrolls sideways, so that a wide one never widens the page. */
   function table(headings, rows, className) {
-    return el('table', { class: className || null }, [
+    return el('div', { class: 'table-box' }, el('table', { class: className || null }, [
       el('thead', null, el('tr', null, headings.map(function (heading) { return el('th', { scope: 'col' }, heading); }))),
       el('tbody', null, rows)
-    ]);
+    ]));
   }
   function note(text) { return el('p', { class: 'muted' }, text); }
 
@@ -160,7 +161,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
       .then(function (answers) {
         var migration = answers[0];
         if (migration.status === 401) {
-          askForToken(token === null ? (migration.body && migration.body.error ? migration.body.error.message : '') : 'The gateway refused that token.');
+          askForToken(token === null ? '' : 'The gateway refused that token: ' + errorMessage(migration));
           return;
         }
         if (migration.status !== 200 || !isObject(migration.body)) {
@@ -198,7 +199,8 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
   function shadowOf(shadow, tenant) {
     if (!shadow || !isObject(shadow.tenants) || !isObject(shadow.tenants[tenant])) return null;
     var entry = shadow.tenants[tenant];
-    return isObject(entry.routes) ? entry.routes : null;
+    // Each route's results, directly under the tenant or under its routes member.
+    return isObject(entry.routes) ? entry.routes : entry;
   }
 
   function renderTenant(name, anchor, tenant, shadowRoutes) {
@@ -222,6 +224,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     section.appendChild(el('h3', null, 'Stages and overrides'));
     section.appendChild(routeTable(routes, routeNames));
     var overrides = list(tenant.overrides);
+    section.appendChild(el('h4', null, 'Stage overrides'));
     section.appendChild(overrides.length === 0 ? note('No stage override.') : overrideTable(overrides));
 
     section.appendChild(el('h3', null, 'Clients still calling'));
@@ -371,17 +374,26 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     return details;
   }
 
+  /** SPEC 15's verdict on a route's counts: matches and mismatches, the rest being no verdict. */
+  function verdictOf(counts) {
+    var compared = (counts.matches || 0) + (counts.mismatches || 0);
+    if (compared === 0) return { text: 'nothing compared', className: null };
+    if (!counts.mismatches) return { text: 'all ' + count(compared) + ' match', className: 'good' };
+    return { text: percent(counts.mismatches / compared) + ' mismatch', className: 'bad' };
+  }
+
   function shadowTable(routes) {
-    var names = routes ? Object.keys(routes).sort() : [];
+    var names = routes ? Object.keys(routes).filter(function (route) { return isObject(routes[route]) && routes[route].comparisons > 0; }).sort() : [];
     if (names.length === 0) return note('No shadow comparisons.');
-    return table(['route', 'verdict', 'comparisons', 'matches', 'mismatches', 'candidate errors', 'primary errors', 'dropped', 'skipped', 'top differing pointers'], names.map(function (route) {
-      var entry = isObject(routes[route]) ? routes[route] : {};
-      var compared = (entry.matches || 0) + (entry.mismatches || 0);
-      var verdict = compared === 0 ? 'nothing compared yet' : entry.mismatches ? percent(entry.mismatches / compared) + ' mismatch' : 'all match';
+    return table(['route', 'verdict', 'last 24 h', 'comparisons', 'matches', 'mismatches', 'candidate errors', 'primary errors', 'dropped', 'skipped', 'top differing pointers'], names.map(function (route) {
+      var entry = routes[route];
+      var verdict = verdictOf(entry);
+      var recent = isObject(entry.last24h) ? verdictOf(entry.last24h) : { text: '–', className: null };
       var pointers = list(entry.topPointers).slice(0, 5).map(function (item) { return isObject(item) ? item.pointer + ' ×' + item.count : ''; }).join(', ');
       return el('tr', null, [
         el('th', { scope: 'row' }, el('code', null, route)),
-        el('td', { class: compared > 0 && !entry.mismatches ? 'good' : entry.mismatches ? 'bad' : null }, verdict),
+        el('td', { class: verdict.className }, verdict.text),
+        el('td', { class: recent.className }, recent.text),
         el('td', { class: 'number' }, count(entry.comparisons)),
         el('td', { class: 'number' }, count(entry.matches)),
         el('td', { class: 'number' }, count(entry.mismatches)),

@@ -21,7 +21,9 @@ button:hover { border-color: var(--muted); }
 #token-form { margin: 24px; padding: 16px; max-width: 480px; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); }
 #token-form label { display: block; font-weight: 600; margin-bottom: 6px; }
 #token-form input { font: inherit; width: 100%; padding: 6px 8px; margin-bottom: 8px; border: 1px solid var(--line); border-radius: 4px; }
-#token-message { color: var(--bad); min-height: 1em; margin: 8px 0 0; }
+#token-form p.muted { margin: 0 0 8px; }
+#token-message { color: var(--bad); margin: 8px 0 0; }
+#token-message:empty { display: none; }
 #tenant-nav { display: flex; flex-wrap: wrap; gap: 12px; padding: 8px 24px; }
 #tenant-nav:empty { display: none; }
 #tenant-nav a { color: var(--accent); }
@@ -30,6 +32,8 @@ main { padding: 0 24px 32px; }
 .tenant:first-child { border-top: 0; }
 h2 { font-size: 20px; margin: 12px 0 4px; }
 h3 { font-size: 15px; margin: 20px 0 6px; }
+h4 { font-size: 13px; margin: 10px 0 4px; color: var(--muted); }
+.table-box { overflow-x: auto; }
 .muted { color: var(--muted); font-weight: normal; }
 .facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 6px 0; }
 .facts dt { color: var(--muted); }
@@ -40,6 +44,7 @@ thead th { font-weight: 600; color: var(--muted); border-bottom: 2px solid var(-
 td.number { text-align: right; font-variant-numeric: tabular-nums; }
 td time { white-space: nowrap; }
 td .muted { font-size: 12px; }
+tbody th code, summary code { white-space: nowrap; }
 code { font: 13px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; }
 .user-agent { font: 12px/1.3 ui-monospace, "DejaVu Sans Mono", monospace; word-break: break-all; max-width: 360px; }
 .stage { display: inline-block; padding: 0 6px; border-radius: 3px; font-size: 12px; font-weight: 600; border: 1px solid currentColor; }
@@ -54,7 +59,8 @@ details.clients summary { cursor: pointer; padding: 2px 0; }
 .chart .grid { stroke: var(--line); stroke-width: 1; }
 .chart .axis { fill: var(--muted); font-size: 11px; }
 figcaption { margin-top: 4px; }
-td.good { color: var(--good); font-weight: 600; } td.bad { color: var(--bad); font-weight: 600; }
+td.good, td.bad { font-weight: 600; white-space: nowrap; }
+td.good { color: var(--good); } td.bad { color: var(--bad); }
 `
 
 const HTML_HEAD = `<!doctype html>
@@ -78,6 +84,7 @@ const HTML_BODY = `</style>
 </header>
 <form id="token-form" hidden autocomplete="off">
 <label for="token">Admin token</label>
+<p class="muted">This gateway's admin API needs its token (<code>admin.token</code>). The page keeps it in this tab only (sessionStorage) and sends it as a bearer token.</p>
 <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required>
 <button type="submit">Show the migration</button>
 <p id="token-message" role="alert"></p>
