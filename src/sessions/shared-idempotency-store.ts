@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { Redis } from 'ioredis'
+import type { RedisConnection } from '../store/redis-connection.js'
 import type { SharedStore } from '../store/shared-store.js'
 import { createMemoryIdempotencyStore, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type StoredAnswer } from './idempotency-store.js'
 
@@ -37,10 +37,13 @@ interface IdempotencyCommands {
   v4gwIdempotencyRelease(key: string, claim: string): Promise<number>
 }
 
-const withScripts = new WeakSet<Redis>()
+/** The client a command is given (only src/store/ names ioredis). */
+type RedisClient = Parameters<Parameters<RedisConnection['run']>[0]>[0]
+
+const withScripts = new WeakSet<RedisClient>()
 
 /** The scripts as ioredis commands (EVALSHA, EVAL on NOSCRIPT): a claim sends the hash, not the script. */
-function scripts(client: Redis): IdempotencyCommands {
+function scripts(client: RedisClient): IdempotencyCommands {
   if (!withScripts.has(client)) {
     client.defineCommand('v4gwIdempotencyClaim', { numberOfKeys: 1, lua: CLAIM })
     client.defineCommand('v4gwIdempotencyRenew', { numberOfKeys: 1, lua: RENEW })
@@ -142,7 +145,7 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
       // A record made here during an outage answers first (its execution ran on this replica).
       if (memory.size > 0) {
         const local = memory.peek(key)
-        if (local !== undefined) return { claimed: false, record: local }
+        if (local !== undefined) return connection.isUp() ? { claimed: false, record: local } : { claimed: false, record: local, unavailable: true }
       }
       // No request waits on a store that is down (SPEC 12).
       if (!connection.isUp()) return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
