@@ -74,7 +74,8 @@ describe('the admin API from a peer that is not loopback', () => {
   it('without admin.token: /admin/* answers 401 AUTH_INVALID to the peer, the probes and /metrics answer it, loopback keeps the API', async () => {
     const gateway = await spawnGateway(await dir.write('no-token.yaml', configFile(namespace, undefined)))
     const open: Call[] = [['GET', '/healthz'], ['GET', '/readyz'], ['GET', '/metrics']]
-    const guarded: Call[] = [['GET', '/admin/sessions'], ['GET', '/admin/migration'], ['POST', '/admin/reload'], ['DELETE', '/admin/sessions'], ['GET', '/admin/no-such-endpoint']]
+    // The migration page too: it needs no token, but without one the admin API stays loopback's (docs/decisions.md).
+    const guarded: Call[] = [['GET', '/admin/sessions'], ['GET', '/admin/migration'], ['GET', '/admin/ui'], ['POST', '/admin/reload'], ['DELETE', '/admin/sessions'], ['GET', '/admin/no-such-endpoint']]
     // The Host is checked first: a peer calling by a name the listener does not answer to gets 403.
     const rebound: Call = ['GET', '/admin/sessions', { host: 'rebound.attacker.example' }]
     const replies = await callsFromPeer(namespace, gateway, [...open, ...guarded, rebound])
@@ -95,12 +96,15 @@ describe('the admin API from a peer that is not loopback', () => {
     const token = 'off-loopback-admin-token-0123456789'
     const gateway = await spawnGateway(await dir.write('token.yaml', configFile(namespace, token)))
     const withToken = { authorization: `Bearer ${token}` }
-    const [withoutToken, read, cleared] = await callsFromPeer(namespace, gateway, [
+    const [withoutToken, page, read, cleared] = await callsFromPeer(namespace, gateway, [
       ['GET', '/admin/sessions'],
+      // SPEC 12: the migration page is served without the token; its data calls need it.
+      ['GET', '/admin/ui'],
       ['GET', '/admin/sessions', withToken],
       ['DELETE', '/admin/sessions', { ...withToken, 'x-request-id': 'peer-change-1' }]
     ])
     expect(withoutToken?.code).toBe('AUTH_INVALID')
+    expect(page?.status).toBe(200)
     expect(read?.status).toBe(200)
     expect(cleared?.status).toBe(200)
     // Log lines reach stdout in batches (a quarter of a second at most).
