@@ -8,6 +8,7 @@ import { configHash } from '../config/config-hash.js'
 import { answerClientError, answerConnect } from '../kernel/client-error.js'
 import { createTrafficServer, listen } from '../kernel/traffic-server.js'
 import { createLogger } from '../observability/logger.js'
+import { ShadowResults } from '../fleet/shadow-results.js'
 import { createMetrics } from '../observability/metrics.js'
 import { createMigrationReport } from '../observability/migration-report.js'
 import { resolveRequestId } from '../observability/request-id.js'
@@ -59,6 +60,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     brownoutsPaused: () => pausedTenants(reloader.runtime())
   })
   const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })
+  // SPEC 15's results: counted in memory, the fleet's with Redis (written every store.flushMs).
+  const shadowResults = new ShadowResults({ store, logger, flushMs: initial.store.flushMs, onOutcome: (tenant, route, outcome) => metrics.observeShadow(tenant, route, outcome) })
+  await shadowResults.start()
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
   const reloader = createConfigReloader({
     startConfig: initial,
@@ -134,7 +138,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     migration,
     reload: reloader.reload,
     explain: (input) => explainRequestWithRecords(getRuntime(), input, idempotency),
-    runtime: getRuntime
+    runtime: getRuntime,
+    shadow: shadowResults
   })
 
   const shutdown = createShutdown({
@@ -150,6 +155,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     store: {
       async close() {
         brownoutPauses.stop()
+        await shadowResults.stop()
         await store.close()
       }
     },
@@ -164,6 +170,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     store,
     metrics,
     migration,
+    shadow: shadowResults,
     runtime: getRuntime,
     isReady,
     reload: reloader.reload,

@@ -20,6 +20,8 @@ export interface GatewayMetrics {
   observeReload(result: 'success' | 'failure'): void
   /** SPEC 12: a request served without the shared store it would have used. */
   observeStoreUnavailable(feature: 'sessions' | 'registry' | 'idempotency'): void
+  /** SPEC 15: one shadow comparison's outcome (a closed set: match, mismatch, candidate_error, primary_error, dropped, skipped, abandoned). */
+  observeShadow(tenant: string, route: string, outcome: string): void
 }
 
 export interface RequestSample {
@@ -207,6 +209,11 @@ export function createMetrics(options: {
     'Legacy requests that carried an idempotency key (SPEC 16) by tenant, route and outcome: executed, replayed, waited (replayed after waiting for the first call), in_progress (409), key_reused (422), too_large (409), not_kept (ran, answer not kept), store_unavailable',
     ['tenant', 'route', 'outcome'] as const
   )
+  const shadowComparisons = counter(
+    'v4gw_shadow_comparisons_total',
+    'Shadow comparisons of the V4 translation with the legacy answer (SPEC 15) by tenant, route and outcome: match, mismatch, candidate_error (no answer from V4), primary_error (none from the legacy side), dropped (a cap), skipped (not eligible), abandoned (cut at shutdown)',
+    ['tenant', 'route', 'outcome'] as const
+  )
   const brownoutsPaused = options.brownoutsPaused
   if (brownoutsPaused !== undefined) {
     new Gauge({
@@ -245,6 +252,7 @@ export function createMetrics(options: {
         removeSeriesNotKept(requests, keep),
         removeSeriesNotKept(deprecationActions, keep),
         removeSeriesNotKept(idempotencyOutcomes, keep),
+        removeSeriesNotKept(shadowComparisons, keep),
         // By tenant only: `keep` reads an empty route as the tenant's own.
         removeSeriesNotKept(upstreamFailures, keep)
       ])
@@ -257,6 +265,9 @@ export function createMetrics(options: {
     },
     observeStoreUnavailable(feature) {
       storeUnavailable.inc({ feature })
+    },
+    observeShadow(tenant, route, outcome) {
+      shadowComparisons.inc({ tenant, route, outcome })
     }
   }
 }

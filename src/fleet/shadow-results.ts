@@ -1,0 +1,549 @@
+import type { StoreLogger } from '../store/redis-connection.js'
+import type { SharedStore } from '../store/shared-store.js'
+import type { FleetScope } from './fleet-records.js'
+
+/** SPEC 15's outcomes of a shadow comparison, a closed set (also the metric's `outcome`). */
+export const SHADOW_OUTCOMES = ['match', 'mismatch', 'candidate_error', 'primary_error', 'dropped', 'skipped', 'abandoned'] as const
+export type ShadowOutcome = (typeof SHADOW_OUTCOMES)[number]
+
+/** One comparison's result as the results keep it: statuses and recorded pointers, never a body. */
+export interface ShadowRecord {
+  readonly tenant: string
+  readonly route: string
+  readonly outcome: ShadowOutcome
+  readonly requestId: string
+  readonly atMs: number
+  /** The legacy answer's status; undefined without one. */
+  readonly primaryStatus?: number | undefined
+  /** The candidate's status; undefined without one. */
+  readonly candidateStatus?: number | undefined
+  /** Recorded pointers (util/shadow-compare.ts) of a mismatch. */
+  readonly pointers?: readonly string[] | undefined
+}
+
+export interface ShadowSample {
+  requestId: string
+  at: string
+  primaryStatus: number | null
+  candidateStatus: number | null
+  pointers: string[]
+}
+
+export interface ShadowCounts {
+  comparisons: number
+  matches: number
+  mismatches: number
+  candidateErrors: number
+  primaryErrors: number
+  dropped: number
+  skipped: number
+  abandoned: number
+  /** mismatches / (matches + mismatches); null before either. */
+  mismatchRate: number | null
+}
+
+/** `GET /admin/shadow`'s answer for one route (SPEC 15 "Results"). */
+export interface ShadowRouteResult extends ShadowCounts {
+  since: string | null
+  last24h: ShadowCounts
+  topPointers: Array<{ pointer: string; count: number }>
+  samples: ShadowSample[]
+}
+
+/** SPEC 15: at most this many distinct pointers counted per route; the rest add to `#other`. */
+export const MAX_POINTERS_PER_ROUTE = 100
+export const OTHER_POINTER = '#other'
+const TOP_POINTERS = 20
+const MAX_SAMPLES = 20
+/** A sample names at most this many pointers: enough to read, bounded whatever an answer holds. */
+const MAX_SAMPLE_POINTERS = 20
+const HOUR_MS = 3_600_000
+/** The last 24 h: the current hour's bucket and the 23 before it. */
+const WINDOW_HOURS = 24
+
+type Field = 'matches' | 'mismatches' | 'candidateErrors' | 'primaryErrors' | 'dropped' | 'skipped' | 'abandoned'
+const FIELDS: readonly Field[] = ['matches', 'mismatches', 'candidateErrors', 'primaryErrors', 'dropped', 'skipped', 'abandoned']
+const FIELD_OF: Record<ShadowOutcome, Field> = {
+  match: 'matches',
+  mismatch: 'mismatches',
+  candidate_error: 'candidateErrors',
+  primary_error: 'primaryErrors',
+  dropped: 'dropped',
+  skipped: 'skipped',
+  abandoned: 'abandoned'
+}
+
+type Tally = Record<Field, number>
+
+function emptyTally(): Tally {
+  return { matches: 0, mismatches: 0, candidateErrors: 0, primaryErrors: 0, dropped: 0, skipped: 0, abandoned: 0 }
+}
+
+function addTally(into: Tally, from: Partial<Record<Field, number>>): void {
+  for (const field of FIELDS) into[field] += from[field] ?? 0
+}
+
+/** Counts as the answer shows them: `comparisons` are the requests a comparison was started for (not dropped or skipped). */
+function countsOf(tally: Tally): ShadowCounts {
+  const compared = tally.matches + tally.mismatches
+  return {
+    comparisons: compared + tally.candidateErrors + tally.primaryErrors + tally.abandoned,
+    ...tally,
+    mismatchRate: compared === 0 ? null : tally.mismatches / compared
+  }
+}
+
+function hourOf(atMs: number): number {
+  return Math.floor(atMs / HOUR_MS) * HOUR_MS
+}
+
+/**
+ * One route's results in memory, all bounded: 25 hourly buckets at most, 100 distinct pointers
+ * and `#other`, 20 samples.
+ */
+class RouteTally {
+  since: number
+  readonly total = emptyTally()
+  readonly hours = new Map<number, Tally>()
+  readonly pointers = new Map<string, number>()
+  /** Newest first. */
+  samples: ShadowSample[] = []
+
+  constructor(since: number) {
+    this.since = since
+  }
+
+  add(record: ShadowRecord): void {
+    const field = FIELD_OF[record.outcome]
+    this.total[field]++
+    const hour = hourOf(record.atMs)
+    let bucket = this.hours.get(hour)
+    if (bucket === undefined) {
+      bucket = emptyTally()
+      this.hours.set(hour, bucket)
+      for (const old of this.hours.keys()) if (old <= hour - WINDOW_HOURS * HOUR_MS) this.hours.delete(old)
+    }
+    bucket[field]++
+    const counted = record.pointers === undefined ? [] : [...new Set(record.pointers.map((pointer) => countPointer(this.pointers, pointer, 1)))]
+    if (record.outcome === 'match' || record.outcome === 'dropped' || record.outcome === 'skipped') return
+    this.samples.unshift({
+      requestId: record.requestId,
+      at: new Date(record.atMs).toISOString(),
+      primaryStatus: record.primaryStatus ?? null,
+      candidateStatus: record.candidateStatus ?? null,
+      pointers: counted.slice(0, MAX_SAMPLE_POINTERS)
+    })
+    if (this.samples.length > MAX_SAMPLES) this.samples.length = MAX_SAMPLES
+  }
+
+  get empty(): boolean {
+    return FIELDS.every((field) => this.total[field] === 0)
+  }
+}
+
+/**
+ * Counts `pointer` in `pointers` unless the route already counts 100 others (SPEC 15), then as
+ * `#other`; the pointer it was counted as.
+ */
+function countPointer(pointers: Map<string, number>, pointer: string, count: number): string {
+  const distinct = pointers.size - (pointers.has(OTHER_POINTER) ? 1 : 0)
+  const as = pointer === OTHER_POINTER || pointers.has(pointer) || distinct < MAX_POINTERS_PER_ROUTE ? pointer : OTHER_POINTER
+  pointers.set(as, (pointers.get(as) ?? 0) + count)
+  return as
+}
+
+/** What the answer is built from: one or more tallies (the store's, this replica's unflushed). */
+interface RouteView {
+  since: number | null
+  total: Tally
+  hours: Map<number, Tally>
+  pointers: Map<string, number>
+  samples: ShadowSample[]
+}
+
+function resultOf(view: RouteView, nowMs: number): ShadowRouteResult {
+  const window = emptyTally()
+  const oldest = hourOf(nowMs) - (WINDOW_HOURS - 1) * HOUR_MS
+  for (const [hour, tally] of view.hours) if (hour >= oldest) addTally(window, tally)
+  const topPointers = [...view.pointers]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, TOP_POINTERS)
+    .map(([pointer, count]) => ({ pointer, count }))
+  return {
+    since: view.since === null ? null : new Date(view.since).toISOString(),
+    ...countsOf(view.total),
+    last24h: countsOf(window),
+    topPointers,
+    samples: [...view.samples].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0)).slice(0, MAX_SAMPLES)
+  }
+}
+
+function mergeInto(view: RouteView, tally: RouteTally): void {
+  addTally(view.total, tally.total)
+  for (const [hour, counts] of tally.hours) {
+    const bucket = view.hours.get(hour) ?? emptyTally()
+    addTally(bucket, counts)
+    view.hours.set(hour, bucket)
+  }
+  for (const [pointer, count] of tally.pointers) countPointer(view.pointers, pointer, count)
+  view.samples.push(...tally.samples)
+}
+
+/**
+ * Adds the pointer counts of ARGV (pairs after the limit in ARGV[1]) to the hash KEYS[1], each
+ * pointer beyond the limit's distinct ones to `#other` (SPEC 15), in one step so that replicas
+ * flushing at once keep the bound.
+ */
+const COUNT_POINTERS = `local limit = tonumber(ARGV[1])
+local distinct = redis.call('HLEN', KEYS[1]) - redis.call('HEXISTS', KEYS[1], '${OTHER_POINTER}')
+for i = 2, #ARGV, 2 do
+  local pointer = ARGV[i]
+  local count = tonumber(ARGV[i + 1])
+  if pointer == '${OTHER_POINTER}' or redis.call('HEXISTS', KEYS[1], pointer) == 1 then
+    redis.call('HINCRBY', KEYS[1], pointer, count)
+  elseif distinct < limit then
+    redis.call('HINCRBY', KEYS[1], pointer, count)
+    distinct = distinct + 1
+  else
+    redis.call('HINCRBY', KEYS[1], '${OTHER_POINTER}', count)
+  end
+end
+return 0`
+
+/** An hourly bucket lives past the window, then Redis's own expiry removes it (SPEC 12: TTLs are Redis's). */
+const HOUR_TTL_SECONDS = (WINDOW_HOURS + 1) * 3_600
+
+export interface ShadowResultsOptions {
+  store: SharedStore
+  logger: StoreLogger
+  /** `store.flushMs`: at most one write to the store this often (SPEC 12). */
+  flushMs: number
+  /** Hears every outcome as it is recorded: the metric. */
+  onOutcome?: (tenant: string, route: string, outcome: ShadowOutcome) => void
+  /** The process's start, the `since` of a `replica` answer; default now. */
+  startedAtMs?: number
+}
+
+export interface ShadowAnswer {
+  scope: FleetScope
+  tenants: Record<string, Record<string, ShadowRouteResult>>
+}
+
+/**
+ * SPEC 15's results: per tenant and legacy route, counted in memory as comparisons end (no
+ * request waits on the store) and, with Redis, added to the fleet's counts in one pipeline at
+ * most every `store.flushMs` under the key family `<keyPrefix>sh:`. An answer then reads the
+ * store and adds what this replica has not written yet. While the store is away, what is counted
+ * waits here (bounded) and is added when it answers; the answer meanwhile is this replica's,
+ * `scope: "local"`, since the outage began. With `store: memory` every answer is this process's
+ * (`scope: "replica"`).
+ */
+export class ShadowResults {
+  readonly #store: SharedStore
+  readonly #logger: StoreLogger
+  readonly #flushMs: number
+  readonly #onOutcome: ShadowResultsOptions['onOutcome']
+  readonly #prefix: string
+  /** With Redis, what has not been written yet; in memory, everything since the start or a reset. */
+  #pending = new Map<string, RouteTally>()
+  /** In memory: since when each route's counts hold (the start, or its reset). */
+  readonly #startedAtMs: number
+  readonly #resetAt = new Map<string, number>()
+  #downSinceMs: number | undefined
+  #timer: NodeJS.Timeout | undefined
+  #flushing: Promise<void> | undefined
+  #stopped = false
+
+  constructor(options: ShadowResultsOptions) {
+    this.#store = options.store
+    this.#logger = options.logger
+    this.#flushMs = options.flushMs
+    this.#onOutcome = options.onOutcome
+    this.#prefix = `${options.store.keyPrefix}sh:`
+    this.#startedAtMs = options.startedAtMs ?? Date.now()
+    if (options.store.connection !== undefined && !options.store.isUp()) this.#downSinceMs = this.#startedAtMs
+  }
+
+  /** Counts one outcome: memory only, never I/O. */
+  record(record: ShadowRecord): void {
+    this.#onOutcome?.(record.tenant, record.route, record.outcome)
+    const key = routeKey(record.tenant, record.route)
+    let tally = this.#pending.get(key)
+    if (tally === undefined) {
+      tally = new RouteTally(record.atMs)
+      this.#pending.set(key, tally)
+    }
+    tally.add(record)
+  }
+
+  scope(): FleetScope {
+    if (this.#store.connection === undefined) return 'replica'
+    return this.#store.isUp() ? 'fleet' : 'local'
+  }
+
+  /** Starts the flush loop with Redis; marks when the fleet's results begin. */
+  async start(): Promise<void> {
+    const connection = this.#store.connection
+    if (connection === undefined) return
+    this.#store.onChange((up) => {
+      if (!up) this.#downSinceMs ??= Date.now()
+      else if (!this.#stopped) void this.flush().then(() => this.#markSince())
+    })
+    await this.#markSince()
+    this.#schedule()
+  }
+
+  /** Stops the loop; what is still unwritten is written once more when the store answers. */
+  async stop(): Promise<void> {
+    this.#stopped = true
+    clearTimeout(this.#timer)
+    await this.flush().catch(() => undefined)
+  }
+
+  /** Writes what this replica counted since the last flush, in one pipeline. */
+  flush(): Promise<void> {
+    this.#flushing ??= this.#write().finally(() => {
+      this.#flushing = undefined
+    })
+    return this.#flushing
+  }
+
+  /**
+   * The results of `routes` (tenant → legacy route labels, every one listed, zeros when unused):
+   * the fleet's with Redis answering, else this replica's.
+   */
+  async answer(routes: ReadonlyMap<string, readonly string[]>, nowMs: number): Promise<ShadowAnswer> {
+    const scope = this.scope()
+    const views = new Map<string, RouteView>()
+    if (scope === 'fleet') {
+      try {
+        await this.#readStore(routes, views, nowMs)
+      } catch (error) {
+        this.#logger.warn({ store: 'redis', family: 'shadow', reason: error instanceof Error ? error.message : String(error) }, "shadow results answered from this replica's memory: the store did not answer")
+        return this.#answerLocally(routes, 'local', nowMs)
+      }
+      for (const [key, view] of views) {
+        const pending = this.#pending.get(key)
+        if (pending !== undefined) mergeInto(view, pending)
+      }
+      return { scope, tenants: build(routes, views, nowMs) }
+    }
+    return this.#answerLocally(routes, scope, nowMs)
+  }
+
+  /** `DELETE /admin/shadow`: the counts of a tenant's routes (or one route) start again from now. */
+  async reset(tenant: string, routes: readonly string[], nowMs: number): Promise<FleetScope> {
+    for (const route of routes) {
+      const key = routeKey(tenant, route)
+      this.#pending.delete(key)
+      this.#resetAt.set(key, nowMs)
+    }
+    const connection = this.#store.connection
+    if (connection === undefined) return 'replica'
+    if (!this.#store.isUp()) return 'local'
+    try {
+      await connection.run((client) => {
+        const pipeline = client.pipeline()
+        for (const route of routes) {
+          const base = this.#routeBase(tenant, route)
+          pipeline.del(`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, nowMs))
+          pipeline.hset(`${base}:c`, 'since', String(nowMs))
+        }
+        return pipeline.exec()
+      })
+      return 'fleet'
+    } catch {
+      return 'local'
+    }
+  }
+
+  #answerLocally(routes: ReadonlyMap<string, readonly string[]>, scope: FleetScope, nowMs: number): ShadowAnswer {
+    const views = new Map<string, RouteView>()
+    for (const [tenant, labels] of routes) {
+      for (const route of labels) {
+        const key = routeKey(tenant, route)
+        const since = scope === 'local' ? (this.#downSinceMs ?? nowMs) : (this.#resetAt.get(key) ?? this.#startedAtMs)
+        const view = emptyView(since)
+        const tally = this.#pending.get(key)
+        if (tally !== undefined) mergeInto(view, tally)
+        views.set(key, view)
+      }
+    }
+    return { scope, tenants: build(routes, views, nowMs) }
+  }
+
+  async #readStore(routes: ReadonlyMap<string, readonly string[]>, views: Map<string, RouteView>, nowMs: number): Promise<void> {
+    const connection = this.#store.connection
+    if (connection === undefined) return
+    const listed: Array<[string, string]> = []
+    for (const [tenant, labels] of routes) for (const route of labels) listed.push([tenant, route])
+    const hours = hourStarts(nowMs)
+    const replies = await connection.run((client) => {
+      const pipeline = client.pipeline()
+      pipeline.get(`${this.#prefix}since`)
+      for (const [tenant, route] of listed) {
+        const base = this.#routeBase(tenant, route)
+        pipeline.hgetall(`${base}:c`)
+        pipeline.hgetall(`${base}:p`)
+        pipeline.lrange(`${base}:s`, 0, MAX_SAMPLES - 1)
+        for (const hour of hours) pipeline.hgetall(`${base}:h:${hour}`)
+      }
+      return pipeline.exec()
+    })
+    if (replies === null) throw new Error('the pipeline was not run')
+    const value = (index: number): unknown => {
+      const [error, result] = replies[index] as [Error | null, unknown]
+      if (error !== null) throw error
+      return result
+    }
+    const familySince = Number(value(0) ?? Number.NaN)
+    let index = 1
+    for (const [tenant, route] of listed) {
+      const counts = value(index++) as Record<string, string>
+      const pointers = value(index++) as Record<string, string>
+      const samples = value(index++) as string[]
+      const ownSince = Number(counts.since ?? Number.NaN)
+      const since = Number.isFinite(ownSince) ? ownSince : Number.isFinite(familySince) ? familySince : null
+      const view = emptyView(since)
+      addTally(view.total, numbers(counts))
+      for (const [pointer, count] of Object.entries(pointers)) countPointer(view.pointers, pointer, Number(count))
+      for (const text of samples) {
+        const sample = parseSample(text)
+        if (sample !== undefined) view.samples.push(sample)
+      }
+      for (const hour of hours) {
+        const bucket = numbers(value(index++) as Record<string, string>)
+        if (FIELDS.some((field) => (bucket[field] ?? 0) > 0)) {
+          const tally = emptyTally()
+          addTally(tally, bucket)
+          view.hours.set(hour, tally)
+        }
+      }
+      views.set(routeKey(tenant, route), view)
+    }
+  }
+
+  async #write(): Promise<void> {
+    const connection = this.#store.connection
+    if (connection === undefined || !this.#store.isUp() || this.#pending.size === 0) return
+    const batch = this.#pending
+    this.#pending = new Map()
+    try {
+      await connection.run((client) => {
+        const pipeline = client.pipeline()
+        for (const [key, tally] of batch) {
+          if (tally.empty) continue
+          const [tenant, route] = splitRouteKey(key)
+          const base = this.#routeBase(tenant, route)
+          for (const field of FIELDS) if (tally.total[field] > 0) pipeline.hincrby(`${base}:c`, field, tally.total[field])
+          for (const [hour, counts] of tally.hours) {
+            for (const field of FIELDS) if (counts[field] > 0) pipeline.hincrby(`${base}:h:${hour}`, field, counts[field])
+            pipeline.expire(`${base}:h:${hour}`, HOUR_TTL_SECONDS)
+          }
+          if (tally.pointers.size > 0) pipeline.eval(COUNT_POINTERS, 1, `${base}:p`, String(MAX_POINTERS_PER_ROUTE), ...[...tally.pointers].flatMap(([pointer, count]) => [pointer, String(count)]))
+          if (tally.samples.length > 0) {
+            // Oldest first, so that the newest ends at the head of the list.
+            pipeline.lpush(`${base}:s`, ...[...tally.samples].reverse().map((sample) => JSON.stringify(sample)))
+            pipeline.ltrim(`${base}:s`, 0, MAX_SAMPLES - 1)
+          }
+        }
+        return pipeline.exec()
+      })
+      this.#downSinceMs = undefined
+    } catch {
+      // Not written: counted again with what comes meanwhile, and written at the next flush.
+      for (const [key, tally] of batch) {
+        const now = this.#pending.get(key)
+        if (now === undefined) this.#pending.set(key, tally)
+        else this.#pending.set(key, combine(tally, now))
+      }
+    }
+  }
+
+  async #markSince(): Promise<void> {
+    const connection = this.#store.connection
+    if (connection === undefined || !this.#store.isUp()) return
+    await connection.run((client) => client.set(`${this.#prefix}since`, String(Date.now()), 'NX')).catch(() => undefined)
+  }
+
+  #routeBase(tenant: string, route: string): string {
+    return `${this.#prefix}${encodeURIComponent(tenant)}:${encodeURIComponent(route)}`
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return
+    this.#timer = setTimeout(() => {
+      this.flush().finally(() => this.#schedule())
+    }, this.#flushMs)
+    this.#timer.unref()
+  }
+}
+
+function emptyView(since: number | null): RouteView {
+  return { since, total: emptyTally(), hours: new Map(), pointers: new Map(), samples: [] }
+}
+
+function build(routes: ReadonlyMap<string, readonly string[]>, views: Map<string, RouteView>, nowMs: number): Record<string, Record<string, ShadowRouteResult>> {
+  const tenants: Record<string, Record<string, ShadowRouteResult>> = {}
+  for (const [tenant, labels] of routes) {
+    const results: Record<string, ShadowRouteResult> = {}
+    for (const route of labels) results[route] = resultOf(views.get(routeKey(tenant, route)) ?? emptyView(null), nowMs)
+    tenants[tenant] = results
+  }
+  return tenants
+}
+
+/** Two unwritten tallies of one route as one (a flush that failed, and what came meanwhile). */
+function combine(older: RouteTally, newer: RouteTally): RouteTally {
+  const tally = new RouteTally(older.since)
+  addTally(tally.total, older.total)
+  addTally(tally.total, newer.total)
+  for (const source of [older, newer]) {
+    for (const [hour, counts] of source.hours) {
+      const bucket = tally.hours.get(hour) ?? emptyTally()
+      addTally(bucket, counts)
+      tally.hours.set(hour, bucket)
+    }
+    for (const [pointer, count] of source.pointers) countPointer(tally.pointers, pointer, count)
+  }
+  tally.samples = [...newer.samples, ...older.samples].slice(0, MAX_SAMPLES)
+  return tally
+}
+
+function routeKey(tenant: string, route: string): string {
+  return `${tenant}\u0000${route}`
+}
+
+function splitRouteKey(key: string): [string, string] {
+  const at = key.indexOf('\u0000')
+  return [key.slice(0, at), key.slice(at + 1)]
+}
+
+function hourStarts(nowMs: number): number[] {
+  const current = hourOf(nowMs)
+  return Array.from({ length: WINDOW_HOURS }, (_unused, back) => current - back * HOUR_MS)
+}
+
+/** The hourly keys a reset removes: every bucket that may still live. */
+function hourKeys(base: string, nowMs: number): string[] {
+  const current = hourOf(nowMs)
+  return Array.from({ length: WINDOW_HOURS + 2 }, (_unused, back) => `${base}:h:${current - back * HOUR_MS}`)
+}
+
+function numbers(hash: Record<string, string>): Partial<Record<Field, number>> {
+  const counts: Partial<Record<Field, number>> = {}
+  for (const field of FIELDS) {
+    const value = Number(hash[field] ?? 0)
+    if (Number.isFinite(value)) counts[field] = value
+  }
+  return counts
+}
+
+function parseSample(text: string): ShadowSample | undefined {
+  try {
+    const sample = JSON.parse(text) as ShadowSample
+    return typeof sample.requestId === 'string' && typeof sample.at === 'string' && Array.isArray(sample.pointers) ? sample : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,178 @@
+import { describe, expect, it } from 'vitest'
+import { ShadowResults, type ShadowOutcome, type ShadowRecord } from '../../../src/fleet/shadow-results.js'
+import { createSharedStore, memorySharedStore } from '../../../src/store/shared-store.js'
+import { until, useRedisServer } from '../../helpers/redis-server.js'
+import { ownedByTest } from '../../helpers/teardown.js'
+
+const QUIET = { info: () => undefined, warn: () => undefined }
+const ROUTE = 'POST /v1/headless/runs'
+const OTHER_ROUTE = 'POST /v1/runs/invoke'
+const ROUTES = new Map([['acme', [ROUTE, OTHER_ROUTE]]])
+const HOUR = 3_600_000
+const T0 = Date.parse('2026-11-26T10:30:00Z')
+
+function outcome(outcome: ShadowOutcome, atMs = T0, extra: Partial<ShadowRecord> = {}): ShadowRecord {
+  return { tenant: 'acme', route: ROUTE, outcome, requestId: `r-${Math.random()}`, atMs, primaryStatus: 200, candidateStatus: 200, ...extra }
+}
+
+function memoryResults(onOutcome?: (tenant: string, route: string, outcome: ShadowOutcome) => void): ShadowResults {
+  return new ShadowResults({ store: memorySharedStore(), logger: QUIET, flushMs: 2_000, startedAtMs: T0 - HOUR, onOutcome })
+}
+
+describe('SPEC 15 shadow results in one replica (store: memory)', () => {
+  it('counts every outcome per route, comparisons being those started, and the mismatch rate of those compared', async () => {
+    const results = memoryResults()
+    for (const name of ['match', 'match', 'match', 'mismatch', 'candidate_error', 'primary_error', 'dropped', 'skipped', 'abandoned'] as const) results.record(outcome(name))
+    const answer = await results.answer(ROUTES, T0)
+    expect(answer.scope).toBe('replica')
+    const route = answer.tenants.acme?.[ROUTE]
+    expect(route).toMatchObject({ since: new Date(T0 - HOUR).toISOString(), comparisons: 7, matches: 3, mismatches: 1, candidateErrors: 1, primaryErrors: 1, dropped: 1, skipped: 1, abandoned: 1, mismatchRate: 0.25 })
+    expect(route?.last24h).toMatchObject({ comparisons: 7, matches: 3, mismatches: 1, mismatchRate: 0.25 })
+    // Every listed route appears, unused ones with zeros.
+    expect(answer.tenants.acme?.[OTHER_ROUTE]).toMatchObject({ comparisons: 0, matches: 0, mismatchRate: null, topPointers: [], samples: [] })
+  })
+
+  it('keeps the last 24 h apart from the counts since the start', async () => {
+    const results = memoryResults()
+    results.record(outcome('mismatch', T0 - 30 * HOUR, { pointers: ['/a'] }))
+    results.record(outcome('match', T0 - 23 * HOUR))
+    results.record(outcome('match', T0))
+    const route = (await results.answer(ROUTES, T0)).tenants.acme?.[ROUTE]
+    expect(route).toMatchObject({ comparisons: 3, matches: 2, mismatches: 1 })
+    expect(route?.last24h).toMatchObject({ comparisons: 2, matches: 2, mismatches: 0, mismatchRate: 0 })
+  })
+
+  it('lists the 20 most frequent pointers first and counts a pointer beyond the 100th distinct as #other', async () => {
+    const results = memoryResults()
+    for (let index = 0; index < 105; index++) results.record(outcome('mismatch', T0, { pointers: [`/p${index}`, '/common'] }))
+    const route = (await results.answer(ROUTES, T0)).tenants.acme?.[ROUTE]
+    expect(route?.topPointers).toHaveLength(20)
+    expect(route?.topPointers[0]).toEqual({ pointer: '/common', count: 105 })
+    expect(route?.topPointers[1]).toEqual({ pointer: '#other', count: 6 })
+    // The samples name pointers as they were counted.
+    expect(route?.samples[0]?.pointers).toEqual(['#other', '/common'])
+  })
+
+  it('keeps the 20 most recent samples of what did not match, with statuses and pointers only', async () => {
+    const results = memoryResults()
+    results.record(outcome('match', T0))
+    for (let index = 0; index < 25; index++) results.record(outcome('mismatch', T0 + index * 1000, { requestId: `req-${index}`, candidateStatus: 500, pointers: ['#status'] }))
+    results.record(outcome('candidate_error', T0 + 30_000, { requestId: 'req-timeout', candidateStatus: undefined }))
+    const samples = (await results.answer(ROUTES, T0 + 60_000)).tenants.acme?.[ROUTE]?.samples ?? []
+    expect(samples).toHaveLength(20)
+    expect(samples[0]).toEqual({ requestId: 'req-timeout', at: new Date(T0 + 30_000).toISOString(), primaryStatus: 200, candidateStatus: null, pointers: [] })
+    expect(samples[1]).toEqual({ requestId: 'req-24', at: new Date(T0 + 24_000).toISOString(), primaryStatus: 200, candidateStatus: 500, pointers: ['#status'] })
+  })
+
+  it('resets one route, whose since becomes the reset, and leaves the others', async () => {
+    const results = memoryResults()
+    results.record(outcome('match'))
+    results.record(outcome('match', T0, { route: OTHER_ROUTE }))
+    expect(await results.reset('acme', [ROUTE], T0 + 5)).toBe('replica')
+    const answer = await results.answer(ROUTES, T0 + 10)
+    expect(answer.tenants.acme?.[ROUTE]).toMatchObject({ since: new Date(T0 + 5).toISOString(), comparisons: 0 })
+    expect(answer.tenants.acme?.[OTHER_ROUTE]).toMatchObject({ comparisons: 1 })
+  })
+
+  it('tells the metric every outcome as it is recorded', () => {
+    const heard: string[] = []
+    const results = memoryResults((tenant, route, name) => heard.push(`${tenant} ${route} ${name}`))
+    results.record(outcome('dropped'))
+    expect(heard).toEqual([`acme ${ROUTE} dropped`])
+  })
+})
+
+describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
+  const redis = useRedisServer()
+  let prefixes = 0
+
+  async function replica(prefix: string): Promise<ShadowResults> {
+    const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET }), (shared) => shared.close())
+    return ownedByTest(
+      'shadowResults',
+      async () => {
+        const results = new ShadowResults({ store, logger: QUIET, flushMs: 60_000 })
+        await results.start()
+        return results
+      },
+      (results) => results.stop()
+    )
+  }
+
+  it('gives one fleet answer from two replicas: counts summed, pointers merged, samples of both', async () => {
+    const prefix = `sh${++prefixes}:`
+    const [a, b] = [await replica(prefix), await replica(prefix)]
+    a.record(outcome('match'))
+    a.record(outcome('mismatch', T0, { requestId: 'from-a', pointers: ['/output'] }))
+    b.record(outcome('mismatch', T0 + 1, { requestId: 'from-b', pointers: ['/output', '#status'] }))
+    b.record(outcome('dropped'))
+    await a.flush()
+    // b has not flushed: its own answer still holds its counts; a's does not yet.
+    const fromB = await b.answer(ROUTES, T0 + 10)
+    expect(fromB.scope).toBe('fleet')
+    expect(fromB.tenants.acme?.[ROUTE]).toMatchObject({ comparisons: 3, matches: 1, mismatches: 2, dropped: 1 })
+    await b.flush()
+    const route = (await a.answer(ROUTES, T0 + 10)).tenants.acme?.[ROUTE]
+    expect(route).toMatchObject({ comparisons: 3, matches: 1, mismatches: 2, dropped: 1, mismatchRate: 2 / 3 })
+    expect(route?.last24h).toMatchObject({ comparisons: 3 })
+    expect(route?.topPointers).toEqual([
+      { pointer: '/output', count: 2 },
+      { pointer: '#status', count: 1 }
+    ])
+    expect(route?.samples.map((sample) => sample.requestId)).toEqual(['from-b', 'from-a'])
+  })
+
+  it('writes its own key family below the prefix, with hourly buckets that expire by Redis', async () => {
+    const prefix = `sh${++prefixes}:`
+    const results = await replica(prefix)
+    results.record(outcome('mismatch', Date.now(), { pointers: ['/x'] }))
+    await results.flush()
+    const keys = await redis.client().keys(`${prefix}*`)
+    expect(keys.every((key) => key.startsWith(`${prefix}sh:`))).toBe(true)
+    const hourKey = keys.find((key) => key.includes(':h:')) as string
+    expect(await redis.client().ttl(hourKey)).toBeGreaterThan(24 * 3600)
+    // Statuses and pointers only: no body value, no credential.
+    const stored = JSON.stringify(await Promise.all(keys.map(async (key) => ((await redis.client().type(key)) === 'list' ? redis.client().lrange(key, 0, -1) : (await redis.client().type(key)) === 'hash' ? redis.client().hgetall(key) : redis.client().get(key)))))
+    expect(stored).toContain('/x')
+  })
+
+  it('keeps the 100-pointer bound across replicas flushing into one route', async () => {
+    const prefix = `sh${++prefixes}:`
+    const [a, b] = [await replica(prefix), await replica(prefix)]
+    for (let index = 0; index < 80; index++) a.record(outcome('mismatch', T0, { pointers: [`/a${index}`] }))
+    for (let index = 0; index < 80; index++) b.record(outcome('mismatch', T0, { pointers: [`/b${index}`] }))
+    await a.flush()
+    await b.flush()
+    const pointers = await redis.client().hgetall(`${prefix}sh:acme:${encodeURIComponent(ROUTE)}:p`)
+    expect(Object.keys(pointers).filter((pointer) => pointer !== '#other')).toHaveLength(100)
+    expect(Number(pointers['#other'])).toBe(60)
+  })
+
+  it('resets a route for the whole fleet', async () => {
+    const prefix = `sh${++prefixes}:`
+    const [a, b] = [await replica(prefix), await replica(prefix)]
+    a.record(outcome('match'))
+    await a.flush()
+    expect(await b.reset('acme', [ROUTE], T0 + 100)).toBe('fleet')
+    expect((await a.answer(ROUTES, T0 + 200)).tenants.acme?.[ROUTE]).toMatchObject({ since: new Date(T0 + 100).toISOString(), comparisons: 0 })
+  })
+
+  it("answers with this replica's counts, scope local, while the store is away, and adds them to the fleet's when it answers", async () => {
+    const prefix = `sh${++prefixes}:`
+    const results = await replica(prefix)
+    results.record(outcome('match'))
+    await results.flush()
+    redis.pause()
+    try {
+      results.record(outcome('mismatch', T0, { pointers: ['/y'] }))
+      await until(async () => (await results.answer(ROUTES, T0)).scope === 'local', 10_000)
+      const local = (await results.answer(ROUTES, T0)).tenants.acme?.[ROUTE]
+      expect(local).toMatchObject({ comparisons: 1, mismatches: 1, matches: 0 })
+    } finally {
+      redis.resume()
+    }
+    await until(async () => results.scope() === 'fleet', 10_000)
+    await results.flush()
+    expect((await results.answer(ROUTES, T0)).tenants.acme?.[ROUTE]).toMatchObject({ comparisons: 2, matches: 1, mismatches: 1 })
+  })
+})
