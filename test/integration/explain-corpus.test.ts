@@ -26,12 +26,15 @@ interface Case {
   body?: string
   /** The gateway's own error code, for a request it refuses. */
   refused?: string
+  /** SPEC 16: what explain says a keyed request would get from its record (the live request then does it). */
+  idempotency?: 'execute' | 'replay' | 'refuse'
 }
 
 const json = (value: unknown): string => JSON.stringify(value)
 const bearer = { authorization: `Bearer ${TOKEN}` }
 const jsonType = { 'content-type': 'application/json' }
 const runtime = { ...bearer, ...jsonType }
+const keyed = { ...runtime, 'x-tenant-id': 'keyed' }
 
 const CORPUS: Case[] = [
   // SPEC 4 execute, every field, and the tenant's deprecation headers (acme).
@@ -98,7 +101,15 @@ const CORPUS: Case[] = [
   { name: 'a proxy rewrite into a blocked prefix', path: '/v1/areas/internal', headers: { 'x-tenant-id': 'custom', ...runtime }, body: json({}), refused: 'FORBIDDEN' },
   { name: 'a dot segment', path: '/v1/runs/../headless/runs', headers: runtime, body: json({ input: 1 }), refused: 'INVALID_REQUEST' },
   { name: 'a path no route matches', path: '/v1/headless/runz', headers: runtime, body: json({ input: 1 }), refused: 'ROUTE_NOT_FOUND' },
-  { name: 'two Host headers', path: '/v1/headless/runs', headers: { ...runtime, host: ['a.example', 'b.example'] }, body: json({ input: 1 }), refused: 'INVALID_REQUEST' }
+  { name: 'two Host headers', path: '/v1/headless/runs', headers: { ...runtime, host: ['a.example', 'b.example'] }, body: json({ input: 1 }), refused: 'INVALID_REQUEST' },
+  // SPEC 16 (keyed tenant): explain looks the key's record up, read only, in order.
+  { name: 'a keyed execute whose key holds nothing: executed', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': 'corpus-1' }, body: json({ input: 'once' }), idempotency: 'execute' },
+  { name: 'the same keyed execute again: replayed, nothing sent', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': 'corpus-1' }, body: json({ input: 'once' }), idempotency: 'replay' },
+  { name: 'the key again with another body', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': 'corpus-1' }, body: json({ input: 'other' }), refused: 'IDEMPOTENCY_KEY_REUSED', idempotency: 'refuse' },
+  { name: 'the key as an RFC 8941 string: the same record, replayed', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': '"corpus-1"' }, body: json({ input: 'once' }), idempotency: 'replay' },
+  { name: 'a keyed session-execute whose key holds nothing: executed', path: '/v1/runs/invoke', headers: { ...keyed, 'idempotency-key': 'corpus-2' }, body: json({ input: 'j', stateId: 'st-keyed' }), idempotency: 'execute' },
+  { name: 'the keyed tenant without a key: served as before', path: '/v1/headless/runs', headers: keyed, body: json({ input: 'no key' }) },
+  { name: 'a key that is not visible ASCII', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': 'has space' }, body: json({ input: 1 }), refused: 'INVALID_REQUEST' }
 ]
 
 const SESSION_ID = '{sessionId}'
@@ -140,7 +151,8 @@ const gw = useGateway(() => {
         }
       },
       // localhost reaches the same recording upstream under another origin.
-      prod: { upstream: { staging, production: staging.replace('127.0.0.1', 'localhost'), target: 'production' } }
+      prod: { upstream: { staging, production: staging.replace('127.0.0.1', 'localhost'), target: 'production' } },
+      keyed: { upstream: { staging }, legacy: { idempotency: {} } }
     }
   }
 })
@@ -148,6 +160,7 @@ const gw = useGateway(() => {
 interface Explained {
   calls: { method: string; url: string; headers: Record<string, string>; body?: unknown; when?: string }[]
   answer?: { status: number; code: string }
+  idempotency?: { would?: string }
 }
 
 describe('explain prints what the traffic listener does', () => {
@@ -170,6 +183,8 @@ describe('explain prints what the traffic listener does', () => {
     const lines: RawHeader[] = Object.entries(headers).flatMap(([name, value]) => (typeof value === 'string' ? [value] : value).map((one) => [name, one] as const))
     const live = await rawExchange(gw.url, buildRawRequest(`${method} ${entry.path} HTTP/1.1`, [...lines, ['connection', 'close']], entry.body), { timeoutMs: 5_000 })
     const liveAnswer = live.response!
+    expect(explained.idempotency?.would).toBe(entry.idempotency)
+    expect(liveAnswer.headers['idempotent-replayed']).toBe(entry.idempotency === 'replay' ? 'true' : undefined)
 
     if (entry.refused !== undefined) {
       expect(liveAnswer.json.error.code).toBe(entry.refused)
