@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import { describe, expect, it } from 'vitest'
+import { configSchema } from '../../src/config/schema.js'
+import { deepFreeze } from '../../src/util/deep-freeze.js'
 import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
@@ -198,6 +200,24 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(again.headers['x-v4-session-id']).toBe('sess-1')
     expect(again.text).toBe(retry.text)
     expect(executions(upstream)).toHaveLength(1)
+  })
+
+  it('replays with the deprecation headers of the config running at the replay, not those of the first call', async () => {
+    const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 200, { output: 'ran' }))
+    const deprecated = (sunset: string, link: string) =>
+      testConfig(upstream.url, { tenants: { acme: { upstream: { staging: upstream.url }, legacy: { idempotency: {}, deprecation: { date: '2026-01-01T00:00:00Z', sunset, link } } } } })
+    const gw = await startGateway(deprecated('2027-06-01T00:00:00Z', 'https://example.com/first-guide'))
+    const first = await send(gw.url, EXECUTE, { headers: keyed('k-dep'), json: { input: 1 } })
+    await gw.gateway.applyConfig(deepFreeze(configSchema.parse(deprecated('2027-09-01T00:00:00Z', 'https://example.com/second-guide'))))
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-dep'), json: { input: 1 } })
+    // What any request gets from the config running now.
+    const now = await send(gw.url, EXECUTE, { headers: AUTH, json: { input: 2 } })
+    expect(retry.headers['idempotent-replayed']).toBe('true')
+    expect(retry.text).toBe(first.text)
+    expect(first.headers.sunset).not.toBe(now.headers.sunset)
+    for (const header of ['deprecation', 'sunset', 'link']) expect(retry.headers[header]).toBe(now.headers[header])
+    expect(retry.headers.link).toContain('second-guide')
+    expect(executions(upstream)).toHaveLength(2)
   })
 
   it('keeps a record without its body for an answer over maxBodyBytes: the retry gets 409 IDEMPOTENCY_RESULT_TOO_LARGE and never runs', async () => {
