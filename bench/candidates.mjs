@@ -46,6 +46,28 @@ export const CANDIDATES = [
     check: checkLegacyExecution
   },
   {
+    // SPEC 16: the execute row with a fresh idempotency key per request (autocannon writes a new id
+    // for `[<id>]` anywhere in the request), so every request claims a key and keeps its answer:
+    // against gateway-execute, the price of a claim and a stored result in this replica's memory.
+    name: 'gateway-execute-keyed',
+    kind: 'gateway',
+    logLevel: 'info',
+    idempotency: true,
+    load: { method: 'POST', path: '/v1/headless/runs', headers: { ...HEADERS, 'idempotency-key': '[<id>]' }, body: JSON.stringify({ input: INPUT }), idReplacement: true },
+    check: checkKeyedExecution
+  },
+  {
+    // The same on the shared store: a claim (one Lua SET NX PX) and a stored result (one Lua
+    // compare-and-replace) on Redis per request.
+    name: 'gateway-execute-keyed-redis',
+    kind: 'gateway',
+    logLevel: 'info',
+    idempotency: true,
+    redis: true,
+    load: { method: 'POST', path: '/v1/headless/runs', headers: { ...HEADERS, 'idempotency-key': '[<id>]' }, body: JSON.stringify({ input: INPUT }), idReplacement: true },
+    check: checkKeyedExecution
+  },
+  {
     name: 'gateway-session-hit',
     kind: 'gateway',
     logLevel: 'info',
@@ -89,6 +111,8 @@ export const MEASUREMENT_ORDER = [
   'gateway-native-node-defaults',
   'gateway-native',
   'gateway-execute',
+  'gateway-execute-keyed',
+  'gateway-execute-keyed-redis',
   'fastify-http-proxy',
   'gateway-session-hit',
   'gateway-session-hit-redis',
@@ -103,7 +127,7 @@ if (MEASUREMENT_ORDER.length !== CANDIDATE_NAMES.length || !CANDIDATE_NAMES.ever
  * (loopback, port 0, the stub as upstream, the row's log level) and a short shutdown grace so that
  * the run stays bounded.
  */
-export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl }) {
+export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl, idempotency = false }) {
   const path = join(directory, `${name}.yaml`)
   const yaml = [
     'listen: { host: 127.0.0.1, port: 0 }',
@@ -115,6 +139,7 @@ export async function writeGatewayConfig(directory, name, { upstreamUrl, logLeve
     'tenants:',
     '  bench:',
     `    upstream: { staging: "${upstreamUrl}", target: staging }`,
+    ...(idempotency ? ['    legacy: { idempotency: {} }'] : []),
     ''
   ].join('\n')
   await writeFile(path, yaml)
@@ -162,6 +187,14 @@ async function checkExecution(name, baseUrl, load) {
 
 async function checkLegacyExecution(name, baseUrl, load) {
   await checkExecution(name, baseUrl, load)
+}
+
+/** SPEC 16 is on: a fixed key run twice is executed, then replayed. */
+async function checkKeyedExecution(name, baseUrl, load) {
+  const keyed = { ...load, headers: { ...load.headers, 'idempotency-key': `bench-check-${name}` } }
+  await checkExecution(name, baseUrl, keyed)
+  const again = await send(baseUrl, keyed)
+  expect(again.status === 200 && again.headers.get('idempotent-replayed') === 'true', name, again, 'expected the stored answer replayed')
 }
 
 async function checkSessionHit(name, baseUrl, load) {

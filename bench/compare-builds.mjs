@@ -69,7 +69,7 @@ function median(values) {
 }
 
 async function startGateway(row, build, label, stubUrl, workDir) {
-  const config = await writeGatewayConfig(workDir, `${row.name}-${label}`, { upstreamUrl: stubUrl, logLevel: row.logLevel })
+  const config = await writeGatewayConfig(workDir, `${row.name}-${label}`, { upstreamUrl: stubUrl, logLevel: row.logLevel, idempotency: row.idempotency === true })
   const { handle, match } = await startNode({
     name: `${row.name} (${label})`,
     args: [...(row.nodeDefaults ? [] : GATEWAY_NODE_FLAGS), join(build, 'cli.js'), '--config', config],

@@ -85,7 +85,7 @@ if (settings.generator !== 'wrk' && settings.generator !== 'autocannon') throw n
 if (!Number.isInteger(settings.remeasures) || settings.remeasures < 0) throw new Error('--remeasures is a whole number, 0 or more')
 if (settings.generator === 'wrk' && !hasWrk) throw new Error('--load wrk: wrk is not installed (apt-get install -y wrk)')
 const hasRedis = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0
-if (!hasRedis) console.log('note: redis-server is not installed (apt-get install -y redis-server): the gateway-session-hit-redis row is skipped')
+if (!hasRedis) console.log('note: redis-server is not installed (apt-get install -y redis-server): the Redis rows (gateway-session-hit-redis, gateway-execute-keyed-redis) are skipped')
 const selected = (flags.only === undefined ? CANDIDATES : CANDIDATES.filter((candidate) => flags.only.split(',').includes(candidate.name))).filter(
   (candidate) => hasRedis || candidate.redis !== true
 )
@@ -152,7 +152,7 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl) {
     })
     return { handle, url: match[1] }
   }
-  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl })
+  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl, idempotency: candidate.idempotency === true })
   // The real CLI started plainly, `node dist/cli.js --config …`: it gives itself the production
   // Node flags (src/node-flags.ts), as a user's start would; the node-defaults row turns that off.
   // Its JSON log (stdout, with the ready line) goes to a file, as to a container's log driver,
