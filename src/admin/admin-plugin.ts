@@ -4,15 +4,15 @@ import { buildErrorBody } from '../errors/error-body.js'
 import { roundMs } from '../util/round-ms.js'
 import { sendGatewayError } from './send-gateway-error.js'
 import { GatewayError } from '../errors/registry.js'
-import type { ShadowResults } from '../fleet/shadow-results.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
-import type { MigrationReport } from '../observability/migration-report.js'
+import type { ClientRegistry } from '../fleet/client-registry.js'
 import type { SessionStore } from '../sessions/session-store.js'
 import type { ExplainInput, Explanation } from '../plan/explain-request.js'
 import type { UpcomingBrownout } from '../tenancy/deprecation-policy.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { pauseBrownouts, resumeBrownouts } from '../tenancy/pause-brownouts.js'
 import { assertAdminToken } from './admin-auth.js'
+import { buildMigrationAnswer, migrationRoutes, parseClientsListed } from './migration-answer.js'
 import { logAdminChange } from './admin-change.js'
 import { isAdminHost, isLoopbackPeer } from './admin-guards.js'
 import { MIGRATION_PAGE_HEADERS, MIGRATION_PAGE_HTML, MIGRATION_PAGE_PATH } from './migration-page.js'
@@ -32,13 +32,12 @@ export interface AdminDeps {
   configHash: () => string
   metrics: GatewayMetrics
   sessionStore: SessionStore
-  migration: MigrationReport
+  /** SPEC 12's client registry. */
+  migration: ClientRegistry
   reload: () => Promise<ReloadResult>
   explain: (input: ExplainInput) => Explanation | Promise<Explanation>
   /** The running config's runtime: brownout pauses are checked against it and kept in it (SPEC 13). */
   runtime: () => GatewayRuntime
-  /** SPEC 15's shadow results (the fleet's with Redis). */
-  shadow: ShadowResults
 }
 
 /** SPEC 13's pause body. */
@@ -165,28 +164,14 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       admin.get('/ui', async function migrationPage(_request, reply) {
         return reply.headers(MIGRATION_PAGE_HEADERS).send(MIGRATION_PAGE_HTML)
       })
-      admin.get<{ Querystring: { tenant?: string | string[] } }>('/shadow', async function shadowResults(request) {
-        const tenant = request.query.tenant
+      admin.get<{ Querystring: { tenant?: string | string[]; clients?: string | string[] } }>('/migration', async function migration(request) {
+        const { tenant } = request.query
         if (Array.isArray(tenant)) throw new GatewayError('INVALID_REQUEST', 'name one tenant, or none for all', { details: [{ pointer: 'query:tenant', message: 'given more than once' }] })
-        const routes = shadowRoutes(deps.runtime(), tenant === undefined || tenant === '' ? undefined : tenant)
-        const nowMs = Date.now()
-        const answer = await deps.shadow.answer(routes, nowMs)
-        return { schemaVersion: 1, generatedAt: new Date(nowMs).toISOString(), scope: answer.scope, tenants: answer.tenants }
-      })
-      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/shadow', { preHandler: acceptChange }, async function resetShadowResults(request) {
-        const { tenant, route } = request.query
-        if (typeof tenant !== 'string' || tenant === '') {
-          throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
-        }
-        if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
-        const labels = shadowRoutes(deps.runtime(), tenant).get(tenant) as readonly string[]
-        const named = route === undefined || route === '' ? null : route
-        if (named !== null && !labels.includes(named)) throw new GatewayError('ROUTE_NOT_FOUND', 'the tenant has no execute or session-execute route of that name')
-        const scope = await deps.shadow.reset(tenant, named === null ? labels : [named], Date.now())
-        return { reset: { tenant, route: named }, scope }
-      })
-      admin.get('/migration', async function migration() {
-        return deps.migration.snapshot()
+        const clients = parseClientsListed(request.query.clients)
+        const runtime = deps.runtime()
+        const routes = migrationRoutes(runtime, tenant === undefined || tenant === '' ? undefined : tenant)
+        // SPEC 12's answer: the registry (the fleet's with Redis) with the running config's stages, deprecations and pauses.
+        return buildMigrationAnswer(runtime, await deps.migration.view(routes, clients), routes, Date.now())
       })
     },
     { prefix: '/admin' }
@@ -211,23 +196,6 @@ function parseJsonOrMark(text: string): unknown {
   } catch {
     return INVALID_JSON
   }
-}
-
-/**
- * The routes `/admin/shadow` answers for: every `execute` and `session-execute` route (SPEC 15
- * compares those only) of each tenant, or of the one named; an unknown one is 404.
- */
-function shadowRoutes(runtime: GatewayRuntime, only: string | undefined): Map<string, string[]> {
-  const routes = new Map<string, string[]>()
-  for (const [name, tenant] of runtime.tenancy.tenants) {
-    if (only !== undefined && name !== only) continue
-    routes.set(
-      name,
-      tenant.routes.filter((route) => route.action !== 'proxy').map((route) => route.label)
-    )
-  }
-  if (only !== undefined && routes.size === 0) throw new GatewayError('TENANT_UNKNOWN', 'no tenant of that name is configured')
-  return routes
 }
 
 function adminNotFound(): never {

@@ -8,9 +8,8 @@ import { configHash } from '../config/config-hash.js'
 import { answerClientError, answerConnect } from '../kernel/client-error.js'
 import { createTrafficServer, listen } from '../kernel/traffic-server.js'
 import { createLogger } from '../observability/logger.js'
-import { ShadowResults } from '../fleet/shadow-results.js'
 import { createMetrics } from '../observability/metrics.js'
-import { createMigrationReport } from '../observability/migration-report.js'
+import { boundsFromConfig, ClientRegistry } from '../fleet/client-registry.js'
 import { resolveRequestId } from '../observability/request-id.js'
 import { explainRequestWithRecords } from '../plan/explain-request.js'
 import { createSessionStore } from '../sessions/create-session-store.js'
@@ -24,6 +23,7 @@ import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-h
 import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
 import type { Gateway, GatewayOptions } from './gateway.js'
 import { createConfigReloader } from './reload.js'
+import { recordInRegistry } from './record-in-registry.js'
 import { gatewayVersion } from './version.js'
 import { createShutdown } from './shutdown.js'
 
@@ -59,10 +59,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     version: gatewayVersion(),
     brownoutsPaused: () => pausedTenants(reloader.runtime())
   })
-  const migration = createMigrationReport({ maxClientsPerRoute: 1_000 })
-  // SPEC 15's results: counted in memory, the fleet's with Redis (written every store.flushMs).
-  const shadowResults = new ShadowResults({ store, logger, flushMs: initial.store.flushMs, onOutcome: (tenant, route, outcome) => metrics.observeShadow(tenant, route, outcome) })
-  await shadowResults.start()
+  // SPEC 12's client registry: counted in memory, the fleet's with Redis (written every store.flushMs).
+  const migration = new ClientRegistry({ store, bounds: boundsFromConfig(() => reloader.runtime().config), flushMs: initial.store.flushMs, configHash: () => configHash(reloader.runtime().config), logger })
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
   const reloader = createConfigReloader({
     startConfig: initial,
@@ -99,9 +97,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
     // SPEC 12/16: a keyed request this replica's memory served because the store did not answer.
     if (record.idempotencyOutcome === 'store_unavailable') store.countUnavailable('idempotency')
-    if (record.legacyRoute !== undefined && record.tenant !== undefined) {
-      migration.record({ tenant: record.tenant, route: record.legacyRoute, clientFingerprint: record.clientFingerprint, userAgent: head.headers['user-agent'], atMs: Date.now() })
-    }
+    recordInRegistry(migration, getRuntime(), head, record)
   }
 
   // SPEC 16's records live as long as the process (or in the shared store), whatever a reload says (SPEC 17).
@@ -138,8 +134,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     migration,
     reload: reloader.reload,
     explain: (input) => explainRequestWithRecords(getRuntime(), input, idempotency),
-    runtime: getRuntime,
-    shadow: shadowResults
+    runtime: getRuntime
   })
 
   const shutdown = createShutdown({
@@ -155,7 +150,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     store: {
       async close() {
         brownoutPauses.stop()
-        await shadowResults.stop()
+        // Its last counts go to the store before the connection closes.
+        await migration.close()
         await store.close()
       }
     },
@@ -170,7 +166,6 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     store,
     metrics,
     migration,
-    shadow: shadowResults,
     runtime: getRuntime,
     isReady,
     reload: reloader.reload,

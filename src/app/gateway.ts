@@ -4,9 +4,8 @@ import type { Logger } from 'pino'
 import type { ReloadResult } from '../admin/admin-plugin.js'
 import type { GatewayConfig } from '../config/schema.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
-import type { MigrationReport } from '../observability/migration-report.js'
+import type { ClientRegistry } from '../fleet/client-registry.js'
 import type { SessionStore } from '../sessions/session-store.js'
-import type { ShadowResults } from '../fleet/shadow-results.js'
 import type { SharedStore } from '../store/shared-store.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 
@@ -41,9 +40,7 @@ export interface Gateway {
   /** SPEC 12's shared store: memory, or the one Redis connection of this process. */
   readonly store: SharedStore
   readonly metrics: GatewayMetrics
-  readonly migration: MigrationReport
-  /** SPEC 15's shadow results: counted in memory, the fleet's with Redis. */
-  readonly shadow: ShadowResults
+  readonly migration: ClientRegistry
   runtime(): GatewayRuntime
   isReady(): boolean
   /** Re-reads `configPath`; an invalid file is logged and the running config stays (SPEC 8). */

@@ -3,7 +3,7 @@ import type { ReloadResult } from '../admin/admin-plugin.js'
 import { ConfigError, loadConfig } from '../config/load-config.js'
 import type { GatewayConfig } from '../config/schema.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
-import type { MigrationReport } from '../observability/migration-report.js'
+import type { ClientRegistry } from '../fleet/client-registry.js'
 import type { SessionStore } from '../sessions/session-store.js'
 import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { listUpcomingBrownouts } from '../tenancy/deprecation-policy.js'
@@ -24,7 +24,7 @@ export interface ConfigReloadDeps {
   startEmbedded: (() => Promise<string>) | undefined
   logger: Logger
   sessionStore: SessionStore
-  migration: MigrationReport
+  migration: ClientRegistry
   metrics: GatewayMetrics
 }
 

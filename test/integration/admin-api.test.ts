@@ -212,20 +212,24 @@ describe('the admin listener', () => {
     }
   })
 
-  it('reports legacy traffic per tenant and route with distinct clients by credential fingerprint and user agent', async () => {
+  it('reports legacy traffic per tenant and route in SPEC 12 shape, with distinct clients by client id (a user agent change is the same client)', async () => {
     await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'old-sdk/1.0' }, json: { input: 1 } })
     await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'old-sdk/1.0' }, json: { input: 2 } })
     await send(gw.url, '/v1/headless/runs', { headers: { ...BOB, 'user-agent': 'old-sdk/1.0' }, json: { input: 3 } })
     await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'other-sdk/2.0' }, json: { input: 4 } })
     await send(gw.url, '/v4/execute', { headers: ALICE, json: { input: 5 } })
     const report = await send(gw.adminUrl, '/admin/migration', { headers: admin })
+    expect(report.json).toMatchObject({ schemaVersion: 2, scope: 'replica' })
     const route = report.json.tenants.acme.routes['POST /v1/headless/runs']
     expect(route.requests).toBe(4)
-    expect(route.distinctClients).toBe(3)
+    expect(route.distinctClients).toBe(2)
     expect(Date.parse(route.lastSeen)).toBeGreaterThan(Date.now() - 60_000)
-    expect(route.clients[0]).toMatchObject({ userAgent: 'old-sdk/1.0', requests: 2 })
+    // Most recently seen first, with the user agent of its last request.
+    expect(route.clients[0]).toMatchObject({ clientId: expect.stringMatching(/^fp:[0-9a-f]{16}$/), userAgent: 'other-sdk/2.0', requests: 3 })
     expect(report.text).not.toContain('demo-token')
     expect(Object.keys(report.json.tenants.acme.routes)).not.toContain('/v4/execute')
+    expect(report.json.tenants.acme.legacyShare.at(-1)).toMatchObject({ legacy: expect.any(Number), native: expect.any(Number) })
+    expect(report.json.tenants.acme.legacyShare.at(-1).native).toBeGreaterThanOrEqual(1)
   })
 
   it('exposes request, latency, session-map and credential-rejection metrics without credentials in any label', async () => {

@@ -1,0 +1,35 @@
+import type { ClientRegistry } from '../fleet/client-registry.js'
+import { ANONYMOUS } from '../credentials/client-id.js'
+import type { RequestHead } from '../kernel/request-head.js'
+import type { AccessRecord } from '../observability/access-record.js'
+import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+
+/**
+ * A finished request into SPEC 12's client registry: a legacy one (brownout and gone answers
+ * included) under its tenant, route and client id, a native one in its tenant's legacy share.
+ * Memory only; a request refused before its client id was known counts as `anonymous`.
+ */
+export function recordInRegistry(registry: ClientRegistry, runtime: GatewayRuntime, head: RequestHead, record: Readonly<AccessRecord>): void {
+  const tenant = record.tenant
+  if (tenant === undefined) return
+  if (record.legacyRoute !== undefined) {
+    const clientId = record.clientId ?? ANONYMOUS
+    registry.recordLegacy({
+      tenant,
+      route: record.legacyRoute,
+      clientId,
+      userAgent: head.headers['user-agent'],
+      exempt: isExempt(runtime, tenant, record.legacyRoute, clientId, head.now),
+      brownout: record.deprecationAction === 'brownout',
+      atMs: head.now
+    })
+  } else if (record.trafficClass === 'native') {
+    registry.recordNative(tenant, head.now)
+  }
+}
+
+/** SPEC 12's `lastSeenNonExempt`: whether the client had an exemption in force (SPEC 13) when it called, window or not. */
+function isExempt(runtime: GatewayRuntime, tenant: string, route: string, clientId: string, nowMs: number): boolean {
+  const untilMs = runtime.tenancy.tenants.get(tenant)?.deprecation.get(route)?.exemptUntilMs.get(clientId)
+  return untilMs !== undefined && untilMs > nowMs
+}

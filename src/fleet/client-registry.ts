@@ -1,0 +1,177 @@
+import type { GatewayConfig } from '../config/schema.js'
+import type { StoreLogger } from '../store/redis-connection.js'
+import type { SharedStore } from '../store/shared-store.js'
+import type { FleetScope } from './fleet-records.js'
+import { RegistryData, type LegacySample, type RegistryBounds } from './registry-data.js'
+import { readFleet, writeDelta } from './registry-redis.js'
+import { viewOfData, type RegistryView } from './registry-view.js'
+
+export type { LegacySample, RegistryBounds } from './registry-data.js'
+export type { ClientView, RegistryView, RouteView, TenantView } from './registry-view.js'
+
+export interface ClientRegistryOptions {
+  store: SharedStore
+  bounds: RegistryBounds
+  /** `store.flushMs`: a replica writes its counts at most this often (SPEC 12). */
+  flushMs: number
+  /** The running config's hash (SPEC 17), written with each flush for the answer's `configHashes`. */
+  configHash: () => string
+  logger: StoreLogger
+  /** How often retention is applied in memory; default once a minute. */
+  sweepMs?: number
+}
+
+/**
+ * SPEC 12's client registry. Recording a request touches memory only (a few Map operations); no
+ * request waits on the store. With `store: memory` the counts are this process's since it started
+ * (`scope: "replica"`). With Redis each replica keeps the delta it has not written yet and writes
+ * it in one pipeline every `flushMs`; an answer reads the fleet's counts from Redis (`fleet`).
+ * While Redis is away the delta keeps growing, answers show it (`local`: this replica since the
+ * outage began) and requests are counted in `v4gw_store_unavailable_total{feature="registry"}`;
+ * when Redis answers again the delta is added to it (counts summed, last seen the later, distinct
+ * sets merged as HyperLogLog unions).
+ */
+export class ClientRegistry {
+  readonly #store: SharedStore
+  readonly #bounds: RegistryBounds
+  readonly #flushMs: number
+  readonly #configHash: () => string
+  readonly #logger: StoreLogger
+  readonly #shared: boolean
+  /** With memory: everything. With Redis: what is not written yet. */
+  #data: RegistryData
+  #flushing: Promise<void> | undefined
+  #flushTimer: NodeJS.Timeout | undefined
+  #sweepTimer: NodeJS.Timeout | undefined
+  #stopped = false
+  #writeFailed = false
+
+  constructor(options: ClientRegistryOptions) {
+    this.#store = options.store
+    this.#bounds = options.bounds
+    this.#flushMs = options.flushMs
+    this.#configHash = options.configHash
+    this.#logger = options.logger
+    this.#shared = options.store.connection !== undefined
+    this.#data = new RegistryData(Date.now(), this.#bounds, this.#shared)
+    const sweepMs = options.sweepMs ?? 60_000
+    this.#sweepTimer = setInterval(() => this.#data.sweep(Date.now()), sweepMs)
+    this.#sweepTimer.unref()
+    if (this.#shared) {
+      this.#scheduleFlush()
+      // Back from an outage: what was counted meanwhile goes out now, not at the next tick.
+      this.#store.onChange((up) => {
+        if (up && !this.#stopped) void this.flush()
+      })
+    }
+  }
+
+  /** One legacy request (brownout and gone answers included). Memory only. */
+  recordLegacy(sample: LegacySample): void {
+    if (this.#shared && !this.#store.isUp()) this.#store.countUnavailable('registry')
+    this.#data.recordLegacy(sample)
+  }
+
+  /** One native `/v4/*` request of a tenant, for its legacy share. */
+  recordNative(tenant: string, atMs: number): void {
+    this.#data.recordNative(tenant, atMs)
+  }
+
+  scope(): FleetScope {
+    if (!this.#shared) return 'replica'
+    return this.#store.isUp() ? 'fleet' : 'local'
+  }
+
+  /** Drops the tenants and routes a reload removed (in memory; in Redis they expire with the retention). */
+  retain(isKnown: (tenant: string, route: string) => boolean, isKnownTenant: (tenant: string) => boolean = () => true): void {
+    this.#data.retain(isKnown, isKnownTenant)
+  }
+
+  /**
+   * What the registry knows of `routesOf` (tenant to its configured legacy routes), with at most
+   * `clientsPerRoute` clients per route. With Redis up this replica writes its delta first, so the
+   * answer holds its own counts up to now and the others' up to their last flush.
+   */
+  async view(routesOf: ReadonlyMap<string, readonly string[]>, clientsPerRoute: number): Promise<RegistryView> {
+    const connection = this.#store.connection
+    if (connection !== undefined && this.#store.isUp()) {
+      try {
+        await this.flush()
+        const nowMs = Date.now()
+        const fleet = await readFleet(connection, this.#store.keyPrefix, routesOf, clientsPerRoute, nowMs)
+        const own = this.#configHash()
+        const configHashes = fleet.configHashes.includes(own) ? fleet.configHashes : [...fleet.configHashes, own]
+        return { scope: 'fleet', sinceMs: fleet.sinceMs ?? nowMs, generatedAtMs: nowMs, configHashes: configHashes.sort(), tenants: fleet.tenants }
+      } catch (error) {
+        this.#logger.warn({ store: 'redis', reason: error instanceof Error ? error.message : String(error) }, "the registry could not be read from the store: answering with this replica's counts")
+      }
+    }
+    const nowMs = Date.now()
+    this.#data.sweep(nowMs)
+    return {
+      scope: this.#shared ? 'local' : 'replica',
+      sinceMs: this.#data.startMs,
+      generatedAtMs: nowMs,
+      configHashes: [this.#configHash()],
+      tenants: viewOfData(this.#data, [...routesOf.keys()], clientsPerRoute, nowMs)
+    }
+  }
+
+  /** Writes the delta (with Redis, when it answers); one at a time. */
+  flush(): Promise<void> {
+    this.#flushing ??= this.#write().finally(() => {
+      this.#flushing = undefined
+    })
+    return this.#flushing
+  }
+
+  /** Stops the timers and writes what is left (a replica that stops loses no counts while Redis answers). */
+  async close(): Promise<void> {
+    this.#stopped = true
+    clearTimeout(this.#flushTimer)
+    clearInterval(this.#sweepTimer)
+    if (this.#shared) await this.flush()
+  }
+
+  async #write(): Promise<void> {
+    const connection = this.#store.connection
+    if (connection === undefined || !this.#store.isUp()) return
+    const delta = this.#data
+    const nowMs = Date.now()
+    this.#data = new RegistryData(nowMs, this.#bounds, true)
+    try {
+      await writeDelta(connection, this.#store.keyPrefix, delta, this.#bounds, this.#configHash(), nowMs)
+      if (this.#writeFailed) this.#logger.info({ store: 'redis' }, 'the registry counts held on this replica were written to the store')
+      this.#writeFailed = false
+    } catch (error) {
+      // Kept for the next write: the counts made since go on top of them.
+      this.#data.absorb(delta)
+      if (!this.#writeFailed) {
+        this.#logger.warn({ store: 'redis', reason: error instanceof Error ? error.message : String(error) }, 'the registry counts could not be written to the store; this replica keeps them and writes them when it answers')
+      }
+      this.#writeFailed = true
+    }
+  }
+
+  #scheduleFlush(): void {
+    if (this.#stopped) return
+    this.#flushTimer = setTimeout(() => {
+      this.flush().finally(() => this.#scheduleFlush())
+    }, this.#flushMs)
+    this.#flushTimer.unref()
+  }
+}
+
+/** SPEC 12's bounds from the running config: read per request, so a reload's new bounds apply at once. */
+export function boundsFromConfig(config: () => GatewayConfig): RegistryBounds {
+  return {
+    get maxTotal() {
+      return config().clients.maxTotal
+    },
+    forTenant(tenant) {
+      return config().tenants[tenant]?.clients ?? DEFAULT_TENANT_BOUNDS
+    }
+  }
+}
+
+const DEFAULT_TENANT_BOUNDS = Object.freeze({ maxPerRoute: 10_000, retentionDays: 90 })

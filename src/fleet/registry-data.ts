@@ -1,0 +1,266 @@
+import { HyperLogLog } from './hyperloglog.js'
+
+/** SPEC 12: a user agent is kept to at most 256 characters. */
+export const MAX_USER_AGENT_CHARS = 256
+/** SPEC 12: per route, the requests and distinct clients of the last 30 UTC days. */
+export const DAYS_KEPT = 30
+export const DAY_MS = 86_400_000
+
+/** The bounds of SPEC 12 as the registry applies them; read per request, so a reload applies at once. */
+export interface RegistryBounds {
+  /** `clients.maxTotal`: client records of this replica, every tenant and route together. */
+  readonly maxTotal: number
+  /** `tenants.T.clients.maxPerRoute` and `retentionDays`; a tenant not listed gets the defaults. */
+  forTenant(tenant: string): { readonly maxPerRoute: number; readonly retentionDays: number }
+}
+
+/** One legacy request as the registry records it (no credential: the client id is SPEC 12's). */
+export interface LegacySample {
+  tenant: string
+  route: string
+  clientId: string
+  userAgent: string | undefined
+  /** The client had an exemption in force (SPEC 13) when it called. */
+  exempt: boolean
+  /** The answer was SPEC 13's brownout. */
+  brownout: boolean
+  atMs: number
+}
+
+export class ClientRecord {
+  /** UTC days (epoch day numbers) this record saw besides its last one; only while a delta is kept for the store. */
+  days: number[] | undefined = undefined
+  constructor(
+    readonly id: string,
+    public userAgent: string | null,
+    public requests: number,
+    public firstSeenMs: number,
+    public lastSeenMs: number,
+    public lastBrownoutMs: number
+  ) {}
+}
+
+export interface DayCount {
+  requests: number
+  readonly clients: HyperLogLog
+}
+
+export class RouteData {
+  requests = 0
+  lastSeenMs = 0
+  lastSeenNonExemptMs = 0
+  clientsEvicted = 0
+  readonly distinct = new HyperLogLog()
+  readonly days = new Map<number, DayCount>()
+  /** By last seen, least recent first: a Map keeps insertion order, and each request moves its client to the end. */
+  readonly clients = new Map<string, ClientRecord>()
+}
+
+export interface TenantData {
+  readonly routes: Map<string, RouteData>
+  /** Per UTC day: legacy and native requests (SPEC 12's legacy share). */
+  readonly share: Map<number, { legacy: number; native: number }>
+}
+
+export function dayOf(ms: number): number {
+  return Math.floor(ms / DAY_MS)
+}
+
+export function dayName(day: number): string {
+  return new Date(day * DAY_MS).toISOString().slice(0, 10)
+}
+
+/**
+ * The registry's counts in memory (SPEC 12): the whole of it with `store: memory`, and with Redis
+ * the delta a replica has not written yet (its own counts since the last flush, or since an outage
+ * began). Bounded by `maxPerRoute` and `maxTotal` (the client seen least recently goes, counted in
+ * `clientsEvicted`) and by the retention (`sweep`). Recording is a few Map operations, no I/O.
+ */
+export class RegistryData {
+  readonly tenants = new Map<string, TenantData>()
+  #clientCount = 0
+
+  /** `trackDays`: remember every day a client was seen (a delta written to the store needs them for its per-day distinct sets). */
+  constructor(
+    /** From when the counts are complete (SPEC 12's `since` of a `replica` or `local` answer). */
+    public startMs: number,
+    private readonly bounds: RegistryBounds,
+    private readonly trackDays = false
+  ) {}
+
+  get clientCount(): number {
+    return this.#clientCount
+  }
+
+  isEmpty(): boolean {
+    return this.tenants.size === 0
+  }
+
+  tenant(name: string): TenantData {
+    let tenant = this.tenants.get(name)
+    if (tenant === undefined) this.tenants.set(name, (tenant = { routes: new Map(), share: new Map() }))
+    return tenant
+  }
+
+  recordNative(tenant: string, atMs: number): void {
+    this.#share(this.tenant(tenant), dayOf(atMs)).native++
+  }
+
+  recordLegacy(sample: LegacySample): void {
+    const tenant = this.tenant(sample.tenant)
+    const day = dayOf(sample.atMs)
+    this.#share(tenant, day).legacy++
+    let route = tenant.routes.get(sample.route)
+    if (route === undefined) tenant.routes.set(sample.route, (route = new RouteData()))
+    route.requests++
+    if (sample.atMs > route.lastSeenMs) route.lastSeenMs = sample.atMs
+    if (!sample.exempt && sample.atMs > route.lastSeenNonExemptMs) route.lastSeenNonExemptMs = sample.atMs
+    route.distinct.add(sample.clientId)
+    let dayCount = route.days.get(day)
+    if (dayCount === undefined) {
+      route.days.set(day, (dayCount = { requests: 0, clients: new HyperLogLog() }))
+      // A new day: the one that fell out of the 30 goes.
+      for (const old of route.days.keys()) if (old <= day - DAYS_KEPT) route.days.delete(old)
+    }
+    dayCount.requests++
+    dayCount.clients.add(sample.clientId)
+
+    const userAgent = sample.userAgent === undefined ? null : sample.userAgent.length > MAX_USER_AGENT_CHARS ? sample.userAgent.slice(0, MAX_USER_AGENT_CHARS) : sample.userAgent
+    const client = route.clients.get(sample.clientId)
+    if (client !== undefined) {
+      route.clients.delete(sample.clientId)
+      route.clients.set(sample.clientId, client)
+      client.requests++
+      if (this.trackDays && dayOf(client.lastSeenMs) !== day) (client.days ??= []).push(dayOf(client.lastSeenMs))
+      if (sample.atMs >= client.lastSeenMs) {
+        client.lastSeenMs = sample.atMs
+        // The same text as before keeps the stored string (no copy per request).
+        if (client.userAgent !== userAgent) client.userAgent = userAgent
+      }
+      if (sample.brownout) client.lastBrownoutMs = sample.atMs
+      return
+    }
+    const { maxPerRoute } = this.bounds.forTenant(sample.tenant)
+    if (route.clients.size >= maxPerRoute) this.#evictLeastRecent(route)
+    else if (this.#clientCount >= this.bounds.maxTotal) this.#evictLeastRecent(this.#largestRoute() ?? route)
+    if (route.clients.size >= maxPerRoute || this.#clientCount >= this.bounds.maxTotal) {
+      // Nothing could be evicted (a bound of 0): counted, not kept.
+      route.clientsEvicted++
+      return
+    }
+    route.clients.set(sample.clientId, new ClientRecord(sample.clientId, userAgent, 1, sample.atMs, sample.atMs, sample.brownout ? sample.atMs : 0))
+    this.#clientCount++
+  }
+
+  /** Forgets what is older than each tenant's `retentionDays`: clients last seen before, and routes unused since. */
+  sweep(nowMs: number): void {
+    for (const [name, tenant] of this.tenants) {
+      const cutoffMs = nowMs - this.bounds.forTenant(name).retentionDays * DAY_MS
+      const firstDay = dayOf(nowMs) - DAYS_KEPT + 1
+      for (const day of tenant.share.keys()) if (day < firstDay) tenant.share.delete(day)
+      for (const [label, route] of tenant.routes) {
+        if (route.lastSeenMs < cutoffMs) {
+          this.#clientCount -= route.clients.size
+          tenant.routes.delete(label)
+          continue
+        }
+        for (const day of route.days.keys()) if (day < firstDay) route.days.delete(day)
+        // Least recent first: stop at the first client seen since the cutoff.
+        for (const [id, client] of route.clients) {
+          if (client.lastSeenMs >= cutoffMs) break
+          route.clients.delete(id)
+          this.#clientCount--
+        }
+      }
+      if (tenant.routes.size === 0 && tenant.share.size === 0) this.tenants.delete(name)
+    }
+  }
+
+  /** Drops the tenants and routes a reload removed. */
+  retain(isKnown: (tenant: string, route: string) => boolean, isKnownTenant: (tenant: string) => boolean): void {
+    for (const [name, tenant] of this.tenants) {
+      if (!isKnownTenant(name)) {
+        for (const route of tenant.routes.values()) this.#clientCount -= route.clients.size
+        this.tenants.delete(name)
+        continue
+      }
+      for (const [label, route] of tenant.routes) {
+        if (isKnown(name, label)) continue
+        this.#clientCount -= route.clients.size
+        tenant.routes.delete(label)
+      }
+    }
+  }
+
+  /** Adds a delta that could not be written back into this one (counts summed, last seen the later, distinct sets merged). */
+  absorb(older: RegistryData): void {
+    this.startMs = Math.min(this.startMs, older.startMs)
+    for (const [name, theirs] of older.tenants) {
+      const mine = this.tenant(name)
+      for (const [day, counts] of theirs.share) {
+        const share = this.#share(mine, day)
+        share.legacy += counts.legacy
+        share.native += counts.native
+      }
+      for (const [label, route] of theirs.routes) {
+        let into = mine.routes.get(label)
+        if (into === undefined) mine.routes.set(label, (into = new RouteData()))
+        into.requests += route.requests
+        into.lastSeenMs = Math.max(into.lastSeenMs, route.lastSeenMs)
+        into.lastSeenNonExemptMs = Math.max(into.lastSeenNonExemptMs, route.lastSeenNonExemptMs)
+        into.clientsEvicted += route.clientsEvicted
+        into.distinct.merge(route.distinct)
+        for (const [day, count] of route.days) {
+          const target = into.days.get(day)
+          if (target === undefined) into.days.set(day, count)
+          else {
+            target.requests += count.requests
+            target.clients.merge(count.clients)
+          }
+        }
+        // The older clients go first, so that the Map stays least recent first.
+        const newer = [...into.clients.values()]
+        into.clients.clear()
+        for (const client of route.clients.values()) into.clients.set(client.id, client)
+        this.#clientCount += route.clients.size
+        for (const client of newer) {
+          const old = into.clients.get(client.id)
+          if (old !== undefined) {
+            into.clients.delete(client.id)
+            client.requests += old.requests
+            client.firstSeenMs = Math.min(client.firstSeenMs, old.firstSeenMs)
+            client.lastBrownoutMs = Math.max(client.lastBrownoutMs, old.lastBrownoutMs)
+            client.days = [...(old.days ?? []), dayOf(old.lastSeenMs), ...(client.days ?? [])]
+            this.#clientCount--
+          }
+          into.clients.set(client.id, client)
+        }
+      }
+    }
+  }
+
+  #share(tenant: TenantData, day: number): { legacy: number; native: number } {
+    let share = tenant.share.get(day)
+    if (share === undefined) {
+      tenant.share.set(day, (share = { legacy: 0, native: 0 }))
+      for (const old of tenant.share.keys()) if (old <= day - DAYS_KEPT) tenant.share.delete(old)
+    }
+    return share
+  }
+
+  #evictLeastRecent(route: RouteData): void {
+    const oldest = route.clients.keys().next()
+    if (oldest.done === true) return
+    route.clients.delete(oldest.value)
+    route.clientsEvicted++
+    this.#clientCount--
+  }
+
+  #largestRoute(): RouteData | undefined {
+    let largest: RouteData | undefined
+    for (const tenant of this.tenants.values()) {
+      for (const route of tenant.routes.values()) if (largest === undefined || route.clients.size > largest.clients.size) largest = route
+    }
+    return largest
+  }
+}

@@ -1,0 +1,85 @@
+import type { FleetScope } from './fleet-records.js'
+import { dayName, dayOf, DAYS_KEPT, type RegistryData } from './registry-data.js'
+
+/** A client of one route as an answer lists it (SPEC 12); instants in epoch ms, null for never. */
+export interface ClientView {
+  clientId: string
+  userAgent: string | null
+  requests: number
+  firstSeenMs: number
+  lastSeenMs: number
+  lastBrownoutMs: number | null
+}
+
+export interface RouteView {
+  requests: number
+  lastSeenMs: number | null
+  lastSeenNonExemptMs: number | null
+  distinctClients: number
+  clientsEvicted: number
+  /** The UTC days of the last 30 with traffic, oldest first. */
+  days: { day: string; requests: number; clients: number }[]
+  /** Most recently seen first, at most the number asked for. */
+  clients: ClientView[]
+}
+
+export interface TenantView {
+  /** The UTC days of the last 30 with traffic, oldest first. */
+  share: { day: string; legacy: number; native: number }[]
+  routes: Map<string, RouteView>
+}
+
+/** What the registry knows, for one answer: its scope and since when it is complete (SPEC 12). */
+export interface RegistryView {
+  scope: FleetScope
+  sinceMs: number
+  generatedAtMs: number
+  /** The config hashes (SPEC 17) of the replicas whose counts are in the answer. */
+  configHashes: string[]
+  tenants: Map<string, TenantView>
+}
+
+export const EMPTY_ROUTE: RouteView = Object.freeze({ requests: 0, lastSeenMs: null, lastSeenNonExemptMs: null, distinctClients: 0, clientsEvicted: 0, days: [], clients: [] })
+
+/** The oldest UTC day an answer lists at `nowMs`. */
+export function firstListedDay(nowMs: number): number {
+  return dayOf(nowMs) - DAYS_KEPT + 1
+}
+
+/** A view of counts held in memory (the whole registry with `store: memory`, this replica's delta while the store is away). */
+export function viewOfData(data: RegistryData, tenants: readonly string[], clientsPerRoute: number, nowMs: number): Map<string, TenantView> {
+  const firstDay = firstListedDay(nowMs)
+  const views = new Map<string, TenantView>()
+  for (const name of tenants) {
+    const tenant = data.tenants.get(name)
+    if (tenant === undefined) continue
+    const share = [...tenant.share]
+      .filter(([day]) => day >= firstDay)
+      .sort(([a], [b]) => a - b)
+      .map(([day, counts]) => ({ day: dayName(day), legacy: counts.legacy, native: counts.native }))
+    const routes = new Map<string, RouteView>()
+    for (const [label, route] of tenant.routes) {
+      const clients: ClientView[] = []
+      // The Map is least recent first: read it from the end.
+      const records = [...route.clients.values()]
+      for (let index = records.length - 1; index >= 0 && clients.length < clientsPerRoute; index--) {
+        const client = records[index]!
+        clients.push({ clientId: client.id, userAgent: client.userAgent, requests: client.requests, firstSeenMs: client.firstSeenMs, lastSeenMs: client.lastSeenMs, lastBrownoutMs: client.lastBrownoutMs === 0 ? null : client.lastBrownoutMs })
+      }
+      routes.set(label, {
+        requests: route.requests,
+        lastSeenMs: route.lastSeenMs === 0 ? null : route.lastSeenMs,
+        lastSeenNonExemptMs: route.lastSeenNonExemptMs === 0 ? null : route.lastSeenNonExemptMs,
+        distinctClients: route.distinct.count(),
+        clientsEvicted: route.clientsEvicted,
+        days: [...route.days]
+          .filter(([day]) => day >= firstDay)
+          .sort(([a], [b]) => a - b)
+          .map(([day, count]) => ({ day: dayName(day), requests: count.requests, clients: count.clients.count() })),
+        clients
+      })
+    }
+    views.set(name, { share, routes })
+  }
+  return views
+}

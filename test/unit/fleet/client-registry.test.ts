@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest'
+import { ClientRegistry, type LegacySample, type RegistryBounds } from '../../../src/fleet/client-registry.js'
+import { HyperLogLog } from '../../../src/fleet/hyperloglog.js'
+import { DAY_MS, RegistryData } from '../../../src/fleet/registry-data.js'
+import { memorySharedStore } from '../../../src/store/shared-store.js'
+
+const ROUTE = 'POST /v1/runs/invoke'
+const SILENT = { info: () => undefined, warn: () => undefined }
+
+function bounds(maxPerRoute = 10_000, maxTotal = 100_000, retentionDays = 90): RegistryBounds {
+  return { maxTotal, forTenant: () => ({ maxPerRoute, retentionDays }) }
+}
+
+function sample(clientId: string, atMs: number, extra: Partial<LegacySample> = {}): LegacySample {
+  return { tenant: 'acme', route: ROUTE, clientId, userAgent: 'old-sdk/1.0', exempt: false, brownout: false, atMs, ...extra }
+}
+
+async function viewOf(registry: ClientRegistry, clients = 100) {
+  const view = await registry.view(new Map([['acme', [ROUTE]]]), clients)
+  return { view, route: view.tenants.get('acme')?.routes.get(ROUTE) }
+}
+
+describe('the client registry in memory (SPEC 12)', () => {
+  it('counts requests and distinct clients per route, lists clients most recently seen first, and answers with scope replica since the process start', async () => {
+    const startedMs = Date.now()
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'hash-1', logger: SILENT })
+    const now = Date.now()
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 3_000))
+    registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb', now - 2_000, { userAgent: 'other/2.0' }))
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 1_000, { brownout: true }))
+    const { view, route } = await viewOf(registry)
+    expect(view.scope).toBe('replica')
+    expect(view.sinceMs).toBeGreaterThanOrEqual(startedMs)
+    expect(view.configHashes).toEqual(['hash-1'])
+    expect(route).toMatchObject({ requests: 3, lastSeenMs: now - 1_000, lastSeenNonExemptMs: now - 1_000, distinctClients: 2, clientsEvicted: 0 })
+    expect(route?.clients.map((client) => [client.clientId, client.requests, client.lastBrownoutMs])).toEqual([
+      ['fp:aaaaaaaaaaaaaaaa', 2, now - 1_000],
+      ['fp:bbbbbbbbbbbbbbbb', 1, null]
+    ])
+    expect(route?.clients[0]?.firstSeenMs).toBe(now - 3_000)
+    await registry.close()
+  })
+
+  it('keeps lastSeenNonExempt at the last request of a client that was not exempt then', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    const now = Date.now()
+    registry.recordLegacy(sample('anonymous', now - 5_000))
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 1_000, { exempt: true }))
+    const { route } = await viewOf(registry)
+    expect(route).toMatchObject({ lastSeenMs: now - 1_000, lastSeenNonExemptMs: now - 5_000 })
+    await registry.close()
+  })
+
+  it('evicts the client seen least recently when a route is full and counts it in clientsEvicted', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(3), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    const now = Date.now()
+    for (const [index, id] of ['fp:0000000000000001', 'fp:0000000000000002', 'fp:0000000000000003'].entries()) registry.recordLegacy(sample(id, now - 10_000 + index))
+    // The first is seen again: the second is now the least recent.
+    registry.recordLegacy(sample('fp:0000000000000001', now - 5_000))
+    registry.recordLegacy(sample('fp:0000000000000004', now - 4_000))
+    const { route } = await viewOf(registry)
+    expect(route?.clients.map((client) => client.clientId)).toEqual(['fp:0000000000000004', 'fp:0000000000000001', 'fp:0000000000000003'])
+    expect(route).toMatchObject({ clientsEvicted: 1, distinctClients: 4, requests: 5 })
+    await registry.close()
+  })
+
+  it('keeps at most clients.maxTotal client records over every route', () => {
+    const data = new RegistryData(Date.now(), bounds(10_000, 5))
+    const now = Date.now()
+    for (let index = 0; index < 8; index++) data.recordLegacy(sample(`hdr:client-${index}`, now + index, { route: index % 2 === 0 ? 'GET /a' : 'GET /b' }))
+    expect(data.clientCount).toBe(5)
+    const routes = data.tenants.get('acme')?.routes
+    expect((routes?.get('GET /a')?.clientsEvicted ?? 0) + (routes?.get('GET /b')?.clientsEvicted ?? 0)).toBe(3)
+  })
+
+  it('lists the requests and distinct clients of each UTC day and the tenant legacy share, native requests included', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    const now = Date.now()
+    const yesterday = now - DAY_MS
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', yesterday))
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now))
+    registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb', now))
+    registry.recordNative('acme', now)
+    const { view, route } = await viewOf(registry)
+    const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
+    expect(route?.days).toEqual([
+      { day: day(yesterday), requests: 1, clients: 1 },
+      { day: day(now), requests: 2, clients: 2 }
+    ])
+    expect(view.tenants.get('acme')?.share).toEqual([
+      { day: day(yesterday), legacy: 1, native: 0 },
+      { day: day(now), legacy: 2, native: 1 }
+    ])
+    await registry.close()
+  })
+
+  it('cuts a user agent to 256 characters', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    registry.recordLegacy(sample('anonymous', Date.now(), { userAgent: 'x'.repeat(10_000) }))
+    const { route } = await viewOf(registry)
+    expect(route?.clients[0]?.userAgent).toHaveLength(256)
+    await registry.close()
+  })
+
+  it('forgets clients last seen before the retention, and routes unused as long', () => {
+    const data = new RegistryData(Date.now(), bounds(10_000, 100_000, 2))
+    const now = Date.now()
+    data.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 3 * DAY_MS, { route: 'GET /old' }))
+    data.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 3 * DAY_MS))
+    data.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb', now))
+    data.sweep(now)
+    const routes = data.tenants.get('acme')?.routes
+    expect(routes?.has('GET /old')).toBe(false)
+    expect([...(routes?.get(ROUTE)?.clients.keys() ?? [])]).toEqual(['fp:bbbbbbbbbbbbbbbb'])
+    expect(data.clientCount).toBe(1)
+  })
+
+  it('merges a delta that could not be written: counts summed, last seen the later, distinct sets merged', () => {
+    const now = Date.now()
+    const older = new RegistryData(now - 10_000, bounds(), true)
+    older.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 9_000))
+    older.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb', now - 8_000))
+    const newer = new RegistryData(now - 5_000, bounds(), true)
+    newer.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 1_000, { userAgent: 'new/2' }))
+    newer.absorb(older)
+    const route = newer.tenants.get('acme')?.routes.get(ROUTE)
+    expect(newer.startMs).toBe(now - 10_000)
+    expect(route?.requests).toBe(3)
+    expect(route?.distinct.count()).toBe(2)
+    expect([...(route?.clients.values() ?? [])].map((client) => [client.id, client.requests, client.firstSeenMs, client.lastSeenMs, client.userAgent])).toEqual([
+      ['fp:bbbbbbbbbbbbbbbb', 1, now - 8_000, now - 8_000, 'old-sdk/1.0'],
+      ['fp:aaaaaaaaaaaaaaaa', 2, now - 9_000, now - 1_000, 'new/2']
+    ])
+    expect(newer.clientCount).toBe(2)
+  })
+})
+
+describe('the in-memory HyperLogLog', () => {
+  it('counts small sets exactly and large ones within a few percent', () => {
+    const small = new HyperLogLog()
+    for (const id of ['anonymous', 'hdr:a', 'hdr:b', 'hdr:a']) small.add(id)
+    expect(small.count()).toBe(3)
+    const large = new HyperLogLog()
+    for (let index = 0; index < 50_000; index++) large.add(`hdr:client-${index}`)
+    expect(Math.abs(large.count() - 50_000) / 50_000).toBeLessThan(0.05)
+  })
+})
