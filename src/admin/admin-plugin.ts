@@ -4,6 +4,7 @@ import { buildErrorBody } from '../errors/error-body.js'
 import { roundMs } from '../util/round-ms.js'
 import { sendGatewayError } from './send-gateway-error.js'
 import { GatewayError } from '../errors/registry.js'
+import type { ShadowResults } from '../fleet/shadow-results.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { ClientRegistry } from '../fleet/client-registry.js'
 import type { SessionStore } from '../sessions/session-store.js'
@@ -38,6 +39,8 @@ export interface AdminDeps {
   explain: (input: ExplainInput) => Explanation | Promise<Explanation>
   /** The running config's runtime: brownout pauses are checked against it and kept in it (SPEC 13). */
   runtime: () => GatewayRuntime
+  /** SPEC 15's shadow results (the fleet's with Redis). */
+  shadow: ShadowResults
 }
 
 /** SPEC 13's pause body. */
@@ -164,6 +167,26 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       admin.get('/ui', async function migrationPage(_request, reply) {
         return reply.headers(MIGRATION_PAGE_HEADERS).send(MIGRATION_PAGE_HTML)
       })
+      admin.get<{ Querystring: { tenant?: string | string[] } }>('/shadow', async function shadowResults(request) {
+        const tenant = request.query.tenant
+        if (Array.isArray(tenant)) throw new GatewayError('INVALID_REQUEST', 'name one tenant, or none for all', { details: [{ pointer: 'query:tenant', message: 'given more than once' }] })
+        const routes = shadowRoutes(deps.runtime(), tenant === undefined || tenant === '' ? undefined : tenant)
+        const nowMs = Date.now()
+        const answer = await deps.shadow.answer(routes, nowMs)
+        return { schemaVersion: 1, generatedAt: new Date(nowMs).toISOString(), scope: answer.scope, tenants: answer.tenants }
+      })
+      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/shadow', { preHandler: acceptChange }, async function resetShadowResults(request) {
+        const { tenant, route } = request.query
+        if (typeof tenant !== 'string' || tenant === '') {
+          throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
+        }
+        if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
+        const labels = shadowRoutes(deps.runtime(), tenant).get(tenant) as readonly string[]
+        const named = route === undefined || route === '' ? null : route
+        if (named !== null && !labels.includes(named)) throw new GatewayError('ROUTE_NOT_FOUND', 'the tenant has no execute or session-execute route of that name')
+        const scope = await deps.shadow.reset(tenant, named === null ? labels : [named], Date.now())
+        return { reset: { tenant, route: named }, scope }
+      })
       admin.get<{ Querystring: { tenant?: string | string[]; clients?: string | string[] } }>('/migration', async function migration(request) {
         const { tenant } = request.query
         if (Array.isArray(tenant)) throw new GatewayError('INVALID_REQUEST', 'name one tenant, or none for all', { details: [{ pointer: 'query:tenant', message: 'given more than once' }] })
@@ -196,6 +219,23 @@ function parseJsonOrMark(text: string): unknown {
   } catch {
     return INVALID_JSON
   }
+}
+
+/**
+ * The routes `/admin/shadow` answers for: every `execute` and `session-execute` route (SPEC 15
+ * compares those only) of each tenant, or of the one named; an unknown one is 404.
+ */
+function shadowRoutes(runtime: GatewayRuntime, only: string | undefined): Map<string, string[]> {
+  const routes = new Map<string, string[]>()
+  for (const [name, tenant] of runtime.tenancy.tenants) {
+    if (only !== undefined && name !== only) continue
+    routes.set(
+      name,
+      tenant.routes.filter((route) => route.action !== 'proxy').map((route) => route.label)
+    )
+  }
+  if (only !== undefined && routes.size === 0) throw new GatewayError('TENANT_UNKNOWN', 'no tenant of that name is configured')
+  return routes
 }
 
 function adminNotFound(): never {

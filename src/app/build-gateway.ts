@@ -8,6 +8,7 @@ import { configHash } from '../config/config-hash.js'
 import { answerClientError, answerConnect } from '../kernel/client-error.js'
 import { createTrafficServer, listen } from '../kernel/traffic-server.js'
 import { createLogger } from '../observability/logger.js'
+import { ShadowResults } from '../fleet/shadow-results.js'
 import { createMetrics } from '../observability/metrics.js'
 import { boundsFromConfig, ClientRegistry } from '../fleet/client-registry.js'
 import { resolveRequestId } from '../observability/request-id.js'
@@ -61,6 +62,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   })
   // SPEC 12's client registry: counted in memory, the fleet's with Redis (written every store.flushMs).
   const migration = new ClientRegistry({ store, bounds: boundsFromConfig(() => reloader.runtime().config), flushMs: initial.store.flushMs, configHash: () => configHash(reloader.runtime().config), logger })
+  // SPEC 15's results: counted in memory, the fleet's with Redis (written every store.flushMs).
+  const shadowResults = new ShadowResults({ store, logger, flushMs: initial.store.flushMs, onOutcome: (tenant, route, outcome) => metrics.observeShadow(tenant, route, outcome) })
+  await shadowResults.start()
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
   const reloader = createConfigReloader({
     startConfig: initial,
@@ -134,7 +138,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     migration,
     reload: reloader.reload,
     explain: (input) => explainRequestWithRecords(getRuntime(), input, idempotency),
-    runtime: getRuntime
+    runtime: getRuntime,
+    shadow: shadowResults
   })
 
   const shutdown = createShutdown({
@@ -152,6 +157,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
         brownoutPauses.stop()
         // Its last counts go to the store before the connection closes.
         await migration.close()
+        await shadowResults.stop()
         await store.close()
       }
     },
@@ -166,6 +172,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     store,
     metrics,
     migration,
+    shadow: shadowResults,
     runtime: getRuntime,
     isReady,
     reload: reloader.reload,

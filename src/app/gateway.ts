@@ -6,6 +6,7 @@ import type { GatewayConfig } from '../config/schema.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { ClientRegistry } from '../fleet/client-registry.js'
 import type { SessionStore } from '../sessions/session-store.js'
+import type { ShadowResults } from '../fleet/shadow-results.js'
 import type { SharedStore } from '../store/shared-store.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 
@@ -41,6 +42,8 @@ export interface Gateway {
   readonly store: SharedStore
   readonly metrics: GatewayMetrics
   readonly migration: ClientRegistry
+  /** SPEC 15's shadow results: counted in memory, the fleet's with Redis. */
+  readonly shadow: ShadowResults
   runtime(): GatewayRuntime
   isReady(): boolean
   /** Re-reads `configPath`; an invalid file is logged and the running config stays (SPEC 8). */
