@@ -169,13 +169,14 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
           return;
         }
         form.hidden = true;
-        render(migration.body, answers[1].status === 200 && isObject(answers[1].body) ? answers[1].body : null);
+        render(migration.body, answers[1]);
       })
       .catch(function (error) { statusLine.textContent = 'The admin API could not be reached: ' + String(error && error.message ? error.message : error); })
       .then(function () { loading = null; });
     return loading;
   }
 
+  /** shadow: the /admin/shadow answer, whose 404 is a gateway without shadow results. */
   function render(report, shadow) {
     clear(main);
     clear(nav);
@@ -197,8 +198,10 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
   }
 
   function shadowOf(shadow, tenant) {
-    if (!shadow || !isObject(shadow.tenants) || !isObject(shadow.tenants[tenant])) return null;
-    var entry = shadow.tenants[tenant];
+    if (shadow.status !== 200 && shadow.status !== 404) return { unavailable: errorMessage(shadow) };
+    var body = shadow.body;
+    if (shadow.status !== 200 || !isObject(body) || !isObject(body.tenants) || !isObject(body.tenants[tenant])) return null;
+    var entry = body.tenants[tenant];
     // Each route's results, directly under the tenant or under its routes member.
     return isObject(entry.routes) ? entry.routes : entry;
   }
@@ -383,6 +386,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
   }
 
   function shadowTable(routes) {
+    if (routes && typeof routes.unavailable === 'string') return note('Shadow results unavailable: /admin/shadow answered ' + routes.unavailable + '.');
     var names = routes ? Object.keys(routes).filter(function (route) { return isObject(routes[route]) && routes[route].comparisons > 0; }).sort() : [];
     if (names.length === 0) return note('No shadow comparisons.');
     return table(['route', 'verdict', 'last 24 h', 'comparisons', 'matches', 'mismatches', 'candidate errors', 'primary errors', 'dropped', 'skipped', 'top differing pointers'], names.map(function (route) {
