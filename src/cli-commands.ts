@@ -12,13 +12,16 @@ import { explainRequest } from './plan/explain-request.js'
 import { holdSignals, type HeldSignals } from './held-signals.js'
 import { runGateway } from './main.js'
 import { createSimulator } from './simulator/index.js'
+import { createLegacySimulator } from './app/legacy-simulator.js'
 
 const USAGE = `Usage:
   v4gw [--config FILE]                 run the gateway (default: $V4GW_CONFIG or config/gateway.yaml)
   v4gw check-config FILE               validate a config file and print a summary
-  v4gw explain --config FILE [--tenant T] METHOD PATH [--header K:V]... [--body JSON] [--at INSTANT]
-                                       print the V4 call(s) a request would become; sends nothing
+  v4gw explain --config FILE [--tenant T] METHOD PATH [--header K:V]... [--body JSON] [--at INSTANT] [--client ID]
+                                       print the V4 call(s) a request would become and the side that serves it; sends nothing
   v4gw simulator [--host H] [--port N] run the built-in V4 simulator alone (default 127.0.0.1:4010)
+  v4gw legacy-simulator [--host H] [--port N]
+                                       run the built-in legacy backend alone (default 127.0.0.1:4011)
   v4gw config-schema                   print the config's JSON Schema (config.schema.json)
   v4gw fingerprint [--header]          print the client id of a credential (or header value) read from stdin
   v4gw healthcheck [--config FILE]     exit 0 if the admin listener's /healthz answers 200 within 2 s, else 1
@@ -69,6 +72,21 @@ async function runSimulatorCommand(args: string[]): Promise<void> {
   process.once('SIGINT', stop)
 }
 
+/** SPEC 14.1: the embedded legacy backend as a process of its own, for a legacy upstream outside the gateway. */
+async function runLegacySimulatorCommand(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '4011' } } })
+  const port = values.port.trim() === '' ? Number.NaN : Number(values.port)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number from 0 to 65535')
+  const backend = createLegacySimulator()
+  const url = await backend.listen({ host: values.host, port })
+  console.log(`legacy simulator listening on ${url}`)
+  const stop = (): void => {
+    void backend.close().then(() => process.exit(0))
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
+
 async function checkConfigCommand(args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true })
   const path = positionals[0]
@@ -99,7 +117,7 @@ async function explainCommand(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' }, header: { type: 'string', short: 'H', multiple: true }, body: { type: 'string' }, at: { type: 'string' } }
+    options: { config: { type: 'string', short: 'c' }, tenant: { type: 'string' }, header: { type: 'string', short: 'H', multiple: true }, body: { type: 'string' }, at: { type: 'string' }, client: { type: 'string' } }
   })
   const [method, path] = positionals
   if (method === undefined || path === undefined || positionals.length > 2) throw new UsageError('explain takes METHOD and PATH')
@@ -119,9 +137,18 @@ async function explainCommand(args: string[]): Promise<void> {
   }
   if (values.at !== undefined && Number.isNaN(Date.parse(values.at))) throw new UsageError('--at takes an ISO 8601 instant such as 2027-03-02T14:30:00Z')
   const config = await loadConfig(resolveConfigPath(values.config))
+  if (values.client !== undefined && !CLIENT_ID.test(values.client)) throw new UsageError('--client takes a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous')
   // Nothing is started: an embedded upstream is shown by name.
-  const runtime = buildGatewayRuntime(config, 'http://embedded-simulator')
-  const explanation = explainRequest(runtime, { method, path, headers, rawBody: values.body, tenant: values.tenant, ...(values.at === undefined ? {} : { at: values.at }) })
+  const runtime = buildGatewayRuntime(config, 'http://embedded-simulator', { embeddedLegacyOrigin: 'http://embedded-legacy-backend' })
+  const explanation = explainRequest(runtime, {
+    method,
+    path,
+    headers,
+    rawBody: values.body,
+    tenant: values.tenant,
+    ...(values.at === undefined ? {} : { at: values.at }),
+    ...(values.client === undefined ? {} : { client: values.client })
+  })
   console.log(JSON.stringify(explanation, null, 2))
 }
 
@@ -134,6 +161,9 @@ async function runCommand(args: string[], held: HeldSignals | undefined): Promis
 }
 
 class UsageError extends Error {}
+
+/** SPEC 12's client ids, as the config takes them. */
+const CLIENT_ID = /^(?:fp:[0-9a-f]{16}|hdr:[A-Za-z0-9._:-]{1,128}|hdr#[0-9a-f]{16}|anonymous)$/
 
 /** A credential's scheme as SPEC 5 reads it from `Authorization`. */
 const CREDENTIAL_SCHEME = /^(?:bearer|token)[ \t]+/i
@@ -173,6 +203,8 @@ async function dispatch(command: CliCommand, args: string[], held: HeldSignals |
       return void console.log(packageVersion())
     case 'simulator':
       return runSimulatorCommand(args)
+    case 'legacy-simulator':
+      return runLegacySimulatorCommand(args)
     case 'check-config':
       return checkConfigCommand(args)
     case 'explain':

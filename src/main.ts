@@ -3,7 +3,8 @@ import { loadConfig } from './config/load-config.js'
 import type { HeldSignals } from './held-signals.js'
 import { createLogger, createStdoutDestination } from './observability/logger.js'
 import { createSimulator, type Simulator } from './simulator/index.js'
-import { selectUpstreamUrl, usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
+import { createLegacySimulator, type LegacySimulator } from './app/legacy-simulator.js'
+import { selectUpstreamUrl, usesEmbeddedLegacy, usesEmbeddedUpstream } from './tenancy/tenant-runtime.js'
 
 export interface RunningGateway {
   gateway: Gateway
@@ -32,6 +33,20 @@ function embeddedSimulator(): { start(): Promise<string>; close(): Promise<void>
   }
 }
 
+/** SPEC 14.1's embedded legacy backend for `upstream.legacy: embedded`, started once, on a loopback port. */
+function embeddedLegacyBackend(): { start(): Promise<string>; close(): Promise<void> } {
+  let backend: LegacySimulator | undefined
+  let origin: Promise<string> | undefined
+  return {
+    start() {
+      backend ??= createLegacySimulator()
+      origin ??= backend.listen({ host: '127.0.0.1', port: 0 })
+      return origin
+    },
+    close: async () => backend?.close()
+  }
+}
+
 /**
  * The gateway process: load config, start, and own the signals (those that came while it
  * started, `held` since cli.ts parsed its command line, are acted on once it is up). With the
@@ -46,11 +61,13 @@ export async function runGateway(configPath: string, held: HeldSignals): Promise
   logger.info({ config: configPath }, 'v4gw starting')
   const simulator = embeddedSimulator()
   const embeddedOrigin = usesEmbeddedUpstream(config) ? await simulator.start() : undefined
-  const gateway = await buildGateway({ config, configPath, logger, embeddedOrigin, startEmbedded: simulator.start })
+  const legacyBackend = embeddedLegacyBackend()
+  const embeddedLegacyOrigin = usesEmbeddedLegacy(config) ? await legacyBackend.start() : undefined
+  const gateway = await buildGateway({ config, configPath, logger, embeddedOrigin, startEmbedded: simulator.start, embeddedLegacyOrigin, startEmbeddedLegacy: legacyBackend.start })
   const { trafficUrl, adminUrl, trafficUrls, adminUrls } = await gateway.listen()
 
   for (const [name, tenant] of gateway.runtime().tenancy.tenants) {
-    logger.info({ tenant: name, target: tenant.upstreamTarget, upstream: selectUpstreamUrl(config.tenants[name]!), origin: tenant.upstreamOrigin }, 'tenant upstream')
+    logger.info({ tenant: name, target: tenant.upstreamTarget, upstream: selectUpstreamUrl(config.tenants[name]!), origin: tenant.upstreamOrigin, legacyOrigin: tenant.legacyOrigin }, 'tenant upstream')
   }
   // The Node flags in effect (node-flags.ts), so an operator can see the process got them.
   logger.info({ trafficUrl, adminUrl, trafficUrls, adminUrls, config: configPath, nodeFlags: process.execArgv }, 'v4gw listening')
@@ -68,6 +85,7 @@ export async function runGateway(configPath: string, held: HeldSignals): Promise
       try {
         await gateway.close()
         await simulator.close()
+        await legacyBackend.close()
       } finally {
         clearTimeout(deadline)
       }

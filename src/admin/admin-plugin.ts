@@ -59,7 +59,12 @@ const explainBodySchema = z.strictObject({
   headers: z.record(z.string(), z.union([z.string(), z.array(z.string())])).optional(),
   body: z.unknown().optional(),
   rawBody: z.string().optional(),
-  at: z.iso.datetime({ offset: true }).optional()
+  at: z.iso.datetime({ offset: true }).optional(),
+  // SPEC 14: the client to decide for (SPEC 12's id); else the request's own.
+  client: z
+    .string()
+    .regex(/^(?:fp:[0-9a-f]{16}|hdr:[A-Za-z0-9._:-]{1,128}|hdr#[0-9a-f]{16}|anonymous)$/, 'expected a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous')
+    .optional()
 })
 
 /** What a body that explain cannot take reads as: only explain takes a body, and it takes JSON. */

@@ -18,7 +18,7 @@ import { createSessionMap } from '../sessions/session-map.js'
 import { createSharedIdempotencyStore } from '../sessions/shared-idempotency-store.js'
 import { createSharedStore } from '../store/shared-store.js'
 import { BrownoutPauses } from '../tenancy/brownout-pauses.js'
-import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { buildGatewayRuntime, randomFleetId, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { createLiveClaims } from '../traffic/run-idempotent.js'
 import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-handler.js'
 import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
@@ -45,7 +45,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // SPEC 13's pauses are the fleet's with Redis: loaded before the first request is served.
   const brownoutPauses = new BrownoutPauses(store, logger)
   await brownoutPauses.start()
-  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, brownoutPauses)
+  // SPEC 14: with `store: memory` this gateway's fleet is itself, under an id of its own.
+  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, { brownoutPauses, embeddedLegacyOrigin: options.embeddedLegacyOrigin, processFleetId: randomFleetId() })
   const sessionStore = options.sessionStore ?? createSessionStore(initial, store, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') })
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
   const metrics = createMetrics({
@@ -72,6 +73,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     embeddedOrigin: options.embeddedOrigin,
     configPath: options.configPath,
     startEmbedded: options.startEmbedded,
+    startEmbeddedLegacy: options.startEmbeddedLegacy,
     logger,
     sessionStore,
     migration,

@@ -18,6 +18,10 @@ export interface GatewayOptions {
   embeddedOrigin?: string
   /** Starts the simulator when a reloaded config needs one and none runs yet. */
   startEmbedded?: () => Promise<string>
+  /** SPEC 14.1: origin of the embedded legacy backend, for tenants whose `upstream.legacy` is `embedded`. */
+  embeddedLegacyOrigin?: string
+  /** Starts the embedded legacy backend when a reloaded config needs one and none runs yet. */
+  startEmbeddedLegacy?: () => Promise<string>
   logger?: Logger
   sessionStore?: SessionStore
 }

@@ -7,7 +7,7 @@ import type { ClientRegistry } from '../fleet/client-registry.js'
 import type { SessionStore } from '../sessions/session-store.js'
 import { buildGatewayRuntime, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { listUpcomingBrownouts } from '../tenancy/deprecation-policy.js'
-import { usesEmbeddedUpstream } from '../tenancy/tenant-runtime.js'
+import { usesEmbeddedLegacy, usesEmbeddedUpstream } from '../tenancy/tenant-runtime.js'
 
 /** Keys that need a restart: they shape listeners and pools built once. */
 export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis', 'store', 'metrics.statusCodeLabel', 'tracing.enabled', 'tracing.endpoint', 'tracing.protocol', 'tracing.headers', 'tracing.serviceName', 'tracing.maxQueueSpans', 'tracing.batchDelayMs'] as const
@@ -22,6 +22,8 @@ export interface ConfigReloadDeps {
   configPath: string | undefined
   /** Starts the simulator when a reloaded config needs one and none runs yet. */
   startEmbedded: (() => Promise<string>) | undefined
+  /** Starts the embedded legacy backend (SPEC 14.1) when a reloaded config needs one and none runs yet. */
+  startEmbeddedLegacy?: (() => Promise<string>) | undefined
   logger: Logger
   sessionStore: SessionStore
   migration: ClientRegistry
@@ -44,11 +46,12 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
   const { startConfig, configPath, logger, sessionStore, migration, metrics } = deps
   let runtime = deps.runtime
   let embeddedOrigin = deps.embeddedOrigin
+  let embeddedLegacyOrigin = deps.runtime.context.embeddedLegacyOrigin
 
   async function applyConfig(config: GatewayConfig, origin = embeddedOrigin): Promise<{ sessionsDropped: number; restartRequired: string[] }> {
     const previous = runtime
-    // SPEC 13: pauses outlive a reload.
-    const next = buildGatewayRuntime(config, origin, previous.brownoutPauses)
+    // SPEC 13-14: pauses, overrides, the fleet id and the embedded legacy backend outlive a reload.
+    const next = buildGatewayRuntime(config, origin, { ...previous.context, embeddedLegacyOrigin })
     runtime = next
     embeddedOrigin = origin
     logger.level = config.log.level
@@ -90,6 +93,10 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
       if (origin === undefined && usesEmbeddedUpstream(config)) {
         if (deps.startEmbedded === undefined) throw new ConfigError(configPath, ['a tenant uses the embedded simulator, which this gateway cannot start'])
         origin = await deps.startEmbedded()
+      }
+      if (embeddedLegacyOrigin === undefined && usesEmbeddedLegacy(config)) {
+        if (deps.startEmbeddedLegacy === undefined) throw new ConfigError(configPath, ['a tenant uses the embedded legacy backend (upstream.legacy: embedded), which this gateway cannot start'])
+        embeddedLegacyOrigin = await deps.startEmbeddedLegacy()
       }
       const { sessionsDropped, restartRequired } = await applyConfig(config, origin)
       metrics.observeReload('success')

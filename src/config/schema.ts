@@ -239,12 +239,38 @@ const routeIdempotencySchema = z
   })
   .nullable()
 
+/** SPEC 14's stages, in their order: an override may only move a route to an earlier one. */
+export const MIGRATION_STAGES = ['legacy', 'shadow', 'canary', 'translate', 'native-only'] as const
+export const migrationStageSchema = z.enum(MIGRATION_STAGES)
+/** SPEC 14: the stages in which `upstream.legacy` serves some or all requests. */
+export const STAGES_NEEDING_LEGACY: ReadonlySet<string> = new Set(['legacy', 'shadow', 'canary'])
+
+/** SPEC 14's canary of a tenant: who the translation serves while the rest stays on the legacy upstream. */
+const canarySchema = z
+  .strictObject({
+    percent: clientPercent.default(0),
+    allow: z.array(clientId).default([]),
+    deny: z.array(clientId).default([])
+  })
+  .nullable()
+
+/** A route's canary, merged over the tenant's key by key (SPEC 14): what it leaves out is the tenant's. */
+const routeCanarySchema = z
+  .strictObject({
+    percent: clientPercent.optional(),
+    allow: z.array(clientId).optional(),
+    deny: z.array(clientId).optional()
+  })
+  .nullable()
+
 const tenantObject = z.strictObject({
   upstream: z
     .strictObject({
       staging: upstreamUrl,
       production: upstreamUrl.nullable().default(null),
-      target: z.enum(['staging', 'production']).default('staging')
+      target: z.enum(['staging', 'production']).default('staging'),
+      // SPEC 14: the old backend that still serves legacy routes in stages legacy, shadow and canary.
+      legacy: upstreamUrl.nullable().optional()
     })
     .superRefine((upstream, ctx) => {
       if (upstream.target === 'production' && upstream.production === null) {
@@ -262,10 +288,24 @@ const tenantObject = z.strictObject({
       idempotency: idempotencySchema.default(null)
     })
     .prefault({}),
-  // SPEC 14's per-route settings: `deprecation` (SPEC 13) and `idempotency` (SPEC 16) so far.
+  // SPEC 14: the tenant's stage and canary, and per route `stage`, `canary`, `deprecation` (SPEC 13)
+  // and `idempotency` (SPEC 16), each merged over the tenant's. No default stage here: a tenant that
+  // writes none is in `translate` and, without `upstream.legacy`, does not use stages at all.
   migration: z
     .strictObject({
-      routes: z.record(z.string().min(1), z.strictObject({ deprecation: routeDeprecationSchema.optional(), idempotency: routeIdempotencySchema.optional() })).default({})
+      stage: migrationStageSchema.optional(),
+      canary: canarySchema.optional(),
+      routes: z
+        .record(
+          z.string().min(1),
+          z.strictObject({
+            stage: migrationStageSchema.nullable().optional(),
+            canary: routeCanarySchema.optional(),
+            deprecation: routeDeprecationSchema.optional(),
+            idempotency: routeIdempotencySchema.optional()
+          })
+        )
+        .default({})
     })
     .prefault({}),
   clients: clientsSchema,
@@ -281,6 +321,7 @@ function checkDeprecations(tenant: z.output<typeof tenantObject>, ctx: z.Refinem
     for (const problem of deprecationProblems(tenantDeprecation)) ctx.addIssue({ code: 'custom', path: ['legacy', 'deprecation', ...problem.path], message: problem.message })
   }
   checkClientIdKinds(tenant, ctx)
+  checkMigration(tenant, ctx)
   const labels = new Set(tenant.legacy.routes.map((route) => `${route.method} ${route.path}`))
   for (const [key, entry] of Object.entries(tenant.migration.routes)) {
     if (!labels.has(key)) {
@@ -319,13 +360,66 @@ function checkClientIdKinds(tenant: z.output<typeof tenantObject>, ctx: z.Refine
       if (message !== undefined) ctx.addIssue({ code: 'custom', path: [...path, index, 'client'], message })
     })
   }
+  const checkIds = (ids: readonly string[] | undefined, path: (string | number)[]) => {
+    ids?.forEach((client, index) => {
+      const message = problem(client)
+      if (message !== undefined) ctx.addIssue({ code: 'custom', path: [...path, index], message })
+    })
+  }
   checkExempt(tenant.legacy.deprecation?.exempt, ['legacy', 'deprecation', 'exempt'])
   for (const [route, entry] of Object.entries(tenant.migration.routes)) checkExempt(entry.deprecation?.exempt, ['migration', 'routes', route, 'deprecation', 'exempt'])
+  // SPEC 12: `allow` and `deny` of a canary (SPEC 14) too.
+  for (const list of ['allow', 'deny'] as const) {
+    checkIds(tenant.migration.canary?.[list], ['migration', 'canary', list])
+    for (const [route, entry] of Object.entries(tenant.migration.routes)) checkIds(entry.canary?.[list], ['migration', 'routes', route, 'canary', list])
+  }
   for (const client of Object.keys(tenant.clients.labels)) {
     const message = problem(client)
     // The id is in the message too: a path shows a key with a colon cut short.
     if (message !== undefined) ctx.addIssue({ code: 'custom', path: ['clients', 'labels', client], message: `${client}: ${message}` })
   }
+}
+
+/**
+ * SPEC 14 validation at load: a stage that needs `upstream.legacy` on a tenant without one, a
+ * proxy route in stage `shadow` (SPEC 15 compares execute and session-execute only), and a canary
+ * whose `allow` names `anonymous` or a client that `deny` names too. Each problem has the path of
+ * the key that causes it: the route's own, else the tenant's.
+ */
+function checkMigration(tenant: z.output<typeof tenantObject>, ctx: z.RefinementCtx): void {
+  const migration = tenant.migration
+  const hasLegacy = tenant.upstream.legacy != null
+  const needsLegacy = (stage: string | null | undefined, path: (string | number)[]) => {
+    if (stage != null && STAGES_NEEDING_LEGACY.has(stage) && !hasLegacy) {
+      ctx.addIssue({ code: 'custom', path, message: `stage ${stage} needs upstream.legacy, the backend that serves the legacy side; this tenant sets none` })
+    }
+  }
+  needsLegacy(migration.stage, ['migration', 'stage'])
+  checkCanaryLists(migration.canary, ['migration', 'canary'], ctx)
+  for (const route of tenant.legacy.routes) {
+    const label = `${route.method} ${route.path}`
+    const entry = migration.routes[label]
+    const stagePath = entry?.stage !== undefined ? ['migration', 'routes', label, 'stage'] : ['migration', 'stage']
+    const stage = entry?.stage !== undefined ? entry.stage : migration.stage
+    if (entry?.stage !== undefined) needsLegacy(entry.stage, stagePath)
+    if (stage === 'shadow' && route.action === 'proxy') {
+      ctx.addIssue({ code: 'custom', path: stagePath, message: `${label} is a proxy route: stage shadow compares execute and session-execute routes only (SPEC 15)` })
+    }
+    if (entry?.canary != null) {
+      const merged = { allow: entry.canary.allow ?? migration.canary?.allow ?? [], deny: entry.canary.deny ?? migration.canary?.deny ?? [] }
+      checkCanaryLists(merged, ['migration', 'routes', label, 'canary'], ctx)
+    }
+  }
+}
+
+function checkCanaryLists(canary: { allow: readonly string[]; deny: readonly string[] } | null | undefined, path: (string | number)[], ctx: z.RefinementCtx): void {
+  if (canary == null) return
+  const denied = new Set(canary.deny)
+  canary.allow.forEach((client, index) => {
+    // SPEC 14: `anonymous` is everybody without an id; it may be kept out, never let in by name.
+    if (client === 'anonymous') ctx.addIssue({ code: 'custom', path: [...path, 'allow', index], message: 'anonymous may be listed only in deny: it is in the canary only at percent 100' })
+    else if (denied.has(client)) ctx.addIssue({ code: 'custom', path: [...path, 'allow', index], message: `${client} is in both allow and deny` })
+  })
 }
 
 // A duration that sets a timer: Node runs one set beyond 2^31 - 1 ms after 1 ms. (`maxEventLoopDelayMs`
@@ -512,6 +606,8 @@ function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): voi
 
 /** The sections checkCrossReferences reads. */
 const CROSS_CHECKED_SECTIONS: ReadonlySet<string> = new Set(['tenants', 'tenancy', 'internalAdmin', 'credentials'])
+/** The sections checkLegacyUpstreams reads. */
+const LEGACY_UPSTREAM_SECTIONS: ReadonlySet<string> = new Set(['tenants', 'listen'])
 /** The sections checkStoreSpellings reads. */
 const STORE_SECTIONS: ReadonlySet<string> = new Set(['store', 'sessions'])
 
@@ -529,6 +625,7 @@ function whenWhole(sections: ReadonlySet<string>) {
 export const configSchema = configObject
   .superRefine(checkCrossReferences, { when: whenWhole(CROSS_CHECKED_SECTIONS) })
   .superRefine(checkStoreSpellings, { when: whenWhole(STORE_SECTIONS) })
+  .superRefine(checkLegacyUpstreams, { when: whenWhole(LEGACY_UPSTREAM_SECTIONS) })
   .transform(resolveStore)
 
 type ParsedConfig = z.output<typeof configObject>
@@ -572,6 +669,36 @@ function resolveStore(config: ParsedConfig) {
   return { ...config, store, sessions: { ...config.sessions, store: store.kind, redis: store.redis } }
 }
 
+const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]'])
+const WILDCARD_HOSTS: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]'])
+
+/**
+ * Whether `url` dials the traffic listener: its port, and its host, or a loopback host when the
+ * listener is bound to a wildcard or loopback (the names the gateway's own machine answers to).
+ */
+function isListenerAddress(url: URL, listen: { host: string; port: number }): boolean {
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port)
+  if (port !== listen.port) return false
+  const host = url.hostname.toLowerCase()
+  const listenHost = listen.host.toLowerCase()
+  if (host === listenHost || host === `[${listenHost}]`) return true
+  return LOOPBACK_HOSTS.has(host) && (WILDCARD_HOSTS.has(listenHost) || LOOPBACK_HOSTS.has(listenHost) || listenHost === '::1')
+}
+
+/**
+ * SPEC 14: a legacy upstream on the traffic listener's own address would send every legacy
+ * request back to the gateway (answered 508 LOOP_DETECTED at best).
+ */
+function checkLegacyUpstreams(config: ParsedConfig, ctx: z.RefinementCtx): void {
+  for (const [name, tenant] of Object.entries(config.tenants)) {
+    const legacy = tenant.upstream.legacy
+    const url = legacy == null || legacy === EMBEDDED_UPSTREAM ? undefined : parseUrl(legacy)
+    if (url !== undefined && isListenerAddress(url, config.listen)) {
+      ctx.addIssue({ code: 'custom', path: ['tenants', name, 'upstream', 'legacy'], message: "this is the traffic listener's own address (listen): the legacy upstream must be another server" })
+    }
+  }
+}
+
 /** What one section says of another: tenant names, internal origins. */
 function checkCrossReferences(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
   if (Object.keys(config.tenants).length === 0) {
@@ -579,9 +706,9 @@ function checkCrossReferences(config: z.output<typeof configObject>, ctx: z.Refi
   }
   const blockedOrigins = new Set(config.internalAdmin.urls.map((url) => parseUrl(url)?.origin))
   for (const [name, tenant] of Object.entries(config.tenants)) {
-    for (const which of ['staging', 'production'] as const) {
+    for (const which of ['staging', 'production', 'legacy'] as const) {
       const url = tenant.upstream[which]
-      const origin = url === null || url === EMBEDDED_UPSTREAM ? undefined : parseUrl(url)?.origin
+      const origin = url == null || url === EMBEDDED_UPSTREAM ? undefined : parseUrl(url)?.origin
       if (origin !== undefined && blockedOrigins.has(origin)) {
         ctx.addIssue({
           code: 'custom',
@@ -590,6 +717,7 @@ function checkCrossReferences(config: z.output<typeof configObject>, ctx: z.Refi
         })
       }
     }
+
   }
   const queryParam = config.credentials.queryParam?.toLowerCase()
   for (const [name, tenant] of Object.entries(config.tenants)) {
@@ -618,6 +746,9 @@ export type CredentialSource = z.output<typeof credentialSourceSchema>
 export type CredentialsConfig = GatewayConfig['credentials']
 export type SessionsConfig = GatewayConfig['sessions']
 export type LimitsConfig = GatewayConfig['limits']
+export type MigrationStage = z.output<typeof migrationStageSchema>
+/** SPEC 14's canary of a route, the route's entry merged over the tenant's. */
+export type CanaryConfig = NonNullable<z.output<typeof canarySchema>>
 
 /** config/deprecation.ts spells SPEC 13's shape as plain types (it cannot import this file); the compiler holds the two to each other. */
 type SameType<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false

@@ -15,15 +15,20 @@ import type { Exchange } from './exchange.js'
 export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<Logger, 'debug' | 'info' | 'error'>): void {
   const gatewayError = toGatewayError(error)
   exchange.record.errorCode = gatewayError.code
-  // Every upstream the gateway calls today is the tenant's V4 one (docs/decisions.md).
+  // The tenant's V4 upstream, or SPEC 14's legacy one when the plan chose that side.
   const cause = upstreamFailureCause(gatewayError)
-  if (cause !== undefined) exchange.record.upstreamFailure = { upstream: 'v4', cause }
+  if (cause !== undefined) exchange.record.upstreamFailure = { upstream: exchange.record.servedBy === 'legacy' ? 'legacy' : 'v4', cause }
   logGatewayError(log, gatewayError, exchange.clientGone, exchange.id)
   const response = exchange.response
   // A socket already destroyed (a cut connection) takes no answer; its response reports its end a turn later.
   if (response.headersSent || response.destroyed || response.socket?.destroyed === true) {
     response.destroy()
     return
+  }
+  // SPEC 14: this answer is the gateway's own, whichever side the plan had chosen.
+  if (exchange.record.servedBy !== undefined) {
+    exchange.record.servedBy = 'gateway'
+    exchange.answerHeaders['x-v4gw-served-by'] = 'gateway'
   }
   const body = JSON.stringify(buildErrorBody(gatewayError, exchange.id, roundMs(performance.now() - exchange.head.startedAt)))
   const bytes = Buffer.byteLength(body)

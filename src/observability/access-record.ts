@@ -25,6 +25,9 @@ export type DeprecationAction = 'header' | 'brownout' | 'gone' | 'exempt'
  */
 export type IdempotencyOutcome = 'executed' | 'replayed' | 'waited' | 'in_progress' | 'key_reused' | 'too_large' | 'not_kept' | 'store_unavailable'
 
+/** SPEC 14's `x-v4gw-served-by`: the legacy upstream, the V4 translation, or the gateway's own answer. */
+export type ServedBy = 'legacy' | 'v4' | 'gateway'
+
 /** SPEC 2: every request on the traffic listener is exactly one of these. */
 export type TrafficClass = 'legacy' | 'native' | 'blocked' | 'unknown'
 
@@ -46,6 +49,10 @@ export class AccessRecord {
   clientId: string | undefined = undefined
   /** SPEC 13's action on a deprecated legacy route, for v4gw_legacy_deprecation_total. */
   deprecationAction: DeprecationAction | undefined = undefined
+  /** SPEC 14's effective stage of a legacy request. */
+  stage: string | undefined = undefined
+  /** SPEC 14's `x-v4gw-served-by` of a legacy answer, on tenants that use stages (SPEC 17's `servedBy`). */
+  servedBy: ServedBy | undefined = undefined
   sessionOutcome: SessionOutcome | undefined = undefined
   /** SPEC 16's outcome of a request that carried an idempotency key. */
   idempotencyOutcome: IdempotencyOutcome | undefined = undefined

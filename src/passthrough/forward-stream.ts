@@ -18,6 +18,8 @@ export interface StreamCall {
   headers: Record<string, string | string[] | undefined>
   /** No response headers, or no body progress, for this long is a 504 (SPEC 6). */
   timeoutMs: number
+  /** Which upstream it is, for SPEC 17's failure label: the tenant's V4 one unless said (SPEC 14's legacy upstream). */
+  upstream?: 'v4' | 'legacy'
 }
 
 export type Forward = (exchange: Exchange, call: StreamCall) => void
@@ -116,7 +118,7 @@ export function createForwarder(
           outcome.errorCode = error.code
           outcome.brokenOffStatus = error.statusCode
           const cause = upstreamFailureCause(error)
-          if (cause !== undefined) outcome.upstreamFailure = { upstream: 'v4', cause }
+          if (cause !== undefined) outcome.upstreamFailure = { upstream: call.upstream ?? 'v4', cause }
         }
       }
     )

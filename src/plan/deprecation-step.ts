@@ -1,8 +1,8 @@
-import { hash } from 'node:crypto'
 import { GatewayError } from '../errors/registry.js'
 import type { DeprecationAction } from '../observability/access-record.js'
 import type { BrownoutPauses } from '../tenancy/brownout-pauses.js'
 import type { DeprecationPolicy } from '../tenancy/deprecation-policy.js'
+import { clientBucket } from './client-bucket.js'
 
 /** What SPEC 13 decided for one request of a deprecated route: logs and `explain` show it. */
 export interface DeprecationFacts {
@@ -26,15 +26,12 @@ export interface DeprecationDecision {
   refusal: GatewayError | undefined
 }
 
-const BUCKETS = 10_000n
-
 /**
  * SPEC 13: `(first 8 bytes of SHA-256("brownout\0" + tenant + "\0" + client id), unsigned
  * big-endian) mod 10000`. No route in it: a client selected on one route is selected on all.
  */
 export function brownoutBucket(tenant: string, clientId: string): number {
-  const digest = hash('sha256', `brownout\0${tenant}\0${clientId}`, 'hex')
-  return Number(BigInt(`0x${digest.slice(0, 16)}`) % BUCKETS)
+  return clientBucket('brownout', tenant, clientId)
 }
 
 /**

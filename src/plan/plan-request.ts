@@ -4,7 +4,7 @@ import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import { buildLegacyCalls, sessionExecutePath, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH, type LegacyCalls } from '../legacy/legacy-calls.js'
 import { authorizeRuntimeCall, credentialHeaders, parseRuntimeBody, readLegacyCredential } from '../legacy/prepare-legacy-call.js'
-import type { RouteMatch } from '../legacy/route-table.js'
+import { buildRewrittenPath, type RouteMatch } from '../legacy/route-table.js'
 import { runtimeCallHeaders } from '../legacy/runtime-call-headers.js'
 import type { TrafficClass } from '../observability/access-record.js'
 import { passthroughHeaders, type StreamCall } from '../passthrough/forward-stream.js'
@@ -12,9 +12,12 @@ import { fingerprintToken } from '../sessions/session-key.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import { deprecationHeadersFor } from '../tenancy/deprecation-policy.js'
-import { classifyRequest, rewrittenProxyPath } from './classify-request.js'
+import { resolveEffectiveStage } from '../tenancy/migration-policy.js'
+import { assertNotBlocked, classifyRequest, rewrittenProxyPath } from './classify-request.js'
 import { decideDeprecation, type DeprecationFacts } from './deprecation-step.js'
 import { buildIdempotencyRequest, readIdempotencyKey, type IdempotencyRequest } from './idempotency-step.js'
+import { cameThroughFleet, decideMigration, LOOP_DETECTED_MESSAGE, nativeOnlyRefusal, withVia, type MigrationFacts } from './migration-step.js'
+import { parseRequestTarget } from './request-target.js'
 import type { RequestTarget } from './request-target.js'
 
 /**
@@ -39,6 +42,8 @@ export interface PlanFacts {
   credential: CredentialKind | 'none' | undefined
   /** SPEC 13 on a deprecated legacy route, once its credential is read. */
   deprecation: DeprecationFacts | undefined
+  /** SPEC 14 on a legacy route: the effective stage, where it comes from, and the side that serves the request. */
+  migration: MigrationFacts | undefined
 }
 
 interface PlanBase {
@@ -53,10 +58,18 @@ export interface RefusePlan extends PlanBase {
   readonly error: GatewayError
 }
 
-/** One call streamed both ways (SPEC 7): native traffic, `fallback: proxy`, legacy `proxy` routes. */
+/**
+ * One call streamed both ways (SPEC 7): native traffic, `fallback: proxy`, legacy `proxy` routes,
+ * and any legacy route that `upstream.legacy` serves (SPEC 14: stages legacy, shadow, canary).
+ */
 export interface StreamPlan extends PlanBase {
   readonly kind: 'stream'
   readonly call: StreamCall
+  /**
+   * SPEC 15's seam: stage `shadow`, where the comparison with the V4 translation starts beside the
+   * legacy call. Nothing starts it yet (the runner streams the legacy answer as in stage legacy).
+   */
+  readonly shadow?: true
 }
 
 /** A legacy runtime route: its body is read (at most `limitBytes`, SPEC 10), then planned. */
@@ -94,13 +107,22 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
  * prints the same plan. A new decision (SPEC 13-16) is one more step here and one more case in
  * the runner (traffic/run-plan.ts).
  */
-export function planRequest(runtime: GatewayRuntime, head: RequestHead): Plan {
-  const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, clientId: undefined, credential: undefined, deprecation: undefined }
+/** What only `explain` asks of the planner. */
+export interface PlanOptions {
+  /** SPEC 14 `explain --client ID`: plan as if the request came from this client. */
+  readonly clientId?: string | undefined
+}
+
+export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?: PlanOptions): Plan {
+  const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, clientId: undefined, credential: undefined, deprecation: undefined, migration: undefined }
   try {
+    // SPEC 14: a request that carries this fleet's Via member went round; forwarding it again would
+    // go round for good.
+    if (cameThroughFleet(head.headers.via, runtime.viaReceivedBy)) throw new GatewayError('LOOP_DETECTED', LOOP_DETECTED_MESSAGE)
     const classification = classifyRequest(runtime, head, facts)
     facts.trafficClass = classification.trafficClass
     const { tenant, target } = classification
-    if (classification.trafficClass === 'legacy') return planLegacy(runtime, head, facts, tenant, classification.match, target)
+    if (classification.trafficClass === 'legacy') return planLegacy(runtime, head, facts, tenant, classification.match, target, options?.clientId)
     // Native traffic, or unknown traffic under `fallback: proxy`: the target as the client sent it
     // (SPEC 7: path and query unchanged; a bare "?" included).
     facts.v4Path = target.pathname
@@ -108,7 +130,7 @@ export function planRequest(runtime: GatewayRuntime, head: RequestHead): Plan {
       origin: tenant.upstreamOrigin,
       method: head.method,
       target: head.url,
-      headers: passthroughHeaders(head.headers, head.clientAddress, head.protocol, head.requestId),
+      headers: streamHeaders(runtime, head),
       timeoutMs: runtime.config.limits.upstreamTimeoutMs
     })
   } catch (error) {
@@ -116,18 +138,33 @@ export function planRequest(runtime: GatewayRuntime, head: RequestHead): Plan {
   }
 }
 
+/** SPEC 7's headers of a streamed call, with this fleet's `Via` member (SPEC 14). */
+function streamHeaders(runtime: GatewayRuntime, head: RequestHead): Record<string, string | string[] | undefined> {
+  const headers = passthroughHeaders(head.headers, head.clientAddress, head.protocol, head.requestId)
+  headers.via = withVia(head.headers.via, runtime.via)
+  return headers
+}
+
 /** SPEC 4-6 for a matched legacy route: its credential, then a proxy call or a body to read. */
-function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget): Plan {
+function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget, clientIdGiven: string | undefined): Plan {
   const { route } = match
   facts.legacyRoute = route.label
   facts.action = route.action
   const policy = tenant.deprecation.get(route.label) ?? null
-  // On every answer of a legacy route, the gateway's own errors included (SPEC 6, 13).
+  // SPEC 14's effective stage: one lookup and a compare in `translate` with no override.
+  const configured = tenant.migration.get(route.label) as NonNullable<ReturnType<TenantRuntime['migration']['get']>>
+  const effective = resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides.activeFor(tenant.name, route.label, head.now))
+  // Stages legacy and shadow never translate; canary knows only once the client is known.
+  const translates = effective.stage === 'translate' || effective.stage === 'native-only'
+  // On every answer of a legacy route, the gateway's own errors included (SPEC 6, 13); on a tenant
+  // that uses stages, who served it (SPEC 14): the gateway, until a side is chosen.
   let answerHeaders: Record<string, string> = policy === null ? { 'x-request-id': head.requestId } : { 'x-request-id': head.requestId, ...deprecationHeadersFor(policy, successorBeforeSession(route.action)) }
+  if (tenant.usesStages) answerHeaders['x-v4gw-served-by'] = 'gateway'
   try {
-    // Checked before anything is read of the request (docs/decisions.md, order of checks).
-    const proxyPath = route.action === 'proxy' ? rewrittenProxyPath(runtime, match, facts) : undefined
-    if (policy !== null && proxyPath !== undefined) answerHeaders = { 'x-request-id': head.requestId, ...deprecationHeadersFor(policy, proxyPath) }
+    // Checked before anything is read of the request (docs/decisions.md, order of checks), where
+    // the translation may serve; the legacy upstream gets the client's path, not the rewritten one.
+    const proxyPath = route.action !== 'proxy' ? undefined : translates ? rewrittenProxyPath(runtime, match, facts) : buildRewrittenPath(route, match.params)
+    if (policy !== null && proxyPath !== undefined) answerHeaders = { ...answerHeaders, ...deprecationHeadersFor(policy, proxyPath) }
     const credentials = runtime.config.credentials
     const presented = credentialHeaders(head.rawHeaders, credentials.sources)
     let credential: PresentedCredential | null = null
@@ -140,18 +177,41 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     }
     // SPEC 12, once per request: the credential's SHA-256 is the one the session key uses; only a
     // credential that could not be read (a conflict does not prevent an id) is hashed for the id alone.
-    facts.clientId = resolveClientId(tenant.clientKey, (name) => headerValue(head, name), () => (unreadable === undefined ? facts.clientFingerprint : unreadableFingerprint(presented, target.rawQuery, credentials)))
+    facts.clientId = clientIdGiven ?? resolveClientId(tenant.clientKey, (name) => headerValue(head, name), () => (unreadable === undefined ? facts.clientFingerprint : unreadableFingerprint(presented, target.rawQuery, credentials)))
+    const successorPath = proxyPath ?? (successorBeforeSession(route.action) as string)
+    // SPEC 14 after the client id: the stage's side (an exemption lets a client through native-only).
+    const migration = decideMigration(effective, configured, tenant.name, facts.clientId, policy?.exemptUntilMs.get(facts.clientId), head.now)
+    facts.migration = migration
+    if (migration.side === 'none') {
+      if (policy !== null) facts.deprecation = { clientId: facts.clientId, action: 'gone' }
+      return refuse(facts, answerHeaders, nativeOnlyRefusal(policy, successorPath))
+    }
     if (policy !== null) {
-      // SPEC 12-13's order: the brownout and gone decision comes before any credential or body check.
-      const decision = decideDeprecation(policy, tenant.name, route.label, facts.clientId, head.now, proxyPath ?? (successorBeforeSession(route.action) as string), runtime.brownoutPauses)
+      // SPEC 12-13's order: the brownout and gone decision comes before any credential or body check, on either side.
+      const decision = decideDeprecation(policy, tenant.name, route.label, facts.clientId, head.now, successorPath, runtime.brownoutPauses)
       facts.deprecation = decision.facts
       if (decision.refusal !== undefined) return refuse(facts, answerHeaders, decision.refusal)
     }
+    if (migration.side === 'legacy') {
+      // SPEC 14: streamed to upstream.legacy as native traffic is (SPEC 7), the client's path, query,
+      // body and credentials as sent; no credential, media-type, body or size check of the translation.
+      facts.v4Path = undefined
+      const legacyPlan: StreamPlan = {
+        kind: 'stream',
+        facts,
+        answerHeaders: { ...answerHeaders, 'x-v4gw-served-by': 'legacy' },
+        call: { origin: tenant.legacyOrigin as string, method: head.method, target: head.url, headers: streamHeaders(runtime, head), timeoutMs: runtime.config.limits.upstreamTimeoutMs, upstream: 'legacy' }
+      }
+      return migration.shadow === true ? { ...legacyPlan, shadow: true } : legacyPlan
+    }
+    if (tenant.usesStages) answerHeaders['x-v4gw-served-by'] = 'v4'
+    // In a canary, the rewritten path's check waited for the side (SPEC 14: the legacy side refuses nothing).
+    if (!translates && proxyPath !== undefined) assertNotBlocked(runtime, parseRequestTarget(proxyPath), facts)
     if (unreadable !== undefined) throw unreadable
     if (proxyPath !== undefined) {
       facts.v4Path = proxyPath
       const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
-      const headers = passthroughHeaders(head.headers, head.clientAddress, head.protocol, head.requestId)
+      const headers = streamHeaders(runtime, head)
       return stream(facts, answerHeaders, {
         origin: tenant.upstreamOrigin,
         method: head.method,
@@ -177,6 +237,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
           if (bytes.length > limitBytes) throw new GatewayError('PAYLOAD_TOO_LARGE', `request body is larger than ${limitBytes} bytes`)
           const { body, call } = parseRuntimeBody(bytes, tenant, route)
           const headers = runtimeCallHeaders(head.headers, head.clientAddress, head.protocol, head.requestId, authorization, runtime.config.tracing.forwardBaggage)
+          headers.via = withVia(head.headers.via, runtime.via)
           // SPEC 16 `forwardHeader`: the key goes on to V4 too, for a backend that deduplicates itself.
           const forwardHeader = keyed?.settings.forwardHeader
           if (forwardHeader != null) headers[forwardHeader] = (keyed as { key: string }).key
@@ -253,5 +314,7 @@ function stream(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>
 /** Only the gateway's own coded errors become a refusal; anything else is a bug, and goes up as one. */
 function refuse(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>>, error: unknown): RefusePlan {
   if (!isGatewayError(error)) throw error
-  return { kind: 'refuse', facts, answerHeaders, error }
+  // SPEC 14: a refusal is the gateway's own answer, whichever side had been chosen.
+  const headers = answerHeaders['x-v4gw-served-by'] === undefined || answerHeaders['x-v4gw-served-by'] === 'gateway' ? answerHeaders : { ...answerHeaders, 'x-v4gw-served-by': 'gateway' }
+  return { kind: 'refuse', facts, answerHeaders: headers, error }
 }

@@ -3,6 +3,7 @@ import { effectiveDeprecation } from '../config/deprecation.js'
 import { compileRoutes, type CompiledRoute } from '../legacy/route-table.js'
 import { compileClientKey, type ClientKeySource } from '../credentials/client-id.js'
 import { buildDeprecationPolicy, type DeprecationPolicy } from './deprecation-policy.js'
+import { buildRouteMigrations, tenantUsesStages, type RouteMigration } from './migration-policy.js'
 
 export { buildDeprecationHeaders } from './deprecation-policy.js'
 
@@ -20,6 +21,12 @@ export interface TenantRuntime {
   readonly deprecation: ReadonlyMap<string, DeprecationPolicy | null>
   /** SPEC 16 per translated legacy route (`METHOD /path`): the tenant's settings with the route's merged over them, or null (off). */
   readonly idempotency: ReadonlyMap<string, IdempotencyConfig | null>
+  /** SPEC 14: scheme://host:port of `upstream.legacy` (the embedded legacy backend's for `embedded`), or undefined. */
+  readonly legacyOrigin: string | undefined
+  /** SPEC 14: the tenant sets `upstream.legacy` or a stage or canary, so its legacy answers say who served them. */
+  readonly usesStages: boolean
+  /** SPEC 14 per legacy route (`METHOD /path`): its configured stage and canary. */
+  readonly migration: ReadonlyMap<string, RouteMigration>
   /** SPEC 12: where a legacy request's client id comes from, in order. */
   readonly clientKey: readonly ClientKeySource[]
   readonly fallback: 'reject' | 'proxy'
@@ -34,10 +41,19 @@ export function usesEmbeddedUpstream(config: GatewayConfig): boolean {
   return Object.values(config.tenants).some((tenant) => selectUpstreamUrl(tenant) === EMBEDDED_UPSTREAM)
 }
 
-export function buildTenantRuntime(name: string, tenant: TenantConfig, embeddedOrigin: string | undefined): TenantRuntime {
+/** SPEC 14.1: whether a tenant's `upstream.legacy` is the embedded legacy backend. */
+export function usesEmbeddedLegacy(config: GatewayConfig): boolean {
+  return Object.values(config.tenants).some((tenant) => tenant.upstream.legacy === EMBEDDED_UPSTREAM)
+}
+
+export function buildTenantRuntime(name: string, tenant: TenantConfig, embeddedOrigin: string | undefined, embeddedLegacyOrigin?: string): TenantRuntime {
   const url = selectUpstreamUrl(tenant)
   if (url === EMBEDDED_UPSTREAM && embeddedOrigin === undefined) {
     throw new Error(`tenant ${name} uses the embedded simulator, but none is running`)
+  }
+  const legacy = tenant.upstream.legacy
+  if (legacy === EMBEDDED_UPSTREAM && embeddedLegacyOrigin === undefined) {
+    throw new Error(`tenant ${name} uses the embedded legacy backend, but none is running`)
   }
   return Object.freeze({
     name,
@@ -49,6 +65,9 @@ export function buildTenantRuntime(name: string, tenant: TenantConfig, embeddedO
     responseFields: tenant.legacy.responseFields,
     deprecation: routeDeprecations(tenant),
     idempotency: routeIdempotency(tenant),
+    legacyOrigin: legacy == null ? undefined : legacy === EMBEDDED_UPSTREAM ? embeddedLegacyOrigin : new URL(legacy).origin,
+    usesStages: tenantUsesStages(tenant),
+    migration: buildRouteMigrations(tenant),
     clientKey: compileClientKey(tenant.clients.key),
     fallback: tenant.fallback
   })

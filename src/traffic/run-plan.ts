@@ -2,7 +2,7 @@ import type { Exchange } from '../kernel/exchange.js'
 import { continueIfExpected, requestBody } from '../kernel/request-body.js'
 import { readBody } from '../legacy/read-body.js'
 import { runLegacyCalls, type LegacyCallDeps } from '../legacy/run-legacy-call.js'
-import type { AccessRecord } from '../observability/access-record.js'
+import type { AccessRecord, ServedBy } from '../observability/access-record.js'
 import type { Forward } from '../passthrough/forward-stream.js'
 import type { CallsPlan, Plan, PlanFacts, ReadBodyPlan } from '../plan/plan-request.js'
 import { writeLegacyAnswer } from './legacy-answer.js'
@@ -22,11 +22,14 @@ export interface RunDeps extends LegacyCallDeps, IdempotentRunDeps {
 export function runPlan(plan: Plan, exchange: Exchange, deps: RunDeps): void {
   recordFacts(exchange.record, plan.facts)
   Object.assign(exchange.answerHeaders, plan.answerHeaders)
+  // SPEC 14's side, as the header says it (the gateway's error writer makes it `gateway`).
+  exchange.record.servedBy = plan.answerHeaders['x-v4gw-served-by'] as ServedBy | undefined
   switch (plan.kind) {
     case 'refuse':
       deps.answerError(exchange, plan.error)
       return
     case 'stream':
+      // SPEC 15's comparison starts here for `plan.shadow` (stage shadow), beside the legacy call.
       deps.forwardStream(exchange, plan.call)
       return
     case 'read-body':
@@ -50,6 +53,7 @@ export function recordFacts(record: AccessRecord, facts: Readonly<PlanFacts>): v
   record.clientFingerprint = facts.clientFingerprint
   record.clientId = facts.clientId
   record.deprecationAction = facts.deprecation?.action
+  record.stage = facts.migration?.stage
 }
 
 /** A legacy runtime request: its body, read with its own limit (SPEC 10), completes the plan. */
