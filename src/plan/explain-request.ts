@@ -11,6 +11,7 @@ import type { IdempotencyRecord } from '../sessions/idempotency-store.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { headersFromRaw } from './head-from-input.js'
 import type { DeprecationFacts } from './deprecation-step.js'
+import type { MigrationFacts } from './migration-step.js'
 import type { IdempotencyRequest } from './idempotency-step.js'
 import { planRequest, type Plan, type PlanFacts } from './plan-request.js'
 
@@ -28,6 +29,8 @@ export interface ExplainInput {
   tenant?: string
   /** The instant to plan at (ISO 8601), for a brownout window or a sunset ahead (SPEC 13); now by default. */
   at?: string
+  /** SPEC 14: decide for this client id (SPEC 12) rather than the one the request's credential or header gives. */
+  client?: string
 }
 
 export interface ExplainedCall {
@@ -47,6 +50,14 @@ export interface Explanation {
   action?: string
   /** SPEC 13 on a deprecated route: the client id, what was decided and why. */
   deprecation?: DeprecationFacts
+  /**
+   * SPEC 14 on a legacy route: the effective stage and its source, the side that would serve the
+   * request (`legacy`, `v4`, or `none` for a retired route) and why: the canary's bucket or lists,
+   * an exemption. `calls` then holds the call to the legacy upstream for the legacy side.
+   */
+  migration?: MigrationFacts
+  /** SPEC 14's `x-v4gw-served-by` of the answer, on a tenant that uses stages. */
+  servedBy?: string
   /**
    * SPEC 16 on a request that carries an idempotency key: its calls run once per key; a retry of
    * the same request gets the stored answer, another request with the key 422. With a record
@@ -140,12 +151,14 @@ function explainInto(runtime: GatewayRuntime, input: ExplainInput, onKeyed: (req
     // What the kernel refuses before anything is planned (a second Host, a transfer coding).
     const refusal = refuseHead(head)
     if (refusal !== undefined) return withAnswer(explanation, refusal)
-    let plan: Plan = planRequest(runtime, head)
+    let plan: Plan = planRequest(runtime, head, { clientId: input.client })
     if (plan.kind === 'read-body') {
       // As the listener: a body nested too deeply to send is the client's 400, not a 500 here.
       plan = plan.withBody(bytes === undefined ? Buffer.alloc(0) : Buffer.from(bytes()))
     }
     Object.assign(explanation, shownFacts(plan.facts))
+    const servedBy = plan.answerHeaders['x-v4gw-served-by']
+    if (servedBy !== undefined) explanation.servedBy = servedBy
     if (plan.kind === 'idempotent') {
       onKeyed(plan.idempotency)
       const { settings } = plan.idempotency
@@ -244,6 +257,7 @@ function shownFacts(facts: Readonly<PlanFacts>): Partial<Explanation> {
   if (facts.action !== undefined) shown.action = facts.action
   if (facts.clientId !== undefined) shown.clientId = facts.clientId
   if (facts.deprecation !== undefined) shown.deprecation = { ...facts.deprecation }
+  if (facts.migration !== undefined) shown.migration = { ...facts.migration }
   return shown
 }
 
