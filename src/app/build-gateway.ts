@@ -109,7 +109,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // SPEC 16's records live as long as the process (or in the shared store), whatever a reload says (SPEC 17).
   const idempotency = createSharedIdempotencyStore(store)
   const liveClaims = createLiveClaims()
-  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone })
+  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone, shadowResults })
   const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
     metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
   )

@@ -4,6 +4,7 @@ import { normalizeHost } from '../util/normalize-host.js'
 import { anyCase } from './json-schema-patterns.js'
 import { DEFAULT_MIN_NOTICE_MS, deprecationProblems, effectiveDeprecation, type DeprecationConfig, type RouteDeprecationConfig } from './deprecation.js'
 import { absent, present, whenKeyIs } from './json-schema-conditions.js'
+import { routeShadowConfigSchema, shadowConfigSchema, shadowProblems } from './shadow-config.js'
 import { anyHttpUrl, EMBEDDED_UPSTREAM, otlpEndpointUrl, parseUrl, publicPageUrl, redisUrl, upstreamUrl } from './url-schemas.js'
 
 export { EMBEDDED_UPSTREAM } from './url-schemas.js'
@@ -295,6 +296,8 @@ const tenantObject = z.strictObject({
     .strictObject({
       stage: migrationStageSchema.optional(),
       canary: canarySchema.optional(),
+      // SPEC 15: how stage shadow compares (config/shadow-config.ts).
+      shadow: shadowConfigSchema.optional(),
       routes: z
         .record(
           z.string().min(1),
@@ -302,7 +305,8 @@ const tenantObject = z.strictObject({
             stage: migrationStageSchema.nullable().optional(),
             canary: routeCanarySchema.optional(),
             deprecation: routeDeprecationSchema.optional(),
-            idempotency: routeIdempotencySchema.optional()
+            idempotency: routeIdempotencySchema.optional(),
+            shadow: routeShadowConfigSchema.optional()
           })
         )
         .default({})
@@ -322,6 +326,7 @@ function checkDeprecations(tenant: z.output<typeof tenantObject>, ctx: z.Refinem
   }
   checkClientIdKinds(tenant, ctx)
   checkMigration(tenant, ctx)
+  for (const problem of shadowProblems(tenant, EMBEDDED_UPSTREAM)) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message })
   const labels = new Set(tenant.legacy.routes.map((route) => `${route.method} ${route.path}`))
   for (const [key, entry] of Object.entries(tenant.migration.routes)) {
     if (!labels.has(key)) {
@@ -510,7 +515,9 @@ const configObject = z.strictObject({
       upstreamTimeoutMs: durationMs(1).default(30_000),
       connectTimeoutMs: durationMs(1).default(5_000),
       maxInFlight: positiveInt.default(10_000),
-      maxEventLoopDelayMs: positiveInt.default(1_000)
+      maxEventLoopDelayMs: positiveInt.default(1_000),
+      // SPEC 15: shadow comparisons under way on a replica, all tenants; more are dropped, never queued.
+      shadowInFlight: positiveInt.default(1_000)
     })
     .prefault({}),
   shutdown: z

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import { pipeline, Transform, type Readable } from 'node:stream'
 import type { Exchange } from '../kernel/exchange.js'
 import { writeInterim } from '../kernel/interim-answer.js'
 import { continueIfExpected, requestBody } from '../kernel/request-body.js'
@@ -22,7 +23,17 @@ export interface StreamCall {
   upstream?: 'v4' | 'legacy'
 }
 
-export type Forward = (exchange: Exchange, call: StreamCall) => void
+/**
+ * Hears a streamed call's bytes as they pass, without holding them up (SPEC 15: the shadow
+ * comparison copies the request and the legacy answer; the client's answer is not delayed).
+ */
+export interface StreamTap {
+  onRequestChunk(chunk: Buffer): void
+  onResponseStart(statusCode: number, headers: IncomingHttpHeaders): void
+  onResponseChunk(chunk: Buffer): void
+}
+
+export type Forward = (exchange: Exchange, call: StreamCall, tap?: StreamTap) => void
 
 /**
  * Streams requests to an upstream and answers back, both ways without buffering (SPEC 7): the
@@ -39,13 +50,14 @@ export function createForwarder(
   answerError: (exchange: Exchange, error: unknown) => void,
   isDraining: () => boolean
 ): Forward {
-  return function forwardStream(exchange, call) {
+  return function forwardStream(exchange, call, tap) {
     const { request, response } = exchange
     // The call's outcome goes on the request's access record (SPEC 9), nothing else of it.
     const outcome: UpstreamOutcome = exchange.record
     const sentAt = performance.now()
-    const body = requestBody(request)
-    if (body !== null) continueIfExpected(request, response)
+    const incoming = requestBody(request)
+    if (incoming !== null) continueIfExpected(request, response)
+    const body = incoming === null || tap === undefined ? incoming : tapped(incoming, tap)
     upstream.stream(
       {
         origin: call.origin,
@@ -57,8 +69,9 @@ export function createForwarder(
       },
       {
         body: response,
-        onBodyBytes(bytes) {
+        onBodyBytes(bytes, chunk) {
           outcome.bytesOut += bytes
+          tap?.onResponseChunk(chunk)
         },
         onStart(cancel) {
           if (exchange.cancelled) cancel()
@@ -68,6 +81,7 @@ export function createForwarder(
           // A streamed answer's upstream time ends at its headers (SPEC 9 logs and histograms):
           // the body then flows at the pace of both ends.
           outcome.upstreamMs = performance.now() - sentAt
+          tap?.onResponseStart(statusCode, headers)
           // The upstream's end-to-end headers (RFC 9110 7.6.1) with the gateway's own on top. A 204
           // never carries a Content-Length (RFC 9110 8.6), even when the upstream's did.
           const upstreamHeaders = stripHopByHop(headers, statusCode === 204 ? NOT_IN_NO_CONTENT : undefined) as OutgoingHttpHeaders
@@ -123,6 +137,19 @@ export function createForwarder(
       }
     )
   }
+}
+
+/** The request body as it goes upstream, each chunk handed to the tap on its way (backpressure kept by pipeline). */
+function tapped(body: Readable, tap: StreamTap): Readable {
+  const copy = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      tap.onRequestChunk(chunk)
+      done(null, chunk)
+    }
+  })
+  // A request that breaks off fails the copy too, so the upstream call ends as it would have.
+  pipeline(body, copy, () => undefined)
+  return copy
 }
 
 /**

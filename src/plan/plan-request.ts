@@ -12,7 +12,7 @@ import { fingerprintToken } from '../sessions/session-key.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import { deprecationHeadersFor } from '../tenancy/deprecation-policy.js'
-import { resolveEffectiveStage } from '../tenancy/migration-policy.js'
+import { resolveEffectiveStage, type EffectiveStage } from '../tenancy/migration-policy.js'
 import { assertNotBlocked, classifyRequest, rewrittenProxyPath } from './classify-request.js'
 import { decideDeprecation, type DeprecationFacts } from './deprecation-step.js'
 import { buildIdempotencyRequest, readIdempotencyKey, type IdempotencyRequest } from './idempotency-step.js'
@@ -111,7 +111,14 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 export interface PlanOptions {
   /** SPEC 14 `explain --client ID`: plan as if the request came from this client. */
   readonly clientId?: string | undefined
+  /**
+   * SPEC 15: plan the shadow candidate, what stage `translate` would do with this request, its V4
+   * calls sent to `origin` (`shadow.upstream`).
+   */
+  readonly shadowCandidate?: { readonly origin: string } | undefined
 }
+
+const TRANSLATE_STAGE: EffectiveStage = Object.freeze({ stage: 'translate', source: 'config' })
 
 export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?: PlanOptions): Plan {
   const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, clientId: undefined, credential: undefined, deprecation: undefined, migration: undefined }
@@ -122,7 +129,7 @@ export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?
     const classification = classifyRequest(runtime, head, facts)
     facts.trafficClass = classification.trafficClass
     const { tenant, target } = classification
-    if (classification.trafficClass === 'legacy') return planLegacy(runtime, head, facts, tenant, classification.match, target, options?.clientId)
+    if (classification.trafficClass === 'legacy') return planLegacy(runtime, head, facts, tenant, classification.match, target, options?.clientId, options?.shadowCandidate?.origin)
     // Native traffic, or unknown traffic under `fallback: proxy`: the target as the client sent it
     // (SPEC 7: path and query unchanged; a bare "?" included).
     facts.v4Path = target.pathname
@@ -146,14 +153,14 @@ function streamHeaders(runtime: GatewayRuntime, head: RequestHead): Record<strin
 }
 
 /** SPEC 4-6 for a matched legacy route: its credential, then a proxy call or a body to read. */
-function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget, clientIdGiven: string | undefined): Plan {
+function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget, clientIdGiven: string | undefined, candidateOrigin?: string): Plan {
   const { route } = match
   facts.legacyRoute = route.label
   facts.action = route.action
   const policy = tenant.deprecation.get(route.label) ?? null
   // SPEC 14's effective stage: one lookup and a compare in `translate` with no override.
   const configured = tenant.migration.get(route.label) as NonNullable<ReturnType<TenantRuntime['migration']['get']>>
-  const effective = resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides.activeFor(tenant.name, route.label, head.now))
+  const effective = candidateOrigin !== undefined ? TRANSLATE_STAGE : resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides.activeFor(tenant.name, route.label, head.now))
   // Stages legacy and shadow never translate; canary knows only once the client is known.
   const translates = effective.stage === 'translate' || effective.stage === 'native-only'
   // On every answer of a legacy route, the gateway's own errors included (SPEC 6, 13); on a tenant
@@ -243,7 +250,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
           if (forwardHeader != null) headers[forwardHeader] = (keyed as { key: string }).key
           const calls = buildLegacyCalls({
             tenant: tenant.name,
-            upstreamOrigin: tenant.upstreamOrigin,
+            upstreamOrigin: candidateOrigin ?? tenant.upstreamOrigin,
             route,
             params: match.params,
             call,
@@ -254,7 +261,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
             tokenFingerprint: facts.clientFingerprint as string,
             sessions: runtime.config.sessions
           })
-          const callsPlan: CallsPlan = { kind: 'calls', facts, answerHeaders: ownHeaders, origin: tenant.upstreamOrigin, timeoutMs: runtime.config.limits.upstreamTimeoutMs, calls, responseFields: tenant.responseFields, sessionLink }
+          const callsPlan: CallsPlan = { kind: 'calls', facts, answerHeaders: ownHeaders, origin: candidateOrigin ?? tenant.upstreamOrigin, timeoutMs: runtime.config.limits.upstreamTimeoutMs, calls, responseFields: tenant.responseFields, sessionLink }
           if (keyed === undefined) return callsPlan
           const idempotency = buildIdempotencyRequest(
             keyed,

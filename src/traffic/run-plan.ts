@@ -3,8 +3,8 @@ import { continueIfExpected, requestBody } from '../kernel/request-body.js'
 import { readBody } from '../legacy/read-body.js'
 import { runLegacyCalls, type LegacyCallDeps } from '../legacy/run-legacy-call.js'
 import type { AccessRecord, ServedBy } from '../observability/access-record.js'
-import type { Forward } from '../passthrough/forward-stream.js'
-import type { CallsPlan, Plan, PlanFacts, ReadBodyPlan } from '../plan/plan-request.js'
+import type { Forward, StreamTap } from '../passthrough/forward-stream.js'
+import type { CallsPlan, Plan, PlanFacts, ReadBodyPlan, StreamPlan } from '../plan/plan-request.js'
 import { writeLegacyAnswer } from './legacy-answer.js'
 import { runIdempotent, type IdempotentRunDeps } from './run-idempotent.js'
 
@@ -13,6 +13,8 @@ export interface RunDeps extends LegacyCallDeps, IdempotentRunDeps {
   /** The gateway's own error answer (the kernel's). */
   answerError: (exchange: Exchange, error: unknown) => void
   isDraining: () => boolean
+  /** SPEC 15: stage shadow's comparison of a request the legacy upstream serves; the tap that copies it, when it is compared. */
+  shadow?: (exchange: Exchange, plan: StreamPlan) => StreamTap | undefined
 }
 
 /**
@@ -29,8 +31,8 @@ export function runPlan(plan: Plan, exchange: Exchange, deps: RunDeps): void {
       deps.answerError(exchange, plan.error)
       return
     case 'stream':
-      // SPEC 15's comparison starts here for `plan.shadow` (stage shadow), beside the legacy call.
-      deps.forwardStream(exchange, plan.call)
+      // SPEC 15: in stage shadow the legacy call is tapped; the comparison starts once its answer is sent.
+      deps.forwardStream(exchange, plan.call, plan.shadow === true ? deps.shadow?.(exchange, plan) : undefined)
       return
     case 'read-body':
       readAndRunLegacyCall(exchange, plan, deps).catch((error: unknown) => deps.answerError(exchange, error))

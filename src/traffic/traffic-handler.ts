@@ -7,6 +7,8 @@ import { createAccessLog, USER_AGENT_MAX_CHARS } from '../observability/access-l
 import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest } from '../plan/plan-request.js'
+import { planShadowCandidate } from '../plan/shadow-candidate.js'
+import type { ShadowResults } from '../fleet/shadow-results.js'
 import { createMemoryIdempotencyStore, type IdempotencyStore } from '../sessions/idempotency-store.js'
 import type { SessionMap } from '../sessions/session-map.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
@@ -14,6 +16,7 @@ import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-clie
 import { roundMs } from '../util/round-ms.js'
 import { createLiveClaims, type LiveClaims } from './run-idempotent.js'
 import { runPlan, type RunDeps } from './run-plan.js'
+import { createShadowRunner } from './run-shadow.js'
 
 /** A request that has ended, as metrics and the migration report hear it. */
 export interface FinishedRequest {
@@ -37,6 +40,8 @@ export interface TrafficDeps {
   isDraining: () => boolean
   /** Hears every finished request: metrics and the migration report. */
   onRequestDone: (request: FinishedRequest) => void
+  /** SPEC 15: where stage shadow's comparisons are counted; without it none is made. */
+  shadowResults?: ShadowResults | undefined
 }
 
 export type TrafficHandler = Omit<TrafficKernel, 'answerError'>
@@ -70,6 +75,9 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     answerError: kernel.answerError,
     isDraining: deps.isDraining
   }
+  // SPEC 15: the runner of stage shadow's comparisons; the planner's candidate is translate's plan.
+  const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate })
+  if (shadow !== undefined) run.shadow = (exchange, plan) => shadow.begin(deps.getRuntime(), exchange, plan)
 
   function logRequest(exchange: Exchange, statusCode: number): void {
     const { head, record } = exchange
@@ -101,7 +109,16 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     })
   }
 
-  return { handle: kernel.handle, stop: kernel.stop, settled: kernel.settled, inFlight: kernel.inFlight }
+  return {
+    handle: kernel.handle,
+    stop() {
+      kernel.stop()
+      // SPEC 15: client requests are done; comparisons still running are abandoned, never waited for.
+      shadow?.abandonAll()
+    },
+    settled: kernel.settled,
+    inFlight: kernel.inFlight
+  }
 }
 
 /**

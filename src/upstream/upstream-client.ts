@@ -53,8 +53,8 @@ export interface StreamTarget {
   onInformational(statusCode: number, headers: IncomingHttpHeaders): void
   /** The body goes here, with backpressure; it is ended, or destroyed when the upstream breaks off. */
   readonly body: Writable
-  /** Each chunk's length as it goes into `body`. */
-  onBodyBytes(bytes: number): void
+  /** Each chunk as it goes into `body`, and its length. */
+  onBodyBytes(bytes: number, chunk: Buffer): void
   /** The trailer fields of a chunked answer, when the upstream sent any: right before the body ends. */
   onTrailers(trailers: IncomingHttpHeaders): void
   /** A failure before any response header: the target answers it itself. */
@@ -220,7 +220,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.target.onBodyBytes(chunk.length)
+    this.target.onBodyBytes(chunk.length, chunk)
     if (this.target.body.write(chunk)) return
     controller.pause()
     this.target.body.once('drain', () => controller.resume())

@@ -1,0 +1,264 @@
+import { hash } from 'node:crypto'
+import type { IncomingHttpHeaders } from 'node:http'
+import { buildErrorBody } from '../errors/error-body.js'
+import { isGatewayError } from '../errors/registry.js'
+import type { ShadowOutcome, ShadowResults } from '../fleet/shadow-results.js'
+import type { Exchange } from '../kernel/exchange.js'
+import type { RequestHead } from '../kernel/request-head.js'
+import type { LegacyCalls } from '../legacy/legacy-calls.js'
+import { runLegacyCalls, type LegacyCallTrace } from '../legacy/run-legacy-call.js'
+import { shapeLegacyResponse } from '../legacy/shape-response.js'
+import type { StreamTap } from '../passthrough/forward-stream.js'
+import type { CallsPlan, IdempotentPlan, RefusePlan, StreamPlan } from '../plan/plan-request.js'
+import { createSessionMap, type SessionMap } from '../sessions/session-map.js'
+import { createMemorySessionStore } from '../sessions/session-store.js'
+import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { shadowPolicyFor, type ShadowPolicy } from '../tenancy/shadow-policy.js'
+import type { CancelScope, UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
+import { compareAnswers, type ComparedAnswer } from '../util/shadow-compare.js'
+
+/** What the planner answers for the candidate: stage `translate`'s plan of the same head and body, against `origin` (plan/shadow-candidate.ts). */
+export type PlanCandidate = (runtime: GatewayRuntime, head: RequestHead, body: Buffer, origin: string) => RefusePlan | CallsPlan | IdempotentPlan
+
+export interface ShadowRunnerDeps {
+  upstream: UpstreamClient
+  results: ShadowResults
+  planCandidate: PlanCandidate
+}
+
+export interface ShadowRunner {
+  /**
+   * A request that `upstream.legacy` serves in stage `shadow` (SPEC 15): decides whether it is
+   * compared (eligible, sampled, under the caps) and, if so, returns the tap that copies its
+   * request and the legacy answer as they stream; the comparison starts once the answer is sent.
+   */
+  begin(runtime: GatewayRuntime, exchange: Exchange, plan: StreamPlan): StreamTap | undefined
+  /** Comparisons under way on this replica (all tenants). */
+  inFlight(): number
+  /** Shutdown: every comparison still running is cut and counted `abandoned`; nothing waits for them. */
+  abandonAll(): void
+}
+
+/** SPEC 15's V4 calls carry this header, so the backend can tell a comparison from a client. */
+const SHADOW_HEADER = 'x-v4gw-shadow'
+
+/**
+ * SPEC 15's comparisons, run beside the client's path and never on it: the client's answer is
+ * the legacy upstream's, streamed as in stage `legacy`; the tap only copies bytes (up to
+ * `maxBodyBytes`), and the candidate is planned and called after the answer has been sent.
+ * Bounded by `maxInFlight` per tenant and `limits.shadowInFlight` for the replica: past them a
+ * comparison is dropped, never queued. Shadow session-execute uses a session map of its own per
+ * tenant (`maxSessions`), dropped when the shadow upstream's origin changes.
+ */
+export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
+  const running = new Set<Comparison>()
+  const perTenant = new Map<string, number>()
+  const sessionMaps = new Map<string, { origin: string; maxSessions: number; ttlMs: number; map: SessionMap<UpstreamResponse> }>()
+
+  function sessionsFor(tenant: string, policy: ShadowPolicy, ttlMs: number): SessionMap<UpstreamResponse> {
+    const current = sessionMaps.get(tenant)
+    if (current !== undefined && current.origin === policy.origin && current.maxSessions === policy.settings.maxSessions && current.ttlMs === ttlMs) return current.map
+    // A new origin (or bounds): the entries of the old one go (SPEC 15), as the client map's do on a reload.
+    const map = createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: policy.settings.maxSessions, ttlMs }))
+    sessionMaps.set(tenant, { origin: policy.origin, maxSessions: policy.settings.maxSessions, ttlMs, map })
+    return map
+  }
+
+  function release(comparison: Comparison): void {
+    if (!running.delete(comparison)) return
+    const left = (perTenant.get(comparison.tenant) ?? 1) - 1
+    if (left === 0) perTenant.delete(comparison.tenant)
+    else perTenant.set(comparison.tenant, left)
+  }
+
+  function begin(runtime: GatewayRuntime, exchange: Exchange, plan: StreamPlan): StreamTap | undefined {
+    const { facts } = plan
+    const tenantName = facts.tenant
+    const route = facts.legacyRoute
+    if (tenantName === undefined || route === undefined || (facts.action !== 'execute' && facts.action !== 'session-execute')) return undefined
+    const tenant = runtime.tenancy.tenants.get(tenantName)
+    if (tenant === undefined) return undefined
+    const policy = shadowPolicyFor(runtime, tenant, route)
+    const head = exchange.head
+    const note = (outcome: ShadowOutcome): undefined => {
+      deps.results.record({ tenant: tenantName, route, outcome, requestId: head.requestId, atMs: Date.now() })
+      return undefined
+    }
+    // execute is sampled by request id now; session-execute by its state, once the body is known.
+    if (facts.action === 'execute' && !sampled(policy, tenantName, head.requestId)) return undefined
+    if (!policy.mayForwardCredentials) return note('skipped')
+    const declared = Number(head.headers['content-length'])
+    if (Number.isFinite(declared) && declared > policy.settings.maxBodyBytes) return note('skipped')
+    if ((perTenant.get(tenantName) ?? 0) >= policy.settings.maxInFlight || running.size >= runtime.config.limits.shadowInFlight) return note('dropped')
+    const comparison = new Comparison(tenantName, route, facts.action, facts.clientId ?? 'anonymous', policy, runtime, head)
+    running.add(comparison)
+    perTenant.set(tenantName, (perTenant.get(tenantName) ?? 0) + 1)
+    exchange.response.once('close', function compareOnceAnswered() {
+      // The legacy answer has gone out whole (or failed): the V4 side starts only now, off the client's path.
+      const primary = comparison.primaryAnswer(exchange.response.writableFinished)
+      if (primary === 'skipped' || primary === 'primary_error') {
+        release(comparison)
+        if (!comparison.abandoned) deps.results.record(comparison.recordOf(primary))
+        return
+      }
+      setImmediate(() => {
+        runCandidate(comparison, primary).then(
+          (record) => {
+            release(comparison)
+            if (record !== undefined && !comparison.abandoned) deps.results.record(record)
+          },
+          () => release(comparison)
+        )
+      })
+    })
+    return comparison.tap
+  }
+
+  async function runCandidate(comparison: Comparison, primary: ComparedAnswer): Promise<ReturnType<Comparison['recordOf']> | undefined> {
+    const { policy, runtime, head } = comparison
+    if (comparison.abandoned) return undefined
+    const planned = deps.planCandidate(runtime, head, comparison.requestBody(), policy.origin)
+    let candidate: ComparedAnswer
+    if (planned.kind === 'refuse') {
+      // The gateway's own refusal, shaped as SPEC 6 shapes it: no V4 call.
+      candidate = { statusCode: planned.error.statusCode, contentType: 'application/json', body: Buffer.from(JSON.stringify(buildErrorBody(planned.error, head.requestId, 0))) }
+    } else {
+      const calls = planned.kind === 'idempotent' ? planned.calls : planned
+      if (calls.calls.action === 'session-execute' && !sampled(policy, comparison.tenant, `${comparison.clientId}\u0000${calls.calls.stateKey}`)) return undefined
+      const timer = setTimeout(() => comparison.cancelCalls(), policy.settings.timeoutMs)
+      timer.unref()
+      const trace: LegacyCallTrace = { upstreamMs: undefined, v4Path: undefined, sessionOutcome: undefined }
+      try {
+        const result = await runLegacyCalls(
+          markedShadow(calls.calls),
+          { origin: policy.origin, timeoutMs: policy.settings.timeoutMs, cancelScope: comparison.scope, trace },
+          { upstream: deps.upstream, sessions: sessionsFor(comparison.tenant, policy, runtime.config.sessions.ttlMs) }
+        )
+        if (result.response.body.length > policy.settings.maxBodyBytes) return comparison.recordOf('skipped', primary)
+        const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, { requestId: head.requestId, totalMs: 0, sessionId: result.sessionId, responseFields: calls.responseFields })
+        candidate = { statusCode: shaped.statusCode, contentType: headerText(shaped.headers['content-type']), body: typeof shaped.payload === 'string' ? Buffer.from(shaped.payload) : shaped.payload }
+      } catch (error) {
+        if (comparison.abandoned) return undefined
+        // No HTTP answer from V4 (refused, reset, timeout, unreadable): SPEC 15's candidate_error.
+        if (isGatewayError(error)) return comparison.recordOf('candidate_error', primary)
+        throw error
+      } finally {
+        clearTimeout(timer)
+      }
+    }
+    if (comparison.abandoned) return undefined
+    const pointers = compareAnswers(primary, candidate, policy.ignore)
+    return comparison.recordOf(pointers.length === 0 ? 'match' : 'mismatch', primary, candidate.statusCode, pointers)
+  }
+
+  return {
+    begin,
+    inFlight: () => running.size,
+    abandonAll() {
+      for (const comparison of [...running]) {
+        comparison.abandon()
+        release(comparison)
+        deps.results.record(comparison.recordOf('abandoned'))
+      }
+    }
+  }
+}
+
+/** One comparison: the copies of the request and of the legacy answer, and the V4 side's cancel scope. */
+class Comparison {
+  readonly scope: CancelScope = { cancelled: false, cancel: undefined }
+  abandoned = false
+  #requestChunks: Buffer[] = []
+  #requestBytes = 0
+  #answerChunks: Buffer[] = []
+  #answerBytes = 0
+  #tooLarge = false
+  #status: number | undefined
+  #contentType: string | undefined
+  readonly tap: StreamTap
+
+  constructor(
+    readonly tenant: string,
+    readonly route: string,
+    readonly action: 'execute' | 'session-execute',
+    readonly clientId: string,
+    readonly policy: ShadowPolicy,
+    readonly runtime: GatewayRuntime,
+    readonly head: RequestHead
+  ) {
+    const limit = policy.settings.maxBodyBytes
+    this.tap = {
+      onRequestChunk: (chunk) => {
+        if (this.#tooLarge) return
+        this.#requestBytes += chunk.length
+        if (this.#requestBytes > limit) return this.#drop()
+        this.#requestChunks.push(chunk)
+      },
+      onResponseStart: (statusCode, headers) => {
+        this.#status = statusCode
+        this.#contentType = headerText(headers['content-type'])
+      },
+      onResponseChunk: (chunk) => {
+        if (this.#tooLarge) return
+        this.#answerBytes += chunk.length
+        if (this.#answerBytes > limit) return this.#drop()
+        this.#answerChunks.push(chunk)
+      }
+    }
+  }
+
+  /** A request or answer over `maxBodyBytes` is not compared (SPEC 15: skipped); its copies go at once. */
+  #drop(): void {
+    this.#tooLarge = true
+    this.#requestChunks = []
+    this.#answerChunks = []
+  }
+
+  /** The legacy answer as compared, once the client's response has closed. */
+  primaryAnswer(finished: boolean): ComparedAnswer | 'skipped' | 'primary_error' {
+    if (this.#tooLarge) return 'skipped'
+    if (this.#status === undefined || !finished) return 'primary_error'
+    return { statusCode: this.#status, contentType: this.#contentType, body: Buffer.concat(this.#answerChunks, this.#answerBytes) }
+  }
+
+  requestBody(): Buffer {
+    return Buffer.concat(this.#requestChunks, this.#requestBytes)
+  }
+
+  cancelCalls(): void {
+    this.scope.cancelled = true
+    this.scope.cancel?.()
+  }
+
+  abandon(): void {
+    this.abandoned = true
+    this.cancelCalls()
+  }
+
+  recordOf(outcome: ShadowOutcome, primary?: ComparedAnswer, candidateStatus?: number, pointers?: readonly string[]) {
+    return { tenant: this.tenant, route: this.route, outcome, requestId: this.head.requestId, atMs: Date.now(), primaryStatus: primary?.statusCode ?? this.#status, candidateStatus, pointers }
+  }
+}
+
+/** SPEC 15's sampling: `(first 8 bytes of SHA-256("shadow\0" + tenant + "\0" + key)) mod 10000` below `percent × 100`. */
+function sampled(policy: ShadowPolicy, tenant: string, key: string): boolean {
+  if (policy.sampleBound >= 10_000) return true
+  if (policy.sampleBound <= 0) return false
+  const digest = hash('sha256', `shadow\u0000${tenant}\u0000${key}`, 'hex')
+  return Number(BigInt(`0x${digest.slice(0, 16)}`) % 10_000n) < policy.sampleBound
+}
+
+/** The same calls with `x-v4gw-shadow: 1` on each (SPEC 15). */
+function markedShadow(calls: LegacyCalls): LegacyCalls {
+  if (calls.action === 'execute') return { ...calls, execution: { ...calls.execution, headers: { ...calls.execution.headers, [SHADOW_HEADER]: '1' } } }
+  const headers = { ...calls.start.headers, [SHADOW_HEADER]: '1' }
+  return {
+    ...calls,
+    start: { ...calls.start, headers },
+    execution: (sessionId) => ({ ...calls.execution(sessionId), headers })
+  }
+}
+
+function headerText(value: IncomingHttpHeaders[string] | string[] | string | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
+}

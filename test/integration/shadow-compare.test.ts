@@ -1,0 +1,264 @@
+import type { ServerResponse } from 'node:http'
+import { describe, expect, it } from 'vitest'
+import { send } from '../helpers/http.js'
+import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
+
+const TOKEN = 'sess_shadow_secret_token_1'
+const EXECUTE = 'POST /v1/headless/runs'
+const INVOKE = 'POST /v1/runs/invoke'
+const LEGACY_ANSWER = { output: { text: 'done', plan: 'gold' }, effective: { policy: 'p', route: 'r', risk: 'low' }, meta: { requestId: 'legacy-id', timingMs: { total: 3 } } }
+
+function json(response: ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json' })
+  response.end(JSON.stringify(body))
+}
+
+/** A V4 side that holds each answer until released (or 3 s), so a test can see the client answered first. */
+function heldV4(answer: (request: RecordedRequest) => unknown = () => LEGACY_ANSWER) {
+  let holding = 0
+  let release: () => void = () => undefined
+  const released = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  return {
+    handler(request: RecordedRequest, response: ServerResponse) {
+      holding++
+      const timer = setTimeout(() => release(), 3_000)
+      void released.then(() => {
+        clearTimeout(timer)
+        holding--
+        json(response, 200, answer(request))
+      })
+    },
+    holding: () => holding,
+    release: () => release()
+  }
+}
+
+function shadowConfig(v4: RecordingUpstream, legacy: RecordingUpstream, shadow: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return testConfig(v4.url, {
+    tenants: { acme: { upstream: { staging: v4.url, legacy: legacy.url }, migration: { stage: 'shadow', shadow } } },
+    ...extra
+  })
+}
+
+async function shadowOf(gw: StartedGateway, route = EXECUTE): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any -- the answer's shape is what is asserted
+  return (await send(gw.adminUrl, '/admin/shadow?tenant=acme')).json.tenants.acme[route]
+}
+
+function execute(gw: StartedGateway, headers: Record<string, string> = {}, body: unknown = { input: { q: 1 } }) {
+  return send(gw.url, '/v1/headless/runs', { headers: { authorization: `Bearer ${TOKEN}`, ...headers }, json: body })
+}
+
+describe('SPEC 15 shadow compare against real loopback upstreams', () => {
+  it('answers the client from the legacy upstream while a V4 side that takes 3 s still holds the comparison', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    try {
+      const answer = await execute(gw)
+      // The client has the legacy answer, as it came, while V4 has not answered yet.
+      expect(answer.status).toBe(200)
+      expect(answer.json).toEqual(LEGACY_ANSWER)
+      expect(answer.headers['x-v4gw-served-by']).toBe('legacy')
+      await until(() => v4Side.holding() === 1)
+      expect(legacy.requests).toHaveLength(1)
+      expect(v4.requests[0]?.headers['x-v4gw-shadow']).toBe('1')
+      expect(v4.requests[0]?.url).toBe('/v4/execute')
+      expect(v4.requests[0]?.headers.authorization).toBe(`Bearer ${TOKEN}`)
+      expect((await shadowOf(gw)).comparisons).toBe(0)
+    } finally {
+      v4Side.release()
+    }
+    await until(async () => (await shadowOf(gw)).matches === 1)
+  })
+
+  it('records a mismatch by its pointers, hashed where a key could hold data, never a value', async () => {
+    const v4 = await startRecordingUpstream((_request, response) => json(response, 200, { ...LEGACY_ANSWER, output: { text: 'done', 'alice@example.com': 'silver' }, meta: { requestId: 'v4-id' } }))
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, { ...LEGACY_ANSWER, output: { text: 'done', 'alice@example.com': 'gold' } }))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    await execute(gw, { 'x-request-id': 'shadow-mismatch-1' })
+    await until(async () => (await shadowOf(gw)).mismatches === 1)
+    const route = await shadowOf(gw)
+    expect(route.topPointers).toEqual([{ pointer: expect.stringMatching(/^\/output\/~h[0-9a-f]{8}$/), count: 1 }])
+    expect(route.samples).toEqual([{ requestId: 'shadow-mismatch-1', at: expect.any(String), primaryStatus: 200, candidateStatus: 200, pointers: [route.topPointers[0].pointer] }])
+    const everything = `${(await send(gw.adminUrl, '/admin/shadow')).text}${(await send(gw.adminUrl, '/metrics')).text}${gw.logs.text()}`
+    for (const secret of ['alice@example.com', 'gold', 'silver', TOKEN]) expect(everything).not.toContain(secret)
+    expect((await send(gw.adminUrl, '/metrics')).text).toContain(`v4gw_shadow_comparisons_total{tenant="acme",route="${EXECUTE}",outcome="mismatch"} 1`)
+  })
+
+  it("compares the gateway's own refusal as translate would give it: a key_* credential is a 401 candidate with no V4 call", async () => {
+    const v4 = await startRecordingUpstream()
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: { 'x-api-key': 'key_live_admin' }, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    await until(async () => (await shadowOf(gw)).mismatches === 1)
+    expect((await shadowOf(gw)).samples[0]).toMatchObject({ primaryStatus: 200, candidateStatus: 401, pointers: expect.arrayContaining(['#status', '/error', '/output']) })
+    expect(v4.requests).toHaveLength(0)
+  })
+
+  it('counts a V4 side that resets the connection as candidate_error, the client served all the same', async () => {
+    const v4 = await startRecordingUpstream((_request, _response, raw) => {
+      raw.socket.destroy()
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    expect((await execute(gw)).status).toBe(200)
+    await until(async () => (await shadowOf(gw)).candidateErrors === 1)
+    expect(await shadowOf(gw)).toMatchObject({ comparisons: 1, matches: 0, mismatches: 0, mismatchRate: null })
+  })
+
+  it('counts a legacy side that does not answer as primary_error, and makes no V4 call', async () => {
+    const v4 = await startRecordingUpstream()
+    const legacy = await startRecordingUpstream((_request, _response, raw) => {
+      raw.socket.destroy()
+    })
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    expect((await execute(gw)).status).toBe(502)
+    await until(async () => (await shadowOf(gw)).primaryErrors === 1)
+    expect(v4.requests).toHaveLength(0)
+  })
+
+  it('drops a comparison past maxInFlight instead of queueing it, and still serves its client', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { maxInFlight: 1 }))
+    try {
+      expect((await execute(gw)).status).toBe(200)
+      await until(() => v4Side.holding() === 1)
+      expect((await execute(gw)).status).toBe(200)
+      expect(await shadowOf(gw)).toMatchObject({ dropped: 1 })
+      expect(v4.requests).toHaveLength(1)
+    } finally {
+      v4Side.release()
+    }
+    await until(async () => (await shadowOf(gw)).matches === 1)
+  })
+
+  it('skips a request larger than maxBodyBytes, and one whose shadow upstream may not get the credential', async () => {
+    const v4 = await startRecordingUpstream()
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const small = await startGateway(shadowConfig(v4, legacy, { maxBodyBytes: 64 }))
+    await execute(small, {}, { input: 'x'.repeat(100) })
+    await until(async () => (await shadowOf(small)).skipped === 1)
+    const production = await startRecordingUpstream()
+    const other = await startGateway(
+      testConfig(v4.url, {
+        tenants: { acme: { upstream: { staging: v4.url, production: production.url, legacy: legacy.url }, migration: { stage: 'shadow', shadow: { upstream: 'production', allowProductionSideEffects: true } } } }
+      })
+    )
+    await execute(other)
+    await until(async () => (await shadowOf(other)).skipped === 1)
+    expect(v4.requests).toHaveLength(0)
+    expect(production.requests).toHaveLength(0)
+  })
+
+  it('gives up on a V4 side slower than timeoutMs: candidate_error', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { timeoutMs: 100 }))
+    try {
+      await execute(gw)
+      await until(async () => (await shadowOf(gw)).candidateErrors === 1)
+    } finally {
+      v4Side.release()
+    }
+  })
+
+  it('leaves out ignored pointers and the always-ignored meta members', async () => {
+    const v4 = await startRecordingUpstream((_request, response) => json(response, 200, { ...LEGACY_ANSWER, output: { text: 'done', plan: 'gold', generatedAt: 2 }, meta: { requestId: 'other', timingMs: { total: 99 }, executionId: 'e2' } }))
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, { ...LEGACY_ANSWER, output: { text: 'done', plan: 'gold', generatedAt: 1 }, meta: { requestId: 'legacy', timingMs: { total: 1 }, executionId: 'e1' } }))
+    const gw = await startGateway(shadowConfig(v4, legacy, { ignore: ['/output/generatedAt'] }))
+    await execute(gw)
+    await until(async () => (await shadowOf(gw)).matches === 1)
+  })
+
+  it('runs shadow session-execute in session-map entries of its own, not counted by /admin/sessions', async () => {
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_shadow_1', defaults: {}, meta: {} })
+      else json(response, 200, { ...LEGACY_ANSWER, meta: { requestId: 'x', sessionId: 'ses_shadow_1' } })
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, { ...LEGACY_ANSWER, meta: { requestId: 'y', sessionId: 'legacy-state' } }))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    for (let call = 1; call <= 2; call++) {
+      await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: call, stateId: 'state-1' } })
+      await until(async () => (await shadowOf(gw, INVOKE)).matches === call)
+    }
+    // One start for the state, then the mapped session: every call carried the shadow header.
+    expect(v4.requests.map((request) => request.url)).toEqual(['/v4/sessions.start', '/v4/sessions/ses_shadow_1/executions.execute', '/v4/sessions/ses_shadow_1/executions.execute'])
+    expect(v4.requests.every((request) => request.headers['x-v4gw-shadow'] === '1')).toBe(true)
+    expect((await send(gw.adminUrl, '/admin/sessions')).json.total).toBe(0)
+  })
+
+  it('samples session-execute per state: a state is compared on every request or on none', async () => {
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_1', defaults: {}, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { percent: 50 }))
+    const states = Array.from({ length: 8 }, (_unused, index) => `state-${index}`)
+    for (const round of [1, 2]) {
+      for (const stateId of states) await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': `${stateId}-${round}` }, json: { input: round, stateId } })
+    }
+    await until(async () => legacy.requests.length === 16)
+    // Every comparison has ended once the last client answer is in and the V4 side answers at once.
+    await until(async () => {
+      const route = await shadowOf(gw, INVOKE)
+      return route.matches % 2 === 0 && v4.requests.filter((request) => request.url !== '/v4/sessions.start').length === route.matches
+    })
+    const executed = v4.requests.filter((request) => request.url !== '/v4/sessions.start').map((request) => request.headers['x-request-id'] as string)
+    const statesCompared = new Set(executed.map((id) => id.replace(/-\d$/, '')))
+    for (const state of statesCompared) expect(executed).toEqual(expect.arrayContaining([`${state}-1`, `${state}-2`]))
+  })
+
+  it('abandons comparisons still running at shutdown: the process does not wait for the V4 side', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    try {
+      await execute(gw)
+      await until(() => v4Side.holding() === 1)
+      await gw.close()
+      // Closed while V4 still holds the call.
+      expect(v4Side.holding()).toBe(1)
+      const answer = await gw.gateway.shadow.answer(new Map([['acme', [EXECUTE]]]), Date.now())
+      expect(answer.tenants.acme?.[EXECUTE]).toMatchObject({ abandoned: 1, matches: 0 })
+    } finally {
+      v4Side.release()
+    }
+  })
+})
+
+describe('SPEC 15 config validation', () => {
+  it('refuses upstream: production without allowProductionSideEffects, with the path of the key', async () => {
+    const { configSchema } = await import('../../src/config/schema.js')
+    const result = configSchema.safeParse(
+      testConfig('http://127.0.0.1:9', {
+        tenants: { acme: { upstream: { staging: 'http://127.0.0.1:9', production: 'http://127.0.0.1:10', legacy: 'http://127.0.0.1:11' }, migration: { stage: 'shadow', routes: { [EXECUTE]: { shadow: { upstream: 'production' } } } } } }
+      })
+    )
+    expect(result.success).toBe(false)
+    const paths = result.error?.issues.map((issue) => issue.path.join('.'))
+    expect(paths).toContain(`tenants.acme.migration.routes.${EXECUTE}.shadow.upstream`)
+  })
+
+  it('refuses a shadow block on a proxy route and maxSessions on a route', async () => {
+    const { configSchema } = await import('../../src/config/schema.js')
+    const routes = [
+      { method: 'POST', path: '/v1/run', action: 'execute' },
+      { method: 'GET', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' }
+    ]
+    const proxy = configSchema.safeParse(testConfig('http://127.0.0.1:9', { tenants: { acme: { upstream: { staging: 'http://127.0.0.1:9' }, legacy: { routes }, migration: { routes: { 'GET /v1/policies': { shadow: { percent: 5 } } } } } } }))
+    expect(proxy.error?.issues.map((issue) => issue.path.join('.'))).toContain('tenants.acme.migration.routes.GET /v1/policies.shadow')
+    const sessions = configSchema.safeParse(testConfig('http://127.0.0.1:9', { tenants: { acme: { upstream: { staging: 'http://127.0.0.1:9' }, legacy: { routes }, migration: { routes: { 'POST /v1/run': { shadow: { maxSessions: 5 } } } } } } }))
+    expect(sessions.success).toBe(false)
+  })
+})
