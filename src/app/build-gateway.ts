@@ -19,6 +19,7 @@ import { createSharedIdempotencyStore } from '../sessions/shared-idempotency-sto
 import { createSharedStore } from '../store/shared-store.js'
 import { BrownoutPauses } from '../tenancy/brownout-pauses.js'
 import { buildGatewayRuntime, randomFleetId, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { resolveEffectiveStage } from '../tenancy/migration-policy.js'
 import { createLiveClaims } from '../traffic/run-idempotent.js'
 import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-handler.js'
 import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
@@ -59,6 +60,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     requestsInFlight: () => trafficHandler.inFlight(),
     statusCodeLabel: initial.metrics.statusCodeLabel,
     version: gatewayVersion(),
+    migrationStages: () => routeStages(reloader.runtime()),
     brownoutsPaused: () => pausedTenants(reloader.runtime())
   })
   // SPEC 12's client registry: counted in memory, the fleet's with Redis (written every store.flushMs).
@@ -98,7 +100,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       shedReason: record.shedReason,
       upstreamFailure: record.upstreamFailure,
       deprecationAction: record.deprecationAction,
-      idempotencyOutcome: record.idempotencyOutcome
+      idempotencyOutcome: record.idempotencyOutcome,
+      servedBy: record.servedBy
     })
     if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
     // SPEC 12/16: a keyed request this replica's memory served because the store did not answer.
@@ -207,6 +210,18 @@ function isAddressInfo(address: AddressInfo | string | null): address is Address
 /** The URL of a bound address: a wildcard as itself (`http://0.0.0.0:9901`), not as loopback. */
 function urlOf(address: AddressInfo): string {
   return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+}
+
+/** SPEC 14's v4gw_migration_stage: each configured legacy route and its effective stage now (overrides applied). */
+function routeStages(runtime: GatewayRuntime): [string, string, string][] {
+  const nowMs = Date.now()
+  const stages: [string, string, string][] = []
+  for (const [name, tenant] of runtime.tenancy.tenants) {
+    for (const [route, configured] of tenant.migration) {
+      stages.push([name, route, resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides.activeFor(name, route, nowMs)).stage])
+    }
+  }
+  return stages
 }
 
 /** SPEC 13's v4gw_brownouts_paused: each configured tenant, and whether a pause of it or of one of its routes is in force now. */

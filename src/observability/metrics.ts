@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { DeprecationAction, IdempotencyOutcome, LoadShedReason, UpstreamFailure } from './access-record.js'
+import { MIGRATION_STAGES } from '../config/schema.js'
+import type { DeprecationAction, IdempotencyOutcome, LoadShedReason, ServedBy, UpstreamFailure } from './access-record.js'
 import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
 
 /**
@@ -40,6 +41,8 @@ export interface RequestSample {
   deprecationAction?: DeprecationAction | undefined
   /** SPEC 16's outcome of a request that carried an idempotency key. */
   idempotencyOutcome?: IdempotencyOutcome | undefined
+  /** SPEC 14's `x-v4gw-served-by` of a legacy request of a tenant that uses stages. */
+  servedBy?: ServedBy | undefined
 }
 
 
@@ -72,6 +75,8 @@ export function createMetrics(options: {
    * pause (the tenant's or one of its routes') is in force now.
    */
   brownoutsPaused?: () => Iterable<readonly [tenant: string, paused: boolean]>
+  /** SPEC 14's v4gw_migration_stage, read at each scrape: every configured legacy route with its effective stage. */
+  migrationStages?: () => Iterable<readonly [tenant: string, route: string, stage: string]>
 }): GatewayMetrics {
   const registry = new Registry()
   if (options.processMetrics !== false) {
@@ -228,6 +233,27 @@ export function createMetrics(options: {
       }
     })
   }
+  const legacyRequests = counter(
+    'v4gw_legacy_requests_total',
+    'Legacy-route requests of tenants that use stages (SPEC 14) by tenant, route and served_by: legacy (upstream.legacy), v4 (the translation), gateway (an answer the gateway made itself)',
+    ['tenant', 'route', 'served_by'] as const
+  )
+  const migrationStages = options.migrationStages
+  if (migrationStages !== undefined) {
+    new Gauge({
+      name: 'v4gw_migration_stage',
+      help: "SPEC 14's effective stage of each legacy route: one series per stage, 1 for the route's (config or override), 0 for the others",
+      labelNames: ['tenant', 'route', 'stage'] as const,
+      registers: [registry],
+      collect() {
+        // Reset first: a route or tenant a reload removed goes from the output.
+        this.reset()
+        for (const [tenant, route, effective] of migrationStages()) {
+          for (const stage of MIGRATION_STAGES) this.set({ tenant, route, stage }, stage === effective ? 1 : 0)
+        }
+      }
+    })
+  }
   const reloads = counter('v4gw_config_reloads_total', 'Config reloads by result', ['result'] as const)
 
   return {
@@ -246,12 +272,14 @@ export function createMetrics(options: {
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
       if (sample.deprecationAction !== undefined) deprecationActions.inc({ tenant, route, action: sample.deprecationAction })
       if (sample.idempotencyOutcome !== undefined) idempotencyOutcomes.inc({ tenant, route, outcome: sample.idempotencyOutcome })
+      if (sample.servedBy !== undefined) legacyRequests.inc({ tenant, route, served_by: sample.servedBy })
     },
     async retain(keep) {
       await Promise.all([
         removeSeriesNotKept(requests, keep),
         removeSeriesNotKept(deprecationActions, keep),
         removeSeriesNotKept(idempotencyOutcomes, keep),
+        removeSeriesNotKept(legacyRequests, keep),
         removeSeriesNotKept(shadowComparisons, keep),
         // By tenant only: `keep` reads an empty route as the tenant's own.
         removeSeriesNotKept(upstreamFailures, keep)

@@ -337,7 +337,11 @@ describe('the config of deploy/kubernetes, running, and deploy/grafana against i
     if (Object.keys(limits).length > 0) raw.limits = { ...(raw.limits as Record<string, unknown> | undefined), ...limits }
     if (deprecation !== undefined) {
       // SPEC 13's series need a deprecated route: every tenant's legacy routes get one.
-      for (const tenant of Object.values(raw.tenants as Record<string, { legacy?: Record<string, unknown> }>)) tenant.legacy = { ...tenant.legacy, deprecation }
+      for (const tenant of Object.values(raw.tenants as Record<string, { legacy?: Record<string, unknown>; migration?: Record<string, unknown> }>)) {
+        tenant.legacy = { ...tenant.legacy, deprecation }
+        // SPEC 14's v4gw_legacy_requests_total{served_by} counts tenants that use stages: a stage written, its default.
+        tenant.migration = { ...tenant.migration, stage: 'translate' }
+      }
     }
     writeFileSync(configPath, stringify(raw))
     return raw

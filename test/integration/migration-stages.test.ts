@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { clientBucket } from '../../src/plan/client-bucket.js'
 import { send } from '../helpers/http.js'
 import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
+import { configSchema } from '../../src/config/schema.js'
 import { startGateway, useGateway } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 
@@ -194,5 +195,33 @@ describe('SPEC 14 canary by client', () => {
     const second = await invoke(TOKEN, 'sticky')
     expect(first.headers['x-v4-session-id']).toBeDefined()
     expect(second.headers['x-v4-session-id']).toBe(first.headers['x-v4-session-id'])
+  })
+})
+
+describe('SPEC 14 metrics', () => {
+  it('exports v4gw_migration_stage per route, 1 for its stage and 0 for the others, and v4gw_legacy_requests_total by served_by', async () => {
+    await send(gw.url, '/v1/headless/runs', { headers: { 'x-tenant-id': 'old' }, json: { input: 1 } })
+    await send(gw.url, '/v1/headless/runs', { headers: { ...runtime, 'x-tenant-id': 'mixed' }, json: { input: 1 } })
+    const text = (await send(gw.adminUrl, '/metrics')).text
+    expect(text).toContain('v4gw_migration_stage{tenant="old",route="POST /v1/headless/runs",stage="legacy"} 1')
+    expect(text).toContain('v4gw_migration_stage{tenant="old",route="POST /v1/headless/runs",stage="translate"} 0')
+    expect(text).toContain('v4gw_migration_stage{tenant="mixed",route="POST /v1/headless/runs",stage="translate"} 1')
+    expect(text).toContain('v4gw_migration_stage{tenant="mixed",route="POST /v1/runs/invoke",stage="canary"} 1')
+    expect(text).toContain('v4gw_migration_stage{tenant="plain",route="POST /v1/headless/runs",stage="translate"} 1')
+    expect(text).toMatch(/v4gw_legacy_requests_total\{tenant="old",route="POST \/v1\/headless\/runs",served_by="legacy"\} [1-9]/)
+    expect(text).toMatch(/v4gw_legacy_requests_total\{tenant="mixed",route="POST \/v1\/headless\/runs",served_by="v4"\} [1-9]/)
+    // A tenant without stages has no served_by to count.
+    expect(text).not.toMatch(/v4gw_legacy_requests_total\{tenant="plain"/)
+  })
+
+  it('drops the series of a tenant a reload removed', async () => {
+    const old = { upstream: { staging: sim.url, legacy: legacy.url }, migration: { stage: 'legacy' } }
+    const started = await startGateway({ log: { level: 'silent' }, tenancy: { default: 'old' }, tenants: { old, other: { upstream: { staging: sim.url } } } })
+    await send(started.url, '/v1/headless/runs', { json: { input: 1 } })
+    expect((await send(started.adminUrl, '/metrics')).text).toMatch(/v4gw_legacy_requests_total\{tenant="old"/)
+    await started.gateway.applyConfig(configSchema.parse({ log: { level: 'silent' }, tenants: { other: { upstream: { staging: sim.url } } } }))
+    const text = (await send(started.adminUrl, '/metrics')).text
+    expect(text).not.toMatch(/tenant="old"/)
+    expect(text).toContain('v4gw_migration_stage{tenant="other",route="POST /v1/headless/runs",stage="translate"} 1')
   })
 })
