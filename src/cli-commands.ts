@@ -11,6 +11,8 @@ import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
 import { explainRequest } from './plan/explain-request.js'
 import { holdSignals, type HeldSignals } from './held-signals.js'
 import { runGateway } from './main.js'
+import { headerIdWarnings } from './config/header-id-warnings.js'
+import { calendarCommand, MigrationUsageError, reportCommand, sunsetCheckCommand } from './migration-cli.js'
 import { createSimulator } from './simulator/index.js'
 import { createLegacySimulator } from './app/legacy-simulator.js'
 
@@ -25,6 +27,13 @@ const USAGE = `Usage:
   v4gw config-schema                   print the config's JSON Schema (config.schema.json)
   v4gw fingerprint [--header]          print the client id of a credential (or header value) read from stdin
   v4gw healthcheck [--config FILE]     exit 0 if the admin listener's /healthz answers 200 within 2 s, else 1
+  v4gw report --admin URL [--tenant T] [--format md|csv|json]
+                                       print who still calls legacy routes (/admin/migration)
+  v4gw sunset-check --admin URL --tenant T [--route "METHOD /path"] [--quiet-days N] [--single-replica]
+                                       exit 0 only when no client that is not exempt called in N days
+  v4gw calendar --config FILE [--tenant T] [--format ics|md]
+                                       print the brownout windows and sunsets of a config
+  (report and sunset-check read the admin token from --token-file FILE or $V4GW_ADMIN_TOKEN)
   v4gw [COMMAND] --help | v4gw --version
 
 Exit codes: 0 ok, 1 failure, 2 invalid config, 64 usage error.`
@@ -39,6 +48,37 @@ summary (the listeners, each tenant's upstream and legacy routes) on stdout; an 
 every problem, each with its path, on stderr. Every key: docs/config.md.
 
 Exit codes: 0 valid, 2 invalid config, 64 usage error.`,
+  report: `Usage: v4gw report --admin URL [--tenant T] [--format md|csv|json] [--token-file FILE]
+
+Prints SPEC 12's client registry from the admin listener at URL (GET /admin/migration, up to
+10,000 clients per route): md (default) a status update per tenant (the legacy share per UTC
+day, the legacy routes, the clients still calling, most recent first), csv one row per client
+(a cell starting with = + - @ tab or CR prefixed with '), json the answer as it is. The admin
+token comes from --token-file FILE (its first line) or $V4GW_ADMIN_TOKEN, never an argument.
+
+Exit codes: 0 printed, 1 the admin API could not be reached or refused, 64 usage error.`,
+  'sunset-check': `Usage: v4gw sunset-check --admin URL --tenant T [--route "METHOD /path"] [--quiet-days N] [--single-replica] [--token-file FILE]
+
+Tells whether a legacy route (or every route of T) can be switched off (SPEC 12), for a CI step
+before a config that retires it is merged. N defaults to 14 days. The admin token comes from
+--token-file FILE or $V4GW_ADMIN_TOKEN, never an argument.
+
+Exit codes:
+  0  complete evidence that no client that is not exempt called in the last N days: the answer
+     covers every replica (scope fleet; scope replica only with --single-replica, the operator
+     vouching there is one process), its data is complete since at least N days ago, and each
+     route's lastSeenNonExempt is older than N days or null
+  1  a client that is not exempt called in the last N days, whatever the scope; they are listed
+  2  it cannot tell, and says why: scope local (the store is down), data complete for less than
+     N days, an unknown tenant or route, the admin API unreachable or refusing
+  64 usage error`,
+  calendar: `Usage: v4gw calendar --config FILE [--tenant T] [--format ics|md]
+
+Prints every brownout window and sunset of the config (SPEC 13) for the announcement to clients:
+ics (default) an iCalendar file (RFC 5545: one VEVENT per window, UTC times, CRLF line ends,
+long lines folded), md a Markdown table. A route with its own deprecation is listed apart.
+
+Exit codes: 0 printed, 2 invalid config, 64 usage error.`,
   fingerprint: `Usage: v4gw fingerprint [--header] < FILE
 
 Prints the client id the gateway computes (SPEC 12), for an exempt or labels entry. It reads one
@@ -111,6 +151,8 @@ async function checkConfigCommand(args: string[]): Promise<void> {
       else for (const line of describeDeprecation(effective, now)) console.log(`      ${line}`)
     }
   }
+  // SPEC 12: a hdr: id is the client's own word; one that exempts or selects a client is worth a second look.
+  for (const warning of headerIdWarnings(config)) console.log(`  warning: ${warning}`)
 }
 
 async function explainCommand(args: string[]): Promise<void> {
@@ -161,6 +203,9 @@ async function runCommand(args: string[], held: HeldSignals | undefined): Promis
 }
 
 class UsageError extends Error {}
+
+const writeOut = (text: string): void => void process.stdout.write(text)
+const writeErr = (text: string): void => void process.stderr.write(text)
 
 /** SPEC 12's client ids, as the config takes them. */
 const CLIENT_ID = /^(?:fp:[0-9a-f]{16}|hdr:[A-Za-z0-9._:-]{1,128}|hdr#[0-9a-f]{16}|anonymous)$/
@@ -216,6 +261,15 @@ async function dispatch(command: CliCommand, args: string[], held: HeldSignals |
       return runCommand(args, held)
     case 'fingerprint':
       return fingerprintCommand(args)
+    case 'report':
+      process.exitCode = await reportCommand(args, writeOut, writeErr)
+      return
+    case 'sunset-check':
+      process.exitCode = await sunsetCheckCommand(args, writeOut, writeErr)
+      return
+    case 'calendar':
+      process.exitCode = await calendarCommand(args, writeOut)
+      return
     case 'healthcheck':
       // cli.ts runs it without loading this module; here for a caller of runCli.
       process.exitCode = await (await import('./healthcheck.js')).runHealthcheck(args, { out: console.log, err: console.error })
@@ -232,7 +286,7 @@ function onFailure(error: unknown): void {
     console.error(error.message)
     process.exit(2)
   }
-  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
+  if (error instanceof UsageError || error instanceof MigrationUsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
     console.error(`${(error as Error).message}\n\n${USAGE}`)
     process.exit(64)
   }
