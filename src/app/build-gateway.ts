@@ -18,7 +18,6 @@ import { createSessionMap } from '../sessions/session-map.js'
 import { createSharedIdempotencyStore } from '../sessions/shared-idempotency-store.js'
 import { createSharedStore } from '../store/shared-store.js'
 import { BrownoutPauses } from '../tenancy/brownout-pauses.js'
-import { StageOverrideRecords } from '../tenancy/stage-override-records.js'
 import { buildGatewayRuntime, randomFleetId, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { resolveEffectiveStage } from '../tenancy/migration-policy.js'
 import { createLiveClaims } from '../traffic/run-idempotent.js'
@@ -46,11 +45,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   })
   // SPEC 13's pauses are the fleet's with Redis: loaded before the first request is served.
   const brownoutPauses = new BrownoutPauses(store, logger)
-  // SPEC 14's overrides likewise: a restarted replica rolls back from its first request.
-  const stageOverrides = new StageOverrideRecords(store, logger)
-  await Promise.all([brownoutPauses.start(), stageOverrides.start()])
+  await brownoutPauses.start()
   // SPEC 14: with `store: memory` this gateway's fleet is itself, under an id of its own.
-  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, { brownoutPauses, stageOverrides, embeddedLegacyOrigin: options.embeddedLegacyOrigin, processFleetId: randomFleetId() })
+  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, { brownoutPauses, embeddedLegacyOrigin: options.embeddedLegacyOrigin, processFleetId: randomFleetId() })
   const sessionStore = options.sessionStore ?? createSessionStore(initial, store, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') })
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
   const metrics = createMetrics({
@@ -64,8 +61,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     statusCodeLabel: initial.metrics.statusCodeLabel,
     version: gatewayVersion(),
     migrationStages: () => routeStages(reloader.runtime()),
-    brownoutsPaused: () => pausedTenants(reloader.runtime()),
-    migrationOverrides: () => overridesByTenant(reloader.runtime(), stageOverrides)
+    brownoutsPaused: () => pausedTenants(reloader.runtime())
   })
   // SPEC 12's client registry: counted in memory, the fleet's with Redis (written every store.flushMs).
   const migration = new ClientRegistry({ store, bounds: boundsFromConfig(() => reloader.runtime().config), flushMs: initial.store.flushMs, configHash: () => configHash(reloader.runtime().config), logger })
@@ -148,8 +144,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     reload: reloader.reload,
     explain: (input) => explainRequestWithRecords(getRuntime(), input, idempotency),
     runtime: getRuntime,
-    shadow: shadowResults,
-    stageOverrides
+    shadow: shadowResults
   })
 
   const shutdown = createShutdown({
@@ -165,7 +160,6 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     store: {
       async close() {
         brownoutPauses.stop()
-        stageOverrides.stop()
         // Its last counts go to the store before the connection closes.
         await migration.close()
         await shadowResults.stop()
@@ -234,14 +228,4 @@ function routeStages(runtime: GatewayRuntime): [string, string, string][] {
 function pausedTenants(runtime: GatewayRuntime): [string, boolean][] {
   const paused = new Set(runtime.brownoutPauses.list(Date.now()).map((pause) => pause.tenant))
   return Object.keys(runtime.config.tenants).map((tenant) => [tenant, paused.has(tenant)])
-}
-
-/** SPEC 14's v4gw_migration_overrides: each configured tenant and how many overrides of it are in force. */
-function overridesByTenant(runtime: GatewayRuntime, records: StageOverrideRecords): [string, number][] {
-  const counts = new Map(Object.keys(runtime.config.tenants).map((tenant) => [tenant, 0]))
-  for (const override of records.list(Date.now())) {
-    const count = counts.get(override.tenant)
-    if (count !== undefined) counts.set(override.tenant, count + 1)
-  }
-  return [...counts]
 }

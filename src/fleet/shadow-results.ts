@@ -103,6 +103,8 @@ function hourOf(atMs: number): number {
  */
 class RouteTally {
   since: number
+  /** When the last record counted here was made: a tally wholly before a reset is not written. */
+  lastAtMs: number
   readonly total = emptyTally()
   readonly hours = new Map<number, Tally>()
   readonly pointers = new Map<string, number>()
@@ -111,9 +113,11 @@ class RouteTally {
 
   constructor(since: number) {
     this.since = since
+    this.lastAtMs = since
   }
 
   add(record: ShadowRecord): void {
+    this.lastAtMs = Math.max(this.lastAtMs, record.atMs)
     const field = FIELD_OF[record.outcome]
     this.total[field]++
     const hour = hourOf(record.atMs)
@@ -429,10 +433,22 @@ export class ShadowResults {
     const batch = this.#pending
     this.#pending = new Map()
     try {
+      // A reset on another replica (DELETE /admin/shadow) names its instant: counts made wholly
+      // before it are not written after it (one flush interval that straddles it may be).
+      const entries = [...batch]
+      const resets = await connection.run((client) => {
+        const pipeline = client.pipeline()
+        for (const [key] of entries) {
+          const [tenant, route] = splitRouteKey(key)
+          pipeline.hget(`${this.#routeBase(tenant, route)}:c`, 'since')
+        }
+        return pipeline.exec()
+      })
       await connection.run((client) => {
         const pipeline = client.pipeline()
-        for (const [key, tally] of batch) {
-          if (tally.empty) continue
+        for (const [index, [key, tally]] of entries.entries()) {
+          const resetAt = Number(resets?.[index]?.[1] ?? Number.NaN)
+          if (tally.empty || (Number.isFinite(resetAt) && tally.lastAtMs < resetAt)) continue
           const [tenant, route] = splitRouteKey(key)
           const base = this.#routeBase(tenant, route)
           for (const field of FIELDS) if (tally.total[field] > 0) pipeline.hincrby(`${base}:c`, field, tally.total[field])
@@ -496,6 +512,7 @@ function build(routes: ReadonlyMap<string, readonly string[]>, views: Map<string
 /** Two unwritten tallies of one route as one (a flush that failed, and what came meanwhile). */
 function combine(older: RouteTally, newer: RouteTally): RouteTally {
   const tally = new RouteTally(older.since)
+  tally.lastAtMs = Math.max(older.lastAtMs, newer.lastAtMs)
   addTally(tally.total, older.total)
   addTally(tally.total, newer.total)
   for (const source of [older, newer]) {
