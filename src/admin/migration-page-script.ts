@@ -15,6 +15,8 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
   var SVG = 'http://www.w3.org/2000/svg';
   var STAGES = ['legacy', 'shadow', 'canary', 'translate', 'native-only'];
   var DAY_MS = 86400000;
+  /** SPEC 12 keeps 30 UTC days: the chart always spans that many, ending today. */
+  var CHART_DAYS = 30;
   var token = readStoredToken();
 
   var form = document.getElementById('token-form');
@@ -193,7 +195,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     names.forEach(function (name, index) {
       var anchor = 'tenant-' + index;
       nav.appendChild(el('a', { href: '#' + anchor }, name));
-      main.appendChild(renderTenant(name, anchor, isObject(tenants[name]) ? tenants[name] : {}, shadowOf(shadow, name)));
+      main.appendChild(renderTenant(name, anchor, isObject(tenants[name]) ? tenants[name] : {}, shadowOf(shadow, name), report.generatedAt));
     });
   }
 
@@ -206,7 +208,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     return isObject(entry.routes) ? entry.routes : entry;
   }
 
-  function renderTenant(name, anchor, tenant, shadowRoutes) {
+  function renderTenant(name, anchor, tenant, shadowRoutes, generatedAt) {
     var routes = isObject(tenant.routes) ? tenant.routes : {};
     var routeNames = Object.keys(routes).sort();
     var section = el('section', { class: 'tenant', id: anchor, 'aria-labelledby': anchor + '-name' });
@@ -219,7 +221,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     section.appendChild(facts);
 
     section.appendChild(el('h3', null, 'Legacy share per day'));
-    section.appendChild(shareChart(list(tenant.legacyShare), name));
+    section.appendChild(shareChart(list(tenant.legacyShare), name, generatedAt, tenant.since));
 
     section.appendChild(el('h3', null, 'Next brownout windows'));
     section.appendChild(brownoutTable(routes, routeNames));
@@ -243,16 +245,23 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     return 'paused until ' + when(pause.until) + (pause.reason ? ': ' + pause.reason : '');
   }
 
-  /** The legacy share per UTC day as bars (inline SVG), the days without traffic left empty. */
-  function shareChart(days, tenant) {
+  function dayOf(ms) { return new Date(ms).toISOString().slice(0, 10); }
+
+  /**
+   * The legacy share per UTC day as bars (inline SVG) over the last 30 days: a day since the data
+   * is complete without traffic is an empty baseline, a day before it is left blank (unknown).
+   */
+  function shareChart(days, tenant, generatedAt, since) {
     var byDay = {};
     days.forEach(function (day) { if (isObject(day) && typeof day.day === 'string') byDay[day.day] = day; });
     var known = Object.keys(byDay).sort();
     if (known.length === 0) return note('No legacy or native request recorded yet.');
-    var firstMs = Date.parse(known[0] + 'T00:00:00Z');
-    var lastMs = Math.max(Date.parse(known[known.length - 1] + 'T00:00:00Z'), firstMs);
+    var lastMs = Date.parse(known[known.length - 1] + 'T00:00:00Z');
+    var todayMs = Date.parse(dayOf(isNaN(Date.parse(generatedAt)) ? Date.now() : Date.parse(generatedAt)) + 'T00:00:00Z');
+    if (!isNaN(todayMs) && todayMs > lastMs) lastMs = todayMs;
+    var sinceDay = typeof since === 'string' && !isNaN(Date.parse(since)) ? dayOf(Date.parse(since)) : known[0];
     var span = [];
-    for (var ms = firstMs; ms <= lastMs && span.length < 90; ms += DAY_MS) span.push(new Date(ms).toISOString().slice(0, 10));
+    for (var ms = lastMs - (CHART_DAYS - 1) * DAY_MS; ms <= lastMs; ms += DAY_MS) span.push(dayOf(ms));
     var width = 720, height = 200, left = 44, right = 8, top = 10, bottom = 28;
     var plotWidth = width - left - right, plotHeight = height - top - bottom;
     var slot = plotWidth / Math.max(span.length, 1);
@@ -272,6 +281,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
       var x = left + index * slot + slot * 0.15;
       var barWidth = Math.max(slot * 0.7, 1);
       if (total === 0) {
+        if (day < sinceDay) return;
         svg.appendChild(svgEl('rect', { class: 'bar-empty', x: x, y: top + plotHeight - 1, width: barWidth, height: 1 }, svgEl('title', null, day + ': no requests')));
         return;
       }
@@ -280,9 +290,8 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
       svg.appendChild(svgEl('rect', { class: 'bar', x: x, y: top + plotHeight - barHeight, width: barWidth, height: barHeight },
         svgEl('title', null, day + ': ' + percent(share) + ' legacy (' + count(legacy) + ' legacy, ' + count(native) + ' native)')));
     });
-    var labelled = span.length === 1 ? [0] : [0, span.length - 1];
-    labelled.forEach(function (index) {
-      svg.appendChild(svgEl('text', { class: 'axis', x: left + index * slot + slot / 2, y: height - 8, 'text-anchor': span.length === 1 ? 'middle' : index === 0 ? 'start' : 'end' }, span[index]));
+    [0, span.length - 1].forEach(function (index) {
+      svg.appendChild(svgEl('text', { class: 'axis', x: index === 0 ? left : width - right, y: height - 8, 'text-anchor': index === 0 ? 'start' : 'end' }, span[index]));
     });
     var lastTotal = (last.legacy || 0) + (last.native || 0);
     var caption = 'On ' + last.day + ': ' + (lastTotal === 0 ? 'no requests' : percent((last.legacy || 0) / lastTotal) + ' legacy, ' + count(last.legacy || 0) + ' legacy and ' + count(last.native || 0) + ' native requests') + '.';

@@ -1,0 +1,126 @@
+import { hash } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { chromium, type Browser } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { send } from '../helpers/http.js'
+import { testConfig, useGateway } from '../helpers/start-gateway.js'
+import { useSimulator } from '../helpers/start-simulator.js'
+import { useTempDir } from '../helpers/temp-dir.js'
+
+/** Debian's chromium package (.ci/run installs it); playwright-core brings no browser of its own. */
+const CHROMIUM = '/usr/bin/chromium'
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
+
+const ADMIN_TOKEN = 'page-admin-token-5f1c2e9a7b'
+const DAY = 86_400_000
+const NOW = Date.now()
+const iso = (ms: number): string => new Date(ms).toISOString()
+/** A window three weeks ahead: the page lists it among the next ones. */
+const WINDOW_START = iso(NOW + 21 * DAY)
+const WINDOW_END = iso(NOW + 21 * DAY + 3_600_000)
+/** A user agent is client-controlled text: the page must show it, never parse it. */
+const HOSTILE_USER_AGENT = '<img src=x onerror=window.__xss=1>'
+const clientIdOf = (token: string): string => `fp:${hash('sha256', token, 'hex').slice(0, 16)}`
+
+/**
+ * SPEC 12's migration page in a real browser, against a real gateway that has served legacy
+ * traffic: the token prompt, the data as text, the chart, and the token kept out of every URL.
+ */
+describe('the migration page /admin/ui in chromium', () => {
+  const sim = useSimulator()
+  const gw = useGateway(() =>
+    testConfig(sim.url, {
+      admin: { token: ADMIN_TOKEN },
+      tenants: {
+        acme: {
+          upstream: { staging: sim.url },
+          clients: { key: ['header:x-client-id', 'credential'], labels: { 'hdr:billing-batch': { name: 'Billing batch', owner: 'team-billing' } } },
+          legacy: {
+            deprecation: { date: iso(NOW - 30 * DAY), sunset: iso(NOW + 90 * DAY), brownouts: { windows: [{ start: WINDOW_START, end: WINDOW_END }] } }
+          }
+        }
+      }
+    })
+  )
+  const dir = useTempDir('v4gw-migration-page-')
+  let browser: Browser
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium package (apt-get install chromium)`)
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
+  }, 60_000)
+  afterAll(async () => {
+    await browser?.close()
+  })
+
+  it('asks for the token once, then shows the tenant, its routes, clients as text, a chart and the next brownout window, never putting the token in a URL', { timeout: 60_000 }, async () => {
+    const legacyCall = { json: { input: { q: 1 } } }
+    expect((await send(gw.url, '/v1/headless/runs', { ...legacyCall, headers: { authorization: 'Bearer demo-token-alice', 'x-client-id': 'billing-batch', 'user-agent': 'billing-batch/2.4' } })).status).toBe(200)
+    expect((await send(gw.url, '/v1/headless/runs', { ...legacyCall, headers: { authorization: 'Bearer demo-token-bob', 'user-agent': HOSTILE_USER_AGENT } })).status).toBe(200)
+    expect((await send(gw.url, '/v4/execute', { ...legacyCall, headers: { authorization: 'Bearer demo-token-alice' } })).status).toBe(200)
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    const page = await context.newPage()
+    const requested: string[] = []
+    const problems: string[] = []
+    page.on('request', (request) => requested.push(request.url()))
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
+    page.on('console', (message) => {
+      // Chromium logs the 401 that makes the page ask for the token (and a 404 of /admin/shadow
+      // on a gateway without it) as failed loads; anything else is a fault.
+      if (message.type() === 'error' && !/^Failed to load resource: the server responded with a status of 40[14]\b/.test(message.text())) problems.push(`console: ${message.text()}`)
+    })
+
+    await page.goto(`${gw.adminUrl}/admin/ui`)
+    await page.locator('#token').waitFor({ state: 'visible' })
+    // A wrong token first: refused, and asked again.
+    await page.fill('#token', 'not-the-admin-token')
+    await page.press('#token', 'Enter')
+    await page.locator('#token-message', { hasText: 'refused' }).waitFor()
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    const tenant = page.locator('section.tenant', { hasText: 'acme' })
+    await tenant.waitFor()
+
+    await expect(tenant.locator('h2').textContent()).resolves.toContain('acme')
+    await expect(tenant.textContent()).resolves.toContain('POST /v1/headless/runs')
+    const clientIds = await page.locator('.client-id').allTextContents()
+    expect(clientIds).toEqual(expect.arrayContaining(['hdr:billing-batch', clientIdOf('demo-token-bob')]))
+    await expect(page.locator('tr.client', { hasText: 'hdr:billing-batch' }).textContent()).resolves.toContain('Billing batch')
+    // The chart: an inline SVG with a bar for today's legacy share.
+    expect(await page.locator('svg.chart').count()).toBeGreaterThanOrEqual(1)
+    expect(await page.locator('svg.chart rect.bar').count()).toBeGreaterThanOrEqual(1)
+    await expect(tenant.textContent()).resolves.toContain(WINDOW_START.slice(0, 16).replace('T', ' '))
+    // No route of the tenant is in stage shadow.
+    await expect(tenant.textContent()).resolves.toContain('No shadow comparisons.')
+
+    // The policy let the inline style apply (its hash matched), and chromium reported no violation (problems, below).
+    expect(await page.evaluate('getComputedStyle(document.querySelector("header")).display')).toBe('flex')
+
+    // The hostile user agent is on the page as text: no element made of it, nothing ran.
+    const agents = await page.locator('td.user-agent').allTextContents()
+    expect(agents).toContain(HOSTILE_USER_AGENT)
+    expect(await page.locator('main img').count()).toBe(0)
+    expect(await page.evaluate('typeof window.__xss')).toBe('undefined')
+
+    // Asked once: a reload of the tab uses the token kept in sessionStorage, nowhere else.
+    await page.reload()
+    await page.locator('section.tenant', { hasText: 'acme' }).waitFor()
+    expect(await page.locator('#token-form').isHidden()).toBe(true)
+    expect(await page.evaluate('sessionStorage.getItem("v4gw.adminToken")')).toBe(ADMIN_TOKEN)
+    expect(await page.evaluate('localStorage.length')).toBe(0)
+    expect(await context.cookies()).toEqual([])
+
+    expect(requested.filter((url) => url.includes('/admin/migration')).length).toBeGreaterThanOrEqual(3)
+    for (const url of requested) {
+      expect(url).not.toContain(ADMIN_TOKEN)
+      expect(url).not.toContain('not-the-admin-token')
+      expect(url.startsWith(gw.adminUrl)).toBe(true)
+    }
+    expect(problems).toEqual([])
+
+    await page.screenshot({ path: join(dir.path, 'migration-page.png'), fullPage: true })
+    await context.close()
+  })
+})
