@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawHeader } from '../helpers/raw-http.js'
@@ -26,11 +27,14 @@ interface Case {
   body?: string
   /** The gateway's own error code, for a request it refuses. */
   refused?: string
+  /** SPEC 14: the side explain says serves the request (`migration.side`). */
+  side?: 'legacy' | 'v4'
   /** SPEC 16: what explain says a keyed request would get from its record (the live request then does it). */
   idempotency?: 'execute' | 'replay' | 'refuse'
 }
 
 const json = (value: unknown): string => JSON.stringify(value)
+const fingerprint = (token: string): string => `fp:${createHash('sha256').update(token).digest('hex').slice(0, 16)}`
 const bearer = { authorization: `Bearer ${TOKEN}` }
 const jsonType = { 'content-type': 'application/json' }
 const runtime = { ...bearer, ...jsonType }
@@ -109,7 +113,15 @@ const CORPUS: Case[] = [
   { name: 'the key as an RFC 8941 string: the same record, replayed', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': '"corpus-1"' }, body: json({ input: 'once' }), idempotency: 'replay' },
   { name: 'a keyed session-execute whose key holds nothing: executed', path: '/v1/runs/invoke', headers: { ...keyed, 'idempotency-key': 'corpus-2' }, body: json({ input: 'j', stateId: 'st-keyed' }), idempotency: 'execute' },
   { name: 'the keyed tenant without a key: served as before', path: '/v1/headless/runs', headers: keyed, body: json({ input: 'no key' }) },
-  { name: 'a key that is not visible ASCII', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': 'has space' }, body: json({ input: 1 }), refused: 'INVALID_REQUEST' }
+  { name: 'a key that is not visible ASCII', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': 'has space' }, body: json({ input: 1 }), refused: 'INVALID_REQUEST' },
+  // SPEC 14 (staged tenants): the side that serves each request, and its calls.
+  { name: 'stage legacy: streamed to the legacy upstream as sent', path: '/v1/headless/runs?x=1', headers: { ...runtime, 'x-tenant-id': 'old' }, body: json({ input: 1 }), side: 'legacy' },
+  { name: 'stage legacy: a service key and a text body, refused by nothing', path: '/v1/runs/r-1/invoke', headers: { 'x-tenant-id': 'old', 'x-api-key': SERVICE_KEY, 'content-type': 'text/plain' }, body: 'input=1', side: 'legacy' },
+  { name: 'stage shadow: served by the legacy upstream', path: '/v1/runs/invoke', headers: { ...runtime, 'x-tenant-id': 'shadowed' }, body: json({ input: 'a', stateId: 'st-sh' }), side: 'legacy' },
+  { name: 'stage canary: a client in allow, translated', path: '/v1/runs/invoke', headers: { ...runtime, 'x-tenant-id': 'canaried' }, body: json({ input: 'b', stateId: 'st-can' }), side: 'v4' },
+  { name: 'stage canary: a client in deny, to the legacy upstream', path: '/v1/headless/runs', headers: { authorization: `Bearer ${OTHER_TOKEN}`, ...jsonType, 'x-tenant-id': 'canaried' }, body: json({ input: 'c' }), side: 'legacy' },
+  { name: 'stage native-only: gone', path: '/v1/headless/runs', headers: { ...runtime, 'x-tenant-id': 'retired' }, body: json({ input: 1 }), refused: 'LEGACY_GONE' },
+  { name: 'stage native-only: an exempt client, translated', path: '/v1/headless/runs', headers: { authorization: `Bearer ${OTHER_TOKEN}`, ...jsonType, 'x-tenant-id': 'retired' }, body: json({ input: 1 }), side: 'v4' }
 ]
 
 const SESSION_ID = '{sessionId}'
@@ -123,6 +135,7 @@ const upstream = useRecordingUpstream((recorded, response) => {
 })
 const gw = useGateway(() => {
   const staging = upstream.url
+  const legacyOrigin = staging.replace('127.0.0.1', 'localhost')
   return {
     log: { level: 'silent' },
     limits: { bodyBytes: 65_536 },
@@ -152,12 +165,19 @@ const gw = useGateway(() => {
       },
       // localhost reaches the same recording upstream under another origin.
       prod: { upstream: { staging, production: staging.replace('127.0.0.1', 'localhost'), target: 'production' } },
-      keyed: { upstream: { staging }, legacy: { idempotency: {} } }
+      keyed: { upstream: { staging }, legacy: { idempotency: {} } },
+      // SPEC 14: localhost reaches the recording upstream as another origin, the legacy one.
+      old: { upstream: { staging, legacy: legacyOrigin }, migration: { stage: 'legacy' } },
+      // No comparison (SPEC 15 would send the V4 candidate beside): the corpus holds the client's side only.
+      shadowed: { upstream: { staging, legacy: legacyOrigin }, migration: { stage: 'shadow', shadow: { percent: 0 } } },
+      canaried: { upstream: { staging, legacy: legacyOrigin }, migration: { stage: 'canary', canary: { percent: 0, allow: [fingerprint(TOKEN)], deny: [fingerprint(OTHER_TOKEN)] } } },
+      retired: { upstream: { staging }, legacy: { deprecation: { date: '2026-01-01T00:00:00Z', exempt: [{ client: fingerprint(OTHER_TOKEN), until: '2099-01-01T00:00:00Z' }] } }, migration: { stage: 'native-only' } }
     }
   }
 })
 
 interface Explained {
+  migration?: { side: string }
   calls: { method: string; url: string; headers: Record<string, string>; body?: unknown; when?: string }[]
   answer?: { status: number; code: string }
   idempotency?: { would?: string }
@@ -194,6 +214,7 @@ describe('explain prints what the traffic listener does', () => {
       return
     }
     expect(explained.answer).toBeUndefined()
+    if (entry.side !== undefined) expect(explained.migration?.side).toBe(entry.side)
     expect(liveAnswer.status).toBeLessThan(300)
     expect(upstream.requests.map((request) => request.method)).toEqual(explained.calls.map((call) => call.method))
     const sessionId = explained.calls.length === 2 ? `sess-${sessions}` : undefined
@@ -218,7 +239,12 @@ describe('explain prints what the traffic listener does', () => {
 
 function parsedBody(body: Buffer): unknown {
   if (body.length === 0) return undefined
-  return JSON.parse(body.toString('utf8'))
+  // SPEC 14's legacy side streams any body, JSON or not; explain shows one that is not JSON as text.
+  try {
+    return JSON.parse(body.toString('utf8'))
+  } catch {
+    return body.toString('utf8')
+  }
 }
 
 /** A call's headers as both sides can show them: no framing, no client address, credentials as their form. */
