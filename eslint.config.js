@@ -17,6 +17,7 @@ const LAYERS = [
   ['errors'],
   ['config'],
   ['observability', 'credentials', 'upstream'],
+  ['tracing'], // SPEC 17's spans and their export: the only user of OpenTelemetry
   ['store'], // the shared store: one Redis connection, its health and clock (SPEC 12)
   ['sessions', 'fleet'],
   ['kernel'], // node:http server mechanics
@@ -41,7 +42,9 @@ const OWNERS = [
   { library: 'lru-cache', owner: 'sessions' },
   { library: 'ioredis', owner: 'store' },
   { library: 'pino', owner: 'observability', allowTypeImports: true },
-  { library: 'prom-client', owner: 'observability', allowTypeImports: true }
+  { library: 'prom-client', owner: 'observability', allowTypeImports: true },
+  // Every @opentelemetry/* package: spans are made and exported in src/tracing/ alone.
+  { library: '@opentelemetry', owner: 'tracing' }
 ]
 
 /** Only config/ reads the environment: the load pipeline substitutes it, once (STYLE.md). */

@@ -10,6 +10,7 @@ import { createTrafficServer, listen } from '../kernel/traffic-server.js'
 import { createLogger } from '../observability/logger.js'
 import { ShadowResults } from '../fleet/shadow-results.js'
 import { createMetrics } from '../observability/metrics.js'
+import { createTracing } from '../tracing/tracing.js'
 import { boundsFromConfig, ClientRegistry } from '../fleet/client-registry.js'
 import { resolveRequestId } from '../observability/request-id.js'
 import { explainRequestWithRecords } from '../plan/explain-request.js'
@@ -63,6 +64,17 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     migrationStages: () => routeStages(reloader.runtime()),
     brownoutsPaused: () => pausedTenants(reloader.runtime())
   })
+  // SPEC 17: spans only with tracing.enabled (restart-only); without it nothing of tracing is built.
+  const tracing = initial.tracing.enabled
+    ? createTracing({ config: initial.tracing, version: gatewayVersion(), logger, onSpansDropped: (reason, count) => metrics.observeSpansDropped(reason, count) })
+    : undefined
+  if (tracing !== undefined) {
+    // The series exist from the start, so an alert on their rate has something to read.
+    metrics.observeSpansDropped('queue_full', 0)
+    metrics.observeSpansDropped('export_failed', 0)
+    // The endpoint holds no credential (config/url-schemas.ts); the headers are never logged.
+    logger.info({ endpoint: initial.tracing.endpoint, protocol: initial.tracing.protocol, sampleRatio: initial.tracing.sampleRatio }, 'tracing: exporting spans over OTLP')
+  }
   // SPEC 12's client registry: counted in memory, the fleet's with Redis (written every store.flushMs).
   const migration = new ClientRegistry({ store, bounds: boundsFromConfig(() => reloader.runtime().config), flushMs: initial.store.flushMs, configHash: () => configHash(reloader.runtime().config), logger })
   // SPEC 15's results: counted in memory, the fleet's with Redis (written every store.flushMs).
@@ -112,7 +124,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // SPEC 16's records live as long as the process (or in the shared store), whatever a reload says (SPEC 17).
   const idempotency = createSharedIdempotencyStore(store)
   const liveClaims = createLiveClaims()
-  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone, shadowResults })
+  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone, shadowResults, tracing })
   const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
     metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
   )
@@ -166,7 +178,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
         await store.close()
       }
     },
-    idleCloseMs: () => getRuntime().config.shutdown.idleCloseMs
+    idleCloseMs: () => getRuntime().config.shutdown.idleCloseMs,
+    tracing,
+    graceMs: () => getRuntime().config.shutdown.graceMs
   })
 
   return {

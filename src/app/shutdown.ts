@@ -24,6 +24,10 @@ export interface ShutdownDeps {
   store: { close(): Promise<void> }
   /** How long an idle kept-alive traffic connection may stay once closing starts (read at close). */
   idleCloseMs: () => number
+  /** SPEC 17: the spans still queued are exported once the requests are done, within the grace period. */
+  tracing?: { shutdown(): Promise<void> } | undefined
+  /** `shutdown.graceMs`, read at close: what is left of it bounds the last export. */
+  graceMs?: () => number
 }
 
 export interface Shutdown {
@@ -72,6 +76,7 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
     close() {
       // Once: a signal and a caller may both ask, and the second must wait for the same end.
       closing ??= (async () => {
+        const closeStartedAt = performance.now()
         draining = true
         await closeServer(trafficServer, deps.idleCloseMs())
         // Every connection has ended or been cut, so every response closes within a turn or two;
@@ -80,6 +85,12 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
         trafficHandler.stop()
         await admin.close()
         await Promise.race([upstream.close().catch(() => undefined), cutCome])
+        // Every request has ended, so has its span: the queue goes to the collector now, unless the
+        // grace period ends first (a collector away or slow never holds the exit past it).
+        if (deps.tracing !== undefined) {
+          const graceLeftMs = Math.max(0, (deps.graceMs?.() ?? 0) - (performance.now() - closeStartedAt))
+          await Promise.race([deps.tracing.shutdown().catch(() => undefined), cutCome, sleep(graceLeftMs, undefined, { ref: false })])
+        }
         if (deps.ownsSessionStore) await sessionStore.close?.()
         await claimsCut
         await deps.store.close()

@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http'
 import { AccessRecord } from '../observability/access-record.js'
 import { resolveRequestId } from '../observability/request-id.js'
+import type { RequestSpan } from '../tracing/request-span.js'
 import type { CancelScope } from '../upstream/upstream-client.js'
 import { listenerProtocol } from '../util/forwarded-headers.js'
 import type { RequestHead } from './request-head.js'
@@ -21,6 +22,8 @@ export class Exchange implements CancelScope {
   cancel: (() => void) | undefined = undefined
   /** Answered 408 because its body stopped arriving: what fails after that is not answered again. */
   bodyStalled = false
+  /** SPEC 17: the request's SERVER span, while tracing is on (traffic/traced-requests.ts); never made otherwise. */
+  span: RequestSpan | undefined = undefined
 
   constructor(
     readonly request: IncomingMessage,

@@ -7,8 +7,13 @@ import { ownLineFormat } from './logger.js'
  */
 export interface AccessLogFields {
   requestId: string
-  /** The trace id of a valid incoming `traceparent` (SPEC 17). */
+  /**
+   * The trace id (SPEC 17): with tracing on, the trace of the request's SERVER span; otherwise
+   * that of a valid incoming `traceparent`.
+   */
   traceId?: string | undefined
+  /** The request's SERVER span, with tracing on (SPEC 17: logs and traces join on traceId and spanId). */
+  spanId?: string | undefined
   method?: string | undefined
   /** The request target's path, never its query (a credential can ride there, SPEC 5). */
   path?: string | undefined
@@ -60,6 +65,7 @@ export function createAccessLog(logger: Logger): AccessLog {
     if (logger.levelVal > INFO) return
     let line = `{"level":${INFO},"time":${Date.now()}${bindings},"requestId":${quote(fields.requestId)}`
     if (fields.traceId !== undefined) line += `,"traceId":${quote(fields.traceId)}`
+    if (fields.spanId !== undefined) line += `,"spanId":${quote(fields.spanId)}`
     if (fields.method !== undefined) line += `,"method":${quote(fields.method)}`
     if (fields.path !== undefined) line += `,"path":${quote(fields.path)}`
     if (fields.tenant !== undefined) line += `,"tenant":${quote(fields.tenant)}`

@@ -49,6 +49,8 @@ export class AccessRecord {
   clientId: string | undefined = undefined
   /** SPEC 13's action on a deprecated legacy route, for v4gw_legacy_deprecation_total. */
   deprecationAction: DeprecationAction | undefined = undefined
+  /** SPEC 5's kind of the credential a legacy request presented (`none` when it had none), for its span (SPEC 17); never a value. */
+  credentialType: 'session-token' | 'service-key' | 'service-account-id' | 'none' | undefined = undefined
   /** SPEC 14's effective stage of a legacy request. */
   stage: string | undefined = undefined
   /** SPEC 14's `x-v4gw-served-by` of a legacy answer, on tenants that use stages (SPEC 17's `servedBy`). */

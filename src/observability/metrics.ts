@@ -21,6 +21,8 @@ export interface GatewayMetrics {
   observeReload(result: 'success' | 'failure'): void
   /** SPEC 12: a request served without the shared store it would have used. */
   observeStoreUnavailable(feature: 'sessions' | 'registry' | 'idempotency'): void
+  /** SPEC 17: finished spans that will not reach the collector: over the export queue's bound, or in a batch the collector did not take. */
+  observeSpansDropped(reason: 'queue_full' | 'export_failed', count: number): void
   /** SPEC 15: one shadow comparison's outcome (a closed set: match, mismatch, candidate_error, primary_error, dropped, skipped, abandoned). */
   observeShadow(tenant: string, route: string, outcome: string): void
 }
@@ -255,6 +257,11 @@ export function createMetrics(options: {
     })
   }
   const reloads = counter('v4gw_config_reloads_total', 'Config reloads by result', ['result'] as const)
+  const spansDropped = counter(
+    'v4gw_trace_spans_dropped_total',
+    'Finished spans not exported (SPEC 17), by reason: queue_full (over tracing.maxQueueSpans while the collector is slow or away), export_failed (a batch the collector refused or never answered)',
+    ['reason'] as const
+  )
 
   return {
     registry,
@@ -293,6 +300,9 @@ export function createMetrics(options: {
     },
     observeStoreUnavailable(feature) {
       storeUnavailable.inc({ feature })
+    },
+    observeSpansDropped(reason, count) {
+      spansDropped.inc({ reason }, count)
     },
     observeShadow(tenant, route, outcome) {
       shadowComparisons.inc({ tenant, route, outcome })

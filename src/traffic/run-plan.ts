@@ -55,6 +55,7 @@ export function recordFacts(record: AccessRecord, facts: Readonly<PlanFacts>): v
   record.clientFingerprint = facts.clientFingerprint
   record.clientId = facts.clientId
   record.deprecationAction = facts.deprecation?.action
+  record.credentialType = facts.credential
   record.stage = facts.migration?.stage
 }
 

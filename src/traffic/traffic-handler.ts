@@ -3,7 +3,7 @@ import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import { createTrafficKernel, type TrafficKernel } from '../kernel/traffic-kernel.js'
 import type { AccessRecord } from '../observability/access-record.js'
-import { createAccessLog, USER_AGENT_MAX_CHARS } from '../observability/access-log.js'
+import { createAccessLog } from '../observability/access-log.js'
 import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest } from '../plan/plan-request.js'
@@ -12,10 +12,13 @@ import type { ShadowResults } from '../fleet/shadow-results.js'
 import { createMemoryIdempotencyStore, type IdempotencyStore } from '../sessions/idempotency-store.js'
 import type { SessionMap } from '../sessions/session-map.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import type { Tracing } from '../tracing/tracing.js'
 import type { UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { roundMs } from '../util/round-ms.js'
 import { createLiveClaims, type LiveClaims } from './run-idempotent.js'
+import { pathOf, userAgentOf } from './request-fields.js'
 import { runPlan, type RunDeps } from './run-plan.js'
+import { createTracedRequests } from './traced-requests.js'
 import { createShadowRunner } from './run-shadow.js'
 
 /** A request that has ended, as metrics and the migration report hear it. */
@@ -40,6 +43,8 @@ export interface TrafficDeps {
   isDraining: () => boolean
   /** Hears every finished request: metrics and the migration report. */
   onRequestDone: (request: FinishedRequest) => void
+  /** SPEC 17's spans, when `tracing.enabled`; without it the listener makes no span object. */
+  tracing?: Tracing | undefined
   /** SPEC 15: where stage shadow's comparisons are counted; without it none is made. */
   shadowResults?: ShadowResults | undefined
 }
@@ -56,15 +61,28 @@ export type TrafficHandler = Omit<TrafficKernel, 'answerError'>
  */
 export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   const accessLog = createAccessLog(deps.logger)
+  const traced = deps.tracing === undefined ? undefined : createTracedRequests(deps.tracing)
   const kernel = createTrafficKernel({
     logger: deps.logger,
     limits: () => deps.getRuntime().config.limits,
     maxEventLoopDelayMs: deps.getRuntime().config.limits.maxEventLoopDelayMs,
     isDraining: deps.isDraining,
-    serve: function serveTraffic(exchange) {
-      runPlan(planRequest(deps.getRuntime(), exchange.head), exchange, run)
-    },
-    onFinished: logRequest
+    // Chosen once (`tracing.enabled` is restart-only): with tracing off a request costs what it
+    // cost before tracing existed, not even a check (docs/performance.md).
+    serve:
+      traced === undefined
+        ? function serveTraffic(exchange) {
+            runPlan(planRequest(deps.getRuntime(), exchange.head), exchange, run)
+          }
+        : function serveTracedTraffic(exchange) {
+            traced.serve(exchange, deps.getRuntime(), run)
+          },
+    onFinished:
+      traced === undefined
+        ? logRequest
+        : function logTracedRequest(exchange, statusCode) {
+            logRequest(exchange, statusCode, traced.end(exchange, statusCode, deps.getRuntime()))
+          }
   })
   const run: RunDeps = {
     upstream: deps.upstream,
@@ -79,7 +97,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate })
   if (shadow !== undefined) run.shadow = (exchange, plan) => shadow.begin(deps.getRuntime(), exchange, plan)
 
-  function logRequest(exchange: Exchange, statusCode: number): void {
+  /** `span`: the request's SERVER span's ids, when tracing is on (SPEC 17: logs and traces join). */
+  function logRequest(exchange: Exchange, statusCode: number, span?: { traceId: string; spanId: string }): void {
     const { head, record } = exchange
     const durationMs = performance.now() - head.startedAt
     deps.onRequestDone({ head, record, statusCode, durationMs })
@@ -88,7 +107,9 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     accessLog({
       requestId: head.requestId,
       // Read from the head, once, at the end: every request has it, planned or refused before.
-      traceId: traceIdOf(head.headers.traceparent),
+      // With tracing on, the trace the request's span is in (the client's only when trusted).
+      traceId: span === undefined ? traceIdOf(head.headers.traceparent) : span.traceId,
+      spanId: span?.spanId,
       method: head.method,
       path: pathOf(head.url),
       tenant: record.tenant,
@@ -119,22 +140,4 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     settled: kernel.settled,
     inFlight: kernel.inFlight
   }
-}
-
-/**
- * The request target's path, never its query or authority: a credential can ride in the query
- * (SPEC 5, 17) and in an authority's userinfo (`http://user:secret@host/…`, `//user:secret@host/…`,
- * refused, but logged). Undefined for a target with no path (`*`, `host:port`).
- */
-function pathOf(url: string): string | undefined {
-  const end = url.search(/[?#]/)
-  const target = end === -1 ? url : url.slice(0, end)
-  if (target.startsWith('/') && !target.startsWith('//')) return target
-  const authority = /^(?:[A-Za-z][A-Za-z0-9+.-]*:)?\/\/[^/]*/.exec(target)
-  if (authority === null) return undefined
-  return target.slice(authority[0].length) || '/'
-}
-
-function userAgentOf(value: string | undefined): string | undefined {
-  return value === undefined || value.length <= USER_AGENT_MAX_CHARS ? value : value.slice(0, USER_AGENT_MAX_CHARS)
 }

@@ -12,6 +12,7 @@ function capture(level = 'info') {
 const FULL: AccessLogFields = {
   requestId: 'req-1',
   traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+  spanId: '00f067aa0ba902b7',
   method: 'POST',
   path: '/v1/runs/r-1/invoke',
   tenant: 'acme',
@@ -40,7 +41,9 @@ const CASES: AccessLogFields[] = [
   // A native path is the client's: quotes, backslashes, control and non-ASCII characters must be escaped as pino escapes them.
   { ...FULL, class: 'native', route: undefined, v4Path: '/v4/a"b\\c\u0001d\u00e9\u00ff%22', session: undefined, status: 499, error: 'UPSTREAM_TIMEOUT' },
   // pino writes a number that is not finite as null.
-  { ...FULL, durationMs: Number.NaN, upstreamMs: Number.POSITIVE_INFINITY }
+  { ...FULL, durationMs: Number.NaN, upstreamMs: Number.POSITIVE_INFINITY },
+  // Tracing off: the incoming traceparent's trace id, no span.
+  { ...FULL, spanId: undefined }
 ]
 
 /** The two lines with their clocks read at different moments made equal. */
@@ -63,7 +66,7 @@ describe('access log', () => {
   function generatedFields(alphabet: string[], count: number): AccessLogFields[] {
     return Array.from({ length: count }, (_, index) => {
       const pick = (salt: number) => Array.from({ length: (index + salt) % 5 }, (_, at) => alphabet[(index * 7 + at * 3 + salt) % alphabet.length]).join('')
-      return { ...FULL, requestId: pick(0), path: pick(6), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5), userAgent: pick(7), clientId: pick(8), idempotency: pick(9) }
+      return { ...FULL, requestId: pick(0), path: pick(6), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5), userAgent: pick(7), clientId: pick(8), idempotency: pick(9), traceId: pick(10), spanId: pick(11) }
     })
   }
 

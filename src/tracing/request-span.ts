@@ -1,0 +1,223 @@
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api'
+import {
+  ATTR_CLIENT_ADDRESS,
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_REQUEST_METHOD_ORIGINAL,
+  ATTR_HTTP_REQUEST_RESEND_COUNT,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_NETWORK_PROTOCOL_VERSION,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_URL_FULL,
+  ATTR_URL_PATH,
+  ATTR_URL_QUERY,
+  ATTR_URL_SCHEME,
+  ATTR_USER_AGENT_ORIGINAL
+} from '@opentelemetry/semantic-conventions'
+import { safeQuery } from './safe-query.js'
+
+/**
+ * What the SERVER span of a request says once it has ended (SPEC 17): the stable HTTP
+ * semantic-convention attributes and the gateway's own `v4gw.*`, from the request's plan facts
+ * and access record. Plain values; none of them is a credential, a fingerprint or a header
+ * other than the user agent.
+ */
+export interface ServerSpanFacts {
+  /** `METHOD /route-template` for a legacy route, `METHOD /v4/*` for native traffic, else the method alone. */
+  readonly name: string
+  /** `http.route`: the template the name ends with, when there is one. */
+  readonly route: string | undefined
+  readonly statusCode: number
+  /** The gateway's error code, when it answered one or an upstream call failed. */
+  readonly errorCode: string | undefined
+  readonly scheme: string
+  readonly path: string | undefined
+  /** The query as sent (without its `?`); the query credential (SPEC 5) is removed before it is recorded. */
+  readonly rawQuery: string
+  readonly queryCredential: string | null
+  readonly httpVersion: string
+  /** From the `Host` the kernel checked; undefined for a request refused before that. */
+  readonly serverAddress: string | undefined
+  readonly serverPort: number | undefined
+  readonly clientAddress: string | undefined
+  readonly userAgent: string | undefined
+  readonly tenant: string | undefined
+  readonly trafficClass: string | undefined
+  readonly legacyRoute: string | undefined
+  readonly sessionOutcome: string | undefined
+  /** `session`, `service-key`, `service-account-id` or `none`: the kind, never a value or a fingerprint. */
+  readonly credentialType: string | undefined
+  readonly migrationStage: string | undefined
+  readonly servedBy: string | undefined
+  readonly deprecationAction: string | undefined
+  readonly idempotencyOutcome: string | undefined
+}
+
+/** One upstream call about to go out (SPEC 17's CLIENT span). */
+export interface ClientCallStart {
+  /** `POST /v4/sessions.start`, `POST /v4/sessions/{sessionId}/executions.execute`, `GET /v4/*`, … */
+  readonly name: string
+  readonly method: string
+  /** scheme://host:port of the upstream. */
+  readonly origin: string
+  /** Path and query as they go on the request line. */
+  readonly target: string
+  /** The query parameter that carries a credential (SPEC 5), removed from `url.full`. */
+  readonly queryCredential: string | null
+  /** `http.request.resend_count`: set on the execution sent again after a stale session (SPEC 4 step 5). */
+  readonly resendCount?: number | undefined
+  /** SPEC 15: a shadow comparison's call. */
+  readonly shadow?: boolean | undefined
+}
+
+/**
+ * A request's SERVER span and the CLIENT spans of its upstream calls (SPEC 17), kept on its
+ * Exchange from its start to its end. Its context is handed to each call by hand (no context
+ * manager): a call's span is the child of this one, and its `traceparent` names that call.
+ */
+export class RequestSpan {
+  /** Calls whose span was not ended by an answer (a streamed body still flowing): ended with the request. */
+  private open: CallSpan[] | undefined = undefined
+  private context: Context | undefined = undefined
+
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly span: Span
+  ) {}
+
+  /** The trace the request is in (the gateway's own unless the client's was trusted), for its access line. */
+  get traceId(): string {
+    return this.span.spanContext().traceId
+  }
+
+  get spanId(): string {
+    return this.span.spanContext().spanId
+  }
+
+  /** Sampled: its attributes are recorded and it is exported. An unsampled span still has ids, which the upstream calls carry. */
+  get recording(): boolean {
+    return this.span.isRecording()
+  }
+
+  startCall(call: ClientCallStart): CallSpan {
+    this.context ??= trace.setSpan(ROOT_CONTEXT, this.span)
+    const span = this.tracer.startSpan(call.name, { kind: SpanKind.CLIENT }, this.context)
+    if (span.isRecording()) span.setAttributes(clientAttributes(call))
+    const started = new CallSpan(span)
+    ;(this.open ??= []).push(started)
+    return started
+  }
+
+  /** Ends the request's span, and any call span still open, at `endedAt` (`performance.now()`). */
+  end(facts: ServerSpanFacts, endedAt: number): void {
+    if (this.open !== undefined) for (const call of this.open) call.end(endedAt)
+    const span = this.span
+    if (span.isRecording()) {
+      span.updateName(facts.name)
+      span.setAttributes(serverAttributes(facts))
+      // Semantic conventions: a SERVER span is an error for a 5xx only (a 4xx is the client's).
+      if (facts.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR })
+    }
+    span.end(endedAt)
+  }
+}
+
+/** One upstream call's CLIENT span. */
+export class CallSpan {
+  /** W3C Trace Context 3.2: the header the call carries, naming this span, sampled or not (SPEC 17). */
+  readonly traceparent: string
+  private ended = false
+
+  constructor(private readonly span: Span) {
+    const { traceId, spanId, traceFlags } = span.spanContext()
+    this.traceparent = `00-${traceId}-${spanId}-${(traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED ? '01' : '00'}`
+  }
+
+  /** The upstream's answer arrived (its headers). */
+  answered(statusCode: number): void {
+    const span = this.span
+    if (!span.isRecording()) return
+    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, statusCode)
+    // Semantic conventions: a CLIENT span is an error for any 4xx or 5xx.
+    if (statusCode >= 400) {
+      span.setAttribute(ATTR_ERROR_TYPE, String(statusCode))
+      span.setStatus({ code: SpanStatusCode.ERROR })
+    }
+  }
+
+  /** The call failed: `errorCode` is the gateway's (UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE, …), never the error's message. */
+  failed(errorCode: string, endedAt: number): void {
+    const span = this.span
+    if (span.isRecording()) {
+      span.setAttribute(ATTR_ERROR_TYPE, errorCode)
+      span.setStatus({ code: SpanStatusCode.ERROR })
+    }
+    this.end(endedAt)
+  }
+
+  end(endedAt: number): void {
+    if (this.ended) return
+    this.ended = true
+    this.span.end(endedAt)
+  }
+}
+
+/** RFC 9110 9.1's methods and PATCH (RFC 5789): the semantic conventions' known methods. */
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'])
+
+function methodAttributes(method: string, attributes: Attributes): void {
+  if (KNOWN_METHODS.has(method)) attributes[ATTR_HTTP_REQUEST_METHOD] = method
+  else {
+    attributes[ATTR_HTTP_REQUEST_METHOD] = '_OTHER'
+    attributes[ATTR_HTTP_REQUEST_METHOD_ORIGINAL] = method
+  }
+}
+
+function clientAttributes(call: ClientCallStart): Attributes {
+  const attributes: Attributes = {}
+  methodAttributes(call.method, attributes)
+  const origin = new URL(call.origin)
+  attributes[ATTR_SERVER_ADDRESS] = origin.hostname.startsWith('[') ? origin.hostname.slice(1, -1) : origin.hostname
+  attributes[ATTR_SERVER_PORT] = origin.port === '' ? (origin.protocol === 'https:' ? 443 : 80) : Number(origin.port)
+  const queryAt = call.target.indexOf('?')
+  const path = queryAt === -1 ? call.target : call.target.slice(0, queryAt)
+  const query = queryAt === -1 ? '' : safeQuery(call.target.slice(queryAt + 1), call.queryCredential)
+  attributes[ATTR_URL_FULL] = `${origin.origin}${path}${query === '' ? '' : `?${query}`}`
+  if (call.resendCount !== undefined) attributes[ATTR_HTTP_REQUEST_RESEND_COUNT] = call.resendCount
+  if (call.shadow === true) attributes['v4gw.shadow'] = true
+  return attributes
+}
+
+function serverAttributes(facts: ServerSpanFacts): Attributes {
+  const attributes: Attributes = {}
+  methodAttributes(facts.name.split(' ', 1)[0] as string, attributes)
+  attributes[ATTR_URL_SCHEME] = facts.scheme
+  if (facts.path !== undefined) attributes[ATTR_URL_PATH] = facts.path
+  const query = safeQuery(facts.rawQuery, facts.queryCredential)
+  if (query !== '') attributes[ATTR_URL_QUERY] = query
+  if (facts.route !== undefined) attributes[ATTR_HTTP_ROUTE] = facts.route
+  attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = facts.statusCode
+  attributes[ATTR_NETWORK_PROTOCOL_VERSION] = facts.httpVersion
+  set(attributes, ATTR_SERVER_ADDRESS, facts.serverAddress)
+  if (facts.serverPort !== undefined) attributes[ATTR_SERVER_PORT] = facts.serverPort
+  set(attributes, ATTR_CLIENT_ADDRESS, facts.clientAddress)
+  set(attributes, ATTR_USER_AGENT_ORIGINAL, facts.userAgent)
+  const errorType = facts.errorCode ?? (facts.statusCode >= 500 ? String(facts.statusCode) : undefined)
+  set(attributes, ATTR_ERROR_TYPE, errorType)
+  set(attributes, 'v4gw.tenant', facts.tenant)
+  set(attributes, 'v4gw.traffic_class', facts.trafficClass)
+  set(attributes, 'v4gw.legacy.route', facts.legacyRoute)
+  set(attributes, 'v4gw.session.outcome', facts.sessionOutcome)
+  set(attributes, 'v4gw.credential.type', facts.credentialType)
+  set(attributes, 'v4gw.migration.stage', facts.migrationStage)
+  set(attributes, 'v4gw.served_by', facts.servedBy)
+  set(attributes, 'v4gw.deprecation.action', facts.deprecationAction)
+  set(attributes, 'v4gw.idempotency.outcome', facts.idempotencyOutcome)
+  return attributes
+}
+
+function set(attributes: Attributes, key: string, value: string | undefined): void {
+  if (value !== undefined) attributes[key] = value
+}

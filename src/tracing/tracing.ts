@@ -1,0 +1,244 @@
+import { ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Context, type Link, type SpanContext, type Tracer } from '@opentelemetry/api'
+import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core'
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  type ReadableSpan,
+  type Sampler,
+  type SamplingResult,
+  type SpanExporter,
+  type SpanProcessor
+} from '@opentelemetry/sdk-trace-base'
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Logger } from 'pino'
+import type { GatewayConfig } from '../config/schema.js'
+import { RequestSpan } from './request-span.js'
+
+/** Why spans went unexported: SPEC 17's `v4gw_trace_spans_dropped_total{reason}`. */
+export type SpanDropReason = 'queue_full' | 'export_failed'
+
+/** The keys of `tracing` read per request: they reload (SPEC 17). */
+export interface TracingRequestSettings {
+  readonly sampleRatio: number
+  readonly trustIncoming: boolean
+}
+
+/** What a SERVER span starts from: the request as it arrived. */
+export interface ServerSpanStart {
+  readonly method: string
+  /** `performance.now()` at arrival: the span starts there, whenever it is made. */
+  readonly startedAt: number
+  readonly headers: IncomingHttpHeaders
+}
+
+export interface TracingDeps {
+  /** Built from the config the gateway started with: the restart-only keys. */
+  config: GatewayConfig['tracing']
+  /** The gateway's version, for the resource's `service.version`. */
+  version: string
+  logger: Logger
+  /** Spans that will not reach the collector, and why (SPEC 17). */
+  onSpansDropped: (reason: SpanDropReason, count: number) => void
+}
+
+/**
+ * SPEC 17's OpenTelemetry tracing: spans placed by hand at the gateway's own seams (no
+ * auto-instrumentation of http, undici or fastify), exported in batches off the request path.
+ * Exists only when `tracing.enabled`: with tracing off nothing of this is built, and the traffic
+ * listener makes no span object (traffic/traffic-handler.ts chooses its functions once).
+ *
+ * Nothing is registered globally (no global tracer provider, propagator or context manager):
+ * contexts are passed by hand, so two gateways in one process (the tests) never share spans, and
+ * nothing else in the process (a library that traces) joins the gateway's traces.
+ */
+export interface Tracing {
+  /** The SERVER span of one request on the traffic listener (SPEC 17), with its W3C parent or link. */
+  startRequest(start: ServerSpanStart, settings: TracingRequestSettings): RequestSpan
+  /** Exports what is queued and stops; resolves when the last batch is answered or failed. */
+  shutdown(): Promise<void>
+}
+
+type ExporterOptions = NonNullable<ConstructorParameters<typeof OtlpProtobufExporter>[0]>
+
+/** OTLP/HTTP batches: the collector's usual limit, and what the SDK's batch processor defaults to. */
+const MAX_EXPORT_BATCH_SPANS = 512
+/** One export (request and answer, retries included) may take this long; the queue fills meanwhile. */
+const EXPORT_TIMEOUT_MS = 10_000
+
+export function createTracing(deps: TracingDeps): Tracing {
+  const { config } = deps
+  const sampler = new ReloadableRatioSampler(config.sampleRatio)
+  const exporterOptions: ExporterOptions = {
+    url: config.endpoint,
+    headers: { ...config.headers },
+    timeoutMillis: EXPORT_TIMEOUT_MS,
+    // Set, so that no OTEL_EXPORTER_OTLP_COMPRESSION in the environment changes what is sent.
+    compression: 'none' as ExporterOptions['compression']
+  }
+  const otlp: SpanExporter = config.protocol === 'http/json' ? new OtlpJsonExporter(exporterOptions) : new OtlpProtobufExporter(exporterOptions)
+  const queue = new BoundedQueue(config.maxQueueSpans, deps.onSpansDropped)
+  const exporter = new ReportingExporter(otlp, queue, deps.logger)
+  queue.processor = new BatchSpanProcessor(exporter, {
+    maxQueueSize: config.maxQueueSpans,
+    maxExportBatchSize: Math.min(MAX_EXPORT_BATCH_SPANS, config.maxQueueSpans),
+    scheduledDelayMillis: config.batchDelayMs,
+    exportTimeoutMillis: EXPORT_TIMEOUT_MS
+  })
+  const provider = new BasicTracerProvider({
+    sampler: new ParentBasedSampler({ root: sampler }),
+    // Only what the config says: no detectors (host, process, OTEL_RESOURCE_ATTRIBUTES), so nothing
+    // of the environment or the command line reaches an exported byte.
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: deps.version }),
+    spanProcessors: [queue],
+    // Set, so that no OTEL_* limit in the environment applies; the gateway's spans are small.
+    spanLimits: { attributeCountLimit: 64, attributeValueLengthLimit: 1024, eventCountLimit: 16, linkCountLimit: 4, attributePerEventCountLimit: 16, attributePerLinkCountLimit: 16 }
+  })
+  const tracer = provider.getTracer('v4-migration-gateway', deps.version)
+  const propagator = new W3CTraceContextPropagator()
+
+  return {
+    startRequest(start, settings) {
+      sampler.use(settings.sampleRatio)
+      return startServerSpan(tracer, propagator, start, settings.trustIncoming)
+    },
+    shutdown: () => provider.shutdown()
+  }
+}
+
+/**
+ * W3C Trace Context (https://www.w3.org/TR/trace-context/): the client's valid `traceparent` is
+ * the SERVER span's parent only when trusted; otherwise the request starts a new trace, sampled
+ * by the gateway's own ratio whatever the client's flag says, and the client's context is a
+ * link (a client can neither force sampling nor graft the gateway's spans onto a trace of its
+ * choosing; docs/decisions.md).
+ */
+function startServerSpan(tracer: Tracer, propagator: W3CTraceContextPropagator, start: ServerSpanStart, trustIncoming: boolean): RequestSpan {
+  let parent: Context = ROOT_CONTEXT
+  let links: Link[] | undefined
+  if (start.headers.traceparent !== undefined) {
+    const extracted = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, start.headers, HEADER_GETTER))
+    if (extracted !== undefined && trace.isSpanContextValid(extracted)) {
+      // Without its tracestate: that is the client's and may hold anything, so it is never
+      // recorded (a span, a link and their children would carry it into the export). It still
+      // travels to the upstream in its own header, unchanged.
+      const remote: SpanContext = { traceId: extracted.traceId, spanId: extracted.spanId, traceFlags: extracted.traceFlags, isRemote: true }
+      if (trustIncoming) parent = trace.setSpanContext(ROOT_CONTEXT, remote)
+      else links = [{ context: remote }]
+    }
+  }
+  const span = tracer.startSpan(start.method, { kind: SpanKind.SERVER, startTime: start.startedAt, links, root: parent === ROOT_CONTEXT }, parent)
+  return new RequestSpan(tracer, span)
+}
+
+/** Node's joined view of the headers: one string per field (two `traceparent` fields are "a, b", which is invalid). */
+const HEADER_GETTER = {
+  get: (carrier: IncomingHttpHeaders, key: string) => carrier[key],
+  keys: (carrier: IncomingHttpHeaders) => Object.keys(carrier)
+}
+
+/**
+ * TraceIdRatioBased with a ratio that reloads (SPEC 17: `sampleRatio` is not restart-only): the
+ * request hands its ratio in before its span starts, and a changed one swaps the sampler.
+ */
+class ReloadableRatioSampler implements Sampler {
+  private ratio: number
+  private sampler: TraceIdRatioBasedSampler
+
+  constructor(ratio: number) {
+    this.ratio = ratio
+    this.sampler = new TraceIdRatioBasedSampler(ratio)
+  }
+
+  use(ratio: number): void {
+    if (ratio === this.ratio) return
+    this.ratio = ratio
+    this.sampler = new TraceIdRatioBasedSampler(ratio)
+  }
+
+  shouldSample(context: Context, traceId: string): SamplingResult {
+    return this.sampler.shouldSample(context, traceId)
+  }
+
+  toString(): string {
+    return `ReloadableRatioSampler{${this.ratio}}`
+  }
+}
+
+/**
+ * The SDK's batch processor behind a bound of our own, so that every span over it is counted
+ * (SPEC 17: dropped and counted), not only logged by the SDK's diag channel: a sampled span is
+ * admitted while fewer than `maxSpans` wait, and leaves the count when its batch goes to the
+ * exporter (ReportingExporter). The inner processor has the same bound, so it never drops itself.
+ */
+class BoundedQueue implements SpanProcessor {
+  processor: SpanProcessor | undefined
+  waiting = 0
+
+  constructor(
+    private readonly maxSpans: number,
+    readonly onDropped: TracingDeps['onSpansDropped']
+  ) {}
+
+  onStart(): void {}
+
+  onEnd(span: ReadableSpan): void {
+    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return
+    if (this.waiting >= this.maxSpans) {
+      this.onDropped('queue_full', 1)
+      return
+    }
+    this.waiting++
+    this.processor?.onEnd(span)
+  }
+
+  forceFlush(): Promise<void> {
+    return this.processor?.forceFlush() ?? Promise.resolve()
+  }
+
+  shutdown(): Promise<void> {
+    return this.processor?.shutdown() ?? Promise.resolve()
+  }
+}
+
+/**
+ * The OTLP exporter, counting each batch out of the queue as it leaves and its spans as dropped
+ * when the collector did not take them (down, refusing, too slow). Logs once when exports start
+ * failing and once when they work again, never what the collector said (it may echo a header).
+ */
+class ReportingExporter implements SpanExporter {
+  private failing = false
+
+  constructor(
+    private readonly otlp: SpanExporter,
+    private readonly queue: BoundedQueue,
+    private readonly logger: Logger
+  ) {}
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.queue.waiting = Math.max(0, this.queue.waiting - spans.length)
+    this.otlp.export(spans, (result) => {
+      const failed = result.code !== ExportResultCode.SUCCESS
+      if (failed) this.queue.onDropped('export_failed', spans.length)
+      if (failed !== this.failing) {
+        this.failing = failed
+        if (failed) this.logger.warn({ spans: spans.length }, 'trace export failed: spans are dropped until the collector answers (v4gw_trace_spans_dropped_total)')
+        else this.logger.info('trace export works again')
+      }
+      done(result)
+    })
+  }
+
+  forceFlush(): Promise<void> {
+    return this.otlp.forceFlush?.() ?? Promise.resolve()
+  }
+
+  shutdown(): Promise<void> {
+    return this.otlp.shutdown()
+  }
+}

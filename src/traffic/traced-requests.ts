@@ -1,0 +1,128 @@
+import type { Exchange } from '../kernel/exchange.js'
+import { V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy/legacy-calls.js'
+import { createForwarder } from '../passthrough/forward-stream.js'
+import { planRequest, type Plan } from '../plan/plan-request.js'
+import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import type { RequestSpan, ServerSpanFacts } from '../tracing/request-span.js'
+import { traceUpstream, type CallNames } from '../tracing/traced-upstream.js'
+import type { Tracing } from '../tracing/tracing.js'
+import type { UpstreamRequest } from '../upstream/upstream-client.js'
+import { pathOf, userAgentOf } from './request-fields.js'
+import { runPlan, type RunDeps } from './run-plan.js'
+
+/** SPEC 17's names of the V4 calls a legacy request makes: their templates, never an id. */
+const SESSIONS_START_SPAN = `POST ${V4_SESSIONS_START_PATH}`
+const EXECUTE_SPAN = `POST ${V4_EXECUTE_PATH}`
+const SESSION_EXECUTE_SPAN = 'POST /v4/sessions/{sessionId}/executions.execute'
+const SESSION_EXECUTE_PATH = /^\/v4\/sessions\/[^/]+\/executions\.execute$/
+/** SPEC 17: native traffic's route. */
+const NATIVE_ROUTE = '/v4/*'
+
+export interface TracedRequests {
+  /** Starts the request's SERVER span, then plans and runs it with upstream calls that make CLIENT spans. */
+  serve(exchange: Exchange, runtime: GatewayRuntime, run: RunDeps): void
+  /** Ends the SERVER span (making it now for a request the kernel refused before serving it); its ids go on the access line. */
+  end(exchange: Exchange, statusCode: number, runtime: GatewayRuntime): RequestSpan
+}
+
+/**
+ * The traffic listener's requests with tracing on (SPEC 17): the only place that makes spans
+ * for them. Used only when `tracing.enabled` (traffic-handler.ts picks it once), so that a
+ * gateway without tracing allocates nothing of it.
+ */
+export function createTracedRequests(tracing: Tracing): TracedRequests {
+  function start(exchange: Exchange, runtime: GatewayRuntime): RequestSpan {
+    const span = tracing.startRequest(exchange.head, runtime.config.tracing)
+    exchange.span = span
+    return span
+  }
+
+  return {
+    serve(exchange, runtime, run) {
+      const span = start(exchange, runtime)
+      const plan = planRequest(runtime, exchange.head)
+      const upstream = traceUpstream(run.upstream, span, callNames(plan, exchange.head.method, runtime))
+      runPlan(plan, exchange, { ...run, upstream, forwardStream: createForwarder(upstream, run.answerError, run.isDraining) })
+    },
+    end(exchange, statusCode, runtime) {
+      // A request the kernel refused (draining, a bad head, load shedding) was never served.
+      const served = exchange.span !== undefined
+      const span = exchange.span ?? start(exchange, runtime)
+      span.end(serverSpanFacts(exchange, statusCode, runtime, served), performance.now())
+      return span
+    }
+  }
+}
+
+/** How one request's calls are named: V4 calls by their templates (SPEC 17), its streamed call by its route. */
+function callNames(plan: Plan, method: string, runtime: GatewayRuntime): CallNames {
+  let executions = 0
+  return {
+    buffered(request: UpstreamRequest) {
+      if (request.path === V4_SESSIONS_START_PATH) return { name: SESSIONS_START_SPAN }
+      if (request.path === V4_EXECUTE_PATH) return { name: EXECUTE_SPAN }
+      if (SESSION_EXECUTE_PATH.test(request.path)) {
+        // SPEC 4 step 5: the execution sent again after a stale session is a resend.
+        executions++
+        return { name: SESSION_EXECUTE_SPAN, resendCount: executions > 1 ? executions - 1 : undefined }
+      }
+      return { name: request.method }
+    },
+    streamed() {
+      const facts = plan.facts
+      if (facts.trafficClass === 'native') return `${method} ${NATIVE_ROUTE}`
+      if (facts.legacyRoute === undefined || facts.tenant === undefined) return method
+      // A proxy route goes to its rewrite's template; any other legacy route streamed goes to the
+      // legacy upstream as it came (SPEC 14: `POST /v1/…`).
+      const route = runtime.tenancy.tenants.get(facts.tenant)?.routes.find((candidate) => candidate.label === facts.legacyRoute)
+      return route?.rewrite === undefined ? facts.legacyRoute : `${route.method} ${route.rewrite}`
+    },
+    queryCredential: runtime.config.credentials.queryParam
+  }
+}
+
+/** The credential kinds of SPEC 5 as SPEC 17's `v4gw.credential.type` names them. */
+const CREDENTIAL_TYPES: Readonly<Record<string, string>> = { 'session-token': 'session', 'service-key': 'service-key', 'service-account-id': 'service-account-id', none: 'none' }
+
+function serverSpanFacts(exchange: Exchange, statusCode: number, runtime: GatewayRuntime, served: boolean): ServerSpanFacts {
+  const { head, record } = exchange
+  const route = record.trafficClass === 'native' ? NATIVE_ROUTE : record.legacyRoute?.slice(record.legacyRoute.indexOf(' ') + 1)
+  const queryAt = head.url.indexOf('?')
+  // Only a Host the kernel accepted (RFC 9112 3.2): a refused one may be anything, a password included.
+  const host = served ? hostOf(head.headers.host, head.protocol) : undefined
+  return {
+    name: record.trafficClass === 'native' ? `${head.method} ${NATIVE_ROUTE}` : (record.legacyRoute ?? head.method),
+    route,
+    statusCode,
+    errorCode: record.errorCode,
+    scheme: head.protocol,
+    path: pathOf(head.url),
+    rawQuery: queryAt === -1 ? '' : head.url.slice(queryAt + 1).split('#', 1)[0] as string,
+    queryCredential: runtime.config.credentials.queryParam,
+    httpVersion: head.httpVersion,
+    serverAddress: host?.address,
+    serverPort: host?.port,
+    clientAddress: head.clientAddress,
+    userAgent: userAgentOf(head.headers['user-agent']),
+    tenant: record.tenant,
+    trafficClass: record.trafficClass,
+    legacyRoute: record.legacyRoute,
+    sessionOutcome: record.sessionOutcome,
+    credentialType: record.credentialType === undefined ? undefined : CREDENTIAL_TYPES[record.credentialType],
+    // SPEC 14: the effective stage and the side that answered (the gateway's error writer makes it `gateway`).
+    migrationStage: record.stage,
+    servedBy: record.servedBy,
+    deprecationAction: record.deprecationAction,
+    idempotencyOutcome: record.idempotencyOutcome
+  }
+}
+
+/** `server.address` and `server.port` from a checked `Host` (`name`, `name:port`, `[v6]:port`). */
+function hostOf(host: string | undefined, protocol: 'http' | 'https'): { address: string; port: number } | undefined {
+  if (host === undefined || host === '') return undefined
+  const match = /^(\[[^\]]*\]|[^:]*)(?::(\d*))?$/.exec(host)
+  if (match === null) return undefined
+  const address = (match[1] as string).replace(/^\[|\]$/g, '')
+  const port = match[2] === undefined || match[2] === '' ? (protocol === 'https' ? 443 : 80) : Number(match[2])
+  return { address, port }
+}

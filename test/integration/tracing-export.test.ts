@@ -1,0 +1,109 @@
+import { createServer, type AddressInfo } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { send } from '../helpers/http.js'
+import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js'
+import { useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { spawnGateway } from '../helpers/spawn-gateway.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { useTempDir } from '../helpers/temp-dir.js'
+import { until } from '../helpers/until.js'
+
+// Issue 30 point 4 (SPEC 17): spans leave in batches off the request path. A collector that is
+// down, never answers or refuses never slows or fails a request; spans over the queue's bound
+// are dropped and counted; on SIGTERM the queue is flushed within the grace period.
+
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+
+async function droppedSpans(gw: StartedGateway, reason: string): Promise<number> {
+  const metrics = await send(gw.adminUrl, '/metrics')
+  const match = new RegExp(`^v4gw_trace_spans_dropped_total\\{reason="${reason}"\\} (\\d+)$`, 'm').exec(metrics.text)
+  return match === null ? -1 : Number(match[1])
+}
+
+/** `count` legacy requests one after another; each must be answered 200 by the V4 upstream. */
+async function serveAll(gw: StartedGateway, count: number): Promise<number[]> {
+  const statuses: number[] = []
+  for (let index = 0; index < count; index++) statuses.push((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } })).status)
+  return statuses
+}
+
+/** A loopback port nothing listens on any more: a collector that is down. */
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+describe('exporting spans to a collector that misbehaves', () => {
+  const upstream = useRecordingUpstream()
+
+  function tracedGateway(endpoint: string, tracing: Record<string, unknown> = {}): Promise<StartedGateway> {
+    // A short grace period: closing the gateway must not wait on the collector past it.
+    return startGateway(testConfig(upstream.url, { shutdown: { graceMs: 300 }, tracing: { enabled: true, endpoint, sampleRatio: 1, batchDelayMs: 10, ...tracing } }))
+  }
+
+  it('a collector that never answers: every request is answered while its export hangs, and the spans over the queue’s bound are dropped and counted', async () => {
+    const receiver: OtlpReceiver = await startOtlpReceiver({ kind: 'hang' })
+    const gw = await tracedGateway(receiver.endpoint, { maxQueueSpans: 4 })
+    expect(await serveAll(gw, 3)).toEqual([200, 200, 200])
+    await until(() => receiver.held > 0)
+    // The export is held open; requests go on being served, and the queue overflows.
+    expect(await serveAll(gw, 6)).toEqual([200, 200, 200, 200, 200, 200])
+    expect(receiver.held).toBe(1)
+    expect(await droppedSpans(gw, 'queue_full')).toBeGreaterThan(0)
+    // Closing ends within the grace period, the collector still silent.
+    await gw.close()
+  })
+
+  it('a collector that refuses (400): requests are served, the batch’s spans are counted as export_failed, and one warning says so', async () => {
+    const receiver = await startOtlpReceiver({ kind: 'refuse', status: 400 })
+    const gw = await tracedGateway(receiver.endpoint)
+    expect(await serveAll(gw, 3)).toEqual([200, 200, 200])
+    await until(async () => (await droppedSpans(gw, 'export_failed')) > 0)
+    expect(await droppedSpans(gw, 'queue_full')).toBe(0)
+    expect(await serveAll(gw, 2)).toEqual([200, 200])
+    await until(() => receiver.requests.length > 1)
+    const warnings = gw.logs.lines().filter((line) => typeof line.msg === 'string' && line.msg.startsWith('trace export failed'))
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]?.level).toBe(40)
+  })
+
+  it('a collector that is down (connection refused): requests are served, and closing the gateway ends within the grace period', async () => {
+    const gw = await tracedGateway(`http://127.0.0.1:${await closedPort()}/v1/traces`)
+    expect(await serveAll(gw, 5)).toEqual([200, 200, 200, 200, 200])
+    const native = await send(gw.url, '/v4/anything', { headers: ALICE })
+    expect(native.status).toBe(200)
+    await gw.close()
+  })
+})
+
+describe('SIGTERM with spans queued', () => {
+  const dir = useTempDir('v4gw-tracing-')
+  const upstream = useRecordingUpstream()
+
+  it('exports the queued spans before the process exits 0', async () => {
+    const receiver = await startOtlpReceiver()
+    const config = {
+      listen: { host: '127.0.0.1', port: 0 },
+      admin: { host: '127.0.0.1', port: 0 },
+      tenancy: { default: 'acme' },
+      tenants: { acme: { upstream: { staging: upstream.url } } },
+      // A batch would wait ten minutes: only the flush at SIGTERM sends these spans.
+      tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 600_000 }
+    }
+    const gateway = await spawnGateway(await dir.write('traced.yaml', stringify(config)))
+    const answers = await Promise.all([
+      send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } }),
+      send(gateway.url, '/v4/anything', { headers: ALICE })
+    ])
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200])
+    expect(receiver.requests).toHaveLength(0)
+    gateway.child.kill('SIGTERM')
+    expect(await gateway.exited).toBe(0)
+    expect(receiver.spans.filter((span) => span.kind === 'SERVER').map((span) => span.name).sort()).toEqual(['GET /v4/*', 'POST /v1/headless/runs'])
+    expect(receiver.spans.filter((span) => span.kind === 'CLIENT')).toHaveLength(2)
+  })
+})

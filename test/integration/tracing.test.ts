@@ -1,0 +1,336 @@
+import type { ServerResponse } from 'node:http'
+import { describe, expect, it } from 'vitest'
+import { send, type Answer } from '../helpers/http.js'
+import { useOtlpReceiver, type ExportedSpan, type OtlpReceiver } from '../helpers/otlp-receiver.js'
+import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
+import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
+import { testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
+
+// Issue 30 points 1, 2, 5 and 7 (SPEC 17): the spans a traced gateway exports, read back from a
+// real OTLP/HTTP receiver on loopback in both encodings, and the traceparent each upstream got.
+
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+const CLIENT_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736'
+const CLIENT_PARENT_ID = '00f067aa0ba902b7'
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/
+
+/** A V4 upstream: sessions.start gives s1, s2, …; an execution answers 404 while `staleOnce` holds its session id. */
+function v4Upstream() {
+  let sessions = 0
+  const staleOnce = new Set<string>()
+  const upstream = useRecordingUpstream((request: RecordedRequest, response: ServerResponse) => {
+    response.setHeader('content-type', 'application/json')
+    if (request.url === '/v4/sessions.start') {
+      response.end(JSON.stringify({ sessionId: `s${++sessions}` }))
+      return
+    }
+    const session = /^\/v4\/sessions\/([^/]+)\//.exec(request.url)?.[1]
+    if (session !== undefined && staleOnce.delete(session)) {
+      response.statusCode = 404
+      response.end(JSON.stringify({ error: { code: 'SESSION_NOT_FOUND' } }))
+      return
+    }
+    response.end(JSON.stringify({ output: 'done', meta: {} }))
+  })
+  return { upstream, staleOnce }
+}
+
+function tracedConfig(upstreamUrl: string, receiver: OtlpReceiver, tracing: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  return testConfig(upstreamUrl, { tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 20, ...tracing }, ...extra })
+}
+
+/** The spans of one trace once its SERVER span (the last to end) has arrived. */
+async function traceOf(receiver: OtlpReceiver, traceId: string): Promise<ExportedSpan[]> {
+  await until(() => receiver.spans.some((span) => span.traceId === traceId && span.kind === 'SERVER'))
+  return receiver.spans.filter((span) => span.traceId === traceId)
+}
+
+async function accessLine(gw: StartedGateway, requestId: string): Promise<Record<string, unknown>> {
+  let line: Record<string, unknown> | undefined
+  await until(() => (line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === requestId)) !== undefined)
+  return line as Record<string, unknown>
+}
+
+/** What a request made: its answer, the upstream calls recorded while it ran, and its access line. */
+async function run(gw: StartedGateway, upstream: { requests: RecordedRequest[] }, request: () => Promise<Answer>) {
+  const before = upstream.requests.length
+  const answer = await request()
+  const made = upstream.requests.slice(before)
+  const line = await accessLine(gw, answer.headers['x-request-id'] as string)
+  return { answer, made, line }
+}
+
+function parsedTraceparent(call: RecordedRequest | undefined): { traceId: string; spanId: string; flags: string } {
+  const match = TRACEPARENT.exec(String(call?.headers.traceparent))
+  expect(match, `traceparent ${String(call?.headers.traceparent)}`).not.toBeNull()
+  const [, traceId, spanId, flags] = match as unknown as [string, string, string, string]
+  return { traceId, spanId, flags }
+}
+
+describe('tracing on, OTLP/HTTP protobuf (the default)', () => {
+  const { upstream, staleOnce } = v4Upstream()
+  const receiver = useOtlpReceiver()
+  const gw = useGateway(() => tracedConfig(upstream.url, receiver, {}, { credentials: { queryParam: 'access_token' }, tenants: { acme: { upstream: { staging: upstream.url }, legacy: { routes: [
+    { method: 'POST', path: '/v1/headless/runs', action: 'execute' },
+    { method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/stateId' },
+    { method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' }
+  ] } } } }))
+
+  it('execute: one SERVER span named by the route template, one CLIENT span under it, and the V4 call carries a traceparent naming the CLIENT span', async () => {
+    const { answer, made, line } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'user-agent': 'legacy-sdk/1.4' }, json: { input: 1 } }))
+    expect(answer.status).toBe(200)
+    const sent = parsedTraceparent(made[0])
+    expect(sent.flags).toBe('01')
+    const spans = await traceOf(receiver, sent.traceId)
+    const server = spans.find((span) => span.kind === 'SERVER') as ExportedSpan
+    const client = spans.find((span) => span.kind === 'CLIENT') as ExportedSpan
+    expect(spans).toHaveLength(2)
+    expect(server.name).toBe('POST /v1/headless/runs')
+    expect(server.parentSpanId).toBe('')
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'url.path': '/v1/headless/runs',
+      'url.scheme': 'http',
+      'http.route': '/v1/headless/runs',
+      'http.response.status_code': 200,
+      'server.address': '127.0.0.1',
+      'client.address': expect.stringMatching(/127\.0\.0\.1/),
+      'user_agent.original': 'legacy-sdk/1.4',
+      'v4gw.tenant': 'acme',
+      'v4gw.traffic_class': 'legacy',
+      'v4gw.legacy.route': 'POST /v1/headless/runs',
+      'v4gw.credential.type': 'session'
+    })
+    expect(server.attributes['server.port']).toBe(Number(new URL(gw.url).port))
+    expect(server.attributes).not.toHaveProperty('error.type')
+    expect(client.name).toBe('POST /v4/execute')
+    expect(client.parentSpanId).toBe(server.spanId)
+    expect(client.spanId).toBe(sent.spanId)
+    expect(client.attributes).toMatchObject({ 'http.request.method': 'POST', 'url.full': `${upstream.url}/v4/execute`, 'server.address': '127.0.0.1', 'http.response.status_code': 200 })
+    expect(server.resource).toMatchObject({ 'service.name': 'v4gw', 'service.version': expect.any(String) })
+    // Point 7: the access line joins the trace.
+    expect(line).toMatchObject({ traceId: sent.traceId, spanId: server.spanId })
+  })
+
+  it('session-execute after a stale session: sessions.start, execution, the 404 execution, a new start and the execution again with http.request.resend_count, each upstream call naming its own span', async () => {
+    const first = await run(gw, upstream, () => send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'traced' } }))
+    staleOnce.add(first.answer.headers['x-v4-session-id'] as string)
+    const { answer, made } = await run(gw, upstream, () => send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 2, stateId: 'traced' } }))
+    expect(answer.status).toBe(200)
+    expect(made.map((call) => call.url)).toEqual([expect.stringMatching(/executions\.execute$/), '/v4/sessions.start', expect.stringMatching(/executions\.execute$/)])
+    const sent = made.map(parsedTraceparent)
+    const traceId = sent[0]?.traceId as string
+    for (const call of sent) expect(call.traceId).toBe(traceId)
+    const spans = await traceOf(receiver, traceId)
+    const server = spans.find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server.name).toBe('POST /v1/runs/invoke')
+    expect(server.attributes).toMatchObject({ 'v4gw.session.outcome': 'stale-retry', 'v4gw.credential.type': 'session' })
+    const clients = sent.map((call) => spans.find((span) => span.spanId === call.spanId) as ExportedSpan)
+    expect(clients.map((span) => [span.kind, span.name, span.parentSpanId])).toEqual([
+      ['CLIENT', 'POST /v4/sessions/{sessionId}/executions.execute', server.spanId],
+      ['CLIENT', 'POST /v4/sessions.start', server.spanId],
+      ['CLIENT', 'POST /v4/sessions/{sessionId}/executions.execute', server.spanId]
+    ])
+    expect(clients[0]?.attributes).toMatchObject({ 'http.response.status_code': 404, 'error.type': '404' })
+    expect(clients[0]?.statusCode).toBe(2)
+    expect(clients[0]?.attributes).not.toHaveProperty('http.request.resend_count')
+    expect(clients[2]?.attributes).toMatchObject({ 'http.request.resend_count': 1, 'http.response.status_code': 200 })
+    // The span names a template, never the session id.
+    for (const span of spans) expect(span.name).not.toMatch(/\/s\d+\//)
+  })
+
+  it('native passthrough: SERVER and CLIENT spans named METHOD /v4/*, and traceparent is the one header rewritten: tracestate and baggage pass unchanged', async () => {
+    const headers = { ...ALICE, traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_PARENT_ID}-01`, tracestate: 'vendor=v1', baggage: 'tier=gold' }
+    const before = upstream.requests.length
+    const answer = await send(gw.url, '/v4/things/42?view=full', { headers: { ...headers, 'x-request-id': 'native-traced-1' } })
+    expect(answer.status).toBe(200)
+    const call = upstream.requests[before] as RecordedRequest
+    expect(call.url).toBe('/v4/things/42?view=full')
+    expect(call.headers).toMatchObject({ tracestate: 'vendor=v1', baggage: 'tier=gold', authorization: ALICE.authorization })
+    const sent = parsedTraceparent(call)
+    const spans = await traceOf(receiver, sent.traceId)
+    const server = spans.find((span) => span.kind === 'SERVER') as ExportedSpan
+    const client = spans.find((span) => span.kind === 'CLIENT') as ExportedSpan
+    expect(server).toMatchObject({ name: 'GET /v4/*', attributes: expect.objectContaining({ 'http.route': '/v4/*', 'url.path': '/v4/things/42', 'url.query': 'view=full', 'v4gw.traffic_class': 'native' }) })
+    expect(client).toMatchObject({ name: 'GET /v4/*', parentSpanId: server.spanId, spanId: sent.spanId })
+    expect(client.attributes['url.full']).toBe(`${upstream.url}/v4/things/42?view=full`)
+    expect((await accessLine(gw, 'native-traced-1')).spanId).toBe(server.spanId)
+  })
+
+  it('a proxy route: the CLIENT span is named by its rewrite template', async () => {
+    const { made } = await run(gw, upstream, () => send(gw.url, '/v1/policies/p-7', { headers: ALICE }))
+    const sent = parsedTraceparent(made[0])
+    const spans = await traceOf(receiver, sent.traceId)
+    expect(spans.find((span) => span.kind === 'SERVER')?.name).toBe('GET /v1/policies/:id')
+    expect(spans.find((span) => span.kind === 'CLIENT')?.name).toBe('GET /v4/policies/:id')
+  })
+
+  it('trustIncoming false (the default): a new trace whatever the client says, sampled by the ratio even when the client’s flag is off, the client’s context as a link', async () => {
+    const { made, line } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_PARENT_ID}-00` }, json: { input: 1 } }))
+    const sent = parsedTraceparent(made[0])
+    expect(sent.traceId).not.toBe(CLIENT_TRACE_ID)
+    expect(sent.flags).toBe('01')
+    const server = (await traceOf(receiver, sent.traceId)).find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server.parentSpanId).toBe('')
+    expect(server.links).toEqual([{ traceId: CLIENT_TRACE_ID, spanId: CLIENT_PARENT_ID }])
+    expect(line.traceId).toBe(sent.traceId)
+  })
+
+  it('puts url.query on spans without the query credential, and signature values redacted', async () => {
+    const before = upstream.requests.length
+    const legacy = await send(gw.url, '/v1/headless/runs?access_token=demo-token-alice&page=2', { json: { input: 1 } })
+    expect(legacy.status).toBe(200)
+    const native = await send(gw.url, '/v4/files?access_token=tok-in-query-9&Signature=sig-secret-3&y=2', { headers: ALICE })
+    expect(native.status).toBe(200)
+    const [legacyCall, nativeCall] = upstream.requests.slice(before)
+    const legacySpans = await traceOf(receiver, parsedTraceparent(legacyCall).traceId)
+    expect(legacySpans.find((span) => span.kind === 'SERVER')?.attributes).toMatchObject({ 'url.query': 'page=2', 'v4gw.credential.type': 'session' })
+    const nativeSpans = await traceOf(receiver, parsedTraceparent(nativeCall).traceId)
+    expect(nativeSpans.find((span) => span.kind === 'SERVER')?.attributes['url.query']).toBe('Signature=REDACTED&y=2')
+    expect(nativeSpans.find((span) => span.kind === 'CLIENT')?.attributes['url.full']).toBe(`${upstream.url}/v4/files?Signature=REDACTED&y=2`)
+    // Native traffic is passed on unchanged (SPEC 7): only the span leaves it out.
+    expect(nativeCall?.url).toBe('/v4/files?access_token=tok-in-query-9&Signature=sig-secret-3&y=2')
+  })
+
+  it('a request the gateway refuses has its SERVER span with error.type, the credential kind, and no CLIENT span', async () => {
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: { 'x-request-id': 'refused-traced-1' }, json: { input: 1 } })
+    expect(answer.status).toBe(401)
+    const line = await accessLine(gw, 'refused-traced-1')
+    const spans = await traceOf(receiver, line.traceId as string)
+    expect(spans).toHaveLength(1)
+    expect(spans[0]).toMatchObject({ kind: 'SERVER', spanId: line.spanId, name: 'POST /v1/headless/runs' })
+    expect(spans[0]?.attributes).toMatchObject({ 'http.response.status_code': 401, 'error.type': 'AUTH_INVALID', 'v4gw.credential.type': 'none' })
+    // A 4xx is the client's: the SERVER span's status stays unset (semantic conventions).
+    expect(spans[0]?.statusCode).toBe(0)
+  })
+
+  it('a request the kernel refuses before planning (two Host fields) still has its SERVER span, without a server.address taken from it', async () => {
+    const request = buildRawRequest('GET /v4/anything HTTP/1.1', [['Host', 'a.test'], ['Host', 'b.test'], ['x-request-id', 'two-hosts-traced']])
+    const { response } = await rawExchange(gw.url, request)
+    expect(response?.status).toBe(400)
+    const line = await accessLine(gw, 'two-hosts-traced')
+    const [span] = await traceOf(receiver, line.traceId as string)
+    expect(span).toMatchObject({ kind: 'SERVER', name: 'GET', spanId: line.spanId })
+    expect(span?.attributes).toMatchObject({ 'http.response.status_code': 400, 'error.type': 'INVALID_REQUEST' })
+    expect(span?.attributes).not.toHaveProperty('server.address')
+  })
+
+  it('sends no client baggage on the V4 calls of a legacy request (forwardBaggage false)', async () => {
+    const { made } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, baggage: 'userId=u-1' }, json: { input: 1 } }))
+    expect(made[0]?.headers.baggage).toBeUndefined()
+  })
+})
+
+describe('tracing on, trusting the client (trustIncoming: true)', () => {
+  const { upstream } = v4Upstream()
+  const receiver = useOtlpReceiver()
+  const gw = useGateway(() => tracedConfig(upstream.url, receiver, { trustIncoming: true, forwardBaggage: true }))
+
+  it('continues the client’s trace: the SERVER span’s parent is the client’s span, and the V4 call carries the client’s trace id', async () => {
+    const { made, line } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_PARENT_ID}-01`, baggage: 'tier=gold' }, json: { input: 1 } }))
+    const sent = parsedTraceparent(made[0])
+    expect(sent).toMatchObject({ traceId: CLIENT_TRACE_ID, flags: '01' })
+    const spans = await traceOf(receiver, CLIENT_TRACE_ID)
+    const server = spans.find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server.parentSpanId).toBe(CLIENT_PARENT_ID)
+    expect(server.links).toEqual([])
+    expect(spans.find((span) => span.kind === 'CLIENT')?.spanId).toBe(sent.spanId)
+    expect(line).toMatchObject({ traceId: CLIENT_TRACE_ID, spanId: server.spanId })
+    expect(made[0]?.headers.baggage).toBe('tier=gold')
+  })
+
+  it('follows the client’s sampled flag: off, nothing is exported, yet the V4 call carries a traceparent (flag 00) naming a span of the client’s trace', async () => {
+    const unsampledTrace = 'a'.repeat(32)
+    const { made, line } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, traceparent: `00-${unsampledTrace}-${'b'.repeat(16)}-00` }, json: { input: 1 } }))
+    const sent = parsedTraceparent(made[0])
+    expect(sent).toMatchObject({ traceId: unsampledTrace, flags: '00' })
+    expect(sent.spanId).not.toBe('b'.repeat(16))
+    expect(line).toMatchObject({ traceId: unsampledTrace, spanId: expect.stringMatching(/^[0-9a-f]{16}$/) })
+    // A sampled request after it: once its spans are in, the batches before them were too.
+    const later = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 2 } }))
+    await traceOf(receiver, parsedTraceparent(later.made[0]).traceId)
+    expect(receiver.spans.filter((span) => span.traceId === unsampledTrace)).toEqual([])
+  })
+})
+
+describe('tracing on at sampleRatio 0', () => {
+  const { upstream } = v4Upstream()
+  const receiver = useOtlpReceiver()
+  const gw = useGateway(() => tracedConfig(upstream.url, receiver, { sampleRatio: 0 }))
+
+  it('exports nothing, and still sends each upstream call a traceparent (flag 00) whose ids the access line carries', async () => {
+    const { made, line } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } }))
+    const sent = parsedTraceparent(made[0])
+    expect(sent.flags).toBe('00')
+    expect(line.traceId).toBe(sent.traceId)
+    expect(line.spanId).toMatch(/^[0-9a-f]{16}$/)
+    await gw.close()
+    expect(receiver.spans).toEqual([])
+  })
+})
+
+describe('tracing on, OTLP/HTTP JSON', () => {
+  const { upstream } = v4Upstream()
+  const receiver = useOtlpReceiver()
+  const gw = useGateway(() => tracedConfig(upstream.url, receiver, { protocol: 'http/json', serviceName: 'edge-gw' }))
+
+  it('exports the same spans as JSON: names, kinds, parent link, attributes and resource', async () => {
+    const { made } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } }))
+    const sent = parsedTraceparent(made[0])
+    const spans = await traceOf(receiver, sent.traceId)
+    expect(receiver.requests.every((request) => request.contentType?.startsWith('application/json'))).toBe(true)
+    const server = spans.find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server).toMatchObject({ name: 'POST /v1/headless/runs', parentSpanId: '', attributes: expect.objectContaining({ 'http.response.status_code': 200, 'v4gw.credential.type': 'session' }) })
+    expect(server.resource['service.name']).toBe('edge-gw')
+    expect(spans.find((span) => span.kind === 'CLIENT')).toMatchObject({ name: 'POST /v4/execute', parentSpanId: server.spanId, spanId: sent.spanId })
+  })
+})
+
+describe('tracing on, with SPEC 14 stages', () => {
+  const { upstream } = v4Upstream()
+  const legacyUpstream = useRecordingUpstream((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.end(JSON.stringify({ from: 'legacy' }))
+  })
+  const receiver = useOtlpReceiver()
+  const gw = useGateway(() =>
+    tracedConfig(upstream.url, receiver, {}, {
+      tenancy: { default: 'old' },
+      tenants: {
+        old: { upstream: { staging: upstream.url, legacy: legacyUpstream.url }, migration: { stage: 'legacy' } },
+        moved: { upstream: { staging: upstream.url, legacy: legacyUpstream.url }, migration: { stage: 'translate' } }
+      }
+    })
+  )
+
+  it('stage legacy: v4gw.migration.stage and v4gw.served_by on the SERVER span, the legacy upstream’s call a CLIENT span named METHOD /v1/… carrying its traceparent', async () => {
+    const before = legacyUpstream.requests.length
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    const sent = parsedTraceparent(legacyUpstream.requests[before])
+    const spans = await traceOf(receiver, sent.traceId)
+    const server = spans.find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server.attributes).toMatchObject({ 'v4gw.migration.stage': 'legacy', 'v4gw.served_by': 'legacy', 'v4gw.tenant': 'old' })
+    expect(spans.find((span) => span.kind === 'CLIENT')).toMatchObject({ name: 'POST /v1/headless/runs', parentSpanId: server.spanId, spanId: sent.spanId })
+  })
+
+  it('stage translate: served_by v4', async () => {
+    const { made } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-tenant-id': 'moved' }, json: { input: 1 } }))
+    const server = (await traceOf(receiver, parsedTraceparent(made[0]).traceId)).find((span) => span.kind === 'SERVER')
+    expect(server?.attributes).toMatchObject({ 'v4gw.migration.stage': 'translate', 'v4gw.served_by': 'v4' })
+  })
+})
+
+describe('tracing off (the default)', () => {
+  const { upstream } = v4Upstream()
+  const gw = useGateway(() => testConfig(upstream.url))
+
+  it('makes no span: the client’s traceparent goes on unchanged and the access line has its trace id and no spanId', async () => {
+    const traceparent = `00-${CLIENT_TRACE_ID}-${CLIENT_PARENT_ID}-01`
+    const { made, line } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, traceparent }, json: { input: 1 } }))
+    expect(made[0]?.headers.traceparent).toBe(traceparent)
+    expect(line.traceId).toBe(CLIENT_TRACE_ID)
+    expect(line).not.toHaveProperty('spanId')
+  })
+})
