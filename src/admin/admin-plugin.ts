@@ -11,7 +11,10 @@ import type { SessionStore } from '../sessions/session-store.js'
 import type { ExplainInput, Explanation } from '../plan/explain-request.js'
 import type { UpcomingBrownout } from '../tenancy/deprecation-policy.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { migrationStageSchema } from '../config/schema.js'
 import { pauseBrownouts, resumeBrownouts } from '../tenancy/pause-brownouts.js'
+import { removeStageOverrides, setStageOverride } from '../tenancy/set-stage-override.js'
+import type { StageOverrideRecords } from '../tenancy/stage-override-records.js'
 import { assertAdminToken } from './admin-auth.js'
 import { buildMigrationAnswer, migrationRoutes, parseClientsListed } from './migration-answer.js'
 import { logAdminChange } from './admin-change.js'
@@ -41,7 +44,18 @@ export interface AdminDeps {
   runtime: () => GatewayRuntime
   /** SPEC 15's shadow results (the fleet's with Redis). */
   shadow: ShadowResults
+  /** SPEC 14's stage overrides (the fleet's with Redis); the runtime reads the same records. */
+  stageOverrides: StageOverrideRecords
 }
+
+/** SPEC 14's override body. */
+const stageOverrideBodySchema = z.strictObject({
+  tenant: z.string().min(1),
+  route: z.string().min(1).nullable().optional(),
+  stage: migrationStageSchema,
+  reason: z.string().min(1),
+  until: z.iso.datetime({ offset: true }).optional()
+})
 
 /** SPEC 13's pause body. */
 const pauseBodySchema = z.strictObject({
@@ -169,6 +183,26 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
         return resumeBrownouts(deps.runtime(), tenant, route === undefined || route === '' ? null : route, Date.now())
       })
+      admin.put('/migration/stage', { preHandler: acceptChange }, async function putStageOverride(request) {
+        const parsed = stageOverrideBodySchema.safeParse(request.body ?? null)
+        if (!parsed.success) {
+          const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
+          throw new GatewayError('INVALID_REQUEST', 'expected { tenant, route?, stage, reason, until? }', { details })
+        }
+        return setStageOverride(deps.runtime(), deps.stageOverrides, parsed.data, Date.now())
+      })
+      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[]; all?: string | string[] } }>('/migration/stage', { preHandler: acceptChange }, async function deleteStageOverride(request) {
+        const { tenant, route, all } = request.query
+        if (typeof tenant !== 'string' || tenant === '') {
+          throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path | &all=true]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
+        }
+        if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
+        if (all !== undefined && all !== 'true') throw new GatewayError('INVALID_REQUEST', 'all takes only true', { details: [{ pointer: 'query:all', message: 'true, once' }] })
+        const target = { tenant, route: route === undefined || route === '' ? null : route, all: all === 'true' }
+        const { removed, scope } = await removeStageOverrides(deps.runtime(), deps.stageOverrides, target, Date.now())
+        // One override named: it (or null), as the pause's DELETE answers; `all`: the list.
+        return target.all ? { overrides: removed, scope } : { override: removed[0] ?? null, scope }
+      })
       admin.get('/ui', async function migrationPage(_request, reply) {
         return reply.headers(MIGRATION_PAGE_HEADERS).send(MIGRATION_PAGE_HTML)
       })
@@ -199,7 +233,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         const runtime = deps.runtime()
         const routes = migrationRoutes(runtime, tenant === undefined || tenant === '' ? undefined : tenant)
         // SPEC 12's answer: the registry (the fleet's with Redis) with the running config's stages, deprecations and pauses.
-        return buildMigrationAnswer(runtime, await deps.migration.view(routes, clients), routes, Date.now())
+        return buildMigrationAnswer(runtime, deps.stageOverrides, await deps.migration.view(routes, clients), routes, Date.now())
       })
     },
     { prefix: '/admin' }

@@ -19,6 +19,7 @@ import { createSessionMap } from '../sessions/session-map.js'
 import { createSharedIdempotencyStore } from '../sessions/shared-idempotency-store.js'
 import { createSharedStore } from '../store/shared-store.js'
 import { BrownoutPauses } from '../tenancy/brownout-pauses.js'
+import { StageOverrideRecords } from '../tenancy/stage-override-records.js'
 import { buildGatewayRuntime, randomFleetId, type GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { resolveEffectiveStage } from '../tenancy/migration-policy.js'
 import { createLiveClaims } from '../traffic/run-idempotent.js'
@@ -46,9 +47,11 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   })
   // SPEC 13's pauses are the fleet's with Redis: loaded before the first request is served.
   const brownoutPauses = new BrownoutPauses(store, logger)
-  await brownoutPauses.start()
+  // SPEC 14's overrides likewise: a restarted replica rolls back from its first request.
+  const stageOverrides = new StageOverrideRecords(store, logger)
+  await Promise.all([brownoutPauses.start(), stageOverrides.start()])
   // SPEC 14: with `store: memory` this gateway's fleet is itself, under an id of its own.
-  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, { brownoutPauses, embeddedLegacyOrigin: options.embeddedLegacyOrigin, processFleetId: randomFleetId() })
+  const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, { brownoutPauses, stageOverrides, embeddedLegacyOrigin: options.embeddedLegacyOrigin, processFleetId: randomFleetId() })
   const sessionStore = options.sessionStore ?? createSessionStore(initial, store, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') })
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
   const metrics = createMetrics({
@@ -62,7 +65,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     statusCodeLabel: initial.metrics.statusCodeLabel,
     version: gatewayVersion(),
     migrationStages: () => routeStages(reloader.runtime()),
-    brownoutsPaused: () => pausedTenants(reloader.runtime())
+    brownoutsPaused: () => pausedTenants(reloader.runtime()),
+    migrationOverrides: () => overridesByTenant(reloader.runtime(), stageOverrides)
   })
   // SPEC 17: spans only with tracing.enabled (restart-only); without it nothing of tracing is built.
   const tracing = initial.tracing.enabled
@@ -156,7 +160,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     reload: reloader.reload,
     explain: (input) => explainRequestWithRecords(getRuntime(), input, idempotency),
     runtime: getRuntime,
-    shadow: shadowResults
+    shadow: shadowResults,
+    stageOverrides
   })
 
   const shutdown = createShutdown({
@@ -172,6 +177,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     store: {
       async close() {
         brownoutPauses.stop()
+        stageOverrides.stop()
         // Its last counts go to the store before the connection closes.
         await migration.close()
         await shadowResults.stop()
@@ -242,4 +248,14 @@ function routeStages(runtime: GatewayRuntime): [string, string, string][] {
 function pausedTenants(runtime: GatewayRuntime): [string, boolean][] {
   const paused = new Set(runtime.brownoutPauses.list(Date.now()).map((pause) => pause.tenant))
   return Object.keys(runtime.config.tenants).map((tenant) => [tenant, paused.has(tenant)])
+}
+
+/** SPEC 14's v4gw_migration_overrides: each configured tenant and how many overrides of it are in force. */
+function overridesByTenant(runtime: GatewayRuntime, records: StageOverrideRecords): [string, number][] {
+  const counts = new Map(Object.keys(runtime.config.tenants).map((tenant) => [tenant, 0]))
+  for (const override of records.list(Date.now())) {
+    const count = counts.get(override.tenant)
+    if (count !== undefined) counts.set(override.tenant, count + 1)
+  }
+  return [...counts]
 }

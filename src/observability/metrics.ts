@@ -79,6 +79,8 @@ export function createMetrics(options: {
   brownoutsPaused?: () => Iterable<readonly [tenant: string, paused: boolean]>
   /** SPEC 14's v4gw_migration_stage, read at each scrape: every configured legacy route with its effective stage. */
   migrationStages?: () => Iterable<readonly [tenant: string, route: string, stage: string]>
+  /** SPEC 14's v4gw_migration_overrides, read at each scrape: every configured tenant with its count of overrides in force. */
+  migrationOverrides?: () => Iterable<readonly [tenant: string, count: number]>
 }): GatewayMetrics {
   const registry = new Registry()
   if (options.processMetrics !== false) {
@@ -216,6 +218,19 @@ export function createMetrics(options: {
     'Legacy requests that carried an idempotency key (SPEC 16) by tenant, route and outcome: executed, replayed, waited (replayed after waiting for the first call), in_progress (409), key_reused (422), too_large (409), not_kept (ran, answer not kept), store_unavailable',
     ['tenant', 'route', 'outcome'] as const
   )
+  const migrationOverrides = options.migrationOverrides
+  if (migrationOverrides !== undefined) {
+    new Gauge({
+      name: 'v4gw_migration_overrides',
+      help: 'Stage overrides (PUT /admin/migration/stage) in force for the tenant, tenant-wide and per route, suspended ones included',
+      labelNames: ['tenant'] as const,
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const [tenant, count] of migrationOverrides()) this.set({ tenant }, count)
+      }
+    })
+  }
   const shadowComparisons = counter(
     'v4gw_shadow_comparisons_total',
     'Shadow comparisons of the V4 translation with the legacy answer (SPEC 15) by tenant, route and outcome: match, mismatch, candidate_error (no answer from V4), primary_error (none from the legacy side), dropped (a cap), skipped (not eligible), abandoned (cut at shutdown)',

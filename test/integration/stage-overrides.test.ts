@@ -1,0 +1,178 @@
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { send, type Answer } from '../helpers/http.js'
+import { useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { until, useRedisServer } from '../helpers/redis-server.js'
+import { startGateway, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
+import { useSimulator } from '../helpers/start-simulator.js'
+import { useTempDir } from '../helpers/temp-dir.js'
+
+/**
+ * SPEC 14's rollback: `PUT/DELETE /admin/migration/stage` against a gateway in front of the V4
+ * simulator and a recording legacy upstream; the fleet's with several gateways on one real
+ * redis-server.
+ */
+const HOUR = 3_600_000
+const ALICE = { authorization: 'Bearer demo-token-alice' }
+const ROUTE = 'POST /v1/headless/runs'
+/** SPEC 12/14: a change reaches every replica within 2 s. */
+const FLEET_DELAY_MS = 2_000
+
+const legacy = useRecordingUpstream((_recorded, response) => {
+  response.writeHead(200, { 'content-type': 'application/json' })
+  response.end(JSON.stringify({ from: 'legacy' }))
+})
+const sim = useSimulator()
+
+function stagedTenants(): Record<string, unknown> {
+  const upstream = { staging: sim.url, legacy: legacy.url }
+  return {
+    // Every route in translate, with a legacy upstream to roll back to.
+    acme: { upstream, migration: { stage: 'translate' } },
+    // A route already in shadow: an override may not move it forward.
+    early: { upstream, migration: { stage: 'translate', routes: { [ROUTE]: { stage: 'shadow' } } } },
+    // No legacy upstream: nothing to roll back to.
+    bare: { upstream: { staging: sim.url }, migration: { stage: 'translate' } }
+  }
+}
+
+function call(gw: StartedGateway, tenant = 'acme'): Promise<Answer> {
+  return send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-tenant-id': tenant }, json: { input: 1 } })
+}
+
+function putOverride(gw: StartedGateway, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Answer> {
+  return send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers, json: body })
+}
+
+describe('stage overrides on one gateway (SPEC 14)', () => {
+  const gw = useGateway(() => ({ log: { level: 'info' }, tenancy: { default: 'acme' }, tenants: stagedTenants() }))
+
+  it('rolls a route back to legacy at once, with reason and a default expiry of 24 h, and writes an admin change line', async () => {
+    expect((await call(gw)).headers['x-v4gw-served-by']).toBe('v4')
+    const before = Date.now()
+    const put = await putOverride(gw, { tenant: 'acme', route: ROUTE, stage: 'legacy', reason: 'INC-42: V4 answers 500' }, { 'x-request-id': 'override-1' })
+    expect(put.status).toBe(200)
+    expect(put.json).toMatchObject({ override: { tenant: 'acme', route: ROUTE, stage: 'legacy', reason: 'INC-42: V4 answers 500' }, scope: 'replica' })
+    const until = Date.parse(put.json.override.until)
+    expect(until - before).toBeGreaterThanOrEqual(24 * HOUR - 1_000)
+    expect(until - before).toBeLessThanOrEqual(24 * HOUR + 60_000)
+    const line = gw.logs.lines().find((entry) => entry.msg === 'admin change' && entry.requestId === 'override-1')
+    expect(line).toMatchObject({ level: 40, endpoint: 'PUT /admin/migration/stage', body: { tenant: 'acme', stage: 'legacy', reason: 'INC-42: V4 answers 500' } })
+
+    const served = await call(gw)
+    expect(served.headers['x-v4gw-served-by']).toBe('legacy')
+    expect(served.json).toEqual({ from: 'legacy' })
+    // Another route of the tenant is not touched.
+    const other = await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'acme' }, json: { input: 1 } })
+    expect(other.headers['x-v4gw-served-by']).toBe('v4')
+
+    const migration = await send(gw.adminUrl, '/admin/migration?tenant=acme')
+    expect(migration.json.tenants.acme.routes[ROUTE]).toMatchObject({ stage: 'legacy', stageSource: 'override' })
+    expect(migration.json.tenants.acme.routes['POST /v1/runs/invoke']).toMatchObject({ stage: 'translate', stageSource: 'config' })
+    expect(migration.json.tenants.acme.overrides).toEqual([expect.objectContaining({ tenant: 'acme', route: ROUTE, stage: 'legacy', suspended: null })])
+    expect(await metric(gw, /^v4gw_migration_overrides\{tenant="acme"\} (\d+)$/m)).toBe('1')
+
+    const removed = await send(gw.adminUrl, `/admin/migration/stage?tenant=acme&route=${encodeURIComponent(ROUTE)}`, { method: 'DELETE' })
+    expect(removed.json).toMatchObject({ override: { route: ROUTE, stage: 'legacy' }, scope: 'replica' })
+    expect((await call(gw)).headers['x-v4gw-served-by']).toBe('v4')
+  })
+
+  it('lets a route override win over a tenant override, and removes all of a tenant with all=true', async () => {
+    await putOverride(gw, { tenant: 'acme', stage: 'shadow', reason: 'tenant-wide' })
+    await putOverride(gw, { tenant: 'acme', route: ROUTE, stage: 'translate', reason: 'this route stays' })
+    expect((await call(gw)).headers['x-v4gw-served-by']).toBe('v4')
+    const other = await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'acme' }, json: { input: 1 } })
+    expect(other.headers['x-v4gw-served-by']).toBe('legacy')
+    const all = await send(gw.adminUrl, '/admin/migration/stage?tenant=acme&all=true', { method: 'DELETE' })
+    expect(all.json.overrides).toHaveLength(2)
+    expect((await send(gw.adminUrl, '/admin/migration?tenant=acme')).json.tenants.acme.overrides).toEqual([])
+  })
+
+  it('refuses to move a route forward, to a stage needing upstream.legacy without one, and bad bodies, with pointers', async () => {
+    const forward = await putOverride(gw, { tenant: 'early', route: ROUTE, stage: 'translate', reason: 'forward' })
+    expect(forward.status).toBe(400)
+    expect(forward.json.error).toMatchObject({ code: 'INVALID_REQUEST', details: [{ pointer: '/stage' }] })
+    // Tenant-wide: refused when any route of the tenant would move forward.
+    const tenantWide = await putOverride(gw, { tenant: 'early', stage: 'canary', reason: 'forward for one route' })
+    expect(tenantWide.status).toBe(400)
+    const noLegacy = await putOverride(gw, { tenant: 'bare', stage: 'legacy', reason: 'nowhere to go' })
+    expect(noLegacy.status).toBe(400)
+    expect(noLegacy.json.error.details).toEqual([expect.objectContaining({ pointer: '/stage' })])
+    const tooLong = await putOverride(gw, { tenant: 'acme', stage: 'legacy', reason: 'r', until: new Date(Date.now() + 31 * 24 * HOUR).toISOString() })
+    expect(tooLong.json.error.details).toEqual([expect.objectContaining({ pointer: '/until' })])
+    const noReason = await putOverride(gw, { tenant: 'acme', stage: 'legacy' })
+    expect(noReason.json.error.details).toEqual([expect.objectContaining({ pointer: '/reason' })])
+    const badStage = await putOverride(gw, { tenant: 'acme', stage: 'sideways', reason: 'r' })
+    expect(badStage.json.error.details).toEqual([expect.objectContaining({ pointer: '/stage' })])
+    expect((await putOverride(gw, { tenant: 'nope', stage: 'legacy', reason: 'r' })).json.error.code).toBe('TENANT_UNKNOWN')
+    expect((await putOverride(gw, { tenant: 'acme', route: 'POST /nope', stage: 'legacy', reason: 'r' })).json.error.code).toBe('ROUTE_NOT_FOUND')
+    const form = await send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'tenant=acme' })
+    expect(form.status).toBe(415)
+    // An equal stage is allowed (SPEC 14: earlier or equal).
+    expect((await putOverride(gw, { tenant: 'early', route: ROUTE, stage: 'shadow', reason: 'same' })).status).toBe(200)
+    await send(gw.adminUrl, '/admin/migration/stage?tenant=early&all=true', { method: 'DELETE' })
+  })
+})
+
+describe('an override the config no longer allows (SPEC 14: suspended, never misapplied)', () => {
+  const dir = useTempDir('v4gw-overrides-')
+
+  it('is suspended by a reload that removes the legacy upstream, and applies again when it comes back', async () => {
+    const configPath = join(dir.path, 'gateway.yaml')
+    const config = (withLegacy: boolean): Record<string, unknown> => ({
+      log: { level: 'silent' },
+      tenancy: { default: 'acme' },
+      tenants: { acme: { upstream: withLegacy ? { staging: sim.url, legacy: legacy.url } : { staging: sim.url }, migration: { stage: 'translate' } } }
+    })
+    await writeFile(configPath, stringify(config(true)))
+    const gw = await startGateway(config(true), { configPath })
+    await putOverride(gw, { tenant: 'acme', route: ROUTE, stage: 'legacy', reason: 'rollback' })
+    expect((await call(gw)).headers['x-v4gw-served-by']).toBe('legacy')
+
+    await writeFile(configPath, stringify(config(false)))
+    expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    expect((await call(gw)).headers['x-v4gw-served-by']).toBe('v4')
+    const listed = (await send(gw.adminUrl, '/admin/migration?tenant=acme')).json.tenants.acme
+    expect(listed.overrides).toEqual([expect.objectContaining({ route: ROUTE, stage: 'legacy', suspended: expect.stringContaining('upstream.legacy') })])
+    expect(listed.routes[ROUTE]).toMatchObject({ stage: 'translate', stageSource: 'config' })
+
+    await writeFile(configPath, stringify(config(true)))
+    await send(gw.adminUrl, '/admin/reload', { method: 'POST' })
+    expect((await call(gw)).headers['x-v4gw-served-by']).toBe('legacy')
+  })
+})
+
+describe('stage overrides shared by the fleet through Redis (SPEC 14)', () => {
+  const redis = useRedisServer()
+  const replica = (): Promise<StartedGateway> =>
+    startGateway({ log: { level: 'silent' }, store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'overrides:' } }, tenancy: { default: 'acme' }, tenants: stagedTenants() })
+
+  it('reaches every replica within 2 s, survives a restart, and is written back after an outage', async () => {
+    const [a, b] = [await replica(), await replica()]
+    const put = await putOverride(a, { tenant: 'acme', route: ROUTE, stage: 'legacy', reason: 'fleet rollback' })
+    expect(put.json.scope).toBe('fleet')
+    await until(async () => (await call(b)).headers['x-v4gw-served-by'] === 'legacy', FLEET_DELAY_MS, 50)
+
+    await a.close()
+    await b.close()
+    const restarted = await replica()
+    expect((await call(restarted)).headers['x-v4gw-served-by']).toBe('legacy')
+
+    // Taken while Redis is down: this replica only, then the fleet's once Redis answers again.
+    await redis.kill()
+    await until(async () => (await send(restarted.adminUrl, '/readyz')).json?.sessionStore?.redis === 'down')
+    const local = await putOverride(restarted, { tenant: 'acme', route: 'POST /v1/runs/invoke', stage: 'legacy', reason: 'during the outage' })
+    expect(local.json.scope).toBe('local')
+    await redis.restart()
+    await until(async () => (await redis.client().hlen('overrides:f:overrides')) === 2, 3 * FLEET_DELAY_MS, 50)
+    const late = await replica()
+    const invoke = await send(late.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'acme' }, json: { input: 1 } })
+    expect(invoke.headers['x-v4gw-served-by']).toBe('legacy')
+  })
+})
+
+async function metric(gw: StartedGateway, pattern: RegExp): Promise<string | undefined> {
+  return pattern.exec((await send(gw.adminUrl, '/metrics')).text)?.[1]
+}
