@@ -91,6 +91,15 @@ const HTML_BODY = `</style>
 </form>
 <nav id="tenant-nav" aria-label="tenants"></nav>
 <main id="tenants"></main>
+<footer class="muted">
+<h2>Traces</h2>
+<p>To follow a legacy call from the client through this gateway to V4, point the gateway at an OpenTelemetry Collector (OTLP over HTTP) and restart it:</p>
+<pre><code>tracing:
+  enabled: true
+  endpoint: http://otel-collector:4318/v1/traces
+  sampleRatio: 0.01</code></pre>
+<p>Each traced request has one server span with the migration decision on it (<code>v4gw.migration.stage</code>, <code>v4gw.served_by</code>, <code>v4gw.deprecation.action</code>, <code>v4gw.idempotency.outcome</code>) and one client span per upstream call; its access line carries the same <code>traceId</code> and <code>spanId</code>. The repository's <code>docker-compose.yml</code> runs one that prints what it receives (<code>docker compose logs -f otel-collector</code>).</p>
+</footer>
 <script>`
 
 const HTML_END = `</script>

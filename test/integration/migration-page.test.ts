@@ -38,6 +38,16 @@ describe('the migration page GET /admin/ui', () => {
     expect((await send(gw.adminUrl, '/admin/migration')).json.error.code).toBe('AUTH_INVALID')
   })
 
+  it('shows how to point the gateway at an OpenTelemetry collector, with a tracing section the config accepts (SPEC 17)', async () => {
+    const page = await send(gw.adminUrl, '/admin/ui')
+    const snippet = /<pre><code>(tracing:[\s\S]*?)<\/code><\/pre>/.exec(page.text)?.[1]
+    expect(snippet).toBeDefined()
+    const { configSchema } = await import('../../src/config/schema.js')
+    const { parse } = await import('yaml')
+    const parsed = configSchema.parse(testConfig('http://127.0.0.1:9', parse(snippet as string) as Record<string, unknown>))
+    expect(parsed.tracing).toMatchObject({ enabled: true, endpoint: 'http://otel-collector:4318/v1/traces', sampleRatio: 0.01 })
+  })
+
   it('answers HEAD /admin/ui without the token and without a body', async () => {
     const head = await send(gw.adminUrl, '/admin/ui', { method: 'HEAD' })
     expect(head.status).toBe(200)
