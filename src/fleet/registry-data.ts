@@ -54,6 +54,10 @@ export class RouteData {
   readonly days = new Map<number, DayCount>()
   /** By last seen, least recent first: a Map keeps insertion order, and each request moves its client to the end. */
   readonly clients = new Map<string, ClientRecord>()
+  /** The client of the route's last request and that request's day: the same client again costs no reordering and no HyperLogLog update. */
+  lastClient: ClientRecord | undefined = undefined
+  lastDay: DayCount | undefined = undefined
+  lastDayNumber = -1
 }
 
 export interface TenantData {
@@ -115,6 +119,15 @@ export class RegistryData {
     route.requests++
     if (sample.atMs > route.lastSeenMs) route.lastSeenMs = sample.atMs
     if (!sample.exempt && sample.atMs > route.lastSeenNonExemptMs) route.lastSeenNonExemptMs = sample.atMs
+    const userAgent = sample.userAgent === undefined ? null : sample.userAgent.length > MAX_USER_AGENT_CHARS ? sample.userAgent.slice(0, MAX_USER_AGENT_CHARS) : sample.userAgent
+    const last = route.lastClient
+    if (last !== undefined && last.id === sample.clientId && route.lastDayNumber === day && route.clients.get(last.id) === last) {
+      // The same client as the route's last request, the same day: it is already last in the
+      // order and in both distinct logs (the common case of a busy client).
+      ;(route.lastDay as DayCount).requests++
+      this.#touch(last, sample, userAgent, day)
+      return
+    }
     route.distinct.add(sample.clientId)
     let dayCount = route.days.get(day)
     if (dayCount === undefined) {
@@ -124,20 +137,15 @@ export class RegistryData {
     }
     dayCount.requests++
     dayCount.clients.add(sample.clientId)
+    route.lastDay = dayCount
+    route.lastDayNumber = day
 
-    const userAgent = sample.userAgent === undefined ? null : sample.userAgent.length > MAX_USER_AGENT_CHARS ? sample.userAgent.slice(0, MAX_USER_AGENT_CHARS) : sample.userAgent
     const client = route.clients.get(sample.clientId)
     if (client !== undefined) {
       route.clients.delete(sample.clientId)
       route.clients.set(sample.clientId, client)
-      client.requests++
-      if (this.trackDays && dayOf(client.lastSeenMs) !== day) (client.days ??= []).push(dayOf(client.lastSeenMs))
-      if (sample.atMs >= client.lastSeenMs) {
-        client.lastSeenMs = sample.atMs
-        // The same text as before keeps the stored string (no copy per request).
-        if (client.userAgent !== userAgent) client.userAgent = userAgent
-      }
-      if (sample.brownout) client.lastBrownoutMs = sample.atMs
+      route.lastClient = client
+      this.#touch(client, sample, userAgent, day)
       return
     }
     const { maxPerRoute } = this.bounds.forTenant(sample.tenant)
@@ -148,8 +156,21 @@ export class RegistryData {
       route.clientsEvicted++
       return
     }
-    route.clients.set(sample.clientId, new ClientRecord(sample.clientId, userAgent, 1, sample.atMs, sample.atMs, sample.brownout ? sample.atMs : 0))
+    const added = new ClientRecord(sample.clientId, userAgent, 1, sample.atMs, sample.atMs, sample.brownout ? sample.atMs : 0)
+    route.clients.set(sample.clientId, added)
+    route.lastClient = added
     this.#clientCount++
+  }
+
+  #touch(client: ClientRecord, sample: LegacySample, userAgent: string | null, day: number): void {
+    client.requests++
+    if (this.trackDays && dayOf(client.lastSeenMs) !== day) (client.days ??= []).push(dayOf(client.lastSeenMs))
+    if (sample.atMs >= client.lastSeenMs) {
+      client.lastSeenMs = sample.atMs
+      // The same text as before keeps the stored string (no copy per request).
+      if (client.userAgent !== userAgent) client.userAgent = userAgent
+    }
+    if (sample.brownout) client.lastBrownoutMs = sample.atMs
   }
 
   /** Forgets what is older than each tenant's `retentionDays`: clients last seen before, and routes unused since. */
