@@ -190,8 +190,11 @@ describe('the repository config/gateway.yaml', () => {
 
   it('is valid with an empty environment', async () => {
     const config = await loadConfig(repoConfig, {})
-    expect(Object.keys(config.tenants)).toEqual(['demo'])
+    expect(Object.keys(config.tenants)).toEqual(['demo', 'staged'])
     expect(config.tenants.demo?.upstream).toEqual({ staging: 'embedded', production: null, target: 'staging' })
+    // SPEC 14.1: the second demo tenant on the two built-in backends, in stages shadow and canary.
+    expect(config.tenants.staged?.upstream).toEqual({ staging: 'embedded', production: null, target: 'staging', legacy: 'embedded' })
+    expect(Object.values(config.tenants.staged?.migration.routes ?? {}).map((route) => route.stage)).toEqual(['shadow', 'canary', 'canary'])
     expect(config.tenancy.default).toBe('demo')
     expect(config.listen).toEqual({ host: '127.0.0.1', port: 8080 })
     expect(config.admin.token).toBeNull()

@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest'
+import { clientBucket } from '../../../src/plan/client-bucket.js'
+import { brownoutBucket } from '../../../src/plan/deprecation-step.js'
+import { cameThroughFleet, decideMigration, withVia } from '../../../src/plan/migration-step.js'
+import { isAllowedOverride, resolveEffectiveStage, type RouteMigration } from '../../../src/tenancy/migration-policy.js'
+
+/** SPEC 14's decision for one request, as a pure function. */
+
+function route(stage: RouteMigration['stage'], percent = 0, allow: string[] = [], deny: string[] = []): RouteMigration {
+  return { stage, stageFrom: 'tenant', canary: { percent, bucketBound: Math.round(percent * 100), allow: new Set(allow), deny: new Set(deny) } }
+}
+
+const CLIENTS = Array.from({ length: 2_000 }, (_, index) => `fp:${index.toString(16).padStart(16, '0')}`)
+
+function sideOf(configured: RouteMigration, clientId: string, tenant = 'acme'): string {
+  return decideMigration(resolveEffectiveStage(configured, true, undefined), configured, tenant, clientId, undefined, 0).side
+}
+
+describe('SPEC 14 canary by client', () => {
+  it('uses SPEC 13 bucket formula with "canary" for "brownout": the same digest, another salt', () => {
+    expect(clientBucket('brownout', 'acme', 'fp:0123456789abcdef')).toBe(brownoutBucket('acme', 'fp:0123456789abcdef'))
+    // Pinned values: a change of the formula would move clients between sides on every replica.
+    expect(clientBucket('canary', 'acme', 'fp:0123456789abcdef')).toBe(1604)
+    expect(clientBucket('canary', 'acme', 'hdr:batch-job')).toBe(1917)
+    expect(clientBucket('brownout', 'acme', 'fp:0123456789abcdef')).toBe(8108)
+    expect(CLIENTS.map((client) => clientBucket('canary', 'acme', client)).every((bucket) => bucket >= 0 && bucket < 10_000)).toBe(true)
+  })
+
+  it('only adds clients to V4 when the percentage rises (monotone), never removes one', () => {
+    let previous = new Set<string>()
+    for (const percent of [0, 1, 5, 12.5, 25, 50, 75, 99.99, 100]) {
+      const inCanary = new Set(CLIENTS.filter((client) => sideOf(route('canary', percent), client) === 'v4'))
+      for (const client of previous) expect(inCanary.has(client)).toBe(true)
+      previous = inCanary
+    }
+    expect(previous.size).toBe(CLIENTS.length)
+  })
+
+  it('selects about the share asked for', () => {
+    const share = CLIENTS.filter((client) => sideOf(route('canary', 25), client) === 'v4').length / CLIENTS.length
+    expect(share).toBeGreaterThan(0.2)
+    expect(share).toBeLessThan(0.3)
+  })
+
+  it('decides the same for a client on every route and every replica: nothing but tenant and client id is in the bucket', () => {
+    const a = route('canary', 40)
+    const b: RouteMigration = { ...route('canary', 40), stageFrom: 'route' }
+    for (const client of CLIENTS.slice(0, 200)) expect(sideOf(a, client)).toBe(sideOf(b, client))
+    // Another tenant buckets its clients on its own.
+    const differs = CLIENTS.slice(0, 200).some((client) => clientBucket('canary', 'acme', client) !== clientBucket('canary', 'other', client))
+    expect(differs).toBe(true)
+  })
+
+  it('lets allow win over the bucket and deny over it, and says why', () => {
+    const client = CLIENTS.find((id) => clientBucket('canary', 'acme', id) >= 5_000) as string
+    const allowed = decideMigration({ stage: 'canary', source: 'config' }, route('canary', 0, [client]), 'acme', client, undefined, 0)
+    expect(allowed).toMatchObject({ side: 'v4', canary: { listed: 'allow' } })
+    const denied = decideMigration({ stage: 'canary', source: 'config' }, route('canary', 100, [], [client]), 'acme', client, undefined, 0)
+    expect(denied).toMatchObject({ side: 'legacy', canary: { listed: 'deny' } })
+    const bucketed = decideMigration({ stage: 'canary', source: 'config' }, route('canary', 50), 'acme', client, undefined, 0)
+    expect(bucketed.canary?.bucket).toBe(clientBucket('canary', 'acme', client))
+  })
+
+  it('puts anonymous in the canary only at 100', () => {
+    expect(sideOf(route('canary', 99.99), 'anonymous')).toBe('legacy')
+    expect(sideOf(route('canary', 100), 'anonymous')).toBe('v4')
+  })
+})
+
+describe('SPEC 14 stages and their sides', () => {
+  it.each([
+    ['legacy', 'legacy'],
+    ['shadow', 'legacy'],
+    ['translate', 'v4'],
+    ['native-only', 'none']
+  ] as const)('serves stage %s from %s', (stage, side) => {
+    expect(sideOf(route(stage), 'fp:0000000000000001')).toBe(side)
+  })
+
+  it('marks stage shadow for SPEC 15 comparison', () => {
+    expect(decideMigration({ stage: 'shadow', source: 'config' }, route('shadow'), 'acme', 'anonymous', undefined, 0).shadow).toBe(true)
+  })
+
+  it('lets a client exempt until later through native-only, as in translate', () => {
+    const facts = decideMigration({ stage: 'native-only', source: 'config' }, route('native-only'), 'acme', 'fp:0000000000000001', Date.parse('2030-01-01T00:00:00Z'), Date.parse('2029-01-01T00:00:00Z'))
+    expect(facts).toMatchObject({ side: 'v4', exemptUntil: '2030-01-01T00:00:00.000Z' })
+    const expired = decideMigration({ stage: 'native-only', source: 'config' }, route('native-only'), 'acme', 'fp:0000000000000001', Date.parse('2030-01-01T00:00:00Z'), Date.parse('2031-01-01T00:00:00Z'))
+    expect(expired.side).toBe('none')
+  })
+})
+
+describe('SPEC 14 effective stage', () => {
+  const override = (stage: RouteMigration['stage']) => ({ stage, route: null, reason: 'rollback', until: '2099-01-01T00:00:00Z' })
+
+  it('is the configured stage without an override, from config', () => {
+    expect(resolveEffectiveStage(route('canary'), true, undefined)).toEqual({ stage: 'canary', source: 'config' })
+  })
+
+  it('applies an override to an earlier or equal stage, and suspends one that would move forward or needs a legacy upstream that is gone', () => {
+    expect(resolveEffectiveStage(route('canary'), true, override('shadow'))).toMatchObject({ stage: 'shadow', source: 'override' })
+    expect(resolveEffectiveStage(route('shadow'), true, override('translate'))).toEqual({ stage: 'shadow', source: 'config' })
+    expect(resolveEffectiveStage(route('translate'), false, override('legacy'))).toEqual({ stage: 'translate', source: 'config' })
+    expect(isAllowedOverride('native-only', 'translate', false)).toBe(true)
+  })
+})
+
+describe('SPEC 14 Via', () => {
+  it('finds the fleet member in a Via list, whatever else is in it, and nothing in a look-alike', () => {
+    expect(cameThroughFleet('1.1 proxy-a, 1.1 v4gw-abc123 (comment), HTTP/2 lb', 'v4gw-abc123')).toBe(true)
+    expect(cameThroughFleet(['1.0 a', '1.1 v4gw-abc123'], 'v4gw-abc123')).toBe(true)
+    expect(cameThroughFleet('1.1 v4gw-abc1234', 'v4gw-abc123')).toBe(false)
+    expect(cameThroughFleet('1.1 proxy (via v4gw-abc123)', 'v4gw-abc123')).toBe(false)
+    expect(cameThroughFleet(undefined, 'v4gw-abc123')).toBe(false)
+  })
+
+  it('appends the member to the incoming list (RFC 9110 7.6.3)', () => {
+    expect(withVia(undefined, '1.1 v4gw-x')).toBe('1.1 v4gw-x')
+    expect(withVia('1.0 a', '1.1 v4gw-x')).toBe('1.0 a, 1.1 v4gw-x')
+  })
+})
