@@ -8,7 +8,7 @@ import { configHash } from '../config/config-hash.js'
 import { answerClientError, answerConnect } from '../kernel/client-error.js'
 import { createTrafficServer, listen } from '../kernel/traffic-server.js'
 import { createLogger } from '../observability/logger.js'
-import { ShadowResults } from '../fleet/shadow-results.js'
+import { ShadowResults, type ShadowOutcome, type ShadowRecord } from '../fleet/shadow-results.js'
 import { createMetrics } from '../observability/metrics.js'
 import { createTracing } from '../tracing/tracing.js'
 import { boundsFromConfig, ClientRegistry } from '../fleet/client-registry.js'
@@ -82,8 +82,13 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // SPEC 12's client registry: counted in memory, the fleet's with Redis (written every store.flushMs).
   const migration = new ClientRegistry({ store, bounds: boundsFromConfig(() => reloader.runtime().config), flushMs: initial.store.flushMs, configHash: () => configHash(reloader.runtime().config), logger })
   // SPEC 15's results: counted in memory, the fleet's with Redis (written every store.flushMs).
-  const shadowResults = new ShadowResults({ store, logger, flushMs: initial.store.flushMs, onOutcome: (tenant, route, outcome) => metrics.observeShadow(tenant, route, outcome) })
+  const shadowResults = new ShadowResults({ store, logger, flushMs: initial.store.flushMs, onOutcome: observeShadowOutcome })
   await shadowResults.start()
+  function observeShadowOutcome(tenant: string, route: string, outcome: ShadowOutcome, record: ShadowRecord): void {
+    metrics.observeShadow(tenant, route, outcome)
+    // SPEC 17: a comparison's V4 side that gave no answer is an upstream failure labelled `shadow`.
+    if (record.failureCause !== undefined) metrics.observeUpstreamFailure(tenant, 'shadow', record.failureCause)
+  }
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
   const reloader = createConfigReloader({
     startConfig: initial,

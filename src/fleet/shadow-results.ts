@@ -19,6 +19,8 @@ export interface ShadowRecord {
   readonly candidateStatus?: number | undefined
   /** Recorded pointers (util/shadow-compare.ts) of a mismatch. */
   readonly pointers?: readonly string[] | undefined
+  /** Why the V4 side gave no answer (a `candidate_error`), as SPEC 17's `cause` says it. */
+  readonly failureCause?: string | undefined
 }
 
 export interface ShadowSample {
@@ -222,8 +224,8 @@ export interface ShadowResultsOptions {
   logger: StoreLogger
   /** `store.flushMs`: at most one write to the store this often (SPEC 12). */
   flushMs: number
-  /** Hears every outcome as it is recorded: the metric. */
-  onOutcome?: (tenant: string, route: string, outcome: ShadowOutcome) => void
+  /** Hears every outcome as it is recorded: the metrics. */
+  onOutcome?: (tenant: string, route: string, outcome: ShadowOutcome, record: ShadowRecord) => void
   /** The process's start, the `since` of a `replica` answer; default now. */
   startedAtMs?: number
 }
@@ -270,7 +272,7 @@ export class ShadowResults {
 
   /** Counts one outcome: memory only, never I/O. */
   record(record: ShadowRecord): void {
-    this.#onOutcome?.(record.tenant, record.route, record.outcome)
+    this.#onOutcome?.(record.tenant, record.route, record.outcome, record)
     const key = routeKey(record.tenant, record.route)
     let tally = this.#pending.get(key)
     if (tally === undefined) {

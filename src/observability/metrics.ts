@@ -25,6 +25,8 @@ export interface GatewayMetrics {
   observeSpansDropped(reason: 'queue_full' | 'export_failed', count: number): void
   /** SPEC 15: one shadow comparison's outcome (a closed set: match, mismatch, candidate_error, primary_error, dropped, skipped, abandoned). */
   observeShadow(tenant: string, route: string, outcome: string): void
+  /** SPEC 17: an upstream call that failed outside a request's own answer (a shadow comparison's V4 side). */
+  observeUpstreamFailure(tenant: string, upstream: 'v4' | 'legacy' | 'shadow', cause: string): void
 }
 
 export interface RequestSample {
@@ -321,6 +323,9 @@ export function createMetrics(options: {
     },
     observeShadow(tenant, route, outcome) {
       shadowComparisons.inc({ tenant, route, outcome })
+    },
+    observeUpstreamFailure(tenant, upstream, cause) {
+      upstreamFailures.inc({ tenant, upstream, cause })
     }
   }
 }

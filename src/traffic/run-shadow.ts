@@ -2,7 +2,7 @@ import { hash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { buildErrorBody } from '../errors/error-body.js'
 import { isGatewayError } from '../errors/registry.js'
-import type { ShadowOutcome, ShadowResults } from '../fleet/shadow-results.js'
+import type { ShadowOutcome, ShadowRecord, ShadowResults } from '../fleet/shadow-results.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import type { LegacyCalls } from '../legacy/legacy-calls.js'
@@ -14,6 +14,7 @@ import { createSessionMap, type SessionMap } from '../sessions/session-map.js'
 import { createMemorySessionStore } from '../sessions/session-store.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { shadowPolicyFor, type ShadowPolicy } from '../tenancy/shadow-policy.js'
+import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import type { CancelScope, UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { compareAnswers, type ComparedAnswer } from '../util/shadow-compare.js'
 
@@ -24,6 +25,8 @@ export interface ShadowRunnerDeps {
   upstream: UpstreamClient
   results: ShadowResults
   planCandidate: PlanCandidate
+  /** The runtime now: a comparison whose route a reload removed is discarded (SPEC 17). */
+  currentRuntime?: () => GatewayRuntime
 }
 
 export interface ShadowRunner {
@@ -64,6 +67,14 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     return map
   }
 
+  /** Counts a comparison's end, unless it was abandoned or a reload took its route away. */
+  function record(comparison: Comparison, result: ShadowRecord): void {
+    if (comparison.abandoned) return
+    const now = deps.currentRuntime?.()
+    if (now !== undefined && now !== comparison.runtime && !now.tenancy.tenants.get(comparison.tenant)?.routes.some((route) => route.label === comparison.route)) return
+    deps.results.record(result)
+  }
+
   function release(comparison: Comparison): void {
     if (!running.delete(comparison)) return
     const left = (perTenant.get(comparison.tenant) ?? 1) - 1
@@ -98,14 +109,14 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       const primary = comparison.primaryAnswer(exchange.response.writableFinished)
       if (primary === 'skipped' || primary === 'primary_error') {
         release(comparison)
-        if (!comparison.abandoned) deps.results.record(comparison.recordOf(primary))
+        record(comparison, comparison.recordOf(primary))
         return
       }
       setImmediate(() => {
         runCandidate(comparison, primary).then(
-          (record) => {
+          (result) => {
             release(comparison)
-            if (record !== undefined && !comparison.abandoned) deps.results.record(record)
+            if (result !== undefined) record(comparison, result)
           },
           () => release(comparison)
         )
@@ -114,7 +125,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     return comparison.tap
   }
 
-  async function runCandidate(comparison: Comparison, primary: ComparedAnswer): Promise<ReturnType<Comparison['recordOf']> | undefined> {
+  async function runCandidate(comparison: Comparison, primary: ComparedAnswer): Promise<ShadowRecord | undefined> {
     const { policy, runtime, head } = comparison
     if (comparison.abandoned) return undefined
     const planned = deps.planCandidate(runtime, head, comparison.requestBody(), policy.origin)
@@ -125,7 +136,11 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     } else {
       const calls = planned.kind === 'idempotent' ? planned.calls : planned
       if (calls.calls.action === 'session-execute' && !sampled(policy, comparison.tenant, `${comparison.clientId}\u0000${calls.calls.stateKey}`)) return undefined
-      const timer = setTimeout(() => comparison.cancelCalls(), policy.settings.timeoutMs)
+      let timedOut = false
+      const timer = setTimeout(() => {
+        timedOut = true
+        comparison.cancelCalls()
+      }, policy.settings.timeoutMs)
       timer.unref()
       const trace: LegacyCallTrace = { upstreamMs: undefined, v4Path: undefined, sessionOutcome: undefined }
       try {
@@ -140,7 +155,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       } catch (error) {
         if (comparison.abandoned) return undefined
         // No HTTP answer from V4 (refused, reset, timeout, unreadable): SPEC 15's candidate_error.
-        if (isGatewayError(error)) return comparison.recordOf('candidate_error', primary)
+        if (isGatewayError(error)) return { ...comparison.recordOf('candidate_error', primary), failureCause: timedOut ? 'timeout' : upstreamFailureCause(error) }
         throw error
       } finally {
         clearTimeout(timer)
@@ -235,7 +250,7 @@ class Comparison {
     this.cancelCalls()
   }
 
-  recordOf(outcome: ShadowOutcome, primary?: ComparedAnswer, candidateStatus?: number, pointers?: readonly string[]) {
+  recordOf(outcome: ShadowOutcome, primary?: ComparedAnswer, candidateStatus?: number, pointers?: readonly string[]): ShadowRecord {
     return { tenant: this.tenant, route: this.route, outcome, requestId: this.head.requestId, atMs: Date.now(), primaryStatus: primary?.statusCode ?? this.#status, candidateStatus, pointers }
   }
 }

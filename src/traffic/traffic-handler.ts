@@ -94,7 +94,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     isDraining: deps.isDraining
   }
   // SPEC 15: the runner of stage shadow's comparisons; the planner's candidate is translate's plan.
-  const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate })
+  const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate, currentRuntime: deps.getRuntime })
   if (shadow !== undefined) run.shadow = (exchange, plan) => shadow.begin(deps.getRuntime(), exchange, plan)
 
   /** `span`: the request's SERVER span's ids, when tracing is on (SPEC 17: logs and traces join). */

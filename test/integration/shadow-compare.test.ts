@@ -110,6 +110,8 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect((await execute(gw)).status).toBe(200)
     await until(async () => (await shadowOf(gw)).candidateErrors === 1)
     expect(await shadowOf(gw)).toMatchObject({ comparisons: 1, matches: 0, mismatches: 0, mismatchRate: null })
+    // SPEC 17: the V4 side's failure is an upstream failure labelled shadow.
+    expect((await send(gw.adminUrl, '/metrics')).text).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="shadow",cause="reset"} 1')
   })
 
   it('counts a legacy side that does not answer as primary_error, and makes no V4 call', async () => {
@@ -166,6 +168,7 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     try {
       await execute(gw)
       await until(async () => (await shadowOf(gw)).candidateErrors === 1)
+      expect((await send(gw.adminUrl, '/metrics')).text).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="shadow",cause="timeout"} 1')
     } finally {
       v4Side.release()
     }
