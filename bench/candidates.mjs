@@ -36,6 +36,10 @@ export const CANDIDATES = [
   { name: 'fastify-http-proxy-tuned', kind: 'proxy', script: 'http-proxy-reference.mjs', productionFlags: true, load: NATIVE_LOAD, check: checkExecution },
   { name: 'gateway-native', kind: 'gateway', logLevel: 'info', load: NATIVE_LOAD, check: checkExecution },
   { name: 'gateway-native-quiet', kind: 'gateway', logLevel: 'silent', load: NATIVE_LOAD, check: checkExecution },
+  // SPEC 14 stage legacy: a legacy route streamed to upstream.legacy (the stub answers the legacy
+  // path as it answers /v4/execute), as native traffic is: its price over gateway-native is the
+  // planner's legacy-route work (route match, client id, stage) on the same stream.
+  { name: 'gateway-legacy-stage', kind: 'gateway', logLevel: 'info', legacyStage: true, load: { ...NATIVE_LOAD, path: '/v1/headless/runs' }, check: checkExecution },
   // What the production Node flags buy: the same as gateway-native, started without them.
   { name: 'gateway-native-node-defaults', kind: 'gateway', logLevel: 'info', nodeDefaults: true, load: NATIVE_LOAD, check: checkExecution },
   {
@@ -110,6 +114,7 @@ export const MEASUREMENT_ORDER = [
   'gateway-native-quiet',
   'gateway-native-node-defaults',
   'gateway-native',
+  'gateway-legacy-stage',
   'gateway-execute',
   'gateway-execute-keyed',
   'gateway-execute-keyed-redis',
@@ -127,7 +132,7 @@ if (MEASUREMENT_ORDER.length !== CANDIDATE_NAMES.length || !CANDIDATE_NAMES.ever
  * (loopback, port 0, the stub as upstream, the row's log level) and a short shutdown grace so that
  * the run stays bounded.
  */
-export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl, idempotency = false }) {
+export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl, idempotency = false, legacyStage = false }) {
   const path = join(directory, `${name}.yaml`)
   const yaml = [
     'listen: { host: 127.0.0.1, port: 0 }',
@@ -138,7 +143,9 @@ export async function writeGatewayConfig(directory, name, { upstreamUrl, logLeve
     'tenancy: { default: bench }',
     'tenants:',
     '  bench:',
-    `    upstream: { staging: "${upstreamUrl}", target: staging }`,
+    // SPEC 14: the stub is the legacy upstream too; every legacy route in stage legacy.
+    legacyStage ? `    upstream: { staging: "${upstreamUrl}", target: staging, legacy: "${upstreamUrl}" }` : `    upstream: { staging: "${upstreamUrl}", target: staging }`,
+    ...(legacyStage ? ['    migration: { stage: legacy }'] : []),
     ...(idempotency ? ['    legacy: { idempotency: {} }'] : []),
     ''
   ].join('\n')

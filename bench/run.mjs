@@ -152,7 +152,7 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl) {
     })
     return { handle, url: match[1] }
   }
-  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl, idempotency: candidate.idempotency === true })
+  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl, idempotency: candidate.idempotency === true, legacyStage: candidate.legacyStage === true })
   // The real CLI started plainly, `node dist/cli.js --config …`: it gives itself the production
   // Node flags (src/node-flags.ts), as a user's start would; the node-defaults row turns that off.
   // Its JSON log (stdout, with the ready line) goes to a file, as to a container's log driver,

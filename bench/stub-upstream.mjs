@@ -47,7 +47,8 @@ function answer(request, response) {
   // check prove that the gateway forwarded the credential.
   const authorization = request.headers.authorization
   if (authorization === undefined || !authorization.startsWith('Bearer ')) return response.writeHead(401, headersFor(UNAUTHORIZED)).end(UNAUTHORIZED)
-  if (url === '/v4/execute') return response.writeHead(200, headersFor(EXECUTION)).end(EXECUTION)
+  // The legacy backend's answer to a legacy run (SPEC 14 stage legacy) is the execution's.
+  if (url === '/v4/execute' || url === '/v1/headless/runs') return response.writeHead(200, headersFor(EXECUTION)).end(EXECUTION)
   if (url.startsWith(SESSION_PATH_PREFIX) && url.endsWith(SESSION_PATH_SUFFIX)) {
     const body = sessionExecution(decodeURIComponent(url.slice(SESSION_PATH_PREFIX.length, -SESSION_PATH_SUFFIX.length)))
     return response.writeHead(200, headersFor(body)).end(body)
