@@ -33,6 +33,8 @@ export interface MigrationFacts {
  * and every replica, and raising the percentage only moves clients to V4.
  */
 export function decideMigration(effective: EffectiveStage, configured: RouteMigration, tenant: string, clientId: string, exemptUntilMs: number | undefined, nowMs: number): MigrationFacts {
+  // The common case, stage translate from the config: one shared, frozen answer, nothing made per request.
+  if (effective.stage === 'translate' && effective.source === 'config') return TRANSLATE_FACTS[configured.stageFrom]
   const facts: MigrationFacts = {
     stage: effective.stage,
     stageSource: effective.source,
@@ -42,7 +44,7 @@ export function decideMigration(effective: EffectiveStage, configured: RouteMigr
   }
   switch (effective.stage) {
     case 'translate':
-      facts.why = 'stage translate: the V4 translation serves every client'
+      facts.why = TRANSLATE_WHY
       return facts
     case 'legacy':
       facts.side = 'legacy'
@@ -93,6 +95,13 @@ export function decideMigration(effective: EffectiveStage, configured: RouteMigr
     }
   }
 }
+
+const TRANSLATE_WHY = 'stage translate: the V4 translation serves every client'
+const TRANSLATE_FACTS: Readonly<Record<RouteMigration['stageFrom'], MigrationFacts>> = Object.freeze({
+  route: Object.freeze<MigrationFacts>({ stage: 'translate', stageSource: 'config', stageFrom: 'route', side: 'v4', why: TRANSLATE_WHY }),
+  tenant: Object.freeze<MigrationFacts>({ stage: 'translate', stageSource: 'config', stageFrom: 'tenant', side: 'v4', why: TRANSLATE_WHY }),
+  default: Object.freeze<MigrationFacts>({ stage: 'translate', stageSource: 'config', stageFrom: 'default', side: 'v4', why: TRANSLATE_WHY })
+})
 
 /**
  * SPEC 14's answer of stage `native-only` to a client that is not exempt: 410 LEGACY_GONE with
