@@ -58,6 +58,14 @@ describe('SPEC 16 records while the shared store is down', () => {
     expect(executions(upstream)).toHaveLength(2)
     expect(outcomes(gateway).slice(2)).toEqual(['executed', 'replayed'])
     expect(await metric(gateway, 'v4gw_store_unavailable_total{feature="idempotency"}')).toBe('2')
+    // explain reads the records where the listener would, without claiming: Redis's, the outage's, none.
+    const explain = async (key: string, input: number) =>
+      (await send(gateway.adminUrl, '/admin/explain', { json: { method: 'POST', path: EXECUTE, headers: keyed(key), body: { input } } })).json.idempotency
+    expect(await explain('after-outage', 2)).toMatchObject({ record: 'answer', would: 'replay' })
+    expect(await explain('during-outage', 1)).toMatchObject({ record: 'answer', would: 'replay' })
+    expect(await explain('after-outage', 3)).toMatchObject({ record: 'other-request', would: 'refuse' })
+    expect(await explain('never-sent', 1)).toMatchObject({ record: 'none', would: 'execute' })
+    expect(await redis.client().keys(`${PREFIX}i:*`)).toHaveLength(1)
     // The connection logs each change once, however many requests the outage saw.
     expect(gateway.logs.lines().filter((line) => String(line.msg).startsWith('store redis is down'))).toHaveLength(1)
   })
