@@ -65,6 +65,11 @@ function when(instant: string | null): string {
   return instant === null ? 'never' : `${instant.slice(0, 10)} ${instant.slice(11, 16)} UTC`
 }
 
+/** `1 legacy request`, `3 legacy requests`. */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`
+}
+
 function percent(part: number, whole: number): string {
   return whole === 0 ? '–' : `${((100 * part) / whole).toFixed(1)} %`
 }
@@ -86,7 +91,8 @@ export function formatMarkdown(answer: MigrationAnswer): string {
     const total = routes.reduce((sum, [, route]) => sum + route.requests, 0)
     const callers = new Set(routes.flatMap(([, route]) => route.clients.map((client) => client.clientId)))
     lines.push(`## Tenant ${cell(name)}`, '')
-    lines.push(`Counting since ${when(tenant.since)}: ${total} legacy requests from ${callers.size} listed clients on ${routes.filter(([, route]) => route.requests > 0).length} of ${routes.length} legacy routes.`)
+    const used = routes.filter(([, route]) => route.requests > 0).length
+    lines.push(`Counting since ${when(tenant.since)}: ${count(total, 'legacy request')} from ${count(callers.size, 'listed client')} on ${used} of ${count(routes.length, 'legacy route')}.`)
     if (tenant.brownoutPause !== null) lines.push(`Brownouts are paused until ${when(tenant.brownoutPause.until)} (${cell(tenant.brownoutPause.reason)}).`)
     lines.push('', '### Burn-down: legacy share of requests per UTC day', '')
     if (tenant.legacyShare.length === 0) lines.push('No requests in the last 30 days.')
