@@ -110,11 +110,14 @@ export class RequestSpan {
     return started
   }
 
-  /** Ends the request's span, and any call span still open, at `endedAt` (`performance.now()`). */
-  end(facts: ServerSpanFacts, endedAt: number): void {
+  /**
+   * Ends the request's span, and any call span still open, at `endedAt` (`performance.now()`).
+   * `facts` only for a recording span: an unsampled request builds none (most of them, at 0.01).
+   */
+  end(facts: ServerSpanFacts | undefined, endedAt: number): void {
     if (this.open !== undefined) for (const call of this.open) call.end(endedAt)
     const span = this.span
-    if (span.isRecording()) {
+    if (facts !== undefined && span.isRecording()) {
       span.updateName(facts.name)
       span.setAttributes(serverAttributes(facts))
       // Semantic conventions: a SERVER span is an error for a 5xx only (a 4xx is the client's).
@@ -175,12 +178,26 @@ function methodAttributes(method: string, attributes: Attributes): void {
   }
 }
 
+/** An upstream origin as `server.*` name it: parsed once per origin (the config's few), not per call. */
+const ORIGINS = new Map<string, { origin: string; address: string; port: number }>()
+
+function originOf(text: string): { origin: string; address: string; port: number } {
+  let known = ORIGINS.get(text)
+  if (known === undefined) {
+    const url = new URL(text)
+    known = { origin: url.origin, address: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname, port: url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port) }
+    // Bounded by the upstreams of the configs the process has run (reloads add a few).
+    if (ORIGINS.size < 1_000) ORIGINS.set(text, known)
+  }
+  return known
+}
+
 function clientAttributes(call: ClientCallStart): Attributes {
   const attributes: Attributes = {}
   methodAttributes(call.method, attributes)
-  const origin = new URL(call.origin)
-  attributes[ATTR_SERVER_ADDRESS] = origin.hostname.startsWith('[') ? origin.hostname.slice(1, -1) : origin.hostname
-  attributes[ATTR_SERVER_PORT] = origin.port === '' ? (origin.protocol === 'https:' ? 443 : 80) : Number(origin.port)
+  const origin = originOf(call.origin)
+  attributes[ATTR_SERVER_ADDRESS] = origin.address
+  attributes[ATTR_SERVER_PORT] = origin.port
   const queryAt = call.target.indexOf('?')
   const path = queryAt === -1 ? call.target : call.target.slice(0, queryAt)
   const query = queryAt === -1 ? '' : safeQuery(call.target.slice(queryAt + 1), call.queryCredential)

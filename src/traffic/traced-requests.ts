@@ -48,7 +48,8 @@ export function createTracedRequests(tracing: Tracing): TracedRequests {
       // A request the kernel refused (draining, a bad head, load shedding) was never served.
       const served = exchange.span !== undefined
       const span = exchange.span ?? start(exchange, runtime)
-      span.end(serverSpanFacts(exchange, statusCode, runtime, served), performance.now())
+      // Facts only for a sampled span: most requests (sampleRatio 0.01) build none.
+      span.end(span.recording ? serverSpanFacts(exchange, statusCode, runtime, served) : undefined, performance.now())
       return span
     }
   }
