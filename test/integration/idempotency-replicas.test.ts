@@ -174,6 +174,29 @@ describe('SPEC 16 claims cut at shutdown (a process stopped with SIGTERM, grace 
     expect(executions(upstream)).toBe(1)
   })
 
+  it('deletes the claim of a request still waiting for another replica\'s session start when the grace period ends, before the store closes', { timeout: 120_000 }, async () => {
+    // The first sessions.start hangs: the replica that sent it holds the identity's start lock in Redis.
+    const upstream = await startRecordingUpstream((request, response) => {
+      if (request.url === START_PATH && upstream.requests.filter((seen) => seen.url === START_PATH).length === 1) return
+      response.writeHead(request.url === START_PATH ? 201 : 200, { 'content-type': 'application/json' })
+      response.end(JSON.stringify(request.url === START_PATH ? { sessionId: 'ses_later' } : { output: 'ran' }))
+    })
+    const prefix = `ir${++prefixes}:`
+    const [lockHolder, stopping] = (await spawnReplicas(2, upstream.url, prefix, { shutdown: { graceMs: 200 } })) as [SpawnedGateway, SpawnedGateway]
+    const body = { input: 1, stateId: 'one-identity' }
+    void send(lockHolder.url, SESSION_EXECUTE, { headers: { authorization: `Bearer ${TOKEN}` }, json: body }).catch(() => undefined)
+    await until(async () => (await redis.client().keys(`${prefix}l:*`)).length === 1)
+    // The keyed request claims its key, then waits on the other replica's start lock: no upstream
+    // call of its own for the shutdown to fail, so only the cut can let its claim go.
+    const cut = send(stopping.url, SESSION_EXECUTE, { headers: keyed('cut-while-waiting'), json: body }).catch((error: unknown) => error)
+    await until(async () => (await recordKeys(prefix)).length === 1)
+    stopping.child.kill('SIGTERM')
+    await stopping.exited
+    await cut
+    expect(await recordKeys(prefix)).toEqual([])
+    expect(executions(upstream)).toBe(0)
+  })
+
   it('leaves the claim of a request whose execution was sent to its expiry: a retry meanwhile is 409, never a second execution', { timeout: 120_000 }, async () => {
     const upstream = await startRecordingUpstream((request, response) => {
       if (isExecution(request)) return
