@@ -69,7 +69,7 @@ export function effectiveShadow(tenant: ShadowConfig | null | undefined, route: 
 export interface ShadowCheckedTenant {
   upstream: { staging: string; production: string | null; target: 'staging' | 'production' }
   legacy: { routes: readonly { method: string; path: string; action: string }[] }
-  migration: { shadow?: ShadowConfig | null | undefined; routes: Record<string, { shadow?: RouteShadowConfig | null | undefined }> }
+  migration: { stage?: string | undefined; shadow?: ShadowConfig | null | undefined; routes: Record<string, { stage?: string | null | undefined; shadow?: RouteShadowConfig | null | undefined }> }
 }
 
 export interface ShadowProblem {
@@ -82,7 +82,8 @@ export interface ShadowProblem {
  * route sets it, else the tenant's): `upstream: production` without `allowProductionSideEffects:
  * true` or without a production upstream; a `shadow` block on a proxy route (only execute and
  * session-execute are compared); a shadow upstream `embedded` that the tenant's target is not
- * (the embedded simulator runs for targets only).
+ * (the embedded simulator runs for targets only). Only routes that are in stage `shadow` or have
+ * shadow settings (the tenant's or their own) are checked: a tenant that never shadows needs none.
  */
 export function shadowProblems(tenant: ShadowCheckedTenant, embedded: string): ShadowProblem[] {
   const problems: ShadowProblem[] = []
@@ -109,6 +110,8 @@ export function shadowProblems(tenant: ShadowCheckedTenant, embedded: string): S
       if (own !== undefined && own !== null) problems.push({ path: ['migration', 'routes', label, 'shadow'], message: `${label} is a proxy route: SPEC 15 compares execute and session-execute routes only` })
       continue
     }
+    const stage = tenant.migration.routes[label]?.stage !== undefined ? tenant.migration.routes[label]?.stage : tenant.migration.stage
+    if (stage !== 'shadow' && tenantShadow == null && own == null) continue
     const settings = effectiveShadow(tenantShadow, own)
     const before = problems.length
     check(settings, ['migration', 'routes', label, 'shadow'], (key) => own != null && (own as Record<string, unknown>)[key] !== undefined)

@@ -27,7 +27,7 @@ describe('SPEC 8 defaults of a minimal config', () => {
   })
 
   it('fills every limit', () => {
-    expect(config.limits).toEqual({ bodyBytes: 1_048_576, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000, maxInFlight: 10_000, maxEventLoopDelayMs: 1_000 })
+    expect(config.limits).toEqual({ bodyBytes: 1_048_576, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000, maxInFlight: 10_000, maxEventLoopDelayMs: 1_000, shadowInFlight: 1_000 })
   })
 
   it('gives shutdown a 10 s grace period, and idle connections 1 s before they are closed', () => {
@@ -99,7 +99,7 @@ describe('partial sections', () => {
   it('fills the limits a config did not set', async () => {
     const path = await dir.write('limits.yaml', 'limits: { bodyBytes: 2048 }\ntenants:\n  acme:\n    upstream: { staging: "http://127.0.0.1:4010" }\n')
     const loaded = await loadConfig(path, {})
-    expect(loaded.limits).toEqual({ bodyBytes: 2048, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000, maxInFlight: 10_000, maxEventLoopDelayMs: 1_000 })
+    expect(loaded.limits).toEqual({ bodyBytes: 2048, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000, maxInFlight: 10_000, maxEventLoopDelayMs: 1_000, shadowInFlight: 1_000 })
   })
 
   it('gives each tenant its own copy of the legacy-v1 route table', async () => {
