@@ -36,6 +36,9 @@ export const CANDIDATES = [
   { name: 'fastify-http-proxy-tuned', kind: 'proxy', script: 'http-proxy-reference.mjs', productionFlags: true, load: NATIVE_LOAD, check: checkExecution },
   { name: 'gateway-native', kind: 'gateway', logLevel: 'info', load: NATIVE_LOAD, check: checkExecution },
   { name: 'gateway-native-quiet', kind: 'gateway', logLevel: 'silent', load: NATIVE_LOAD, check: checkExecution },
+  // SPEC 17: native passthrough with tracing on (its traceparent rewritten), at the default ratio and at 1.
+  { name: 'gateway-native-traced-1pct', kind: 'gateway', logLevel: 'info', tracing: { sampleRatio: 0.01 }, load: NATIVE_LOAD, check: checkExecution },
+  { name: 'gateway-native-traced-all', kind: 'gateway', logLevel: 'info', tracing: { sampleRatio: 1 }, load: NATIVE_LOAD, check: checkExecution },
   // SPEC 14 stage legacy: a legacy route streamed to upstream.legacy (the stub answers the legacy
   // path as it answers /v4/execute), as native traffic is: its price over gateway-native is the
   // planner's legacy-route work (route match, client id, stage) on the same stream.
@@ -46,6 +49,26 @@ export const CANDIDATES = [
     name: 'gateway-execute',
     kind: 'gateway',
     logLevel: 'info',
+    load: { method: 'POST', path: '/v1/headless/runs', headers: HEADERS, body: JSON.stringify({ input: INPUT }) },
+    check: checkLegacyExecution
+  },
+  {
+    // SPEC 17: the execute row with tracing on at its default ratio, exporting to a collector
+    // that discards (bench/otlp-sink.mjs): every request makes its SERVER and CLIENT spans (one in
+    // a hundred recorded and exported), and its V4 call a traceparent of its own.
+    name: 'gateway-execute-traced-1pct',
+    kind: 'gateway',
+    logLevel: 'info',
+    tracing: { sampleRatio: 0.01 },
+    load: { method: 'POST', path: '/v1/headless/runs', headers: HEADERS, body: JSON.stringify({ input: INPUT }) },
+    check: checkLegacyExecution
+  },
+  {
+    // The same with every request recorded and exported: the price of tracing everything.
+    name: 'gateway-execute-traced-all',
+    kind: 'gateway',
+    logLevel: 'info',
+    tracing: { sampleRatio: 1 },
     load: { method: 'POST', path: '/v1/headless/runs', headers: HEADERS, body: JSON.stringify({ input: INPUT }) },
     check: checkLegacyExecution
   },
@@ -113,9 +136,13 @@ export const MEASUREMENT_ORDER = [
   'fastify-http-proxy-tuned',
   'gateway-native-quiet',
   'gateway-native-node-defaults',
+  'gateway-native-traced-1pct',
   'gateway-native',
+  'gateway-native-traced-all',
   'gateway-legacy-stage',
+  'gateway-execute-traced-1pct',
   'gateway-execute',
+  'gateway-execute-traced-all',
   'gateway-execute-keyed',
   'gateway-execute-keyed-redis',
   'fastify-http-proxy',
@@ -132,7 +159,7 @@ if (MEASUREMENT_ORDER.length !== CANDIDATE_NAMES.length || !CANDIDATE_NAMES.ever
  * (loopback, port 0, the stub as upstream, the row's log level) and a short shutdown grace so that
  * the run stays bounded.
  */
-export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl, idempotency = false, legacyStage = false }) {
+export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl, idempotency = false, tracing, legacyStage = false }) {
   const path = join(directory, `${name}.yaml`)
   const yaml = [
     'listen: { host: 127.0.0.1, port: 0 }',
@@ -140,6 +167,8 @@ export async function writeGatewayConfig(directory, name, { upstreamUrl, logLeve
     `log: { level: ${logLevel} }`,
     'shutdown: { graceMs: 1000 }',
     ...(redisUrl === undefined ? [] : [`sessions: { store: redis, redis: { url: "${redisUrl}" } }`]),
+    // SPEC 17's tracing at the row's ratio, to the sink; its defaults otherwise (batches of 512 or every second).
+    ...(tracing === undefined ? [] : [`tracing: { enabled: true, endpoint: "${tracing.endpoint}", sampleRatio: ${tracing.sampleRatio} }`]),
     'tenancy: { default: bench }',
     'tenants:',
     '  bench:',

@@ -32,8 +32,9 @@ const BASE_BUILD = join(ROOT, '.bench-out', 'dist-base')
 const GATEWAY_NODE_FLAGS = await productionNodeFlags()
 const MEASURED_CORE = 1
 const LOAD_CORE = 0
-// Rows whose two builds can share one stub; the Redis row would need a store each.
-const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' && candidate.redis !== true)
+// Rows whose two builds can share one stub; the Redis row would need a store each, and a traced
+// row a collector (and a base build that knows `tracing.enabled`): npm run bench measures those.
+const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' && candidate.redis !== true && candidate.tracing === undefined)
 
 const { values: flags } = parseArgs({
   options: {

@@ -43,6 +43,16 @@ const GOALS = [
   { row: 'gateway-session-hit', minRatio: 1.0 },
   { row: 'gateway-session-hit-redis', minRatio: 0.95 }
 ]
+/**
+ * SPEC 17, issue 30: tracing on at the default ratio costs at most 5 % of the untraced row's req/s,
+ * tracing everything at most 15 % (each exporting to a collector that discards).
+ */
+const TRACING_GOALS = [
+  { row: 'gateway-native-traced-1pct', untraced: 'gateway-native', minRatio: 0.95 },
+  { row: 'gateway-native-traced-all', untraced: 'gateway-native', minRatio: 0.85 },
+  { row: 'gateway-execute-traced-1pct', untraced: 'gateway-execute', minRatio: 0.95 },
+  { row: 'gateway-execute-traced-all', untraced: 'gateway-execute', minRatio: 0.85 }
+]
 /** The access log costs what a log line costs: native with it on, in CPU per request, over native with it off. */
 const MAX_ACCESS_LOG_CPU_RATIO = 1.1
 const MAX_P99_OVER_P50 = 3
@@ -140,7 +150,7 @@ function startStub(core, measured) {
 }
 
 /** Starts what the row measures; resolves with its handle and the URL the load goes to. */
-async function startMeasured(candidate, stub, stubUrl, redisUrl) {
+async function startMeasured(candidate, stub, stubUrl, redisUrl, sinkUrl) {
   if (candidate.kind === 'direct') return { handle: stub, url: stubUrl }
   if (candidate.kind === 'proxy') {
     const { handle, match } = await startNode({
@@ -152,7 +162,7 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl) {
     })
     return { handle, url: match[1] }
   }
-  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl, idempotency: candidate.idempotency === true, legacyStage: candidate.legacyStage === true })
+  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl, idempotency: candidate.idempotency === true, tracing: candidate.tracing === undefined ? undefined : { ...candidate.tracing, endpoint: sinkUrl }, legacyStage: candidate.legacyStage === true })
   // The real CLI started plainly, `node dist/cli.js --config …`: it gives itself the production
   // Node flags (src/node-flags.ts), as a user's start would; the node-defaults row turns that off.
   // Its JSON log (stdout, with the ready line) goes to a file, as to a container's log driver,
@@ -178,9 +188,12 @@ async function measureOnce(candidate) {
   const { handle: stub, match } = await startStub(stubCore, candidate.kind === 'direct')
   let measured
   let redis
+  let sink
   try {
     if (candidate.redis) redis = await startRedis()
-    measured = await startMeasured(candidate, stub, match[1], redis?.url)
+    // The collector of a traced row, on the load core with the stub: it discards what it gets.
+    if (candidate.tracing !== undefined) sink = await startNode({ name: 'otlp-sink', args: [join(BENCH_DIR, 'otlp-sink.mjs')], core: LOAD_CORE, pin, ready: /^otlp sink listening on (\S+)/ })
+    measured = await startMeasured(candidate, stub, match[1], redis?.url, sink?.match[1])
     await candidate.check(candidate.name, measured.url, candidate.load)
     const spec = loadSpec(candidate.load, measured.url, {
       generator: settings.generator,
@@ -188,7 +201,7 @@ async function measureOnce(candidate) {
       warmupSec: settings.warmupSec,
       durationSec: settings.durationSec,
       measuredPid: measured.servingPid ?? measured.handle.pid,
-      otherPids: [stub.pid, process.pid]
+      otherPids: [stub.pid, process.pid, ...(sink === undefined ? [] : [sink.handle.pid])]
     })
     const output = await runNode({
       name: `load(${candidate.name})`,
@@ -218,6 +231,7 @@ async function measureOnce(candidate) {
     if (measured !== undefined && measured.handle !== stub) await stopProcess(measured.handle)
     await stopProcess(stub)
     if (redis !== undefined) await stopProcess(redis.handle)
+    if (sink !== undefined) await stopProcess(sink.handle)
   }
 }
 
@@ -307,6 +321,18 @@ function goalLines(rows, samples, memory) {
     lines.push(
       `${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x ${BASELINE}, the median of the within-round ratios ` +
         `(goal >= ${goal.minRatio}x; ${spread}ratio of the ${flags.stat === 'best' ? 'bests' : 'medians'} ${(row.rps / reference).toFixed(2)}x)`
+    )
+  }
+  for (const goal of TRACING_GOALS) {
+    if (rows[goal.row] === undefined || rows[goal.untraced] === undefined) continue
+    // Within each round, as the goals above: the traced row and its untraced one stand side by side (MEASUREMENT_ORDER).
+    const { value, spread } = readWithin(
+      samples[goal.row].map((sample, round) => sample.rps / samples[goal.untraced][round].rps),
+      'round'
+    )
+    lines.push(
+      `${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x ${goal.untraced} (tracing off), the median of the within-round ratios ` +
+        `(goal >= ${goal.minRatio}x; ${spread}CPU ${rows[goal.row].cpuUsPerReq.toFixed(1)} over ${rows[goal.untraced].cpuUsPerReq.toFixed(1)} µs/req)`
     )
   }
   const logged = rows['gateway-native']

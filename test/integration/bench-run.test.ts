@@ -19,7 +19,8 @@ describe('bench/run.mjs', () => {
   it('measures the rows in one run, prints their ratios and goal verdicts, and writes --json', async () => {
     const dir = await createTempDir('v4gw-bench-')
     const json = join(dir.path, 'bench.json')
-    const rows = ['direct', 'fastify-http-proxy-tuned', 'gateway-native', 'gateway-native-quiet', 'gateway-execute', 'gateway-session-hit']
+    // gateway-execute-traced-all: a traced row starts its collector (bench/otlp-sink.mjs) too.
+    const rows = ['direct', 'fastify-http-proxy-tuned', 'gateway-native', 'gateway-native-quiet', 'gateway-execute', 'gateway-execute-traced-all', 'gateway-session-hit']
     const script = fileURLToPath(new URL('../../bench/run.mjs', import.meta.url))
     const args = [script, '--only', rows.join(','), '--rounds', '1', '--duration', '0.3', '--warmup', '0.1', '--remeasures', '0', '--connections', '4', '--no-memory', '--json', json]
     const { stdout } = await promisify(execFile)(process.execPath, args, { timeout: 50_000, maxBuffer: 16 * 1024 * 1024 })
@@ -38,7 +39,8 @@ describe('bench/run.mjs', () => {
       'gateway-execute req/s',
       'gateway-session-hit req/s',
       'gateway-native p99',
-      'gateway-native CPU per request = [\\d.]+x gateway-native-quiet'
+      'gateway-native CPU per request = [\\d.]+x gateway-native-quiet',
+      'gateway-execute-traced-all req/s = [\\d.]+x gateway-execute'
     ]) {
       expect(stdout).toMatch(new RegExp(`^(PASS|FAIL) ${goal} `, 'm'))
     }
