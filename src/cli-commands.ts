@@ -8,7 +8,11 @@ import { EMBEDDED_UPSTREAM } from './config/schema.js'
 import { credentialClientId, headerClientId } from './credentials/client-id.js'
 import { buildGatewayRuntime } from './tenancy/gateway-runtime.js'
 import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
-import { explainRequest } from './plan/explain-request.js'
+import { explainRequest, explainRequestWithRecords, type ExplainInput, type Explanation } from './plan/explain-request.js'
+import type { GatewayConfig } from './config/schema.js'
+import type { GatewayRuntime } from './tenancy/gateway-runtime.js'
+import { createSharedIdempotencyStore } from './sessions/shared-idempotency-store.js'
+import { createSharedStore, type SharedStore } from './store/shared-store.js'
 import { holdSignals, type HeldSignals } from './held-signals.js'
 import { runGateway } from './main.js'
 import { headerIdWarnings } from './config/header-id-warnings.js'
@@ -182,7 +186,7 @@ async function explainCommand(args: string[]): Promise<void> {
   if (values.client !== undefined && !CLIENT_ID.test(values.client)) throw new UsageError('--client takes a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous')
   // Nothing is started: an embedded upstream is shown by name.
   const runtime = buildGatewayRuntime(config, 'http://embedded-simulator', { embeddedLegacyOrigin: 'http://embedded-legacy-backend' })
-  const explanation = explainRequest(runtime, {
+  const input: ExplainInput = {
     method,
     path,
     headers,
@@ -190,8 +194,29 @@ async function explainCommand(args: string[]): Promise<void> {
     tenant: values.tenant,
     ...(values.at === undefined ? {} : { at: values.at }),
     ...(values.client === undefined ? {} : { client: values.client })
-  })
+  }
+  const explanation = config.store.kind === 'redis' && config.store.redis.url !== null ? await explainWithStoreRecords(runtime, input, config.store) : explainRequest(runtime, input)
   console.log(JSON.stringify(explanation, null, 2))
+}
+
+/**
+ * With `store: redis` a keyed request's record is read from Redis as the gateways would read it
+ * (SPEC 16: a GET, never a claim), connecting only when the request has a key. With `store: memory`
+ * the records live in the gateway's process: `POST /admin/explain` reads them.
+ */
+async function explainWithStoreRecords(runtime: GatewayRuntime, input: ExplainInput, store: GatewayConfig['store']): Promise<Explanation> {
+  let shared: SharedStore | undefined
+  const quiet = { info: () => undefined, warn: () => undefined }
+  try {
+    return await explainRequestWithRecords(runtime, input, {
+      async peek(key) {
+        shared ??= await createSharedStore({ kind: 'redis', url: store.redis.url, keyPrefix: store.redis.keyPrefix, logger: quiet })
+        return createSharedIdempotencyStore(shared).peek(key)
+      }
+    })
+  } finally {
+    await shared?.close()
+  }
 }
 
 async function runCommand(args: string[], held: HeldSignals | undefined): Promise<void> {

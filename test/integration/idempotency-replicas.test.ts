@@ -5,7 +5,7 @@ import { send, type Answer } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { until, useRedisServer } from '../helpers/redis-server.js'
 import { PRODUCTION_NODE_FLAGS } from '../../src/node-flags.js'
-import { spawnCli } from '../helpers/spawn-cli.js'
+import { runCli, spawnCli } from '../helpers/spawn-cli.js'
 import type { SpawnedGateway } from '../helpers/spawn-gateway.js'
 import { useTempDir } from '../helpers/temp-dir.js'
 
@@ -36,8 +36,24 @@ function keyed(key: string): Record<string, string> {
   return { authorization: `Bearer ${TOKEN}`, 'idempotency-key': key }
 }
 
+interface ReplicaOptions {
+  idempotency?: Record<string, unknown>
+  limits?: Record<string, unknown>
+  shutdown?: Record<string, unknown>
+}
+
 /** `count` gateway processes with tenant `acme` on `upstreamUrl`, SPEC 16 on, all on the test's redis-server under one key prefix. */
-async function spawnReplicas(count: number, upstreamUrl: string, prefix: string, options: { idempotency?: Record<string, unknown>; limits?: Record<string, unknown>; shutdown?: Record<string, unknown> } = {}): Promise<SpawnedGateway[]> {
+async function spawnReplicas(count: number, upstreamUrl: string, prefix: string, options: ReplicaOptions = {}): Promise<SpawnedGateway[]> {
+  const path = await writeReplicaConfig(upstreamUrl, prefix, options)
+  // One after the other: on two busy cores, starting three Node processes at once only makes each slower.
+  const replicas: SpawnedGateway[] = []
+  for (let index = 0; index < count; index++) replicas.push(await spawnOneProcess(path))
+  await Promise.all(replicas.map((replica) => until(async () => (await send(replica.adminUrl, '/metrics')).text.includes('v4gw_store_up 1'), 10_000)))
+  return replicas
+}
+
+/** The replicas' config file: tenant `acme` on `upstreamUrl` with SPEC 16 on, the test's redis-server under `prefix`. */
+async function writeReplicaConfig(upstreamUrl: string, prefix: string, options: ReplicaOptions = {}): Promise<string> {
   const config = {
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
@@ -50,12 +66,7 @@ async function spawnReplicas(count: number, upstreamUrl: string, prefix: string,
     ...(options.shutdown === undefined ? {} : { shutdown: options.shutdown }),
     tenants: { acme: { upstream: { staging: upstreamUrl }, legacy: { idempotency: options.idempotency ?? {} } } }
   }
-  const path = await dir.write(`gateway-${prefix.replace(/\W/g, '')}.yaml`, stringify(config))
-  // One after the other: on two busy cores, starting three Node processes at once only makes each slower.
-  const replicas: SpawnedGateway[] = []
-  for (let index = 0; index < count; index++) replicas.push(await spawnOneProcess(path))
-  await Promise.all(replicas.map((replica) => until(async () => (await send(replica.adminUrl, '/metrics')).text.includes('v4gw_store_up 1'), 10_000)))
-  return replicas
+  return dir.write(`gateway-${prefix.replace(/\W/g, '')}.yaml`, stringify(config))
 }
 
 /**
@@ -218,6 +229,30 @@ describe('SPEC 16 claims cut at shutdown (a process stopped with SIGTERM, grace 
     const retry = await send(other.url, EXECUTE, { headers: keyed('cut-after-execution'), json: { input: 1 } })
     expect(retry.status).toBe(409)
     expect(retry.json.error.code).toBe('IDEMPOTENCY_IN_PROGRESS')
+    expect(executions(upstream)).toBe(1)
+  })
+})
+
+describe('v4gw explain with store: redis', () => {
+  it('reads a keyed request\'s record from Redis, as the gateways would, and says replayed or executed', { timeout: 120_000 }, async () => {
+    const upstream = await startRecordingUpstream()
+    const prefix = `ir${++prefixes}:`
+    const [gateway] = (await spawnReplicas(1, upstream.url, prefix)) as [SpawnedGateway]
+    await send(gateway.url, EXECUTE, { headers: keyed('explained-key'), json: { input: 1 } })
+    const config = await writeReplicaConfig(upstream.url, prefix)
+    const explain = async (key: string) => {
+      const run = await runCli(['explain', '--config', config, 'POST', EXECUTE, '--header', `authorization:Bearer ${TOKEN}`, '--header', `idempotency-key:${key}`, '--body', '{"input":1}'])
+      expect(run.code).toBe(0)
+      return JSON.parse(run.stdout) as { idempotency: { record: string; would: string }; calls: unknown[] }
+    }
+    const replay = await explain('explained-key')
+    expect(replay.idempotency).toMatchObject({ record: 'answer', would: 'replay' })
+    expect(replay.calls).toEqual([])
+    const fresh = await explain('never-used-key')
+    expect(fresh.idempotency).toMatchObject({ record: 'none', would: 'execute' })
+    expect(fresh.calls).toHaveLength(1)
+    // A look, never a claim: the unused key is still free, and nothing reached the upstream.
+    expect(await recordKeys(prefix)).toHaveLength(1)
     expect(executions(upstream)).toBe(1)
   })
 })
