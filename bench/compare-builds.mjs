@@ -17,8 +17,9 @@
 // only, bounded, and it ends only the processes it started, by PID.
 import { cpSync, existsSync, rmSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { CANDIDATES, loadSpec, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
@@ -28,18 +29,20 @@ const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const ROOT = dirname(BENCH_DIR)
 const BUILD = join(ROOT, 'dist')
 // Inside the project, so that the base build resolves the same node_modules.
-const BASE_BUILD = join(ROOT, '.bench-out', 'dist-base')
+// `--base DIR`: a build made elsewhere (a worktree of the base commit, with node_modules beside it).
+const BASE_BUILD = baseFromArgs() ?? join(ROOT, '.bench-out', 'dist-base')
 const GATEWAY_NODE_FLAGS = await productionNodeFlags()
 const MEASURED_CORE = 1
 const LOAD_CORE = 0
 // Rows whose two builds can share one stub; the Redis row would need a store each, and a traced
 // row a collector (and a base build that knows `tracing.enabled`): npm run bench measures those.
-const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' && candidate.redis !== true && candidate.tracing === undefined)
+const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' && candidate.tracing === undefined)
 
 const { values: flags } = parseArgs({
   options: {
     'save-base': { type: 'boolean', default: false },
     only: { type: 'string', default: 'gateway-native,gateway-execute,gateway-session-hit' },
+    base: { type: 'string' },
     rounds: { type: 'string', default: '8' },
     duration: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' }
@@ -63,14 +66,33 @@ const rows = flags.only.split(',').map((name) => {
 })
 const settings = { rounds: Number(flags.rounds), durationSec: Number(flags.duration), connections: Number(flags.connections) }
 
+function baseFromArgs() {
+  const at = process.argv.indexOf('--base')
+  return at === -1 || process.argv[at + 1] === undefined ? undefined : resolve(process.argv[at + 1])
+}
+
+/** A throwaway redis-server on a free loopback port, on the load core; its URL. stopAll ends it with the rest. */
+async function startRedis() {
+  const port = await new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port: free } = server.address()
+      server.close(() => resolve(free))
+    })
+  })
+  await startNode({ name: 'redis-server', executable: 'redis-server', args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], core: LOAD_CORE, pin: true, ready: /Ready to accept connections/ })
+  return `redis://127.0.0.1:${port}`
+}
+
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
-async function startGateway(row, build, label, stubUrl, workDir) {
-  const config = await writeGatewayConfig(workDir, `${row.name}-${label}`, { upstreamUrl: stubUrl, logLevel: row.logLevel, idempotency: row.idempotency === true, legacyStage: row.legacyStage === true })
+async function startGateway(row, build, label, stubUrl, workDir, redisUrl) {
+  const config = await writeGatewayConfig(workDir, `${row.name}-${label}`, { upstreamUrl: stubUrl, logLevel: row.logLevel, idempotency: row.idempotency === true, legacyStage: row.legacyStage === true, redisUrl })
   const { handle, match } = await startNode({
     name: `${row.name} (${label})`,
     args: [...(row.nodeDefaults ? [] : GATEWAY_NODE_FLAGS), join(build, 'cli.js'), '--config', config],
@@ -103,8 +125,10 @@ async function load(row, gateway, warmupSec, otherPids) {
 
 async function compareRow(row, workDir, ticksPerSecond) {
   const { handle: stub, match } = await startNode({ name: 'stub', args: [join(BENCH_DIR, 'stub-upstream.mjs')], core: LOAD_CORE, pin: true, ready: /^stub listening on (\S+)/ })
-  const base = await startGateway(row, BASE_BUILD, 'base', match[1], workDir)
-  const change = await startGateway(row, BUILD, 'change', match[1], workDir)
+  // A Redis row: each build its own redis-server on the load core, so neither shares the other's keys.
+  const [baseRedis, changeRedis] = row.redis === true ? [await startRedis(), await startRedis()] : []
+  const base = await startGateway(row, BASE_BUILD, 'base', match[1], workDir, baseRedis)
+  const change = await startGateway(row, BUILD, 'change', match[1], workDir, changeRedis)
   for (const gateway of [base, change]) await row.check(row.name, gateway.url, row.load)
   const otherPids = [stub.pid, process.pid, base.handle.pid, change.handle.pid]
   const ratios = []
