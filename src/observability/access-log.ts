@@ -25,6 +25,12 @@ export interface AccessLogFields {
   v4Path: string | undefined
   /** SPEC 12's client id of a legacy request (SPEC 17): `fp:…`, `hdr:…`, `hdr#…` or `anonymous`, never a credential. */
   clientId?: string | undefined
+  /** SPEC 14's effective stage of a legacy request (SPEC 17). */
+  stage?: string | undefined
+  /** SPEC 14's `x-v4gw-served-by` of a legacy answer, on tenants that use stages (SPEC 17). */
+  servedBy?: string | undefined
+  /** SPEC 13's action on a deprecated legacy route: header, brownout, gone or exempt (SPEC 17). */
+  deprecation?: string | undefined
   status: number
   durationMs: number
   upstreamMs: number | undefined
@@ -74,6 +80,9 @@ export function createAccessLog(logger: Logger): AccessLog {
     if (fields.route !== undefined) line += `,"route":${quote(fields.route)}`
     if (fields.v4Path !== undefined) line += `,"v4Path":${quote(fields.v4Path)}`
     if (fields.clientId !== undefined) line += `,"clientId":${quote(fields.clientId)}`
+    if (fields.stage !== undefined) line += `,"stage":${quote(fields.stage)}`
+    if (fields.servedBy !== undefined) line += `,"servedBy":${quote(fields.servedBy)}`
+    if (fields.deprecation !== undefined) line += `,"deprecation":${quote(fields.deprecation)}`
     line += `,"status":${finite(fields.status)},"durationMs":${finite(fields.durationMs)}`
     if (fields.upstreamMs !== undefined) line += `,"upstreamMs":${finite(fields.upstreamMs)}`
     if (fields.bytesOut !== undefined) line += `,"bytesOut":${finite(fields.bytesOut)}`

@@ -18,8 +18,8 @@ import { roundMs } from '../util/round-ms.js'
 import { createLiveClaims, type LiveClaims } from './run-idempotent.js'
 import { pathOf, userAgentOf } from './request-fields.js'
 import { runPlan, type RunDeps } from './run-plan.js'
-import { createTracedRequests } from './traced-requests.js'
 import { createShadowRunner } from './run-shadow.js'
+import { createTracedRequests } from './traced-requests.js'
 
 /** A request that has ended, as metrics and the migration report hear it. */
 export interface FinishedRequest {
@@ -118,6 +118,9 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       route: record.legacyRoute,
       v4Path: record.v4Path,
       clientId: record.clientId,
+      stage: record.stage,
+      servedBy: record.servedBy,
+      deprecation: record.deprecationAction,
       status: statusCode,
       durationMs: roundMs(durationMs),
       upstreamMs: record.upstreamMs === undefined ? undefined : roundMs(record.upstreamMs),

@@ -48,8 +48,10 @@ describe('deprecation and brownouts on the traffic listener (SPEC 13)', () => {
   }))
 
   it('answers 410 LEGACY_BROWNOUT in an open window with error.migration, the deprecation headers and no Retry-After, forwarding nothing', async () => {
-    const answer = await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-request-id': 'brownout-line-1' }, json: { input: 1 } })
     expect(answer.status).toBe(410)
+    // SPEC 17: the access line carries the deprecation outcome.
+    expect(gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'brownout-line-1')).toMatchObject({ deprecation: 'brownout', status: 410, error: 'LEGACY_BROWNOUT' })
     expect(answer.json.error).toMatchObject({
       code: 'LEGACY_BROWNOUT',
       migration: { windowEnd: WINDOW_END, sunset: SUNSET, successor: '/v4/execute', link: 'https://docs.example.com/v4' }

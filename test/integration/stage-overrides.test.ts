@@ -61,9 +61,12 @@ describe('stage overrides on one gateway (SPEC 14)', () => {
     const line = gw.logs.lines().find((entry) => entry.msg === 'admin change' && entry.requestId === 'override-1')
     expect(line).toMatchObject({ level: 40, endpoint: 'PUT /admin/migration/stage', body: { tenant: 'acme', stage: 'legacy', reason: 'INC-42: V4 answers 500' } })
 
-    const served = await call(gw)
+    const served = await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-tenant-id': 'acme', 'x-request-id': 'rolled-back-1' }, json: { input: 1 } })
     expect(served.headers['x-v4gw-served-by']).toBe('legacy')
     expect(served.json).toEqual({ from: 'legacy' })
+    // SPEC 17: the access line says which stage served it, and who answered.
+    const access = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'rolled-back-1')
+    expect(access).toMatchObject({ tenant: 'acme', route: ROUTE, stage: 'legacy', servedBy: 'legacy', status: 200 })
     // Another route of the tenant is not touched.
     const other = await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'acme' }, json: { input: 1 } })
     expect(other.headers['x-v4gw-served-by']).toBe('v4')

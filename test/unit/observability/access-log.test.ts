@@ -21,6 +21,9 @@ const FULL: AccessLogFields = {
   route: 'POST /v1/runs/:runId/invoke',
   v4Path: '/v4/sessions/ses_1/executions.execute',
   clientId: 'hdr:billing-batch.7',
+  stage: 'canary',
+  servedBy: 'v4',
+  deprecation: 'header',
   status: 200,
   durationMs: 1.234,
   upstreamMs: 0.5,
@@ -66,7 +69,7 @@ describe('access log', () => {
   function generatedFields(alphabet: string[], count: number): AccessLogFields[] {
     return Array.from({ length: count }, (_, index) => {
       const pick = (salt: number) => Array.from({ length: (index + salt) % 5 }, (_, at) => alphabet[(index * 7 + at * 3 + salt) % alphabet.length]).join('')
-      return { ...FULL, requestId: pick(0), path: pick(6), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5), userAgent: pick(7), clientId: pick(8), idempotency: pick(9), traceId: pick(10), spanId: pick(11) }
+      return { ...FULL, requestId: pick(0), path: pick(6), tenant: pick(1), route: pick(2), v4Path: pick(3), session: pick(4), error: pick(5), userAgent: pick(7), clientId: pick(8), idempotency: pick(9), traceId: pick(10), spanId: pick(11), stage: pick(12), servedBy: pick(13), deprecation: pick(14) }
     })
   }
 
