@@ -77,6 +77,8 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
   complete(key: string, owner: string, answer: StoredAnswer | null, ttlMs: number, bounds: RecordBounds): boolean
   release(key: string, owner: string): void
   peek(key: string): IdempotencyRecord | undefined
+  /** Drops ended records from the oldest on, stopping at the first live one or after `max`. */
+  sweep(max: number): void
 }
 
 export function createMemoryIdempotencyStore(now: () => number = Date.now): MemoryIdempotencyStore {
@@ -162,6 +164,14 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
         }
         set.add(done)
       })
+    },
+    sweep(max) {
+      const time = now()
+      let looked = 0
+      for (const [key, record] of records) {
+        if (looked++ >= max || record.expiresAt > time) break
+        drop(key, record)
+      }
     },
     peek(key) {
       // Not `live`: a read-only look drops nothing.

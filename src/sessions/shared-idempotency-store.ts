@@ -106,6 +106,8 @@ export interface SharedIdempotencyOptions {
 }
 
 const DEFAULT_POLL_MS = 25
+/** Ended memory records dropped per claim while the store answers (their Map is otherwise only pruned by claims into it). */
+const SWEEP_PER_CLAIM = 8
 
 /**
  * SPEC 16's records on the shared store, with this replica's bounded memory records standing in
@@ -142,8 +144,10 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
 
   return {
     async claim(key, fingerprint, leaseMs, bounds) {
-      // A record made here during an outage answers first (its execution ran on this replica).
+      // A record made here during an outage answers first (its execution ran on this replica);
+      // those that have ended go a few at a time, so the outage's records do not stay for good.
       if (memory.size > 0) {
+        if (connection.isUp()) memory.sweep(SWEEP_PER_CLAIM)
         const local = memory.peek(key)
         if (local !== undefined) return connection.isUp() ? { claimed: false, record: local } : { claimed: false, record: local, unavailable: true }
       }

@@ -76,4 +76,19 @@ describe('SPEC 16 memory idempotency records', () => {
     await waiting
     expect(performance.now() - started).toBeLessThan(1_000)
   })
+
+  it('drops ended records from the oldest on when swept, and stops at the first live one', () => {
+    let now = 0
+    const store = createMemoryIdempotencyStore(() => now)
+    const first = claimed(store.claim('a', 'fp', 1_000, BOUNDS))
+    store.complete('a', first, answer(1), 100, BOUNDS)
+    claimed(store.claim('b', 'fp', 1_000, BOUNDS))
+    now = 500
+    store.sweep(10)
+    expect(store.size).toBe(1)
+    expect(store.peek('b')).toEqual({ state: 'running', fingerprint: 'fp' })
+    now = 2_000
+    store.sweep(10)
+    expect(store.size).toBe(0)
+  })
 })
