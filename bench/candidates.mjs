@@ -43,6 +43,9 @@ export const CANDIDATES = [
   // path as it answers /v4/execute), as native traffic is: its price over gateway-native is the
   // planner's legacy-route work (route match, client id, stage) on the same stream.
   { name: 'gateway-legacy-stage', kind: 'gateway', logLevel: 'info', legacyStage: true, load: { ...NATIVE_LOAD, path: '/v1/headless/runs' }, check: checkExecution },
+  // SPEC 15 stage shadow at 100 %: the same legacy stream, and every request also compared (the
+  // stub is the V4 upstream too): what starting a comparison costs the gateway, over the legacy row.
+  { name: 'gateway-shadow-stage', kind: 'gateway', logLevel: 'info', legacyStage: true, shadowStage: true, load: { ...NATIVE_LOAD, path: '/v1/headless/runs' }, check: checkExecution },
   // What the production Node flags buy: the same as gateway-native, started without them.
   { name: 'gateway-native-node-defaults', kind: 'gateway', logLevel: 'info', nodeDefaults: true, load: NATIVE_LOAD, check: checkExecution },
   {
@@ -140,6 +143,7 @@ export const MEASUREMENT_ORDER = [
   'gateway-native',
   'gateway-native-traced-all',
   'gateway-legacy-stage',
+  'gateway-shadow-stage',
   'gateway-execute-traced-1pct',
   'gateway-execute',
   'gateway-execute-traced-all',
@@ -159,7 +163,7 @@ if (MEASUREMENT_ORDER.length !== CANDIDATE_NAMES.length || !CANDIDATE_NAMES.ever
  * (loopback, port 0, the stub as upstream, the row's log level) and a short shutdown grace so that
  * the run stays bounded.
  */
-export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl, idempotency = false, tracing, legacyStage = false }) {
+export async function writeGatewayConfig(directory, name, { upstreamUrl, logLevel, redisUrl, idempotency = false, tracing, legacyStage = false, shadowStage = false }) {
   const path = join(directory, `${name}.yaml`)
   const yaml = [
     'listen: { host: 127.0.0.1, port: 0 }',
@@ -174,7 +178,8 @@ export async function writeGatewayConfig(directory, name, { upstreamUrl, logLeve
     '  bench:',
     // SPEC 14: the stub is the legacy upstream too; every legacy route in stage legacy.
     legacyStage ? `    upstream: { staging: "${upstreamUrl}", target: staging, legacy: "${upstreamUrl}" }` : `    upstream: { staging: "${upstreamUrl}", target: staging }`,
-    ...(legacyStage ? ['    migration: { stage: legacy }'] : []),
+    // SPEC 15: stage shadow compares every request; no comparison is dropped at the bench's concurrency.
+    ...(legacyStage ? [shadowStage ? '    migration: { stage: shadow, shadow: { percent: 100, maxInFlight: 1000 } }' : '    migration: { stage: legacy }'] : []),
     ...(idempotency ? ['    legacy: { idempotency: {} }'] : []),
     ''
   ].join('\n')

@@ -162,7 +162,7 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl, sinkUrl) {
     })
     return { handle, url: match[1] }
   }
-  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl, idempotency: candidate.idempotency === true, tracing: candidate.tracing === undefined ? undefined : { ...candidate.tracing, endpoint: sinkUrl }, legacyStage: candidate.legacyStage === true })
+  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl, idempotency: candidate.idempotency === true, tracing: candidate.tracing === undefined ? undefined : { ...candidate.tracing, endpoint: sinkUrl }, legacyStage: candidate.legacyStage === true, shadowStage: candidate.shadowStage === true })
   // The real CLI started plainly, `node dist/cli.js --config …`: it gives itself the production
   // Node flags (src/node-flags.ts), as a user's start would; the node-defaults row turns that off.
   // Its JSON log (stdout, with the ready line) goes to a file, as to a container's log driver,
@@ -333,6 +333,20 @@ function goalLines(rows, samples, memory) {
     lines.push(
       `${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x ${goal.untraced} (tracing off), the median of the within-round ratios ` +
         `(goal >= ${goal.minRatio}x; ${spread}CPU ${rows[goal.row].cpuUsPerReq.toFixed(1)} over ${rows[goal.untraced].cpuUsPerReq.toFixed(1)} µs/req)`
+    )
+  }
+  const legacyRow = rows['gateway-legacy-stage']
+  const shadowRow = rows['gateway-shadow-stage']
+  if (legacyRow !== undefined && shadowRow !== undefined) {
+    // SPEC 15, issue 29 point 8: reported, no goal. The comparison's V4 call and compare run on the
+    // gateway's core after each answer, so the CPU per request is what a comparison costs.
+    const { value, spread } = readWithin(
+      samples['gateway-shadow-stage'].map((sample, round) => sample.cpuUsPerReq / samples['gateway-legacy-stage'][round].cpuUsPerReq),
+      'round'
+    )
+    lines.push(
+      `INFO gateway-shadow-stage CPU per request = ${value.toFixed(2)}x gateway-legacy-stage (stage shadow at 100 % over stage legacy), the median of the within-round ratios ` +
+        `(${spread}${shadowRow.cpuUsPerReq.toFixed(1)} over ${legacyRow.cpuUsPerReq.toFixed(1)} µs/req; req/s ${shadowRow.rps.toFixed(0)} and ${legacyRow.rps.toFixed(0)})`
     )
   }
   const logged = rows['gateway-native']
