@@ -244,7 +244,9 @@ describe('v4gw explain', () => {
           authorization: 'Bearer [redacted]',
           'x-request-id': '(a new request id)',
           'x-forwarded-for': '(client address)',
-          'x-forwarded-proto': 'http'
+          'x-forwarded-proto': 'http',
+          // SPEC 14: every upstream request names the fleet (random per process with store: memory).
+          via: expect.stringMatching(/^1\.1 v4gw-[0-9a-f]{12}$/)
         },
         body: { extra: true, input: { q: 1 }, policy: 'strict' }
       }

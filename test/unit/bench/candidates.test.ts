@@ -9,9 +9,14 @@ const candidates = CANDIDATES as Candidate[]
 
 /** A loopback server whose answer to every call is `answer(body)`, closed when the test finishes; resolves with its URL. */
 async function serve(answer: (body: string) => { status: number; body: unknown; sessionId?: string }): Promise<string> {
+  // As a gateway with SPEC 16 on answers a key it has seen: the stored answer, replayed.
+  const keysSeen = new Set<string>()
   const upstream = await startRecordingUpstream((request, response) => {
     const { status, body, sessionId } = answer(request.body.toString('utf8'))
-    response.writeHead(status, { 'content-type': 'application/json', ...(sessionId === undefined ? {} : { 'x-v4-session-id': sessionId }) })
+    const key = request.headers['idempotency-key']
+    const replayed = typeof key === 'string' && keysSeen.has(key)
+    if (typeof key === 'string') keysSeen.add(key)
+    response.writeHead(status, { 'content-type': 'application/json', ...(sessionId === undefined ? {} : { 'x-v4-session-id': sessionId }), ...(replayed ? { 'idempotent-replayed': 'true' } : {}) })
     response.end(JSON.stringify(body))
   })
   return upstream.url
