@@ -14,9 +14,11 @@ import { createSessionMap, type SessionMap } from '../sessions/session-map.js'
 import { createMemorySessionStore } from '../sessions/session-store.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { shadowPolicyFor, type ShadowPolicy } from '../tenancy/shadow-policy.js'
+import type { RequestSpan } from '../tracing/request-span.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import type { CancelScope, UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { compareAnswers, type ComparedAnswer } from '../util/shadow-compare.js'
+import { traceShadowCalls } from './traced-requests.js'
 
 /** What the planner answers for the candidate: stage `translate`'s plan of the same head and body, against `origin` (plan/shadow-candidate.ts). */
 export type PlanCandidate = (runtime: GatewayRuntime, head: RequestHead, body: Buffer, origin: string) => RefusePlan | CallsPlan | IdempotentPlan
@@ -101,7 +103,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     const declared = Number(head.headers['content-length'])
     if (Number.isFinite(declared) && declared > policy.settings.maxBodyBytes) return note('skipped')
     if ((perTenant.get(tenantName) ?? 0) >= policy.settings.maxInFlight || running.size >= runtime.config.limits.shadowInFlight) return note('dropped')
-    const comparison = new Comparison(tenantName, route, facts.action, facts.clientId ?? 'anonymous', policy, runtime, head)
+    const comparison = new Comparison(tenantName, route, facts.action, facts.clientId ?? 'anonymous', policy, runtime, head, exchange.span)
     running.add(comparison)
     perTenant.set(tenantName, (perTenant.get(tenantName) ?? 0) + 1)
     exchange.response.once('close', function compareOnceAnswered() {
@@ -147,7 +149,11 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
         const result = await runLegacyCalls(
           markedShadow(calls.calls),
           { origin: policy.origin, timeoutMs: policy.settings.timeoutMs, cancelScope: comparison.scope, trace },
-          { upstream: deps.upstream, sessions: sessionsFor(comparison.tenant, policy, runtime.config.sessions.ttlMs) }
+          {
+            // With tracing on, each V4 call of the comparison is a CLIENT span of its own (SPEC 17).
+            upstream: comparison.span === undefined ? deps.upstream : traceShadowCalls(deps.upstream, comparison.span, runtime),
+            sessions: sessionsFor(comparison.tenant, policy, runtime.config.sessions.ttlMs)
+          }
         )
         if (result.response.body.length > policy.settings.maxBodyBytes) return comparison.recordOf('skipped', primary)
         const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, { requestId: head.requestId, totalMs: 0, sessionId: result.sessionId, responseFields: calls.responseFields })
@@ -199,7 +205,9 @@ class Comparison {
     readonly clientId: string,
     readonly policy: ShadowPolicy,
     readonly runtime: GatewayRuntime,
-    readonly head: RequestHead
+    readonly head: RequestHead,
+    /** SPEC 17: the request's SERVER span with tracing on; the comparison's calls are its CLIENT spans. */
+    readonly span: RequestSpan | undefined
   ) {
     const limit = policy.settings.maxBodyBytes
     this.tap = {

@@ -6,7 +6,7 @@ import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { RequestSpan, ServerSpanFacts } from '../tracing/request-span.js'
 import { traceUpstream, type CallNames } from '../tracing/traced-upstream.js'
 import type { Tracing } from '../tracing/tracing.js'
-import type { UpstreamRequest } from '../upstream/upstream-client.js'
+import type { UpstreamClient, UpstreamRequest } from '../upstream/upstream-client.js'
 import { pathOf, userAgentOf } from './request-fields.js'
 import { runPlan, type RunDeps } from './run-plan.js'
 
@@ -57,18 +57,8 @@ export function createTracedRequests(tracing: Tracing): TracedRequests {
 
 /** How one request's calls are named: V4 calls by their templates (SPEC 17), its streamed call by its route. */
 function callNames(plan: Plan, method: string, runtime: GatewayRuntime): CallNames {
-  let executions = 0
   return {
-    buffered(request: UpstreamRequest) {
-      if (request.path === V4_SESSIONS_START_PATH) return { name: SESSIONS_START_SPAN }
-      if (request.path === V4_EXECUTE_PATH) return { name: EXECUTE_SPAN }
-      if (SESSION_EXECUTE_PATH.test(request.path)) {
-        // SPEC 4 step 5: the execution sent again after a stale session is a resend.
-        executions++
-        return { name: SESSION_EXECUTE_SPAN, resendCount: executions > 1 ? executions - 1 : undefined }
-      }
-      return { name: request.method }
-    },
+    buffered: v4CallNamer(),
     streamed() {
       const facts = plan.facts
       if (facts.trafficClass === 'native') return `${method} ${NATIVE_ROUTE}`
@@ -79,6 +69,30 @@ function callNames(plan: Plan, method: string, runtime: GatewayRuntime): CallNam
       return route?.rewrite === undefined ? facts.legacyRoute : `${route.method} ${route.rewrite}`
     },
     queryCredential: runtime.config.credentials.queryParam
+  }
+}
+
+/**
+ * SPEC 15's comparison of a request in stage shadow: its V4 calls are CLIENT spans of the
+ * request's SERVER span (SPEC 17: `v4gw.shadow: true`, from the `x-v4gw-shadow` they carry),
+ * named by the same templates as a translated request's calls.
+ */
+export function traceShadowCalls(upstream: UpstreamClient, span: RequestSpan, runtime: GatewayRuntime): UpstreamClient {
+  return traceUpstream(upstream, span, { buffered: v4CallNamer(), streamed: () => 'POST', queryCredential: runtime.config.credentials.queryParam })
+}
+
+/** Names one request's V4 calls by their templates (SPEC 17), counting an execution sent again as a resend. */
+function v4CallNamer(): CallNames['buffered'] {
+  let executions = 0
+  return function nameV4Call(request: UpstreamRequest) {
+    if (request.path === V4_SESSIONS_START_PATH) return { name: SESSIONS_START_SPAN }
+    if (request.path === V4_EXECUTE_PATH) return { name: EXECUTE_SPAN }
+    if (SESSION_EXECUTE_PATH.test(request.path)) {
+      // SPEC 4 step 5: the execution sent again after a stale session is a resend.
+      executions++
+      return { name: SESSION_EXECUTE_SPAN, resendCount: executions > 1 ? executions - 1 : undefined }
+    }
+    return { name: request.method }
   }
 }
 

@@ -334,3 +334,38 @@ describe('tracing off (the default)', () => {
     expect(line).not.toHaveProperty('spanId')
   })
 })
+
+describe('tracing on, a request in stage shadow (SPEC 15, 17)', () => {
+  const { upstream } = v4Upstream()
+  const legacy = useRecordingUpstream((_request, response) => {
+    response.setHeader('content-type', 'application/json')
+    response.end(JSON.stringify({ output: 'done', meta: {} }))
+  })
+  const receiver = useOtlpReceiver()
+  const gw = useGateway(() =>
+    tracedConfig(upstream.url, receiver, {}, { tenants: { acme: { upstream: { staging: upstream.url, legacy: legacy.url }, migration: { stage: 'shadow' } } } })
+  )
+
+  it("makes the comparison's V4 call a CLIENT span of the request's SERVER span, marked v4gw.shadow, and names it in that call's traceparent", async () => {
+    const before = upstream.requests.length
+    const { answer, made } = await run(gw, legacy, () => send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } }))
+    expect(answer.headers['x-v4gw-served-by']).toBe('legacy')
+    const toLegacy = parsedTraceparent(made[0])
+    // The comparison starts once the legacy answer is sent: its call reaches V4 after the answer.
+    await until(() => upstream.requests.length > before)
+    const shadowCall = upstream.requests[before] as RecordedRequest
+    expect(shadowCall.headers['x-v4gw-shadow']).toBe('1')
+    const sent = parsedTraceparent(shadowCall)
+    expect(sent.traceId).toBe(toLegacy.traceId)
+    await until(() => receiver.spans.some((span) => span.spanId === sent.spanId))
+    const spans = receiver.spans.filter((span) => span.traceId === sent.traceId)
+    const server = spans.find((span) => span.kind === 'SERVER') as ExportedSpan
+    const shadow = spans.find((span) => span.spanId === sent.spanId) as ExportedSpan
+    const legacyCall = spans.find((span) => span.spanId === toLegacy.spanId) as ExportedSpan
+    expect(shadow).toMatchObject({ kind: 'CLIENT', name: 'POST /v4/execute', parentSpanId: server.spanId })
+    expect(shadow.attributes).toMatchObject({ 'v4gw.shadow': true, 'http.response.status_code': 200 })
+    expect(legacyCall).toMatchObject({ kind: 'CLIENT', name: 'POST /v1/headless/runs', parentSpanId: server.spanId })
+    expect(legacyCall.attributes).not.toHaveProperty('v4gw.shadow')
+    expect(server.attributes).toMatchObject({ 'v4gw.migration.stage': 'shadow', 'v4gw.served_by': 'legacy' })
+  })
+})
