@@ -162,7 +162,15 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl, sinkUrl) {
     })
     return { handle, url: match[1] }
   }
-  const config = await writeGatewayConfig(workDir, candidate.name, { upstreamUrl: stubUrl, logLevel: candidate.logLevel, redisUrl, idempotency: candidate.idempotency === true, tracing: candidate.tracing === undefined ? undefined : { ...candidate.tracing, endpoint: sinkUrl }, legacyStage: candidate.legacyStage === true, shadowStage: candidate.shadowStage === true })
+  const config = await writeGatewayConfig(workDir, candidate.name, {
+    upstreamUrl: stubUrl,
+    logLevel: candidate.logLevel,
+    redisUrl,
+    idempotency: candidate.idempotency === true,
+    legacyStage: candidate.legacyStage === true,
+    shadowStage: candidate.shadowStage === true,
+    tracing: candidate.tracing === undefined ? undefined : { ...candidate.tracing, endpoint: sinkUrl }
+  })
   // The real CLI started plainly, `node dist/cli.js --config …`: it gives itself the production
   // Node flags (src/node-flags.ts), as a user's start would; the node-defaults row turns that off.
   // Its JSON log (stdout, with the ready line) goes to a file, as to a container's log driver,
