@@ -447,9 +447,9 @@ describe('client ids (SPEC 12)', () => {
   const upstream = { staging: 'http://127.0.0.1:4010' }
 
   it('defaults clients.key to [credential] and lower-cases a header source', async () => {
-    expect((await load(acme(upstream))).tenants.acme?.clients).toEqual({ key: ['credential'], labels: {} })
+    expect((await load(acme(upstream))).tenants.acme?.clients).toEqual({ key: ['credential'], labels: {}, maxPerRoute: 10_000, retentionDays: 90 })
     const config = await load(acme(upstream, { clients: { key: ['header:X-Client-Id', 'credential'], labels: { 'hdr:batch': { name: 'Batch' } } } }))
-    expect(config.tenants.acme?.clients).toEqual({ key: ['header:x-client-id', 'credential'], labels: { 'hdr:batch': { name: 'Batch', owner: null } } })
+    expect(config.tenants.acme?.clients).toEqual({ key: ['header:x-client-id', 'credential'], labels: { 'hdr:batch': { name: 'Batch', owner: null } }, maxPerRoute: 10_000, retentionDays: 90 })
   })
 
   it.each(['authorization', 'X-Session-Token', 'x-api-key', 'x-service-api-key', 'cookie', 'Proxy-Authorization'])('refuses header:%s as a client-id source: it carries a credential', async (name) => {
