@@ -4,6 +4,7 @@ import { send } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
+import { configSchema } from '../../src/config/schema.js'
 
 const TOKEN = 'sess_shadow_secret_token_1'
 const EXECUTE = 'POST /v1/headless/runs'
@@ -197,6 +198,46 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect(v4.requests.map((request) => request.url)).toEqual(['/v4/sessions.start', '/v4/sessions/ses_shadow_1/executions.execute', '/v4/sessions/ses_shadow_1/executions.execute'])
     expect(v4.requests.every((request) => request.headers['x-v4gw-shadow'] === '1')).toBe(true)
     expect((await send(gw.adminUrl, '/admin/sessions')).json.total).toBe(0)
+  })
+
+  it("bounds shadow session-execute's own map by maxSessions, and drops it when the shadow upstream's origin changes", async () => {
+    let started = 0
+    const v4Handler = (request: RecordedRequest, response: ServerResponse): void => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: `ses_${++started}`, defaults: {}, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    }
+    const v4 = await startRecordingUpstream(v4Handler)
+    const otherV4 = await startRecordingUpstream(v4Handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { maxSessions: 2 }))
+    let compared = 0
+    const invoke = async (stateId: string): Promise<void> => {
+      await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId } })
+      compared++
+      await until(async () => (await shadowOf(gw, INVOKE)).matches === compared)
+    }
+    const starts = (upstream: RecordingUpstream): number => upstream.requests.filter((request) => request.url === '/v4/sessions.start').length
+    await invoke('a')
+    await invoke('b')
+    await invoke('a')
+    expect(starts(v4)).toBe(2)
+    // A third state pushes out the least recently used one (b): b starts a session again, a does not.
+    await invoke('c')
+    await invoke('a')
+    expect(starts(v4)).toBe(3)
+    await invoke('b')
+    expect(starts(v4)).toBe(4)
+
+    // Another shadow upstream (production, allowed): its own sessions; back on the first, the old entries are gone.
+    const toOther = shadowConfig(v4, legacy, { maxSessions: 2, upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true })
+    const acme = (toOther.tenants as Record<string, { upstream: Record<string, string> }>).acme as { upstream: Record<string, string> }
+    acme.upstream.production = otherV4.url
+    await gw.gateway.applyConfig(configSchema.parse(toOther))
+    await invoke('b')
+    expect(starts(otherV4)).toBe(1)
+    await gw.gateway.applyConfig(configSchema.parse(shadowConfig(v4, legacy, { maxSessions: 2 })))
+    await invoke('b')
+    expect(starts(v4)).toBe(5)
   })
 
   it('samples session-execute per state: a state is compared on every request or on none', async () => {
