@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
 import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
-import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
+import { useStaleableV4Upstream } from '../helpers/stale-v4-upstream.js'
+import type { RecordedRequest } from '../helpers/recording-upstream.js'
 import { testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
 
@@ -18,26 +18,7 @@ const TRACESTATE = 'vendor=secret-tracestate-7f3a,other=x'
 const BAGGAGE = 'userId=secret-baggage-91c2,tier=gold'
 const TRACE_HEADERS = { traceparent: TRACEPARENT, tracestate: TRACESTATE, baggage: BAGGAGE }
 
-/** A V4 upstream: sessions.start gives s1, s2, …; an execution answers 404 while `staleOnce` holds its session id. */
-function v4Upstream() {
-  let sessions = 0
-  const staleOnce = new Set<string>()
-  const upstream = useRecordingUpstream((request: RecordedRequest, response: ServerResponse) => {
-    response.setHeader('content-type', 'application/json')
-    if (request.url === '/v4/sessions.start') {
-      response.end(JSON.stringify({ sessionId: `s${++sessions}` }))
-      return
-    }
-    const session = /^\/v4\/sessions\/([^/]+)\//.exec(request.url)?.[1]
-    if (session !== undefined && staleOnce.delete(session)) {
-      response.statusCode = 404
-      response.end(JSON.stringify({ error: { code: 'SESSION_NOT_FOUND' } }))
-      return
-    }
-    response.end(JSON.stringify({ output: 'done', meta: {} }))
-  })
-  return { upstream, staleOnce }
-}
+const v4Upstream = useStaleableV4Upstream
 
 /** The access line of the request answered with `answer` (or of the request id given, for a native answer, which is the upstream's). */
 async function accessLine(gw: StartedGateway, answer: Answer | string): Promise<Record<string, unknown>> {

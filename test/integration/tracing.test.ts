@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
 import { useOtlpReceiver, type ExportedSpan, type OtlpReceiver } from '../helpers/otlp-receiver.js'
 import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
+import { useStaleableV4Upstream } from '../helpers/stale-v4-upstream.js'
 import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
 import { testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
@@ -15,26 +15,7 @@ const CLIENT_TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736'
 const CLIENT_PARENT_ID = '00f067aa0ba902b7'
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/
 
-/** A V4 upstream: sessions.start gives s1, s2, …; an execution answers 404 while `staleOnce` holds its session id. */
-function v4Upstream() {
-  let sessions = 0
-  const staleOnce = new Set<string>()
-  const upstream = useRecordingUpstream((request: RecordedRequest, response: ServerResponse) => {
-    response.setHeader('content-type', 'application/json')
-    if (request.url === '/v4/sessions.start') {
-      response.end(JSON.stringify({ sessionId: `s${++sessions}` }))
-      return
-    }
-    const session = /^\/v4\/sessions\/([^/]+)\//.exec(request.url)?.[1]
-    if (session !== undefined && staleOnce.delete(session)) {
-      response.statusCode = 404
-      response.end(JSON.stringify({ error: { code: 'SESSION_NOT_FOUND' } }))
-      return
-    }
-    response.end(JSON.stringify({ output: 'done', meta: {} }))
-  })
-  return { upstream, staleOnce }
-}
+const v4Upstream = useStaleableV4Upstream
 
 function tracedConfig(upstreamUrl: string, receiver: OtlpReceiver, tracing: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   return testConfig(upstreamUrl, { tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 20, ...tracing }, ...extra })
