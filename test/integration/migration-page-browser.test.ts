@@ -34,7 +34,8 @@ describe('the migration page /admin/ui in chromium', () => {
       admin: { token: ADMIN_TOKEN },
       tenants: {
         acme: {
-          upstream: { staging: sim.url },
+          // A legacy upstream to roll back to (SPEC 14); nothing in this test is served by it.
+          upstream: { staging: sim.url, legacy: sim.url },
           clients: { key: ['header:x-client-id', 'credential'], labels: { 'hdr:billing-batch': { name: 'Billing batch', owner: 'team-billing' } } },
           legacy: {
             deprecation: { date: iso(NOW - 30 * DAY), sunset: iso(NOW + 90 * DAY), brownouts: { windows: [{ start: WINDOW_START, end: WINDOW_END }] } }
@@ -59,6 +60,13 @@ describe('the migration page /admin/ui in chromium', () => {
     expect((await send(gw.url, '/v1/headless/runs', { ...legacyCall, headers: { authorization: 'Bearer demo-token-alice', 'x-client-id': 'billing-batch', 'user-agent': 'billing-batch/2.4' } })).status).toBe(200)
     expect((await send(gw.url, '/v1/headless/runs', { ...legacyCall, headers: { authorization: 'Bearer demo-token-bob', 'user-agent': HOSTILE_USER_AGENT } })).status).toBe(200)
     expect((await send(gw.url, '/v4/execute', { ...legacyCall, headers: { authorization: 'Bearer demo-token-alice' } })).status).toBe(200)
+    // A rollback in force (SPEC 14): the page shows the route's stage from the override, and the override.
+    const override = await send(gw.adminUrl, '/admin/migration/stage', {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      json: { tenant: 'acme', route: 'POST /v1/runs/invoke', stage: 'legacy', reason: 'INC-7 rollback <b>now</b>' }
+    })
+    expect(override.status).toBe(200)
 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
     const page = await context.newPage()
@@ -92,6 +100,12 @@ describe('the migration page /admin/ui in chromium', () => {
     expect(await page.locator('svg.chart').count()).toBeGreaterThanOrEqual(1)
     expect(await page.locator('svg.chart rect.bar').count()).toBeGreaterThanOrEqual(1)
     await expect(tenant.textContent()).resolves.toContain(WINDOW_START.slice(0, 16).replace('T', ' '))
+    // Stages and the override, its reason as text.
+    const invokeRow = tenant.locator('tr', { hasText: 'POST /v1/runs/invoke' }).first()
+    await expect(invokeRow.textContent()).resolves.toMatch(/legacy\s*override/)
+    await expect(tenant.locator('tr', { hasText: 'POST /v1/headless/runs' }).first().textContent()).resolves.toMatch(/translate\s*config/)
+    await expect(tenant.textContent()).resolves.toContain('INC-7 rollback <b>now</b>')
+    expect(await tenant.locator('b').count()).toBe(0)
     // No route of the tenant is in stage shadow.
     await expect(tenant.textContent()).resolves.toContain('No shadow comparisons.')
 
