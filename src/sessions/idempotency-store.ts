@@ -1,3 +1,5 @@
+import { KeyWaiters } from './key-waiters.js'
+
 /**
  * SPEC 16's idempotency records. A record is keyed by a hash of (tenant, the credential's full
  * SHA-256, route, key) and holds only hashes and the answer: never a raw key, token or request
@@ -83,7 +85,7 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
 
 export function createMemoryIdempotencyStore(now: () => number = Date.now): MemoryIdempotencyStore {
   const records = new Map<string, MemoryRecord>()
-  const waiters = new Map<string, Set<() => void>>()
+  const waiters = new KeyWaiters()
   let bytes = 0
   let owners = 0
 
@@ -113,13 +115,6 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
     }
   }
 
-  function wake(key: string): void {
-    const waiting = waiters.get(key)
-    if (waiting === undefined) return
-    waiters.delete(key)
-    for (const resolve of waiting) resolve()
-  }
-
   function shown(record: MemoryRecord): IdempotencyRecord {
     return record.owner !== undefined ? { state: 'running', fingerprint: record.fingerprint } : { state: 'done', fingerprint: record.fingerprint, answer: record.answer }
   }
@@ -142,28 +137,16 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
       const record = live(key)
       if (record?.owner !== owner) return false
       put(key, { fingerprint: record.fingerprint, owner: undefined, answer, expiresAt: now() + ttlMs, bytes: RECORD_OVERHEAD_BYTES + (answer?.body.length ?? 0) }, bounds)
-      wake(key)
+      waiters.wake(key)
       return true
     },
     release(key, owner) {
       const record = records.get(key)
       if (record?.owner === owner) drop(key, record)
-      wake(key)
+      waiters.wake(key)
     },
     changed(key, waitMs) {
-      return new Promise((resolve) => {
-        let waiting = waiters.get(key)
-        if (waiting === undefined) waiters.set(key, (waiting = new Set()))
-        const set = waiting
-        const timer = setTimeout(done, waitMs)
-        function done(): void {
-          clearTimeout(timer)
-          set.delete(done)
-          if (set.size === 0 && waiters.get(key) === set) waiters.delete(key)
-          resolve()
-        }
-        set.add(done)
-      })
+      return waiters.wait(key, waitMs)
     },
     sweep(max) {
       const time = now()

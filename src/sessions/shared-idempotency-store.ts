@@ -1,3 +1,4 @@
+import { KeyWaiters } from './key-waiters.js'
 import { randomBytes } from 'node:crypto'
 import type { RedisConnection } from '../store/redis-connection.js'
 import type { SharedStore } from '../store/shared-store.js'
@@ -124,15 +125,8 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
   const connection = shared.connection
   if (connection === undefined) return memory
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS
-  const waiters = new Map<string, Set<() => void>>()
+  const waiters = new KeyWaiters()
   const redisKey = (key: string): string => `${shared.keyPrefix}${IDEMPOTENCY_FAMILY}${key}`
-
-  function wake(key: string): void {
-    const waiting = waiters.get(key)
-    if (waiting === undefined) return
-    waiters.delete(key)
-    for (const resolve of waiting) resolve()
-  }
 
   function inMemory(result: ClaimResult): ClaimResult {
     return { ...result, unavailable: true }
@@ -182,42 +176,30 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
     async complete(key, owner, answer, ttlMs, bounds) {
       if (!owner.startsWith(CLAIM_TAG)) {
         const kept = memory.complete(key, owner, answer, ttlMs, bounds)
-        wake(key)
+        waiters.wake(key)
         return kept
       }
       try {
         const written = await connection.run((client) => scripts(client).v4gwIdempotencyComplete(redisKey(key), owner, encodeRecord(fingerprintOf(owner), answer), ttlMs))
-        wake(key)
+        waiters.wake(key)
         return written === 1
       } catch {
         // The store went away while the request ran: this replica keeps the answer in its own
         // memory, so a retry that reaches it replays; the claim in Redis ends with its lease.
         const local = memory.claim(key, fingerprintOf(owner), ttlMs, bounds)
         const kept = local.claimed && memory.complete(key, local.owner, answer, ttlMs, bounds)
-        wake(key)
+        waiters.wake(key)
         return kept ? 'local' : false
       }
     },
     async release(key, owner) {
       if (!owner.startsWith(CLAIM_TAG)) memory.release(key, owner)
       else await connection.run((client) => scripts(client).v4gwIdempotencyRelease(redisKey(key), owner)).catch(() => undefined)
-      wake(key)
+      waiters.wake(key)
     },
     changed(key, waitMs) {
       // Another replica's answer is seen by looking again; this replica's wakes the waiter at once.
-      return new Promise((resolve) => {
-        let waiting = waiters.get(key)
-        if (waiting === undefined) waiters.set(key, (waiting = new Set()))
-        const set = waiting
-        const timer = setTimeout(done, Math.min(waitMs, pollMs))
-        function done(): void {
-          clearTimeout(timer)
-          set.delete(done)
-          if (set.size === 0 && waiters.get(key) === set) waiters.delete(key)
-          resolve()
-        }
-        set.add(done)
-      })
+      return waiters.wait(key, Math.min(waitMs, pollMs))
     },
     async peek(key) {
       const local = memory.size > 0 ? memory.peek(key) : undefined

@@ -1,0 +1,33 @@
+/**
+ * Callers waiting for a change of one key (an idempotency record answered or released), woken
+ * at once by `wake`, or by their own timer: a waiter looks again either way, so a missed wake
+ * costs a wait, never a wrong answer.
+ */
+export class KeyWaiters {
+  readonly #waiters = new Map<string, Set<() => void>>()
+
+  /** Resolves when `key` is woken, or after `ms`. */
+  wait(key: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let waiting = this.#waiters.get(key)
+      if (waiting === undefined) this.#waiters.set(key, (waiting = new Set()))
+      const set = waiting
+      const waiters = this.#waiters
+      const timer = setTimeout(done, ms)
+      function done(): void {
+        clearTimeout(timer)
+        set.delete(done)
+        if (set.size === 0 && waiters.get(key) === set) waiters.delete(key)
+        resolve()
+      }
+      set.add(done)
+    })
+  }
+
+  wake(key: string): void {
+    const waiting = this.#waiters.get(key)
+    if (waiting === undefined) return
+    this.#waiters.delete(key)
+    for (const resolve of waiting) resolve()
+  }
+}
