@@ -94,6 +94,28 @@ export function createMetrics(options: {
 
   /** A counter on this registry: every one of the gateway's counters has labels. */
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> => new Counter({ name, help, labelNames, registers: [registry] })
+  /** An unlabelled gauge read at each scrape; none when `read` is undefined (the feature is off). */
+  const gaugeAtScrape = (name: string, help: string, read: (() => number) | undefined): void => {
+    if (read === undefined) return
+    new Gauge({ name, help, registers: [registry], collect() { this.set(read()) } })
+  }
+  /**
+   * A gauge per configured tenant, read at each scrape; reset first, so that a tenant a reload
+   * removed goes from the output. None when `read` is undefined.
+   */
+  const tenantGaugeAtScrape = (name: string, help: string, read: (() => Iterable<readonly [tenant: string, value: number]>) | undefined): void => {
+    if (read === undefined) return
+    new Gauge({
+      name,
+      help,
+      labelNames: ['tenant'] as const,
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const [tenant, value] of read()) this.set({ tenant }, value)
+      }
+    })
+  }
   const statusCodeLabel = options.statusCodeLabel !== false
   const requests = new Counter({
     name: 'v4gw_requests_total',
@@ -103,17 +125,7 @@ export function createMetrics(options: {
     labelNames: statusCodeLabel ? (['tenant', 'class', 'route', 'status_class', 'code'] as const) : (['tenant', 'class', 'route', 'status_class'] as const),
     registers: [registry]
   })
-  const requestsInFlight = options.requestsInFlight
-  if (requestsInFlight !== undefined) {
-    new Gauge({
-      name: 'v4gw_requests_in_flight',
-      help: 'Requests the traffic listener holds now, from their first byte to their end',
-      registers: [registry],
-      collect() {
-        this.set(requestsInFlight())
-      }
-    })
-  }
+  gaugeAtScrape('v4gw_requests_in_flight', 'Requests the traffic listener holds now, from their first byte to their end', options.requestsInFlight)
   const loadShed = counter(
     'v4gw_load_shed_total',
     'Requests answered 503 OVERLOADED before any work (SPEC 10), by reason: in_flight (limits.maxInFlight), event_loop (limits.maxEventLoopDelayMs)',
@@ -143,49 +155,22 @@ export function createMetrics(options: {
     'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)',
     ['event'] as const
   )
-  new Gauge({
-    name: 'v4gw_session_map_entries',
-    help: 'Entries in the session map',
-    registers: [registry],
-    collect() {
-      this.set(options.sessionEntries())
-    }
-  })
+  gaugeAtScrape('v4gw_session_map_entries', 'Entries in the session map', options.sessionEntries)
   const storeStatus = options.sessionStoreStatus
   // Only a shared store has a reachability to report (docs/scaling.md, "When Redis is unreachable").
-  if (storeStatus?.().redis !== undefined) {
-    new Gauge({
-      name: 'v4gw_session_store_redis_up',
-      help: '1 while the shared session store (Redis/Valkey) is reachable, 0 while this replica serves with its own map',
-      registers: [registry],
-      collect() {
-        this.set(storeStatus().redis === 'up' ? 1 : 0)
-      }
-    })
-  }
-  const storeUp = options.storeUp
-  if (storeUp !== undefined) {
-    new Gauge({
-      name: 'v4gw_store_up',
-      help: "1 while the shared store (SPEC 12: Redis/Valkey) answers, 0 while this replica serves from its own memory",
-      registers: [registry],
-      collect() {
-        this.set(storeUp() ? 1 : 0)
-      }
-    })
-  }
-  const clockOffsetSeconds = options.clockOffsetSeconds
-  if (clockOffsetSeconds !== undefined) {
-    new Gauge({
-      name: 'v4gw_clock_offset_seconds',
-      help: "How far this replica's clock is ahead of the shared store's TIME (negative: behind), measured when the store comes up and once a minute",
-      registers: [registry],
-      collect() {
-        // 0 until the first measurement, which is taken as soon as the store answers.
-        this.set(clockOffsetSeconds() ?? 0)
-      }
-    })
-  }
+  gaugeAtScrape(
+    'v4gw_session_store_redis_up',
+    '1 while the shared session store (Redis/Valkey) is reachable, 0 while this replica serves with its own map',
+    storeStatus?.().redis === undefined ? undefined : () => (storeStatus().redis === 'up' ? 1 : 0)
+  )
+  const { storeUp, clockOffsetSeconds } = options
+  gaugeAtScrape('v4gw_store_up', '1 while the shared store (SPEC 12: Redis/Valkey) answers, 0 while this replica serves from its own memory', storeUp && (() => (storeUp() ? 1 : 0)))
+  gaugeAtScrape(
+    'v4gw_clock_offset_seconds',
+    "How far this replica's clock is ahead of the shared store's TIME (negative: behind), measured when the store comes up and once a minute",
+    // 0 until the first measurement, which is taken as soon as the store answers.
+    clockOffsetSeconds && (() => clockOffsetSeconds() ?? 0)
+  )
   const storeUnavailable = counter(
     'v4gw_store_unavailable_total',
     'Requests served without the shared store they would have used (SPEC 12), by feature: sessions (a session-map miss), registry, idempotency',
@@ -220,38 +205,22 @@ export function createMetrics(options: {
     'Legacy requests that carried an idempotency key (SPEC 16) by tenant, route and outcome: executed, replayed, waited (replayed after waiting for the first call), in_progress (409), key_reused (422), too_large (409), not_kept (ran, answer not kept), store_unavailable',
     ['tenant', 'route', 'outcome'] as const
   )
-  const migrationOverrides = options.migrationOverrides
-  if (migrationOverrides !== undefined) {
-    new Gauge({
-      name: 'v4gw_migration_overrides',
-      help: 'Stage overrides (PUT /admin/migration/stage) in force for the tenant, tenant-wide and per route, suspended ones included',
-      labelNames: ['tenant'] as const,
-      registers: [registry],
-      collect() {
-        this.reset()
-        for (const [tenant, count] of migrationOverrides()) this.set({ tenant }, count)
-      }
-    })
-  }
+  tenantGaugeAtScrape(
+    'v4gw_migration_overrides',
+    'Stage overrides (PUT /admin/migration/stage) in force for the tenant, tenant-wide and per route, suspended ones included',
+    options.migrationOverrides
+  )
   const shadowComparisons = counter(
     'v4gw_shadow_comparisons_total',
     'Shadow comparisons of the V4 translation with the legacy answer (SPEC 15) by tenant, route and outcome: match, mismatch, candidate_error (no answer from V4), primary_error (none from the legacy side), dropped (a cap), skipped (not eligible), abandoned (cut at shutdown)',
     ['tenant', 'route', 'outcome'] as const
   )
   const brownoutsPaused = options.brownoutsPaused
-  if (brownoutsPaused !== undefined) {
-    new Gauge({
-      name: 'v4gw_brownouts_paused',
-      help: '1 while a brownout pause (POST /admin/brownouts/pause) is in force on this replica for the tenant or one of its routes, else 0',
-      labelNames: ['tenant'] as const,
-      registers: [registry],
-      collect() {
-        // Reset first: a tenant a reload removed goes from the output.
-        this.reset()
-        for (const [tenant, paused] of brownoutsPaused()) this.set({ tenant }, paused ? 1 : 0)
-      }
-    })
-  }
+  tenantGaugeAtScrape(
+    'v4gw_brownouts_paused',
+    '1 while a brownout pause (POST /admin/brownouts/pause) is in force on this replica for the tenant or one of its routes, else 0',
+    brownoutsPaused && (() => Array.from(brownoutsPaused(), ([tenant, paused]) => [tenant, paused ? 1 : 0] as const))
+  )
   const legacyRequests = counter(
     'v4gw_legacy_requests_total',
     'Legacy-route requests of tenants that use stages (SPEC 14) by tenant, route and served_by: legacy (upstream.legacy), v4 (the translation), gateway (an answer the gateway made itself)',
