@@ -1,5 +1,6 @@
 /* global process, console */
 // npm run bench:compare [-- --save-base] [-- --only gateway-execute,gateway-native] [-- --rounds N]
+// npm run bench:compare -- --pair gateway-execute,gateway-execute-traced-1pct   (two rows of one build)
 //
 // Two builds of the gateway side by side, for a change too small for `npm run bench` to see:
 // on this VM a row's CPU per request drifts by ±30 % over tens of seconds, so two runs minutes
@@ -11,6 +12,11 @@
 //   npm run bench:compare -- --save-base   # on the commit to compare against: keeps dist/ as the base
 //   (change the code)
 //   npm run bench:compare                  # builds, then the change (dist/) against the base
+//
+// `--pair A,B` runs two rows of the same build (dist/) the same way: B's config against A's, for a
+// setting's price (SPEC 17's tracing on against off, issue 30's cost goal) where `npm run bench`,
+// which measures rows one after the other, cannot separate a 5 % cost from the VM's drift. Both
+// rows get A's load; a traced row exports to a collector that discards (otlp-sink.mjs).
 //
 // Both builds share the core, so neither is saturated alone, and CPU per request under sharing
 // is not the solo figure of `npm run bench`: read the ratio, not the absolute numbers. Loopback
@@ -34,15 +40,17 @@ const BASE_BUILD = baseFromArgs() ?? join(ROOT, '.bench-out', 'dist-base')
 const GATEWAY_NODE_FLAGS = await productionNodeFlags()
 const MEASURED_CORE = 1
 const LOAD_CORE = 0
-// Rows whose two builds can share one stub; the Redis row would need a store each, and a traced
-// row a collector (and a base build that knows `tracing.enabled`): npm run bench measures those.
+// Rows whose two builds can share one stub; a traced row needs a base build that knows
+// `tracing.enabled`, so it is compared only with --pair (one build).
 const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' && candidate.tracing === undefined)
+const PAIRABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway')
 
 const { values: flags } = parseArgs({
   options: {
     'save-base': { type: 'boolean', default: false },
     only: { type: 'string', default: 'gateway-native,gateway-execute,gateway-session-hit' },
     base: { type: 'string' },
+    pair: { type: 'string' },
     rounds: { type: 'string', default: '8' },
     duration: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' }
@@ -56,14 +64,29 @@ if (flags['save-base']) {
   console.log(`kept ${BUILD} as the base build in ${BASE_BUILD}`)
   process.exit(0)
 }
-if (!existsSync(BASE_BUILD)) throw new Error(`no base build in ${BASE_BUILD}: run npm run bench:compare -- --save-base on the commit to compare against`)
+if (flags.pair === undefined && !existsSync(BASE_BUILD)) throw new Error(`no base build in ${BASE_BUILD}: run npm run bench:compare -- --save-base on the commit to compare against`)
 if (!detectPinning([LOAD_CORE, MEASURED_CORE])) throw new Error('comparing builds needs taskset and two cores: both builds on one core, the loads on the other')
 
-const rows = flags.only.split(',').map((name) => {
-  const row = COMPARABLE.find((candidate) => candidate.name === name)
-  if (row === undefined) throw new Error(`unknown row ${name}; one of ${COMPARABLE.map((candidate) => candidate.name).join(', ')}`)
+function findRow(name, among) {
+  const row = among.find((candidate) => candidate.name === name)
+  if (row === undefined) throw new Error(`unknown row ${name}; one of ${among.map((candidate) => candidate.name).join(', ')}`)
   return row
-})
+}
+
+/** What each comparison runs: a row on the base build against the same row on dist/, or (--pair) two rows on dist/. */
+const comparisons =
+  flags.pair === undefined
+    ? flags.only.split(',').map((name) => {
+        const row = findRow(name, COMPARABLE)
+        return { name, base: { row, build: BASE_BUILD }, change: { row, build: BUILD } }
+      })
+    : [pairComparison(flags.pair.split(','))]
+
+function pairComparison(names) {
+  if (names.length !== 2) throw new Error('--pair takes two rows: --pair A,B')
+  const [baseRow, changeRow] = names.map((name) => findRow(name, PAIRABLE))
+  return { name: `${changeRow.name} against ${baseRow.name}`, base: { row: baseRow, build: BUILD }, change: { row: changeRow, build: BUILD } }
+}
 const settings = { rounds: Number(flags.rounds), durationSec: Number(flags.duration), connections: Number(flags.connections) }
 
 function baseFromArgs() {
@@ -91,8 +114,16 @@ function median(values) {
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
-async function startGateway(row, build, label, stubUrl, workDir, redisUrl) {
-  const config = await writeGatewayConfig(workDir, `${row.name}-${label}`, { upstreamUrl: stubUrl, logLevel: row.logLevel, idempotency: row.idempotency === true, legacyStage: row.legacyStage === true, redisUrl })
+async function startGateway(row, build, label, stubUrl, workDir, redisUrl, sinkUrl) {
+  const config = await writeGatewayConfig(workDir, `${row.name}-${label}`, {
+    upstreamUrl: stubUrl,
+    logLevel: row.logLevel,
+    idempotency: row.idempotency === true,
+    legacyStage: row.legacyStage === true,
+    shadowStage: row.shadowStage === true,
+    tracing: row.tracing === undefined ? undefined : { ...row.tracing, endpoint: sinkUrl },
+    redisUrl
+  })
   const { handle, match } = await startNode({
     name: `${row.name} (${label})`,
     args: [...(row.nodeDefaults ? [] : GATEWAY_NODE_FLAGS), join(build, 'cli.js'), '--config', config],
@@ -123,14 +154,19 @@ async function load(row, gateway, warmupSec, otherPids) {
   return { cpuTicks: sample.cpuTicks, answered }
 }
 
-async function compareRow(row, workDir, ticksPerSecond) {
+async function compareRow(comparison, workDir, ticksPerSecond) {
+  // Both sides get the base row's load (a pair's rows differ in config, not in what they are sent).
+  const row = comparison.base.row
   const { handle: stub, match } = await startNode({ name: 'stub', args: [join(BENCH_DIR, 'stub-upstream.mjs')], core: LOAD_CORE, pin: true, ready: /^stub listening on (\S+)/ })
-  // A Redis row: each build its own redis-server on the load core, so neither shares the other's keys.
-  const [baseRedis, changeRedis] = row.redis === true ? [await startRedis(), await startRedis()] : []
-  const base = await startGateway(row, BASE_BUILD, 'base', match[1], workDir, baseRedis)
-  const change = await startGateway(row, BUILD, 'change', match[1], workDir, changeRedis)
+  const traced = comparison.base.row.tracing !== undefined || comparison.change.row.tracing !== undefined
+  const sink = traced ? await startNode({ name: 'otlp-sink', args: [join(BENCH_DIR, 'otlp-sink.mjs')], core: LOAD_CORE, pin: true, ready: /^otlp sink listening on (\S+)/ }) : undefined
+  // A Redis row: each side its own redis-server on the load core, so neither shares the other's keys.
+  const redisFor = async (side) => (side.row.redis === true ? await startRedis() : undefined)
+  const [baseRedis, changeRedis] = [await redisFor(comparison.base), await redisFor(comparison.change)]
+  const base = await startGateway(comparison.base.row, comparison.base.build, 'base', match[1], workDir, baseRedis, sink?.match[1])
+  const change = await startGateway(comparison.change.row, comparison.change.build, 'change', match[1], workDir, changeRedis, sink?.match[1])
   for (const gateway of [base, change]) await row.check(row.name, gateway.url, row.load)
-  const otherPids = [stub.pid, process.pid, base.handle.pid, change.handle.pid]
+  const otherPids = [stub.pid, process.pid, base.handle.pid, change.handle.pid, ...(sink === undefined ? [] : [sink.handle.pid])]
   const ratios = []
   const perRequest = { base: [], change: [] }
   for (let round = 0; round < settings.rounds; round++) {
@@ -152,13 +188,14 @@ async function main() {
   const ticksPerSecond = clockTicksPerSecond()
   const workDir = await mkdtemp(join(tmpdir(), 'v4gw-compare-'))
   try {
-    console.log(`change (dist/) against base (${BASE_BUILD}): ${settings.rounds} rounds of ${settings.durationSec} s, both builds on core ${MEASURED_CORE}, loads on core ${LOAD_CORE}`)
-    for (const row of rows) {
-      const result = await compareRow(row, workDir, ticksPerSecond)
+    const what = flags.pair === undefined ? `change (dist/) against base (${BASE_BUILD})` : `two rows of dist/`
+    console.log(`${what}: ${settings.rounds} rounds of ${settings.durationSec} s, both gateways on core ${MEASURED_CORE}, loads on core ${LOAD_CORE}`)
+    for (const comparison of comparisons) {
+      const result = await compareRow(comparison, workDir, ticksPerSecond)
       const sorted = [...result.ratios].sort((a, b) => a - b)
       const change = median(result.ratios) - 1
       console.log(
-        `${row.name}: CPU per request ${change >= 0 ? '+' : ''}${(100 * change).toFixed(1)} % (change/base per round ${sorted[0].toFixed(3)}–${sorted.at(-1).toFixed(3)}; ` +
+        `${comparison.name}: CPU per request ${change >= 0 ? '+' : ''}${(100 * change).toFixed(1)} % (change/base per round ${sorted[0].toFixed(3)}–${sorted.at(-1).toFixed(3)}; ` +
           `${result.base.toFixed(1)} → ${result.change.toFixed(1)} µs/req while sharing the core)`
       )
     }
