@@ -74,12 +74,38 @@ export interface ClientCallStart {
 
 /**
  * A request's SERVER span and the CLIENT spans of its upstream calls (SPEC 17), kept on its
- * Exchange from its start to its end. Its context is handed to each call by hand (no context
- * manager): a call's span is the child of this one, and its `traceparent` names that call.
+ * Exchange from its start to its end. A call's span is a child of this one, and its
+ * `traceparent` names that call.
  */
-export class RequestSpan {
+export interface RequestSpan {
+  /** The trace the request is in (the gateway's own unless the client's was trusted), for its access line. */
+  readonly traceId: string
+  readonly spanId: string
+  /** Sampled: its attributes are recorded and it is exported. An unsampled span still has ids, which the upstream calls carry. */
+  readonly recording: boolean
+  startCall(call: ClientCallStart): CallSpan
+  /**
+   * Ends the request's span, and any call span still open, at `endedAt` (`performance.now()`).
+   * `facts` only for a recording span: an unsampled request builds none (most of them, at 0.01).
+   */
+  end(facts: ServerSpanFacts | undefined, endedAt: number): void
+}
+
+/** One upstream call's CLIENT span. */
+export interface CallSpan {
+  /** W3C Trace Context 3.2: the header the call carries, naming this span, sampled or not (SPEC 17). */
+  readonly traceparent: string
+  /** The upstream's answer arrived (its headers). */
+  answered(statusCode: number): void
+  /** The call failed: `errorCode` is the gateway's (UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE, …), never the error's message. */
+  failed(errorCode: string, endedAt: number): void
+  end(endedAt: number): void
+}
+
+/** A sampled request: SDK spans, exported when they end. Its context is handed to each call by hand (no context manager). */
+export class RecordedRequestSpan implements RequestSpan {
   /** Calls whose span was not ended by an answer (a streamed body still flowing): ended with the request. */
-  private open: CallSpan[] | undefined = undefined
+  private open: RecordedCallSpan[] | undefined = undefined
   private context: Context | undefined = undefined
 
   constructor(
@@ -87,7 +113,6 @@ export class RequestSpan {
     private readonly span: Span
   ) {}
 
-  /** The trace the request is in (the gateway's own unless the client's was trusted), for its access line. */
   get traceId(): string {
     return this.span.spanContext().traceId
   }
@@ -96,7 +121,6 @@ export class RequestSpan {
     return this.span.spanContext().spanId
   }
 
-  /** Sampled: its attributes are recorded and it is exported. An unsampled span still has ids, which the upstream calls carry. */
   get recording(): boolean {
     return this.span.isRecording()
   }
@@ -105,15 +129,11 @@ export class RequestSpan {
     this.context ??= trace.setSpan(ROOT_CONTEXT, this.span)
     const span = this.tracer.startSpan(call.name, { kind: SpanKind.CLIENT }, this.context)
     if (span.isRecording()) span.setAttributes(clientAttributes(call))
-    const started = new CallSpan(span)
+    const started = new RecordedCallSpan(span)
     ;(this.open ??= []).push(started)
     return started
   }
 
-  /**
-   * Ends the request's span, and any call span still open, at `endedAt` (`performance.now()`).
-   * `facts` only for a recording span: an unsampled request builds none (most of them, at 0.01).
-   */
   end(facts: ServerSpanFacts | undefined, endedAt: number): void {
     if (this.open !== undefined) for (const call of this.open) call.end(endedAt)
     const span = this.span
@@ -127,9 +147,7 @@ export class RequestSpan {
   }
 }
 
-/** One upstream call's CLIENT span. */
-export class CallSpan {
-  /** W3C Trace Context 3.2: the header the call carries, naming this span, sampled or not (SPEC 17). */
+class RecordedCallSpan implements CallSpan {
   readonly traceparent: string
   private ended = false
 
@@ -138,7 +156,6 @@ export class CallSpan {
     this.traceparent = `00-${traceId}-${spanId}-${(traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED ? '01' : '00'}`
   }
 
-  /** The upstream's answer arrived (its headers). */
   answered(statusCode: number): void {
     const span = this.span
     if (!span.isRecording()) return
@@ -150,7 +167,6 @@ export class CallSpan {
     }
   }
 
-  /** The call failed: `errorCode` is the gateway's (UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE, …), never the error's message. */
   failed(errorCode: string, endedAt: number): void {
     const span = this.span
     if (span.isRecording()) {
@@ -165,6 +181,36 @@ export class CallSpan {
     this.ended = true
     this.span.end(endedAt)
   }
+}
+
+/**
+ * An unsampled request (99 in 100 at the default ratio): only the ids the access line and the
+ * upstream calls' `traceparent` carry, what the SDK's non-recording span would hold, without
+ * its span and context objects per request (they made tracing at 0.01 cost a traced legacy
+ * request about 10 % more CPU: bench:compare --pair, docs/performance.md). Nothing of it is
+ * recorded or exported, so it has nothing to end.
+ */
+export class UnrecordedRequestSpan implements RequestSpan {
+  readonly recording = false
+
+  constructor(
+    readonly traceId: string,
+    readonly spanId: string,
+    private readonly newSpanId: () => string
+  ) {}
+
+  startCall(): CallSpan {
+    return new UnrecordedCallSpan(`00-${this.traceId}-${this.newSpanId()}-00`)
+  }
+
+  end(): void {}
+}
+
+class UnrecordedCallSpan implements CallSpan {
+  constructor(readonly traceparent: string) {}
+  answered(): void {}
+  failed(): void {}
+  end(): void {}
 }
 
 /** RFC 9110 9.1's methods and PATCH (RFC 5789): the semantic conventions' known methods. */

@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, trace, TraceFlags, type Context, type Link, type SpanContext, type Tracer } from '@opentelemetry/api'
+import { ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags, type Context, type Link, type SpanContext, type Tracer } from '@opentelemetry/api'
 import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core'
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto'
@@ -7,7 +7,9 @@ import {
   BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
+  RandomIdGenerator,
   TraceIdRatioBasedSampler,
+  type IdGenerator,
   type ReadableSpan,
   type Sampler,
   type SamplingResult,
@@ -18,7 +20,7 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/schema.js'
-import { RequestSpan } from './request-span.js'
+import { RecordedRequestSpan, UnrecordedRequestSpan, type RequestSpan } from './request-span.js'
 
 /** Why spans went unexported: SPEC 17's `v4gw_trace_spans_dropped_total{reason}`. */
 export type SpanDropReason = 'queue_full' | 'export_failed'
@@ -90,8 +92,10 @@ export function createTracing(deps: TracingDeps): Tracing {
     scheduledDelayMillis: config.batchDelayMs,
     exportTimeoutMillis: EXPORT_TIMEOUT_MS
   })
+  const ids = new HandedTraceIds()
   const provider = new BasicTracerProvider({
     sampler: new ParentBasedSampler({ root: sampler }),
+    idGenerator: ids,
     // Only what the config says: no detectors (host, process, OTEL_RESOURCE_ATTRIBUTES), so nothing
     // of the environment or the command line reaches an exported byte.
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: deps.version }),
@@ -105,7 +109,7 @@ export function createTracing(deps: TracingDeps): Tracing {
   return {
     startRequest(start, settings) {
       sampler.use(settings.sampleRatio)
-      return startServerSpan(tracer, propagator, start, settings.trustIncoming)
+      return startServerSpan({ tracer, propagator, sampler, ids }, start, settings.trustIncoming)
     },
     shutdown: () => provider.shutdown()
   }
@@ -118,22 +122,60 @@ export function createTracing(deps: TracingDeps): Tracing {
  * link (a client can neither force sampling nor graft the gateway's spans onto a trace of its
  * choosing; docs/decisions.md).
  */
-function startServerSpan(tracer: Tracer, propagator: W3CTraceContextPropagator, start: ServerSpanStart, trustIncoming: boolean): RequestSpan {
-  let parent: Context = ROOT_CONTEXT
+function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming: boolean): RequestSpan {
+  let parent: SpanContext | undefined
   let links: Link[] | undefined
   if (start.headers.traceparent !== undefined) {
-    const extracted = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, start.headers, HEADER_GETTER))
+    const extracted = trace.getSpanContext(make.propagator.extract(ROOT_CONTEXT, start.headers, HEADER_GETTER))
     if (extracted !== undefined && trace.isSpanContextValid(extracted)) {
       // Without its tracestate: that is the client's and may hold anything, so it is never
       // recorded (a span, a link and their children would carry it into the export). It still
       // travels to the upstream in its own header, unchanged.
       const remote: SpanContext = { traceId: extracted.traceId, spanId: extracted.spanId, traceFlags: extracted.traceFlags, isRemote: true }
-      if (trustIncoming) parent = trace.setSpanContext(ROOT_CONTEXT, remote)
+      if (trustIncoming) parent = remote
       else links = [{ context: remote }]
     }
   }
-  const span = tracer.startSpan(start.method, { kind: SpanKind.SERVER, startTime: start.startedAt, links, root: parent === ROOT_CONTEXT }, parent)
-  return new RequestSpan(tracer, span)
+  // The decision the provider's ParentBasedSampler makes, made first so that an unsampled request
+  // costs no SDK objects: a trusted parent's sampled flag (its defaults for a remote parent), else
+  // the ratio on the trace id (TraceIdRatioBased: the same id always gets the same answer).
+  const traceId = parent?.traceId ?? make.ids.generateTraceId()
+  const sampled = parent !== undefined ? (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED : make.sampler.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED
+  if (!sampled) return new UnrecordedRequestSpan(traceId, make.ids.generateSpanId(), make.ids.generateSpanId)
+  // A new root takes the trace id the ratio was asked about; the SDK's sampler then agrees.
+  if (parent === undefined) make.ids.handIn(traceId)
+  const context: Context = parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, parent)
+  const span = make.tracer.startSpan(start.method, { kind: SpanKind.SERVER, startTime: start.startedAt, links, root: parent === undefined }, context)
+  return new RecordedRequestSpan(make.tracer, span)
+}
+
+interface SpanMaking {
+  tracer: Tracer
+  propagator: W3CTraceContextPropagator
+  sampler: ReloadableRatioSampler
+  ids: HandedTraceIds
+}
+
+/**
+ * The SDK's random ids (IdGenerator is the provider's documented seam), except that the next
+ * trace id can be handed in: the one the gateway already sampled a new root by.
+ */
+class HandedTraceIds implements IdGenerator {
+  private readonly random = new RandomIdGenerator()
+  private next: string | undefined = undefined
+
+  handIn(traceId: string): void {
+    this.next = traceId
+  }
+
+  generateTraceId = (): string => {
+    const handed = this.next
+    if (handed === undefined) return this.random.generateTraceId()
+    this.next = undefined
+    return handed
+  }
+
+  generateSpanId = (): string => this.random.generateSpanId()
 }
 
 /** Node's joined view of the headers: one string per field (two `traceparent` fields are "a, b", which is invalid). */

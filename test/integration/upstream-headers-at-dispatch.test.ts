@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { describe, expect, it } from 'vitest'
-import { createUpstreamClient, type StreamTarget, type UpstreamRequest } from '../../src/upstream/upstream-client.js'
+import { createUpstreamClient, type StreamTarget, type UpstreamClient, type UpstreamRequest } from '../../src/upstream/upstream-client.js'
 import { answerAfter, startRecordingUpstream } from '../helpers/recording-upstream.js'
 import { ownedByTest } from '../helpers/teardown.js'
 
@@ -15,7 +15,7 @@ function call(origin: string, traceparent: string): UpstreamRequest {
   return { origin, method: 'POST', path: '/v4/execute', headers: { 'content-type': 'application/json', traceparent }, body: '{}', timeoutMs: 5_000 }
 }
 
-function client(): ReturnType<typeof createUpstreamClient> {
+function client(): Promise<UpstreamClient> {
   return ownedByTest('upstream client', async () => createUpstreamClient({ connectTimeoutMs: 5_000 }), (started) => started.destroy())
 }
 
