@@ -4,7 +4,7 @@ import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest, type Plan } from '../plan/plan-request.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { RequestSpan, ServerSpanFacts } from '../tracing/request-span.js'
-import { traceUpstream, type CallNames } from '../tracing/traced-upstream.js'
+import { propagateOnly, traceUpstream, type CallNames } from '../tracing/traced-upstream.js'
 import type { Tracing } from '../tracing/tracing.js'
 import type { UpstreamClient, UpstreamRequest } from '../upstream/upstream-client.js'
 import { pathOf, userAgentOf } from './request-fields.js'
@@ -41,7 +41,7 @@ export function createTracedRequests(tracing: Tracing): TracedRequests {
     serve(exchange, runtime, run) {
       const span = start(exchange, runtime)
       const plan = planRequest(runtime, exchange.head)
-      const upstream = traceUpstream(run.upstream, span, callNames(plan, exchange.head.method, runtime))
+      const upstream = span.recording ? traceUpstream(run.upstream, span, callNames(plan, exchange.head.method, runtime)) : propagateOnly(run.upstream, span)
       runPlan(plan, exchange, { ...run, upstream, forwardStream: createForwarder(upstream, run.answerError, run.isDraining) })
     },
     end(exchange, statusCode, runtime) {

@@ -238,7 +238,34 @@ describe('tracing on, trusting the client (trustIncoming: true)', () => {
 describe('tracing on at sampleRatio 0', () => {
   const { upstream } = v4Upstream()
   const receiver = useOtlpReceiver()
-  const gw = useGateway(() => tracedConfig(upstream.url, receiver, { sampleRatio: 0 }))
+  const gw = useGateway(() =>
+    tracedConfig(upstream.url, receiver, { sampleRatio: 0 }, { tenants: { acme: { upstream: { staging: upstream.url }, legacy: { routes: [
+      { method: 'POST', path: '/v1/headless/runs', action: 'execute' },
+      { method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/stateId' }
+    ] } } } })
+  )
+
+  it('native passthrough: the streamed call carries a traceparent (flag 00) in the trace the access line names, with a span id of its own', async () => {
+    // A native answer is the upstream's: the request id the client sent finds its access line.
+    const before = upstream.requests.length
+    const answer = await send(gw.url, '/v4/execute', { headers: { ...ALICE, 'x-request-id': 'native-unsampled' }, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    const line = await accessLine(gw, 'native-unsampled')
+    const sent = parsedTraceparent(upstream.requests[before])
+    expect(sent.flags).toBe('00')
+    expect(line.traceId).toBe(sent.traceId)
+    expect(line.spanId).toMatch(/^[0-9a-f]{16}$/)
+    expect(sent.spanId).not.toBe(line.spanId)
+  })
+
+  it('a session start and its execution: each call names a span of its own in the request’s trace', async () => {
+    const { made, line } = await run(gw, upstream, () => send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'unsampled' } }))
+    expect(made.map((call) => call.url)).toEqual(['/v4/sessions.start', expect.stringMatching(/executions\.execute$/)])
+    const [start, execution] = made.map(parsedTraceparent) as [ReturnType<typeof parsedTraceparent>, ReturnType<typeof parsedTraceparent>]
+    expect([start.traceId, execution.traceId]).toEqual([line.traceId, line.traceId])
+    expect([start.flags, execution.flags]).toEqual(['00', '00'])
+    expect(new Set([start.spanId, execution.spanId, line.spanId]).size).toBe(3)
+  })
 
   it('exports nothing, and still sends each upstream call a traceparent (flag 00) whose ids the access line carries', async () => {
     const { made, line } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } }))
