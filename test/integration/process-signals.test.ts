@@ -155,8 +155,9 @@ describe('the gateway process and its signals', () => {
     await until(() => running.output().includes('v4gw starting'))
     expect(running.output()).not.toContain('v4gw listening')
     running.child.kill('SIGHUP')
+    // Generous: the start waits out a Redis attempt first, and test files run side by side.
     await until(() => running.output().includes('v4gw listening'), 10_000)
-    await until(() => running.output().includes('config reloaded'))
+    await until(() => running.output().includes('config reloaded'), 10_000)
     expect(running.child.exitCode).toBeNull()
     running.child.kill('SIGTERM')
     expect((await running.exited).code).toBe(0)
