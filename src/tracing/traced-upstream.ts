@@ -96,8 +96,9 @@ const UNNAMED: ClientCallStart = { name: '', method: '', origin: '', target: '',
  * request's CPU (bench:compare --pair, docs/performance.md). Safe because the object belongs to
  * one request (built per request by the planner: runtime-call-headers.ts, passthroughHeaders),
  * its calls go one after another, and undici serialises a request's headers when it is
- * dispatched, so a later call's value never reaches an earlier call (a contract test holds
- * undici to that: test/unit/upstream-headers-at-dispatch.test.ts).
+ * dispatched (the pool has no connection cap, so it never queues a call's options to read
+ * later): a later call's value never reaches an earlier call (a contract test holds undici to
+ * that: test/integration/upstream-headers-at-dispatch.test.ts).
  */
 function withTraceparent(request: UpstreamRequest, traceparent: string): UpstreamRequest {
   request.headers.traceparent = traceparent

@@ -88,6 +88,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     connect: connectorSkippingUnaskedContinue({ timeout: options.connectTimeoutMs }),
     keepAliveTimeout: 4_000,
     // One request at a time on a connection (undici's default), which the connector relies on.
+    // No `connections` cap: a capped pool queues a call's options and reads its headers later,
+    // and tracing writes the next call's traceparent into the same headers (traced-upstream.ts).
     pipelining: 1
   })
 

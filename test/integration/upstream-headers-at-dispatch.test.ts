@@ -1,5 +1,4 @@
 import { Writable } from 'node:stream'
-import { Agent, type Dispatcher } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { createUpstreamClient, type StreamTarget, type UpstreamClient, type UpstreamRequest } from '../../src/upstream/upstream-client.js'
 import { answerAfter, startRecordingUpstream } from '../helpers/recording-upstream.js'
@@ -8,7 +7,7 @@ import { ownedByTest } from '../helpers/teardown.js'
 /*
  * A contract with undici that tracing/traced-upstream.ts relies on: a request's headers are read
  * when it is dispatched, so writing the next call's `traceparent` into the same headers object
- * afterwards never changes what an earlier call sends, even one still queued for a connection.
+ * afterwards never changes what an earlier call sends, even one still waiting for its answer.
  */
 
 function call(origin: string, traceparent: string): UpstreamRequest {
@@ -52,16 +51,19 @@ describe('undici reads request headers at dispatch', () => {
     expect(upstream.requests.map((recorded) => recorded.headers.traceparent)).toEqual(['first'])
   })
 
-  it('a call queued behind a busy connection still sends the headers it had when dispatched', async () => {
+  it('calls dispatched while earlier ones are still under way each send the headers they had when dispatched', async () => {
+    // The gateway's pool has no connection cap (upstream-client.ts): undici's Pool then never
+    // queues a call's raw options (it would read their headers later), it opens a connection.
     const upstream = await startRecordingUpstream(answerAfter(100, { ok: true }))
-    const agent = await ownedByTest('agent', async () => new Agent({ connections: 1 }), (started) => started.destroy())
-    const headers: Record<string, string> = { traceparent: 'first' }
-    const send = (): Promise<Dispatcher.ResponseData> => agent.request({ origin: upstream.url, method: 'POST', path: '/', headers, body: '{}' })
-    const answers = [send()]
-    headers.traceparent = 'second'
-    answers.push(send())
-    headers.traceparent = 'third'
-    for (const answer of await Promise.all(answers)) await answer.body.text()
-    expect(upstream.requests.map((recorded) => recorded.headers.traceparent)).toEqual(['first', 'second'])
+    const upstreamClient = await client()
+    const request = call(upstream.url, 'call-0')
+    const answers = []
+    for (let index = 0; index < 5; index++) {
+      request.headers.traceparent = `call-${index}`
+      answers.push(upstreamClient.request(request))
+    }
+    request.headers.traceparent = 'after'
+    await Promise.all(answers)
+    expect(upstream.requests.map((recorded) => recorded.headers.traceparent).sort()).toEqual(['call-0', 'call-1', 'call-2', 'call-3', 'call-4'])
   })
 })
