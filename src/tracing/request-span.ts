@@ -104,8 +104,8 @@ export interface CallSpan {
 
 /** A sampled request: SDK spans, exported when they end. Its context is handed to each call by hand (no context manager). */
 export class RecordedRequestSpan implements RequestSpan {
-  // Plain fields, as UnrecordedRequestSpan has: a request's code reads them from either class,
-  // and a getter on one of two shapes makes those reads slower than two data fields.
+  // Read once from the SDK span as it starts (being sampled does not change), plain fields as
+  // UnrecordedRequestSpan has.
   readonly traceId: string
   readonly spanId: string
   readonly recording: boolean
