@@ -1,6 +1,7 @@
 /* global process, console */
 // npm run bench:compare [-- --save-base] [-- --only gateway-execute,gateway-native] [-- --rounds N]
 // npm run bench:compare -- --pair gateway-execute,gateway-execute-traced-1pct   (two rows of one build)
+// npm run bench:compare -- --pair fastify-http-proxy-tuned,gateway-native --load wrk   (a goal's ratio, side by side)
 //
 // Two builds of the gateway side by side, for a change too small for `npm run bench` to see:
 // on this VM a row's CPU per request drifts by ±30 % over tens of seconds, so two runs minutes
@@ -13,10 +14,12 @@
 //   (change the code)
 //   npm run bench:compare                  # builds, then the change (dist/) against the base
 //
-// `--pair A,B` runs two rows of the same build (dist/) the same way: B's config against A's, for a
-// setting's price (SPEC 17's tracing on against off, issue 30's cost goal) where `npm run bench`,
-// which measures rows one after the other, cannot separate a 5 % cost from the VM's drift. Both
-// rows get A's load; a traced row exports to a collector that discards (otlp-sink.mjs).
+// `--pair A,B` runs two rows of the same build (dist/) the same way: B against A, for a setting's
+// price (SPEC 17's tracing on against off, issue 30's cost goal) where `npm run bench`, which
+// measures rows one after the other, cannot separate a 5 % cost from the VM's drift. Each row gets
+// its own load; a traced row exports to a collector that discards (otlp-sink.mjs). A pair may
+// take a proxy row too (the reference), so that a goal's ratio against it is read the same way,
+// with autocannon or (`--load wrk`) wrk as the load.
 //
 // Both builds share the core, so neither is saturated alone, and CPU per request under sharing
 // is not the solo figure of `npm run bench`: read the ratio, not the absolute numbers. Loopback
@@ -43,7 +46,7 @@ const LOAD_CORE = 0
 // Rows whose two builds can share one stub; a traced row needs a base build that knows
 // `tracing.enabled`, so it is compared only with --pair (one build).
 const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' && candidate.tracing === undefined)
-const PAIRABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway')
+const PAIRABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' || candidate.kind === 'proxy')
 
 const { values: flags } = parseArgs({
   options: {
@@ -51,6 +54,7 @@ const { values: flags } = parseArgs({
     only: { type: 'string', default: 'gateway-native,gateway-execute,gateway-session-hit' },
     base: { type: 'string' },
     pair: { type: 'string' },
+    load: { type: 'string', default: 'autocannon' },
     rounds: { type: 'string', default: '8' },
     duration: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' }
@@ -87,7 +91,8 @@ function pairComparison(names) {
   const [baseRow, changeRow] = names.map((name) => findRow(name, PAIRABLE))
   return { name: `${changeRow.name} against ${baseRow.name}`, base: { row: baseRow, build: BUILD }, change: { row: changeRow, build: BUILD } }
 }
-const settings = { rounds: Number(flags.rounds), durationSec: Number(flags.duration), connections: Number(flags.connections) }
+if (flags.load !== 'autocannon' && flags.load !== 'wrk') throw new Error('--load is autocannon or wrk')
+const settings = { rounds: Number(flags.rounds), durationSec: Number(flags.duration), connections: Number(flags.connections), generator: flags.load }
 
 function baseFromArgs() {
   const at = process.argv.indexOf('--base')
@@ -112,6 +117,19 @@ function median(values) {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+/** A row's process on the measured core: a proxy script (the reference) or the gateway of `build`. */
+async function startSide(row, build, label, stubUrl, workDir, redisUrl, sinkUrl) {
+  if (row.kind !== 'proxy') return startGateway(row, build, label, stubUrl, workDir, redisUrl, sinkUrl)
+  const { handle, match } = await startNode({
+    name: `${row.name} (${label})`,
+    args: [...(row.productionFlags ? GATEWAY_NODE_FLAGS : []), join(BENCH_DIR, row.script), stubUrl],
+    core: MEASURED_CORE,
+    pin: true,
+    ready: /^\S+ proxy listening on (\S+)/
+  })
+  return { handle, url: match[1] }
 }
 
 async function startGateway(row, build, label, stubUrl, workDir, redisUrl, sinkUrl) {
@@ -139,7 +157,7 @@ async function startGateway(row, build, label, stubUrl, workDir, redisUrl, sinkU
 /** One load window on one build; resolves with its CPU µs per answered request. */
 async function load(row, gateway, warmupSec, otherPids) {
   const spec = loadSpec(row.load, gateway.url, {
-    generator: 'autocannon',
+    generator: settings.generator,
     // Each build gets half: together they put the usual load on the shared core.
     connections: Math.max(1, Math.round(settings.connections / 2)),
     warmupSec,
@@ -155,24 +173,23 @@ async function load(row, gateway, warmupSec, otherPids) {
 }
 
 async function compareRow(comparison, workDir, ticksPerSecond) {
-  // Both sides get the base row's load (a pair's rows differ in config, not in what they are sent).
-  const row = comparison.base.row
+  // Each side gets its own row's load and first-answer check (a traced pair's are the same).
   const { handle: stub, match } = await startNode({ name: 'stub', args: [join(BENCH_DIR, 'stub-upstream.mjs')], core: LOAD_CORE, pin: true, ready: /^stub listening on (\S+)/ })
   const traced = comparison.base.row.tracing !== undefined || comparison.change.row.tracing !== undefined
   const sink = traced ? await startNode({ name: 'otlp-sink', args: [join(BENCH_DIR, 'otlp-sink.mjs')], core: LOAD_CORE, pin: true, ready: /^otlp sink listening on (\S+)/ }) : undefined
   // A Redis row: each side its own redis-server on the load core, so neither shares the other's keys.
   const redisFor = async (side) => (side.row.redis === true ? await startRedis() : undefined)
   const [baseRedis, changeRedis] = [await redisFor(comparison.base), await redisFor(comparison.change)]
-  const base = await startGateway(comparison.base.row, comparison.base.build, 'base', match[1], workDir, baseRedis, sink?.match[1])
-  const change = await startGateway(comparison.change.row, comparison.change.build, 'change', match[1], workDir, changeRedis, sink?.match[1])
-  for (const gateway of [base, change]) await row.check(row.name, gateway.url, row.load)
+  const base = await startSide(comparison.base.row, comparison.base.build, 'base', match[1], workDir, baseRedis, sink?.match[1])
+  const change = await startSide(comparison.change.row, comparison.change.build, 'change', match[1], workDir, changeRedis, sink?.match[1])
+  for (const [side, started] of [[comparison.base, base], [comparison.change, change]]) await side.row.check(side.row.name, started.url, side.row.load)
   const otherPids = [stub.pid, process.pid, base.handle.pid, change.handle.pid, ...(sink === undefined ? [] : [sink.handle.pid])]
   const ratios = []
   const perRequest = { base: [], change: [] }
   for (let round = 0; round < settings.rounds; round++) {
     // Both loads start together and run the same seconds; the first round warms both builds up.
     const warmupSec = round === 0 ? 2 : 0
-    const [onBase, onChange] = await Promise.all([load(row, base, warmupSec, otherPids), load(row, change, warmupSec, otherPids)])
+    const [onBase, onChange] = await Promise.all([load(comparison.base.row, base, warmupSec, otherPids), load(comparison.change.row, change, warmupSec, otherPids)])
     const baseUs = (onBase.cpuTicks * 1e6) / ticksPerSecond / onBase.answered
     const changeUs = (onChange.cpuTicks * 1e6) / ticksPerSecond / onChange.answered
     perRequest.base.push(baseUs)
@@ -189,7 +206,7 @@ async function main() {
   const workDir = await mkdtemp(join(tmpdir(), 'v4gw-compare-'))
   try {
     const what = flags.pair === undefined ? `change (dist/) against base (${BASE_BUILD})` : `two rows of dist/`
-    console.log(`${what}: ${settings.rounds} rounds of ${settings.durationSec} s, both gateways on core ${MEASURED_CORE}, loads on core ${LOAD_CORE}`)
+    console.log(`${what}: ${settings.rounds} rounds of ${settings.durationSec} s, both on core ${MEASURED_CORE}, loads (${settings.generator}) on core ${LOAD_CORE}`)
     for (const comparison of comparisons) {
       const result = await compareRow(comparison, workDir, ticksPerSecond)
       const sorted = [...result.ratios].sort((a, b) => a - b)
