@@ -12,13 +12,19 @@ export interface CallNames {
 }
 
 /**
- * The upstream client as one traced request sees it (SPEC 17): each call gets a CLIENT span,
- * child of the request's SERVER span, and carries a `traceparent` naming that span, which
- * replaces the client's (W3C Trace Context: the gateway takes part in the trace). `tracestate`
- * and `baggage` go on as the untraced path sends them. Made per request, only while tracing is
- * on: with tracing off the runner calls the pool directly and nothing here exists.
+ * The upstream client as one traced request sees it (SPEC 17): each call carries a `traceparent`
+ * naming a CLIENT span of its own, child of the request's SERVER span, which replaces the
+ * client's (W3C Trace Context: the gateway takes part in the trace). `tracestate` and `baggage`
+ * go on as the untraced path sends them. Made per request, only while tracing is on: with tracing
+ * off the runner calls the pool directly and nothing here exists. `names` is asked only for a
+ * sampled request, the one whose calls are recorded.
  */
-export function traceUpstream(upstream: UpstreamClient, span: RequestSpan, names: CallNames): UpstreamClient {
+export function traceUpstream(upstream: UpstreamClient, span: RequestSpan, names: () => CallNames): UpstreamClient {
+  return span.recording ? recordCalls(upstream, span, names()) : propagateOnly(upstream, span)
+}
+
+/** A sampled request's calls: each one's CLIENT span is named, timed and ended with its answer. */
+function recordCalls(upstream: UpstreamClient, span: RequestSpan, names: CallNames): UpstreamClient {
   function startCall(request: UpstreamRequest, name: string, resendCount?: number): ReturnType<RequestSpan['startCall']> {
     // SPEC 15: a comparison's V4 calls carry `x-v4gw-shadow: 1`; their spans say so (SPEC 17).
     const shadow = request.headers['x-v4gw-shadow'] === '1'
@@ -73,12 +79,11 @@ export function traceUpstream(upstream: UpstreamClient, span: RequestSpan, names
 }
 
 /**
- * The upstream client as an unsampled request sees it (SPEC 17: 99 in 100 at the default
- * ratio): each call only carries a `traceparent` naming a span of its own, since nothing is
- * recorded to name, time or end. No wrapper of the stream target, so a streamed body's chunks
- * go straight to the client.
+ * An unsampled request's calls (SPEC 17: 99 in 100 at the default ratio): each only carries a
+ * `traceparent` naming a span of its own, since nothing is recorded to name, time or end. No
+ * wrapper of the stream target, so a streamed body's chunks go straight to the client.
  */
-export function propagateOnly(upstream: UpstreamClient, span: RequestSpan): UpstreamClient {
+function propagateOnly(upstream: UpstreamClient, span: RequestSpan): UpstreamClient {
   return {
     request: (request) => upstream.request(withTraceparent(request, span.startCall(UNNAMED).traceparent)),
     stream: (request, target) => upstream.stream(withTraceparent(request, span.startCall(UNNAMED).traceparent), target),

@@ -4,7 +4,7 @@ import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest, type Plan } from '../plan/plan-request.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { RequestSpan, ServerSpanFacts } from '../tracing/request-span.js'
-import { propagateOnly, traceUpstream, type CallNames } from '../tracing/traced-upstream.js'
+import { traceUpstream, type CallNames } from '../tracing/traced-upstream.js'
 import type { Tracing } from '../tracing/tracing.js'
 import type { UpstreamClient, UpstreamRequest } from '../upstream/upstream-client.js'
 import { pathOf, userAgentOf } from './request-fields.js'
@@ -41,7 +41,7 @@ export function createTracedRequests(tracing: Tracing): TracedRequests {
     serve(exchange, runtime, run) {
       const span = start(exchange, runtime)
       const plan = planRequest(runtime, exchange.head)
-      const upstream = span.recording ? traceUpstream(run.upstream, span, callNames(plan, exchange.head.method, runtime)) : propagateOnly(run.upstream, span)
+      const upstream = traceUpstream(run.upstream, span, () => callNames(plan, exchange.head.method, runtime))
       runPlan(plan, exchange, { ...run, upstream, forwardStream: createForwarder(upstream, run.answerError, run.isDraining) })
     },
     end(exchange, statusCode, runtime) {
@@ -78,7 +78,7 @@ function callNames(plan: Plan, method: string, runtime: GatewayRuntime): CallNam
  * named by the same templates as a translated request's calls.
  */
 export function traceShadowCalls(upstream: UpstreamClient, span: RequestSpan, runtime: GatewayRuntime): UpstreamClient {
-  return traceUpstream(upstream, span, { buffered: v4CallNamer(), streamed: () => 'POST', queryCredential: runtime.config.credentials.queryParam })
+  return traceUpstream(upstream, span, () => ({ buffered: v4CallNamer(), streamed: () => 'POST', queryCredential: runtime.config.credentials.queryParam }))
 }
 
 /** Names one request's V4 calls by their templates (SPEC 17), counting an execution sent again as a resend. */
