@@ -1,8 +1,8 @@
-import { KeyWaiters } from './key-waiters.js'
 import { randomBytes } from 'node:crypto'
 import type { RedisConnection } from '../store/redis-connection.js'
 import type { SharedStore } from '../store/shared-store.js'
 import { createMemoryIdempotencyStore, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type StoredAnswer } from './idempotency-store.js'
+import { KeyWaiters } from './key-waiters.js'
 
 /**
  * SPEC 16's records on SPEC 12's shared store, so that replicas share them. One Redis string per
