@@ -1,49 +1,68 @@
-/** Where a batch goes: sonic-boom (pino.destination) in production. */
+/** Where a batch goes: sonic-boom (pino.destination) with `contentMode: 'buffer'` in production. */
 export interface BatchTarget {
-  write(chunk: string): boolean
+  write(chunk: Buffer): boolean
   flushSync(): void
 }
 
 export interface LineBatcherOptions {
-  /** A batch is handed on once it holds this many characters… */
-  maxChars: number
+  /** A batch is handed on once it holds this many bytes… */
+  maxBytes: number
   /** …or once its oldest line has waited this long. */
   maxDelayMs: number
 }
 
+/** A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, two units, is 4). */
+const MAX_UTF8_BYTES_PER_UNIT = 3
+
 /**
- * Collects log lines and hands them to the target as one string per batch. sonic-boom can
- * buffer by itself (`minLength`), but it measures the whole pending buffer on every write
- * (`Buffer.byteLength` of a 12 KiB string per log line), which cost more than the line itself;
- * here a line is one array push.
+ * Collects log lines and hands them to the target as one buffer per batch. Each line is
+ * encoded into the batch's buffer as it is written, so the line's string dies young: kept as
+ * strings until the batch was joined, a batch's ~200 lines (each a tree of concatenations)
+ * were copied by every scavenge that met them, and the joined 64 KiB string was measured and
+ * encoded again by sonic-boom. Encoding at once cost half as much CPU per line (docs/performance.md).
+ * sonic-boom can buffer by itself (`minLength`), but it measures the whole pending buffer on every
+ * write; here a line is one `utf8Write`.
  */
 export class LineBatcher {
-  private lines: string[] = []
-  private chars = 0
+  private batch: Buffer
+  private used = 0
   private readonly timer: NodeJS.Timeout
 
   constructor(
     private readonly target: BatchTarget,
     private readonly options: LineBatcherOptions
   ) {
+    this.batch = this.newBatch()
     this.timer = setInterval(() => this.flush(), options.maxDelayMs)
     this.timer.unref()
   }
 
   write(line: string): boolean {
-    this.lines.push(line)
-    this.chars += line.length
-    if (this.chars >= this.options.maxChars) this.flush()
+    // A line's length bounds its bytes; the exact count is needed only near the end of a batch.
+    if (line.length * MAX_UTF8_BYTES_PER_UNIT > this.batch.length - this.used) {
+      const bytes = Buffer.byteLength(line, 'utf8')
+      if (bytes > this.batch.length - this.used) {
+        this.flush()
+        // A line longer than a whole batch goes on by itself, after the lines before it.
+        if (bytes > this.batch.length) {
+          this.target.write(Buffer.from(line, 'utf8'))
+          return true
+        }
+      }
+    }
+    this.used += this.batch.utf8Write(line, this.used)
+    if (this.used >= this.options.maxBytes) this.flush()
     return true
   }
 
   /** Hands on what is collected now. */
   flush(): void {
-    if (this.lines.length === 0) return
-    const batch = this.lines.length === 1 ? (this.lines[0] as string) : this.lines.join('')
-    this.lines = []
-    this.chars = 0
-    this.target.write(batch)
+    if (this.used === 0) return
+    const chunk = this.batch.subarray(0, this.used)
+    // The target may hold the chunk until its write is done: the next batch gets a buffer of its own.
+    this.batch = this.newBatch()
+    this.used = 0
+    this.target.write(chunk)
   }
 
   /** Hands on and writes everything now, for the process's last moments. */
@@ -54,5 +73,10 @@ export class LineBatcher {
 
   stop(): void {
     clearInterval(this.timer)
+  }
+
+  /** Room for maxBytes and one more line of up to a quarter of that (an access line is ~350 bytes). */
+  private newBatch(): Buffer {
+    return Buffer.allocUnsafeSlow(this.options.maxBytes + (this.options.maxBytes >> 2))
   }
 }

@@ -28,13 +28,13 @@ export interface LogDestination {
 }
 
 /**
- * A batch is written once it holds this many characters or its oldest line is this old, like
+ * A batch is written once it holds this many bytes or its oldest line is this old, like
  * Envoy's access-log flush interval. About a pipe buffer's worth (64 KiB on Linux; a longer write
  * goes in parts, which sonic-boom handles): each async write costs a thread-pool hand-off on the
  * gateway's core, which at 12 KiB batches was 2% of a request's CPU. A hard kill loses at most
  * the last 250 ms of lines, as before.
  */
-const LOG_BATCH_CHARS = 65_536
+const LOG_BATCH_BYTES = 65_536
 const LOG_FLUSH_INTERVAL_MS = 250
 
 /**
@@ -42,8 +42,9 @@ const LOG_FLUSH_INTERVAL_MS = 250
  * request's own writes. A line waits at most LOG_FLUSH_INTERVAL_MS; `flushSync` on exit.
  */
 export function createStdoutDestination(): LogDestination {
-  const stdout = pino.destination({ dest: 1, sync: false })
-  const batcher = new LineBatcher(stdout, { maxChars: LOG_BATCH_CHARS, maxDelayMs: LOG_FLUSH_INTERVAL_MS })
+  // Buffers, not strings: the batcher has encoded the lines already (line-batcher.ts).
+  const stdout = pino.destination({ dest: 1, sync: false, contentMode: 'buffer' })
+  const batcher = new LineBatcher(stdout, { maxBytes: LOG_BATCH_BYTES, maxDelayMs: LOG_FLUSH_INTERVAL_MS })
   return { stream: batcher, flushSync: () => batcher.flushSync() }
 }
 

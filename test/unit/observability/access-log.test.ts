@@ -1,6 +1,7 @@
 import { pino, type LoggerOptions } from 'pino'
 import { describe, expect, it, vi } from 'vitest'
-import { createAccessLog, type AccessLogFields } from '../../../src/observability/access-log.js'
+import { createAccessLog, milliseconds, type AccessLogFields } from '../../../src/observability/access-log.js'
+import { roundMs } from '../../../src/util/round-ms.js'
 import { createLogger } from '../../../src/observability/logger.js'
 
 function capture(level = 'info') {
@@ -154,5 +155,25 @@ describe('access log', () => {
     logger.level = 'silent'
     write(FULL)
     expect(lines).toHaveLength(1)
+  })
+})
+
+describe('milliseconds (the durations of an access line)', () => {
+  // Contract: the text JSON.stringify (pino's way) gives the same number.
+  it('writes a duration rounded to microseconds exactly as JSON.stringify does', () => {
+    const values = [0, -0, 0.001, 0.01, 0.05, 0.1, 0.5, 1, 1.2, 10.01, 12.345, 99.999, 100, 999.999, 1000, 1000.001, 65_535.5, 123_456.789, 999_999_999.999]
+    let seed = 7
+    for (let i = 0; i < 20_000; i++) {
+      seed = (seed * 48_271) % 2_147_483_647
+      // Spread over µs to hours, as a request's durations are.
+      values.push(roundMs((seed / 2_147_483_647) * 10 ** ((i % 8) - 1)))
+    }
+    for (const value of values) expect(milliseconds(value), String(value)).toBe(JSON.stringify(value))
+  })
+
+  it('writes anything else the general way: more decimals, negative, huge, not finite', () => {
+    for (const value of [0.0005, 1.23456, -1.5, -0.001, 1e9, 2.5e15, 1e21]) expect(milliseconds(value)).toBe(JSON.stringify(value))
+    expect(milliseconds(Number.NaN)).toBe('null')
+    expect(milliseconds(Number.POSITIVE_INFINITY)).toBe('null')
   })
 })

@@ -1,12 +1,16 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { LineBatcher, type BatchTarget } from '../../../src/observability/line-batcher.js'
 
-function recordingTarget(): BatchTarget & { writes: string[]; syncFlushes: number } {
+/** Keeps each chunk as handed on (not a copy), so a batcher that wrote into a chunk later would show. */
+function recordingTarget(): BatchTarget & { chunks: Buffer[]; writes: string[]; syncFlushes: number } {
   const target = {
-    writes: [] as string[],
+    chunks: [] as Buffer[],
+    get writes(): string[] {
+      return target.chunks.map((chunk) => chunk.toString('utf8'))
+    },
     syncFlushes: 0,
-    write(chunk: string) {
-      target.writes.push(chunk)
+    write(chunk: Buffer) {
+      target.chunks.push(chunk)
       return true
     },
     flushSync() {
@@ -23,9 +27,9 @@ describe('LineBatcher', () => {
     vi.useRealTimers()
   })
 
-  it('hands lines on as one write once the batch reaches maxChars, in order', () => {
+  it('hands lines on as one write once the batch reaches maxBytes, in order', () => {
     const target = recordingTarget()
-    batcher = new LineBatcher(target, { maxChars: 20, maxDelayMs: 60_000 })
+    batcher = new LineBatcher(target, { maxBytes: 20, maxDelayMs: 60_000 })
     batcher.write('{"a":1}\n')
     batcher.write('{"b":2}\n')
     expect(target.writes).toEqual([])
@@ -38,7 +42,7 @@ describe('LineBatcher', () => {
   it('hands a partial batch on after maxDelayMs', () => {
     vi.useFakeTimers()
     const target = recordingTarget()
-    batcher = new LineBatcher(target, { maxChars: 10_000, maxDelayMs: 250 })
+    batcher = new LineBatcher(target, { maxBytes: 10_000, maxDelayMs: 250 })
     batcher.write('one\n')
     vi.advanceTimersByTime(249)
     expect(target.writes).toEqual([])
@@ -50,10 +54,43 @@ describe('LineBatcher', () => {
 
   it('flushSync hands on what is pending and flushes the target synchronously', () => {
     const target = recordingTarget()
-    batcher = new LineBatcher(target, { maxChars: 10_000, maxDelayMs: 60_000 })
+    batcher = new LineBatcher(target, { maxBytes: 10_000, maxDelayMs: 60_000 })
     batcher.write('last words\n')
     batcher.flushSync()
     expect(target.writes).toEqual(['last words\n'])
     expect(target.syncFlushes).toBe(1)
+  })
+
+  it('encodes each line as UTF-8 and counts its bytes, not its characters', () => {
+    const target = recordingTarget()
+    batcher = new LineBatcher(target, { maxBytes: 20, maxDelayMs: 60_000 })
+    // 7 UTF-16 units, 12 bytes: é is 2 bytes, 😀 (a surrogate pair) 4, € 3.
+    batcher.write('é😀€ab\n')
+    expect(target.writes).toEqual([])
+    batcher.write('{"ü":1}\n')
+    expect(target.writes).toEqual(['é😀€ab\n{"ü":1}\n'])
+    expect(target.chunks[0]?.length).toBe(12 + 9)
+  })
+
+  it('hands a line longer than a batch on by itself, after the lines before it', () => {
+    const target = recordingTarget()
+    batcher = new LineBatcher(target, { maxBytes: 20, maxDelayMs: 60_000 })
+    batcher.write('a\n')
+    const long = `${'x'.repeat(200)}\n`
+    batcher.write(long)
+    batcher.write('b\n')
+    batcher.flush()
+    expect(target.writes).toEqual(['a\n', long, 'b\n'])
+  })
+
+  it('never writes into a chunk it has handed on (the target may still be writing it)', () => {
+    const target = recordingTarget()
+    batcher = new LineBatcher(target, { maxBytes: 20, maxDelayMs: 60_000 })
+    batcher.write('first batch line\n!\n')
+    batcher.write('second batch line\n')
+    batcher.write('third\n')
+    batcher.write('fourth\n')
+    batcher.flush()
+    expect(target.writes).toEqual(['first batch line\n!\n', 'second batch line\nthird\n', 'fourth\n'])
   })
 })
