@@ -21,7 +21,7 @@ const MAX_UTF8_BYTES_PER_UNIT = 3
  * were copied by every scavenge that met them, and the joined 64 KiB string was measured and
  * encoded again by sonic-boom. Encoding at once cost half as much CPU per line (docs/performance.md).
  * sonic-boom can buffer by itself (`minLength`), but it measures the whole pending buffer on every
- * write; here a line is one `utf8Write`.
+ * write; here a line is one `Buffer#write`.
  */
 export class LineBatcher {
   private batch: Buffer
@@ -50,7 +50,7 @@ export class LineBatcher {
         }
       }
     }
-    this.used += this.batch.utf8Write(line, this.used)
+    this.used += this.batch.write(line, this.used, 'utf8')
     if (this.used >= this.options.maxBytes) this.flush()
     return true
   }

@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino'
-import { LineBatcher } from './line-batcher.js'
+import { LineBatcher, type BatchTarget } from './line-batcher.js'
 
 /**
  * Every place a credential could reach a log line (SPEC 9). The access log never logs headers
@@ -44,7 +44,12 @@ const LOG_FLUSH_INTERVAL_MS = 250
 export function createStdoutDestination(): LogDestination {
   // Buffers, not strings: the batcher has encoded the lines already (line-batcher.ts).
   const stdout = pino.destination({ dest: 1, sync: false, contentMode: 'buffer' })
-  const batcher = new LineBatcher(stdout, { maxBytes: LOG_BATCH_BYTES, maxDelayMs: LOG_FLUSH_INTERVAL_MS })
+  const target: BatchTarget = {
+    // sonic-boom's types declare write(string); with contentMode 'buffer' it takes the Buffer (its README).
+    write: (chunk) => stdout.write(chunk as unknown as string),
+    flushSync: () => stdout.flushSync()
+  }
+  const batcher = new LineBatcher(target, { maxBytes: LOG_BATCH_BYTES, maxDelayMs: LOG_FLUSH_INTERVAL_MS })
   return { stream: batcher, flushSync: () => batcher.flushSync() }
 }
 
