@@ -2,7 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { AccessRecord } from '../observability/access-record.js'
 import { resolveRequestId } from '../observability/request-id.js'
 import type { RequestSpan } from '../tracing/request-span.js'
-import type { CancelScope } from '../upstream/upstream-client.js'
+import type { CallTracer, CancelScope } from '../upstream/upstream-client.js'
 import { listenerProtocol } from '../util/forwarded-headers.js'
 import type { RequestHead } from './request-head.js'
 
@@ -24,6 +24,8 @@ export class Exchange implements CancelScope {
   bodyStalled = false
   /** SPEC 17: the request's SERVER span, while tracing is on (traffic/traced-requests.ts); never made otherwise. */
   span: RequestSpan | undefined = undefined
+  /** SPEC 17: what traces the request's upstream calls, while tracing is on (the span's, once planned). */
+  callTracer: CallTracer | undefined = undefined
 
   constructor(
     readonly request: IncomingMessage,

@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors/registry.js'
 import type { ResolvedSession, SessionMap, SessionOutcome, StartResult } from '../sessions/session-map.js'
-import type { CancelScope, UpstreamClient, UpstreamResponse, UpstreamTiming } from '../upstream/upstream-client.js'
+import type { CallTracer, CancelScope, UpstreamClient, UpstreamResponse, UpstreamTiming } from '../upstream/upstream-client.js'
 import { getAtPointer } from '../util/json-pointer.js'
 import { V4_SESSIONS_START_PATH, type ExecuteCalls, type LegacyCalls, type SessionExecuteCalls, type V4Call } from './legacy-calls.js'
 
@@ -29,6 +29,8 @@ export interface LegacyCallTarget {
   cancelScope: CancelScope
   /** Filled in as the calls go, so that a request that fails midway is still logged with them (SPEC 9). */
   trace: LegacyCallTrace
+  /** SPEC 17: what traces the calls, while tracing is on. */
+  tracer: CallTracer | undefined
   /** Hears each execution call as it goes out (SPEC 16: an answer after one is kept, the call may have run). */
   onExecution?: () => void
 }
@@ -100,7 +102,8 @@ function send(deps: LegacyCallDeps, target: LegacyCallTarget, call: V4Call, canc
     body: call.body,
     cancelScope,
     timing: target.trace,
-    timeoutMs: target.timeoutMs
+    timeoutMs: target.timeoutMs,
+    tracer: target.tracer
   })
 }
 

@@ -65,7 +65,8 @@ export function createForwarder(
         path: call.target,
         headers: call.headers,
         body,
-        timeoutMs: call.timeoutMs
+        timeoutMs: call.timeoutMs,
+        tracer: exchange.callTracer
       },
       {
         body: response,

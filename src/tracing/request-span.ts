@@ -16,6 +16,7 @@ import {
   ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL
 } from '@opentelemetry/semantic-conventions'
+import type { CallTracer, TracedCall, UpstreamRequest } from '../upstream/upstream-client.js'
 import { safeQuery } from './safe-query.js'
 
 /**
@@ -72,6 +73,16 @@ export interface ClientCallStart {
   readonly shadow?: boolean | undefined
 }
 
+/** How a recorded request names its calls (SPEC 17): the template of a buffered call, and that of its streamed one. */
+export interface CallNames {
+  /** A buffered call (a V4 call of a legacy request): its name and, for an execution sent again, its resend count. */
+  buffered(request: UpstreamRequest): { name: string; resendCount?: number | undefined }
+  /** The request's streamed call (native, proxy route, legacy upstream). */
+  streamed(): string
+  /** SPEC 5's query credential parameter, never recorded. */
+  readonly queryCredential: string | null
+}
+
 /**
  * A request's SERVER span and the CLIENT spans of its upstream calls (SPEC 17), kept on its
  * Exchange from its start to its end. A call's span is a child of this one, and its
@@ -83,23 +94,16 @@ export interface RequestSpan {
   readonly spanId: string
   /** Sampled: its attributes are recorded and it is exported. An unsampled span still has ids, which the upstream calls carry. */
   readonly recording: boolean
-  startCall(call: ClientCallStart): CallSpan
+  /**
+   * What traces the request's upstream calls (the upstream client asks it per call): `names` is
+   * asked only by a recording span, the one whose calls are named.
+   */
+  callTracer(names: () => CallNames): CallTracer
   /**
    * Ends the request's span, and any call span still open, at `endedAt` (`performance.now()`).
    * `facts` only for a recording span: an unsampled request builds none (most of them, at 0.01).
    */
   end(facts: ServerSpanFacts | undefined, endedAt: number): void
-}
-
-/** One upstream call's CLIENT span. */
-export interface CallSpan {
-  /** W3C Trace Context 3.2: the header the call carries, naming this span, sampled or not (SPEC 17). */
-  readonly traceparent: string
-  /** The upstream's answer arrived (its headers). */
-  answered(statusCode: number): void
-  /** The call failed: `errorCode` is the gateway's (UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE, …), never the error's message. */
-  failed(errorCode: string, endedAt: number): void
-  end(endedAt: number): void
 }
 
 /** A sampled request: SDK spans, exported when they end. Its context is handed to each call by hand (no context manager). */
@@ -123,7 +127,11 @@ export class RecordedRequestSpan implements RequestSpan {
     this.recording = span.isRecording()
   }
 
-  startCall(call: ClientCallStart): CallSpan {
+  callTracer(names: () => CallNames): CallTracer {
+    return new NamedCalls(this, names())
+  }
+
+  startCall(call: ClientCallStart): RecordedCallSpan {
     this.context ??= trace.setSpan(ROOT_CONTEXT, this.span)
     const span = this.tracer.startSpan(call.name, { kind: SpanKind.CLIENT }, this.context)
     if (span.isRecording()) span.setAttributes(clientAttributes(call))
@@ -145,7 +153,22 @@ export class RecordedRequestSpan implements RequestSpan {
   }
 }
 
-class RecordedCallSpan implements CallSpan {
+/** A recorded request's calls, each a CLIENT span named by the request's templates. */
+class NamedCalls implements CallTracer {
+  constructor(
+    private readonly span: RecordedRequestSpan,
+    private readonly names: CallNames
+  ) {}
+
+  traceCall(request: UpstreamRequest, streamed: boolean): TracedCall {
+    const { name, resendCount } = streamed ? { name: this.names.streamed(), resendCount: undefined } : this.names.buffered(request)
+    // SPEC 15: a comparison's V4 calls carry `x-v4gw-shadow: 1`; their spans say so (SPEC 17).
+    const shadow = request.headers['x-v4gw-shadow'] === '1'
+    return this.span.startCall({ name, method: request.method, origin: request.origin, target: request.path, queryCredential: this.names.queryCredential, resendCount, shadow })
+  }
+}
+
+class RecordedCallSpan implements TracedCall {
   readonly traceparent: string
   private ended = false
 
@@ -186,9 +209,9 @@ class RecordedCallSpan implements CallSpan {
  * upstream calls' `traceparent` carry, what the SDK's non-recording span would hold, without
  * its span and context objects per request (they made tracing at 0.01 cost a traced legacy
  * request about 10 % more CPU: bench:compare --pair, docs/performance.md). Nothing of it is
- * recorded or exported, so it has nothing to end.
+ * recorded or exported, so it has nothing to end; it traces its calls itself, with nothing to name.
  */
-export class UnrecordedRequestSpan implements RequestSpan {
+export class UnrecordedRequestSpan implements RequestSpan, CallTracer {
   readonly recording = false
 
   constructor(
@@ -197,14 +220,18 @@ export class UnrecordedRequestSpan implements RequestSpan {
     private readonly newSpanId: () => string
   ) {}
 
-  startCall(): CallSpan {
+  callTracer(): CallTracer {
+    return this
+  }
+
+  traceCall(): TracedCall {
     return new UnrecordedCallSpan(`00-${this.traceId}-${this.newSpanId()}-00`)
   }
 
   end(): void {}
 }
 
-class UnrecordedCallSpan implements CallSpan {
+class UnrecordedCallSpan implements TracedCall {
   constructor(readonly traceparent: string) {}
   answered(): void {}
   failed(): void {}

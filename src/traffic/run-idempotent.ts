@@ -146,6 +146,7 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
           // Not the client's: a client that gives up must not cut an execution whose answer its retry will want.
           cancelScope: { cancelled: false, cancel: undefined },
           trace: exchange.record,
+          tracer: exchange.callTracer,
           onExecution: () => live.executions++
         },
         deps

@@ -71,6 +71,6 @@ async function readAndRunLegacyCall(exchange: Exchange, plan: ReadBodyPlan, deps
 
 async function runCalls(exchange: Exchange, plan: CallsPlan, deps: RunDeps): Promise<void> {
   // The calls report their path, time and session outcome on the record as they go (SPEC 9).
-  const result = await runLegacyCalls(plan.calls, { origin: plan.origin, timeoutMs: plan.timeoutMs, cancelScope: exchange, trace: exchange.record }, deps)
+  const result = await runLegacyCalls(plan.calls, { origin: plan.origin, timeoutMs: plan.timeoutMs, cancelScope: exchange, trace: exchange.record, tracer: exchange.callTracer }, deps)
   writeLegacyAnswer(exchange, plan, result, deps.isDraining())
 }

@@ -18,7 +18,7 @@ import type { RequestSpan } from '../tracing/request-span.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import type { CancelScope, UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { compareAnswers, type ComparedAnswer } from '../util/shadow-compare.js'
-import { traceShadowCalls } from './traced-requests.js'
+import { shadowCallNames } from './traced-requests.js'
 
 /** What the planner answers for the candidate: stage `translate`'s plan of the same head and body, against `origin` (plan/shadow-candidate.ts). */
 export type PlanCandidate = (runtime: GatewayRuntime, head: RequestHead, body: Buffer, origin: string) => RefusePlan | CallsPlan | IdempotentPlan
@@ -148,10 +148,16 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       try {
         const result = await runLegacyCalls(
           markedShadow(calls.calls),
-          { origin: policy.origin, timeoutMs: policy.settings.timeoutMs, cancelScope: comparison.scope, trace },
           {
+            origin: policy.origin,
+            timeoutMs: policy.settings.timeoutMs,
+            cancelScope: comparison.scope,
+            trace,
             // With tracing on, each V4 call of the comparison is a CLIENT span of its own (SPEC 17).
-            upstream: comparison.span === undefined ? deps.upstream : traceShadowCalls(deps.upstream, comparison.span, runtime),
+            tracer: comparison.span?.callTracer(() => shadowCallNames(runtime))
+          },
+          {
+            upstream: deps.upstream,
             sessions: sessionsFor(comparison.tenant, policy, runtime.config.sessions.ttlMs)
           }
         )

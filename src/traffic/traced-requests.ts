@@ -1,12 +1,10 @@
 import type { Exchange } from '../kernel/exchange.js'
 import { V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy/legacy-calls.js'
-import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest, type Plan } from '../plan/plan-request.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
-import type { RequestSpan, ServerSpanFacts } from '../tracing/request-span.js'
-import { traceUpstream, type CallNames } from '../tracing/traced-upstream.js'
+import type { CallNames, RequestSpan, ServerSpanFacts } from '../tracing/request-span.js'
 import type { Tracing } from '../tracing/tracing.js'
-import type { UpstreamClient, UpstreamRequest } from '../upstream/upstream-client.js'
+import type { UpstreamRequest } from '../upstream/upstream-client.js'
 import { pathOf, userAgentOf } from './request-fields.js'
 import { runPlan, type RunDeps } from './run-plan.js'
 
@@ -19,7 +17,7 @@ const SESSION_EXECUTE_PATH = /^\/v4\/sessions\/[^/]+\/executions\.execute$/
 const NATIVE_ROUTE = '/v4/*'
 
 export interface TracedRequests {
-  /** Starts the request's SERVER span, then plans and runs it with upstream calls that make CLIENT spans. */
+  /** Starts the request's SERVER span, then plans and runs it, its upstream calls traced by the span (CLIENT spans). */
   serve(exchange: Exchange, runtime: GatewayRuntime, run: RunDeps): void
   /** Ends the SERVER span (making it now for a request the kernel refused before serving it); its ids go on the access line. */
   end(exchange: Exchange, statusCode: number, runtime: GatewayRuntime): RequestSpan
@@ -41,8 +39,10 @@ export function createTracedRequests(tracing: Tracing): TracedRequests {
     serve(exchange, runtime, run) {
       const span = start(exchange, runtime)
       const plan = planRequest(runtime, exchange.head)
-      const upstream = traceUpstream(run.upstream, span, () => callNames(plan, exchange.head.method, runtime))
-      runPlan(plan, exchange, { ...run, upstream, forwardStream: createForwarder(upstream, run.answerError, run.isDraining) })
+      // The same runner and upstream client as an untraced request: the client asks the request's
+      // tracer for each call's span (upstream-client.ts); names are asked only when recording.
+      exchange.callTracer = span.callTracer(() => callNames(plan, exchange.head.method, runtime))
+      runPlan(plan, exchange, run)
     },
     end(exchange, statusCode, runtime) {
       // A request the kernel refused (draining, a bad head, load shedding) was never served.
@@ -77,8 +77,8 @@ function callNames(plan: Plan, method: string, runtime: GatewayRuntime): CallNam
  * request's SERVER span (SPEC 17: `v4gw.shadow: true`, from the `x-v4gw-shadow` they carry),
  * named by the same templates as a translated request's calls.
  */
-export function traceShadowCalls(upstream: UpstreamClient, span: RequestSpan, runtime: GatewayRuntime): UpstreamClient {
-  return traceUpstream(upstream, span, () => ({ buffered: v4CallNamer(), streamed: () => 'POST', queryCredential: runtime.config.credentials.queryParam }))
+export function shadowCallNames(runtime: GatewayRuntime): CallNames {
+  return { buffered: v4CallNamer(), streamed: () => 'POST', queryCredential: runtime.config.credentials.queryParam }
 }
 
 /** Names one request's V4 calls by their templates (SPEC 17), counting an execution sent again as a resend. */

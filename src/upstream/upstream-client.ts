@@ -21,6 +21,32 @@ export interface UpstreamRequest {
   cancelScope?: CancelScope
   /** Where the call's time on the upstream is added once it settles, answered or failed (buffered calls). */
   timing?: UpstreamTiming
+  /** SPEC 17: the request's trace while tracing is on; the call then carries a `traceparent` of its own. */
+  tracer?: CallTracer | undefined
+}
+
+/**
+ * SPEC 17: what traces a request's upstream calls (tracing/ implements it). The client asks it for
+ * each call's CLIENT span as the call goes, writes that span's `traceparent` into the call's
+ * headers, and tells the span how the call went. The client does it, rather than a wrapper around
+ * it per request, so that a traced request takes the same functions as any other: a wrapper made
+ * the call sites of the one in a hundred requests that is recorded differ from the rest, and cost
+ * the others their inlining (docs/performance.md).
+ */
+export interface CallTracer {
+  traceCall(request: UpstreamRequest, streamed: boolean): TracedCall
+}
+
+/** One upstream call's CLIENT span, as the client reports to it. */
+export interface TracedCall {
+  /** W3C Trace Context 3.2: the header the call carries, naming this span, sampled or not. */
+  readonly traceparent: string
+  /** The final answer's status and headers arrived. */
+  answered(statusCode: number): void
+  /** The call failed, before or after its headers: `errorCode` is the gateway's, never the error's message. */
+  failed(errorCode: string, endedAt: number): void
+  /** A buffered call's answer has been read. (A streamed call's span ends with its request's.) */
+  end(endedAt: number): void
 }
 
 /** The time a request spent on upstream calls, for its log line and histogram (SPEC 9). */
@@ -89,7 +115,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     keepAliveTimeout: 4_000,
     // One request at a time on a connection (undici's default), which the connector relies on.
     // No `connections` cap: a capped pool queues a call's options and reads its headers later,
-    // and tracing writes the next call's traceparent into the same headers (traced-upstream.ts).
+    // and tracing writes the next call's traceparent into the same headers (traceCall below).
     pipelining: 1
   })
 
@@ -107,16 +133,34 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
 
   return {
     request(request) {
+      const call = traceCall(request, false)
       return new Promise((resolve, reject) => {
-        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.method === 'HEAD', request.cancelScope, request.timing))
+        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.method === 'HEAD', request.cancelScope, request.timing, call))
       })
     },
     stream(request, target) {
-      agent.dispatch(dispatchOptions(request), new StreamingHandler(target, request.method === 'HEAD'))
+      const call = traceCall(request, true)
+      agent.dispatch(dispatchOptions(request), new StreamingHandler(target, request.method === 'HEAD', call))
     },
     close: () => agent.close(),
     destroy: () => agent.destroy(new Error('the gateway is shutting down'))
   }
+}
+
+/**
+ * The call's span, its `traceparent` written into the call's own headers object rather than a
+ * copy (a copy of the request and its headers per call cost 16 % of a traced legacy request's
+ * CPU). Safe because that object belongs to one request (built per request by the planner), its
+ * calls go one after another, and undici serialises a request's headers when it is dispatched:
+ * the pool has no connection cap, so it never queues a call's options to read later (a contract
+ * test holds undici to that: test/integration/upstream-headers-at-dispatch.test.ts).
+ */
+function traceCall(request: UpstreamRequest, streamed: boolean): TracedCall | undefined {
+  const tracer = request.tracer
+  if (tracer === undefined) return undefined
+  const call = tracer.traceCall(request, streamed)
+  request.headers.traceparent = call.traceparent
+  return call
 }
 
 /** Reads a whole answer, at most MAX_UPSTREAM_BODY_BYTES. */
@@ -133,7 +177,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     private readonly reject: (error: GatewayError) => void,
     private readonly toHead: boolean,
     private readonly cancelScope: CancelScope | undefined,
-    private readonly timing: UpstreamTiming | undefined
+    private readonly timing: UpstreamTiming | undefined,
+    private readonly call: TracedCall | undefined
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -173,8 +218,13 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (this.settled) return
     this.settled = true
-    this.addTime()
+    const endedAt = this.addTime()
     const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.bytes)
+    const call = this.call
+    if (call !== undefined) {
+      call.answered(this.statusCode)
+      call.end(endedAt)
+    }
     this.resolve({ statusCode: this.statusCode, headers: this.headers, body })
   }
 
@@ -185,13 +235,17 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   private fail(error: GatewayError): void {
     if (this.settled) return
     this.settled = true
-    this.addTime()
+    const endedAt = this.addTime()
+    this.call?.failed(error.code, endedAt)
     this.reject(error)
   }
 
-  private addTime(): void {
+  /** Adds the call's time to the request's; returns when the call ended. */
+  private addTime(): number {
+    const endedAt = performance.now()
     const timing = this.timing
-    if (timing !== undefined) timing.upstreamMs = (timing.upstreamMs ?? 0) + (performance.now() - this.startedAt)
+    if (timing !== undefined) timing.upstreamMs = (timing.upstreamMs ?? 0) + (endedAt - this.startedAt)
+    return endedAt
   }
 }
 
@@ -202,7 +256,8 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly target: StreamTarget,
-    private readonly toHead: boolean
+    private readonly toHead: boolean,
+    private readonly call: TracedCall | undefined
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -217,6 +272,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     // Nothing went to the client yet: onResponseError gets this error and the client a 502.
     if (unreadable !== undefined) return controller.abort(unreadable)
     this.started = true
+    this.call?.answered(statusCode)
     this.target.onResponseStart(statusCode, headers)
     if (bodyless) this.end()
   }
@@ -236,11 +292,17 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     // Before headers the client still gets an answer (SPEC 6); after, only an aborted stream can say it.
-    if (!this.started) return this.target.onFailure(mapUpstreamError(error))
+    if (!this.started) {
+      const failure = mapUpstreamError(error)
+      this.call?.failed(failure.code, performance.now())
+      return this.target.onFailure(failure)
+    }
     // An answer that ended at its headers is whole: what undici says after (a 304's Content-Length
     // that no body follows is a length mismatch to it) cuts nothing.
     if (this.ended) return
-    this.target.onBrokenOff(mapUpstreamErrorAfterHeaders(error))
+    const failure = mapUpstreamErrorAfterHeaders(error)
+    this.call?.failed(failure.code, performance.now())
+    this.target.onBrokenOff(failure)
     this.target.body.destroy(error)
   }
 

@@ -2,7 +2,9 @@ import { ROOT_CONTEXT, SamplingDecision } from '@opentelemetry/api'
 import { TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base'
 import pino from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
+import type { CallNames } from '../../../src/tracing/request-span.js'
 import { createTracing, type Tracing } from '../../../src/tracing/tracing.js'
+import type { UpstreamRequest } from '../../../src/upstream/upstream-client.js'
 
 /*
  * The gateway decides a request's sampling before the SDK makes a span (tracing.ts), so that an
@@ -29,6 +31,12 @@ afterEach(async () => {
 
 const HEAD = { method: 'POST', startedAt: 0, headers: {} }
 
+const NAMES: CallNames = { buffered: (request) => ({ name: `${request.method} ${request.path}` }), streamed: () => 'GET /v4/*', queryCredential: null }
+
+function call(method: string, path: string): UpstreamRequest {
+  return { origin: 'http://127.0.0.1:1', method, path, headers: {}, body: null, timeoutMs: 1_000 }
+}
+
 describe('sampling a new root', () => {
   it('records exactly the requests whose trace id TraceIdRatioBased samples, in the trace the ratio was asked about', () => {
     const ratio = new TraceIdRatioBasedSampler(0.5)
@@ -37,7 +45,7 @@ describe('sampling a new root', () => {
     for (const request of requests) {
       const sampled = ratio.shouldSample(ROOT_CONTEXT, request.traceId).decision === SamplingDecision.RECORD_AND_SAMPLED
       expect(request.recording).toBe(sampled)
-      expect(request.startCall({ name: 'POST /v4/execute', method: 'POST', origin: 'http://127.0.0.1:1', target: '/v4/execute', queryCredential: null }).traceparent).toMatch(
+      expect(request.callTracer(() => NAMES).traceCall(call('POST', '/v4/execute'), false).traceparent).toMatch(
         new RegExp(`^00-${request.traceId}-[0-9a-f]{16}-${sampled ? '01' : '00'}$`)
       )
     }
@@ -54,8 +62,8 @@ describe('sampling a new root', () => {
     const requests = Array.from({ length: 50 }, () => gateway.startRequest(HEAD, { sampleRatio: 0, trustIncoming: false }))
     expect(requests.every((request) => !request.recording)).toBe(true)
     expect(new Set(requests.map((request) => request.traceId)).size).toBe(50)
-    const call = { name: 'GET /v4/*', method: 'GET', origin: 'http://127.0.0.1:1', target: '/v4/x', queryCredential: null }
-    const [first, second] = [requests[0]?.startCall(call).traceparent, requests[0]?.startCall(call).traceparent]
+    const calls = requests[0]?.callTracer(() => NAMES)
+    const [first, second] = [calls?.traceCall(call('GET', '/v4/x'), true).traceparent, calls?.traceCall(call('GET', '/v4/x'), true).traceparent]
     expect(first).not.toBe(second)
     expect(first?.split('-')[2]).not.toBe(requests[0]?.spanId)
   })
