@@ -152,7 +152,9 @@ describe('the gateway process and its signals', () => {
     const { port } = silent.address() as AddressInfo
     const path = await dir.write('early-signal.yaml', stringify(processConfig(slow.url, { sessions: { store: 'redis', redis: { url: `redis://127.0.0.1:${port}` } } })))
     const running = await spawnCli(['--config', path])
-    await until(() => running.output().includes('v4gw starting'))
+    // Generous, as the waits below: test files run side by side, and on 2 cores a process can take
+    // more than 5 s to load its modules (CI at eb6fc4d).
+    await until(() => running.output().includes('v4gw starting'), 10_000)
     expect(running.output()).not.toContain('v4gw listening')
     running.child.kill('SIGHUP')
     // Generous: the start waits out a Redis attempt first, and test files run side by side.
