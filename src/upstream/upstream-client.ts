@@ -29,9 +29,8 @@ export interface UpstreamRequest {
  * SPEC 17: what traces a request's upstream calls (tracing/ implements it). The client asks it for
  * each call's CLIENT span as the call goes, writes that span's `traceparent` into the call's
  * headers, and tells the span how the call went. The client does it, rather than a wrapper around
- * it per request, so that a traced request takes the same functions as any other: a wrapper made
- * the call sites of the one in a hundred requests that is recorded differ from the rest, and cost
- * the others their inlining (docs/performance.md).
+ * it per request, so that a traced request, sampled or not, takes the same runner, client and
+ * handlers as any other and makes no objects of its own beyond its spans (docs/decisions.md).
  */
 export interface CallTracer {
   traceCall(request: UpstreamRequest, streamed: boolean): TracedCall
