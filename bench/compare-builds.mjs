@@ -2,6 +2,7 @@
 // npm run bench:compare [-- --save-base] [-- --only gateway-execute,gateway-native] [-- --rounds N]
 // npm run bench:compare -- --pair gateway-execute,gateway-execute-traced-1pct   (two rows of one build)
 // npm run bench:compare -- --pair fastify-http-proxy-tuned,gateway-native --load wrk   (a goal's ratio, side by side)
+// npm run bench:compare -- --pair gateway-native,gateway-native-traced-1pct --warmup 60   (after a minute of load)
 //
 // Two builds of the gateway side by side, for a change too small for `npm run bench` to see:
 // on this VM a row's CPU per request drifts by ±30 % over tens of seconds, so two runs minutes
@@ -56,6 +57,9 @@ const { values: flags } = parseArgs({
     pair: { type: 'string' },
     load: { type: 'string', default: 'autocannon' },
     rounds: { type: 'string', default: '8' },
+    // Seconds of load before the first round. A traced row's sampled code (SPEC 17) runs on one
+    // request in a hundred and takes tens of seconds to be compiled: read its steady state with more.
+    warmup: { type: 'string', default: '2' },
     duration: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' }
   }
@@ -92,7 +96,7 @@ function pairComparison(names) {
   return { name: `${changeRow.name} against ${baseRow.name}`, base: { row: baseRow, build: BUILD }, change: { row: changeRow, build: BUILD } }
 }
 if (flags.load !== 'autocannon' && flags.load !== 'wrk') throw new Error('--load is autocannon or wrk')
-const settings = { rounds: Number(flags.rounds), durationSec: Number(flags.duration), connections: Number(flags.connections), generator: flags.load }
+const settings = { rounds: Number(flags.rounds), durationSec: Number(flags.duration), connections: Number(flags.connections), generator: flags.load, warmupSec: Number(flags.warmup) }
 
 function baseFromArgs() {
   const at = process.argv.indexOf('--base')
@@ -188,7 +192,7 @@ async function compareRow(comparison, workDir, ticksPerSecond) {
   const perRequest = { base: [], change: [] }
   for (let round = 0; round < settings.rounds; round++) {
     // Both loads start together and run the same seconds; the first round warms both builds up.
-    const warmupSec = round === 0 ? 2 : 0
+    const warmupSec = round === 0 ? settings.warmupSec : 0
     const [onBase, onChange] = await Promise.all([load(comparison.base.row, base, warmupSec, otherPids), load(comparison.change.row, change, warmupSec, otherPids)])
     const baseUs = (onBase.cpuTicks * 1e6) / ticksPerSecond / onBase.answered
     const changeUs = (onChange.cpuTicks * 1e6) / ticksPerSecond / onChange.answered
@@ -215,6 +219,7 @@ async function main() {
         `${comparison.name}: CPU per request ${change >= 0 ? '+' : ''}${(100 * change).toFixed(1)} % (change/base per round ${sorted[0].toFixed(3)}–${sorted.at(-1).toFixed(3)}; ` +
           `${result.base.toFixed(1)} → ${result.change.toFixed(1)} µs/req while sharing the core)`
       )
+      console.log(`  per round, in order: ${result.ratios.map((ratio) => ratio.toFixed(3)).join(' ')}`)
     }
   } finally {
     await stopAll()
