@@ -3,6 +3,7 @@
 // checked. Every row sends the same execution input with the same session token.
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 /** An opaque session token: neither `key_` nor `sa_`, so the gateway forwards it as a bearer (SPEC 5). */
 const SESSION_TOKEN = 'tok_bench_0123456789abcdef0123456789abcdef'
@@ -186,6 +187,13 @@ export async function writeGatewayConfig(directory, name, { upstreamUrl, logLeve
   await writeFile(path, yaml)
   return path
 }
+
+/** A proxy row's script and its argument (the stub to proxy to); it prints `<name> proxy listening on <url>` once ready. */
+export function proxyScriptArgs(candidate, stubUrl) {
+  return [fileURLToPath(new URL(candidate.script, import.meta.url)), stubUrl]
+}
+
+export const PROXY_READY = /^\S+ proxy listening on (\S+)/
 
 /** What bench/load.mjs runs: a row's `load` against `baseUrl`, with the CPU of `measuredPid` read around its window. */
 export function loadSpec(load, baseUrl, { generator, connections, warmupSec, durationSec, measuredPid, otherPids }) {

@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { CANDIDATES, loadSpec, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
+import { CANDIDATES, loadSpec, PROXY_READY, productionNodeFlags, proxyScriptArgs, writeGatewayConfig } from './candidates.mjs'
 import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
@@ -128,10 +128,10 @@ async function startSide(row, build, label, stubUrl, workDir, redisUrl, sinkUrl)
   if (row.kind !== 'proxy') return startGateway(row, build, label, stubUrl, workDir, redisUrl, sinkUrl)
   const { handle, match } = await startNode({
     name: `${row.name} (${label})`,
-    args: [...(row.productionFlags ? GATEWAY_NODE_FLAGS : []), join(BENCH_DIR, row.script), stubUrl],
+    args: [...(row.productionFlags ? GATEWAY_NODE_FLAGS : []), ...proxyScriptArgs(row, stubUrl)],
     core: MEASURED_CORE,
     pin: true,
-    ready: /^\S+ proxy listening on (\S+)/
+    ready: PROXY_READY
   })
   return { handle, url: match[1] }
 }

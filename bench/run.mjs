@@ -18,7 +18,7 @@ import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { CANDIDATES, CANDIDATE_NAMES, MEASUREMENT_ORDER, loadSpec, productionNodeFlags, writeGatewayConfig } from './candidates.mjs'
+import { CANDIDATES, CANDIDATE_NAMES, MEASUREMENT_ORDER, loadSpec, PROXY_READY, productionNodeFlags, proxyScriptArgs, writeGatewayConfig } from './candidates.mjs'
 import { createServer } from 'node:net'
 import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
 
@@ -155,10 +155,10 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl, sinkUrl) {
   if (candidate.kind === 'proxy') {
     const { handle, match } = await startNode({
       name: candidate.name,
-      args: [...(candidate.productionFlags ? GATEWAY_NODE_FLAGS : []), ...profileFlags(candidate.name), join(BENCH_DIR, candidate.script), stubUrl],
+      args: [...(candidate.productionFlags ? GATEWAY_NODE_FLAGS : []), ...profileFlags(candidate.name), ...proxyScriptArgs(candidate, stubUrl)],
       core: MEASURED_CORE,
       pin,
-      ready: /^\S+ proxy listening on (\S+)/
+      ready: PROXY_READY
     })
     return { handle, url: match[1] }
   }
