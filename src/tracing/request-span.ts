@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api'
+import { SpanKind, TraceFlags, type Attributes, type Link, type SpanContext } from '@opentelemetry/api'
 import {
   ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
@@ -17,6 +17,7 @@ import {
   ATTR_USER_AGENT_ORIGINAL
 } from '@opentelemetry/semantic-conventions'
 import type { CallTracer, TracedCall, UpstreamRequest } from '../upstream/upstream-client.js'
+import { attributeText, clockOffset, EndedSpan, type SpanRecorder } from './ended-span.js'
 import { safeQuery } from './safe-query.js'
 
 /**
@@ -106,25 +107,31 @@ export interface RequestSpan {
   end(facts: ServerSpanFacts | undefined, endedAt: number): void
 }
 
-/** A sampled request: SDK spans, exported when they end. Its context is handed to each call by hand (no context manager). */
+/**
+ * A sampled request: its SERVER span and its calls' CLIENT spans, recorded as plain facts and
+ * handed to the export queue as each ends (ended-span.ts: not the SDK's span objects).
+ */
 export class RecordedRequestSpan implements RequestSpan {
-  // Read once from the SDK span as it starts (being sampled does not change), plain fields as
-  // UnrecordedRequestSpan has.
-  readonly traceId: string
+  readonly recording = true
   readonly spanId: string
-  readonly recording: boolean
+  readonly context: SpanContext
+  /** clockOffset() at the start: the request's spans share it, so that their times line up. */
+  readonly offset = clockOffset()
   /** Calls whose span was not ended by an answer (a streamed body still flowing): ended with the request. */
   private open: RecordedCallSpan[] | undefined = undefined
-  private context: Context | undefined = undefined
 
   constructor(
-    private readonly tracer: Tracer,
-    private readonly span: Span
+    readonly recorder: SpanRecorder,
+    readonly traceId: string,
+    /** The trusted client's context (SPEC 17 `trustIncoming`), else none: a new root. */
+    private readonly parent: SpanContext | undefined,
+    /** The untrusted client's context, as a link. */
+    private readonly links: Link[] | undefined,
+    private readonly method: string,
+    private readonly startedAt: number
   ) {
-    const { traceId, spanId } = span.spanContext()
-    this.traceId = traceId
-    this.spanId = spanId
-    this.recording = span.isRecording()
+    this.spanId = recorder.newSpanId()
+    this.context = { traceId, spanId: this.spanId, traceFlags: TraceFlags.SAMPLED }
   }
 
   callTracer(names: () => CallNames): CallTracer {
@@ -132,24 +139,29 @@ export class RecordedRequestSpan implements RequestSpan {
   }
 
   startCall(call: ClientCallStart): RecordedCallSpan {
-    this.context ??= trace.setSpan(ROOT_CONTEXT, this.span)
-    const span = this.tracer.startSpan(call.name, { kind: SpanKind.CLIENT }, this.context)
-    if (span.isRecording()) span.setAttributes(clientAttributes(call))
-    const started = new RecordedCallSpan(span)
+    const started = new RecordedCallSpan(this, call.name, clientAttributes(call), performance.now())
     ;(this.open ??= []).push(started)
     return started
   }
 
   end(facts: ServerSpanFacts | undefined, endedAt: number): void {
     if (this.open !== undefined) for (const call of this.open) call.end(endedAt)
-    const span = this.span
-    if (facts !== undefined && span.isRecording()) {
-      span.updateName(facts.name)
-      span.setAttributes(serverAttributes(facts))
-      // Semantic conventions: a SERVER span is an error for a 5xx only (a 4xx is the client's).
-      if (facts.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR })
-    }
-    span.end(endedAt)
+    this.recorder.record(
+      new EndedSpan(this.recorder, {
+        context: this.context,
+        parent: this.parent,
+        kind: SpanKind.SERVER,
+        // Until its facts are known a SERVER span is named by its method (SPEC 17).
+        name: facts?.name ?? this.method,
+        attributes: facts === undefined ? {} : serverAttributes(facts),
+        links: this.links,
+        // Semantic conventions: a SERVER span is an error for a 5xx only (a 4xx is the client's).
+        error: facts !== undefined && facts.statusCode >= 500,
+        startedAt: this.startedAt,
+        endedAt,
+        offset: this.offset
+      })
+    )
   }
 }
 
@@ -170,37 +182,55 @@ class NamedCalls implements CallTracer {
 
 class RecordedCallSpan implements TracedCall {
   readonly traceparent: string
+  private readonly spanId: string
+  private error = false
   private ended = false
 
-  constructor(private readonly span: Span) {
-    const { traceId, spanId, traceFlags } = span.spanContext()
-    this.traceparent = `00-${traceId}-${spanId}-${(traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED ? '01' : '00'}`
+  constructor(
+    private readonly request: RecordedRequestSpan,
+    private readonly name: string,
+    private readonly attributes: Attributes,
+    private readonly startedAt: number
+  ) {
+    this.spanId = request.recorder.newSpanId()
+    this.traceparent = `00-${request.traceId}-${this.spanId}-01`
   }
 
   answered(statusCode: number): void {
-    const span = this.span
-    if (!span.isRecording()) return
-    span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, statusCode)
+    if (this.ended) return
+    this.attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = statusCode
     // Semantic conventions: a CLIENT span is an error for any 4xx or 5xx.
     if (statusCode >= 400) {
-      span.setAttribute(ATTR_ERROR_TYPE, String(statusCode))
-      span.setStatus({ code: SpanStatusCode.ERROR })
+      this.attributes[ATTR_ERROR_TYPE] = String(statusCode)
+      this.error = true
     }
   }
 
   failed(errorCode: string, endedAt: number): void {
-    const span = this.span
-    if (span.isRecording()) {
-      span.setAttribute(ATTR_ERROR_TYPE, errorCode)
-      span.setStatus({ code: SpanStatusCode.ERROR })
-    }
+    if (this.ended) return
+    this.attributes[ATTR_ERROR_TYPE] = errorCode
+    this.error = true
     this.end(endedAt)
   }
 
   end(endedAt: number): void {
     if (this.ended) return
     this.ended = true
-    this.span.end(endedAt)
+    const request = this.request
+    request.recorder.record(
+      new EndedSpan(request.recorder, {
+        context: { traceId: request.traceId, spanId: this.spanId, traceFlags: TraceFlags.SAMPLED },
+        parent: request.context,
+        kind: SpanKind.CLIENT,
+        name: this.name,
+        attributes: this.attributes,
+        links: undefined,
+        error: this.error,
+        startedAt: this.startedAt,
+        endedAt,
+        offset: request.offset
+      })
+    )
   }
 }
 
@@ -272,7 +302,7 @@ function clientAttributes(call: ClientCallStart): Attributes {
   const queryAt = call.target.indexOf('?')
   const path = queryAt === -1 ? call.target : call.target.slice(0, queryAt)
   const query = queryAt === -1 ? '' : safeQuery(call.target.slice(queryAt + 1), call.queryCredential)
-  attributes[ATTR_URL_FULL] = `${origin.origin}${path}${query === '' ? '' : `?${query}`}`
+  attributes[ATTR_URL_FULL] = attributeText(`${origin.origin}${path}${query === '' ? '' : `?${query}`}`)
   if (call.resendCount !== undefined) attributes[ATTR_HTTP_REQUEST_RESEND_COUNT] = call.resendCount
   if (call.shadow === true) attributes['v4gw.shadow'] = true
   return attributes
@@ -282,10 +312,10 @@ function serverAttributes(facts: ServerSpanFacts): Attributes {
   const attributes: Attributes = {}
   methodAttributes(facts.name.split(' ', 1)[0] as string, attributes)
   attributes[ATTR_URL_SCHEME] = facts.scheme
-  if (facts.path !== undefined) attributes[ATTR_URL_PATH] = facts.path
+  set(attributes, ATTR_URL_PATH, facts.path)
   const query = safeQuery(facts.rawQuery, facts.queryCredential)
-  if (query !== '') attributes[ATTR_URL_QUERY] = query
-  if (facts.route !== undefined) attributes[ATTR_HTTP_ROUTE] = facts.route
+  if (query !== '') attributes[ATTR_URL_QUERY] = attributeText(query)
+  set(attributes, ATTR_HTTP_ROUTE, facts.route)
   attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = facts.statusCode
   attributes[ATTR_NETWORK_PROTOCOL_VERSION] = facts.httpVersion
   set(attributes, ATTR_SERVER_ADDRESS, facts.serverAddress)
@@ -307,5 +337,5 @@ function serverAttributes(facts: ServerSpanFacts): Attributes {
 }
 
 function set(attributes: Attributes, key: string, value: string | undefined): void {
-  if (value !== undefined) attributes[key] = value
+  if (value !== undefined) attributes[key] = attributeText(value)
 }

@@ -1,15 +1,12 @@
-import { ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags, type Context, type Link, type SpanContext, type Tracer } from '@opentelemetry/api'
+import { ROOT_CONTEXT, SamplingDecision, trace, TraceFlags, type Context, type Link, type SpanContext } from '@opentelemetry/api'
 import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core'
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import {
-  BasicTracerProvider,
   BatchSpanProcessor,
-  ParentBasedSampler,
   RandomIdGenerator,
   TraceIdRatioBasedSampler,
-  type IdGenerator,
   type ReadableSpan,
   type Sampler,
   type SamplingResult,
@@ -20,6 +17,7 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/schema.js'
+import type { SpanRecorder } from './ended-span.js'
 import { RecordedRequestSpan, UnrecordedRequestSpan, type RequestSpan } from './request-span.js'
 
 /** Why spans went unexported: SPEC 17's `v4gw_trace_spans_dropped_total{reason}`. */
@@ -55,9 +53,11 @@ export interface TracingDeps {
  * Exists only when `tracing.enabled`: with tracing off nothing of this is built, and the traffic
  * listener makes no span object (traffic/traffic-handler.ts chooses its functions once).
  *
- * Nothing is registered globally (no global tracer provider, propagator or context manager):
- * contexts are passed by hand, so two gateways in one process (the tests) never share spans, and
- * nothing else in the process (a library that traces) joins the gateway's traces.
+ * The spans are recorded by the gateway itself (ended-span.ts) and handed to the SDK's batch
+ * processor and OTLP exporter; no tracer provider is made. Nothing is registered globally (no
+ * tracer provider, propagator or context manager), so two gateways in one process (the tests)
+ * never share spans, and nothing else in the process (a library that traces) joins the gateway's
+ * traces.
  */
 export interface Tracing {
   /** The SERVER span of one request on the traffic listener (SPEC 17), with its W3C parent or link. */
@@ -92,26 +92,23 @@ export function createTracing(deps: TracingDeps): Tracing {
     scheduledDelayMillis: config.batchDelayMs,
     exportTimeoutMillis: EXPORT_TIMEOUT_MS
   })
-  const ids = new HandedTraceIds()
-  const provider = new BasicTracerProvider({
-    sampler: new ParentBasedSampler({ root: sampler }),
-    idGenerator: ids,
+  const ids = new RandomIdGenerator()
+  const recorder: SpanRecorder = {
     // Only what the config says: no detectors (host, process, OTEL_RESOURCE_ATTRIBUTES), so nothing
     // of the environment or the command line reaches an exported byte.
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: deps.version }),
-    spanProcessors: [queue],
-    // Set, so that no OTEL_* limit in the environment applies; the gateway's spans are small.
-    spanLimits: { attributeCountLimit: 64, attributeValueLengthLimit: 1024, eventCountLimit: 16, linkCountLimit: 4, attributePerEventCountLimit: 16, attributePerLinkCountLimit: 16 }
-  })
-  const tracer = provider.getTracer('v4-migration-gateway', deps.version)
+    scope: { name: 'v4-migration-gateway', version: deps.version },
+    newSpanId: ids.generateSpanId,
+    record: (span) => queue.onEnd(span)
+  }
   const propagator = new W3CTraceContextPropagator()
 
   return {
     startRequest(start, settings) {
       sampler.use(settings.sampleRatio)
-      return startServerSpan({ tracer, propagator, sampler, ids }, start, settings.trustIncoming)
+      return startServerSpan({ recorder, propagator, sampler, ids }, start, settings.trustIncoming)
     },
-    shutdown: () => provider.shutdown()
+    shutdown: () => queue.shutdown()
   }
 }
 
@@ -136,46 +133,20 @@ function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming
       else links = [{ context: remote }]
     }
   }
-  // The decision the provider's ParentBasedSampler makes, made first so that an unsampled request
-  // costs no SDK objects: a trusted parent's sampled flag (its defaults for a remote parent), else
-  // the ratio on the trace id (TraceIdRatioBased: the same id always gets the same answer).
+  // The decision the SDK's ParentBasedSampler would make: a trusted parent's sampled flag (its
+  // defaults for a remote parent), else the ratio on the trace id (TraceIdRatioBased: the same id
+  // always gets the same answer). An unsampled request costs no span objects.
   const traceId = parent?.traceId ?? make.ids.generateTraceId()
   const sampled = parent !== undefined ? (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED : make.sampler.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED
   if (!sampled) return new UnrecordedRequestSpan(traceId, make.ids.generateSpanId(), make.ids.generateSpanId)
-  // A new root takes the trace id the ratio was asked about; the SDK's sampler then agrees.
-  if (parent === undefined) make.ids.handIn(traceId)
-  const context: Context = parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, parent)
-  const span = make.tracer.startSpan(start.method, { kind: SpanKind.SERVER, startTime: start.startedAt, links, root: parent === undefined }, context)
-  return new RecordedRequestSpan(make.tracer, span)
+  return new RecordedRequestSpan(make.recorder, traceId, parent, links, start.method, start.startedAt)
 }
 
 interface SpanMaking {
-  tracer: Tracer
+  recorder: SpanRecorder
   propagator: W3CTraceContextPropagator
   sampler: ReloadableRatioSampler
-  ids: HandedTraceIds
-}
-
-/**
- * The SDK's random ids (IdGenerator is the provider's documented seam), except that the next
- * trace id can be handed in: the one the gateway already sampled a new root by.
- */
-class HandedTraceIds implements IdGenerator {
-  private readonly random = new RandomIdGenerator()
-  private next: string | undefined = undefined
-
-  handIn(traceId: string): void {
-    this.next = traceId
-  }
-
-  generateTraceId = (): string => {
-    const handed = this.next
-    if (handed === undefined) return this.random.generateTraceId()
-    this.next = undefined
-    return handed
-  }
-
-  generateSpanId = (): string => this.random.generateSpanId()
+  ids: RandomIdGenerator
 }
 
 /** Node's joined view of the headers: one string per field (two `traceparent` fields are "a, b", which is invalid). */
@@ -218,7 +189,7 @@ class ReloadableRatioSampler implements Sampler {
  * admitted while fewer than `maxSpans` wait, and leaves the count when its batch goes to the
  * exporter (ReportingExporter). The inner processor has the same bound, so it never drops itself.
  */
-class BoundedQueue implements SpanProcessor {
+class BoundedQueue {
   processor: SpanProcessor | undefined
   waiting = 0
 
@@ -227,10 +198,8 @@ class BoundedQueue implements SpanProcessor {
     readonly onDropped: TracingDeps['onSpansDropped']
   ) {}
 
-  onStart(): void {}
-
+  /** An ended span of a sampled request (request-span.ts records no other). */
   onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return
     if (this.waiting >= this.maxSpans) {
       this.onDropped('queue_full', 1)
       return
@@ -239,10 +208,7 @@ class BoundedQueue implements SpanProcessor {
     this.processor?.onEnd(span)
   }
 
-  forceFlush(): Promise<void> {
-    return this.processor?.forceFlush() ?? Promise.resolve()
-  }
-
+  /** Exports what waits, then stops the exporter. */
   shutdown(): Promise<void> {
     return this.processor?.shutdown() ?? Promise.resolve()
   }
