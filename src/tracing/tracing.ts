@@ -1,15 +1,11 @@
-import { ROOT_CONTEXT, SamplingDecision, trace, TraceFlags, type Context, type Link, type SpanContext } from '@opentelemetry/api'
+import { ROOT_CONTEXT, trace, TraceFlags, type Link, type SpanContext } from '@opentelemetry/api'
 import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core'
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import {
   BatchSpanProcessor,
-  RandomIdGenerator,
-  TraceIdRatioBasedSampler,
   type ReadableSpan,
-  type Sampler,
-  type SamplingResult,
   type SpanExporter,
   type SpanProcessor
 } from '@opentelemetry/sdk-trace-base'
@@ -19,6 +15,7 @@ import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/schema.js'
 import type { SpanRecorder } from './ended-span.js'
 import { RecordedRequestSpan, UnrecordedRequestSpan, type RequestSpan } from './request-span.js'
+import { ratioBound, TraceIds } from './trace-ids.js'
 
 /** Why spans went unexported: SPEC 17's `v4gw_trace_spans_dropped_total{reason}`. */
 export type SpanDropReason = 'queue_full' | 'export_failed'
@@ -75,7 +72,6 @@ const EXPORT_TIMEOUT_MS = 10_000
 
 export function createTracing(deps: TracingDeps): Tracing {
   const { config } = deps
-  const sampler = new ReloadableRatioSampler(config.sampleRatio)
   const exporterOptions: ExporterOptions = {
     url: config.endpoint,
     headers: { ...config.headers },
@@ -92,21 +88,21 @@ export function createTracing(deps: TracingDeps): Tracing {
     scheduledDelayMillis: config.batchDelayMs,
     exportTimeoutMillis: EXPORT_TIMEOUT_MS
   })
-  const ids = new RandomIdGenerator()
+  const ids = new TraceIds()
   const recorder: SpanRecorder = {
     // Only what the config says: no detectors (host, process, OTEL_RESOURCE_ATTRIBUTES), so nothing
     // of the environment or the command line reaches an exported byte.
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: deps.version }),
     scope: { name: 'v4-migration-gateway', version: deps.version },
-    newSpanId: ids.generateSpanId,
+    newSpanId: ids.keptSpanId,
     record: (span) => queue.onEnd(span)
   }
   const propagator = new W3CTraceContextPropagator()
 
   return {
     startRequest(start, settings) {
-      sampler.use(settings.sampleRatio)
-      return startServerSpan({ recorder, propagator, sampler, ids }, start, settings.trustIncoming)
+      // `sampleRatio` reloads (SPEC 17): its bound is read per request.
+      return startServerSpan({ recorder, propagator, ids }, start, settings.trustIncoming, ratioBound(settings.sampleRatio))
     },
     shutdown: () => queue.shutdown()
   }
@@ -119,7 +115,7 @@ export function createTracing(deps: TracingDeps): Tracing {
  * link (a client can neither force sampling nor graft the gateway's spans onto a trace of its
  * choosing; docs/decisions.md).
  */
-function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming: boolean): RequestSpan {
+function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming: boolean, ratioBound: number): RequestSpan {
   let parent: SpanContext | undefined
   let links: Link[] | undefined
   if (start.headers.traceparent !== undefined) {
@@ -134,53 +130,29 @@ function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming
     }
   }
   // The decision the SDK's ParentBasedSampler would make: a trusted parent's sampled flag (its
-  // defaults for a remote parent), else the ratio on the trace id (TraceIdRatioBased: the same id
-  // always gets the same answer). An unsampled request costs no span objects.
-  const traceId = parent?.traceId ?? make.ids.generateTraceId()
-  const sampled = parent !== undefined ? (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED : make.sampler.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED
-  if (!sampled) return new UnrecordedRequestSpan(traceId, make.ids.generateSpanId(), make.ids.generateSpanId)
+  // defaults for a remote parent), else TraceIdRatioBased on a new trace id (trace-ids.ts).
+  // An unsampled request costs no span objects.
+  let traceId: string
+  let sampled: boolean
+  if (parent === undefined) ({ traceId, sampled } = make.ids.root(ratioBound))
+  else {
+    traceId = parent.traceId
+    sampled = (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED
+  }
+  if (!sampled) return new UnrecordedRequestSpan(traceId, make.ids.spanId(), make.ids.spanId)
   return new RecordedRequestSpan(make.recorder, traceId, parent, links, start.method, start.startedAt)
 }
 
 interface SpanMaking {
   recorder: SpanRecorder
   propagator: W3CTraceContextPropagator
-  sampler: ReloadableRatioSampler
-  ids: RandomIdGenerator
+  ids: TraceIds
 }
 
 /** Node's joined view of the headers: one string per field (two `traceparent` fields are "a, b", which is invalid). */
 const HEADER_GETTER = {
   get: (carrier: IncomingHttpHeaders, key: string) => carrier[key],
   keys: (carrier: IncomingHttpHeaders) => Object.keys(carrier)
-}
-
-/**
- * TraceIdRatioBased with a ratio that reloads (SPEC 17: `sampleRatio` is not restart-only): the
- * request hands its ratio in before its span starts, and a changed one swaps the sampler.
- */
-class ReloadableRatioSampler implements Sampler {
-  private ratio: number
-  private sampler: TraceIdRatioBasedSampler
-
-  constructor(ratio: number) {
-    this.ratio = ratio
-    this.sampler = new TraceIdRatioBasedSampler(ratio)
-  }
-
-  use(ratio: number): void {
-    if (ratio === this.ratio) return
-    this.ratio = ratio
-    this.sampler = new TraceIdRatioBasedSampler(ratio)
-  }
-
-  shouldSample(context: Context, traceId: string): SamplingResult {
-    return this.sampler.shouldSample(context, traceId)
-  }
-
-  toString(): string {
-    return `ReloadableRatioSampler{${this.ratio}}`
-  }
 }
 
 /**
