@@ -7,7 +7,7 @@ import { createTracing, type Tracing } from '../../../src/tracing/tracing.js'
 import type { UpstreamRequest } from '../../../src/upstream/upstream-client.js'
 
 /*
- * The gateway decides a request's sampling before the SDK makes a span (tracing.ts), so that an
+ * The gateway decides a request's sampling itself (tracing.ts, trace-ids.ts), so that an
  * unsampled request costs no SDK objects; these hold that decision to the SDK's own samplers.
  */
 
