@@ -119,6 +119,7 @@ export class RecordedRequestSpan implements RequestSpan {
   readonly offset = clockOffset()
   /** Calls whose span was not ended by an answer (a streamed body still flowing): ended with the request. */
   private open: RecordedCallSpan[] | undefined = undefined
+  private ended = false
 
   constructor(
     readonly recorder: SpanRecorder,
@@ -145,6 +146,9 @@ export class RecordedRequestSpan implements RequestSpan {
   }
 
   end(facts: ServerSpanFacts | undefined, endedAt: number): void {
+    // Recorded once, as the SDK's span ends once.
+    if (this.ended) return
+    this.ended = true
     if (this.open !== undefined) for (const call of this.open) call.end(endedAt)
     this.recorder.record(
       new EndedSpan(this.recorder, {
