@@ -7,7 +7,7 @@ import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base'
 export interface SpanRecorder {
   readonly resource: Resource
   readonly scope: InstrumentationScope
-  /** A new span's id, as the SDK's RandomIdGenerator makes it. */
+  /** A new span's id, kept with its span beyond its request (trace-ids.ts: W3C, 8 random bytes as hex). */
   newSpanId(): string
   /** Hands an ended span to the export queue (SPEC 17: bounded, drops counted). */
   record(span: ReadableSpan): void

@@ -1,7 +1,13 @@
 import { randomFillSync } from 'node:crypto'
 
-/** Random bytes drawn at a time: the ids of about a hundred unsampled requests. */
-const POOL_BYTES = 4096
+/** Random bytes drawn at a time: the ids of about two thousand unsampled requests. */
+const POOL_BYTES = 64 * 1024
+/**
+ * Bytes turned into hex text at a time. An unsampled request's ids are slices of that text, and a
+ * slice keeps the whole text alive while its request lives (a long stream too): 512 characters,
+ * small beside what a connection holds anyway.
+ */
+const WINDOW_BYTES = 256
 const TRACE_ID_BYTES = 16
 const SPAN_ID_BYTES = 8
 
@@ -26,20 +32,24 @@ export function ratioBound(ratio: number): number {
  *
  * Every traced request needs a trace id and a span id, and each of its upstream calls a span
  * id, sampled or not. The SDK's RandomIdGenerator makes each id from Math.random() and a
- * Buffer-to-hex conversion, and its ratio sampler then parses the hex back (with a regular
- * expression check first): together a third of what tracing at `sampleRatio: 0.01` cost an
- * unsampled request (docs/performance.md). Here the ratio is decided on the bytes, and an
- * unsampled request's ids are cut from the pool's hex text (a slice, no conversion). Ids that
- * outlive their request, those of recorded spans (kept in the export queue), are converted on
- * their own, so that no queued span keeps a pool's text alive. Unit tests hold the ids to the
+ * Buffer-to-hex conversion, and its ratio sampler then validates and parses the hex back:
+ * together most of what tracing cost an unsampled request (docs/performance.md). Here the ratio
+ * is decided on the bytes, and an unsampled request's ids are slices of hex text made a window
+ * at a time. Ids kept beyond their request (a recorded span's, queued for export) are converted
+ * on their own, so that no queued span keeps a window alive. Unit tests hold the ids to the
  * SDK's and the decision to its TraceIdRatioBasedSampler.
  */
 export class TraceIds {
   private readonly pool = Buffer.allocUnsafe(POOL_BYTES)
-  /** The pool as hex, made once per pool. */
-  private hex = ''
-  /** The next unused byte of the pool (all used: drawn again before the next id). */
+  /** The next unused byte of the pool. */
   private next = POOL_BYTES
+  /** The current window of hex text: where it starts and ends in the pool (the pool is drawn first). */
+  private window = 0
+  private end = POOL_BYTES
+  private hex = ''
+
+  /** `fill`: the random source (crypto; a test hands in its own bytes). */
+  constructor(private readonly fill: (pool: Buffer) => void = randomFillSync) {}
 
   /** A new root's trace id, sampled when its words XORed are below `bound` (ratioBound). */
   root(bound: number): RootTrace {
@@ -47,16 +57,12 @@ export class TraceIds {
     const pool = this.pool
     const words = (pool.readUInt32BE(at) ^ pool.readUInt32BE(at + 4) ^ pool.readUInt32BE(at + 8) ^ pool.readUInt32BE(at + 12)) >>> 0
     const sampled = words < bound
-    // A sampled request's ids are kept with its spans: converted on their own.
-    const traceId = sampled ? pool.toString('hex', at, at + TRACE_ID_BYTES) : this.hex.slice(at * 2, (at + TRACE_ID_BYTES) * 2)
-    return { traceId, sampled }
+    // A sampled request's trace id is kept with its spans: converted on its own.
+    return { traceId: sampled ? pool.toString('hex', at, at + TRACE_ID_BYTES) : this.slice(at, TRACE_ID_BYTES), sampled }
   }
 
   /** A span id that lives as long as its request: an unsampled request's and its calls'. */
-  spanId = (): string => {
-    const at = this.draw(SPAN_ID_BYTES)
-    return this.hex.slice(at * 2, (at + SPAN_ID_BYTES) * 2)
-  }
+  spanId = (): string => this.slice(this.draw(SPAN_ID_BYTES), SPAN_ID_BYTES)
 
   /** A span id kept beyond its request (a recorded span's). */
   keptSpanId = (): string => {
@@ -64,18 +70,31 @@ export class TraceIds {
     return this.pool.toString('hex', at, at + SPAN_ID_BYTES)
   }
 
-  /** The offset of `bytes` unused random bytes, not all zero (W3C: an all-zero id is invalid). */
+  private slice(at: number, bytes: number): string {
+    const from = (at - this.window) * 2
+    return this.hex.slice(from, from + bytes * 2)
+  }
+
+  /** The offset of `bytes` unused random bytes, not all zero (W3C: an all-zero id is invalid), within one window. */
   private draw(bytes: number): number {
     for (;;) {
-      if (this.next + bytes > POOL_BYTES) {
-        randomFillSync(this.pool)
-        this.hex = this.pool.toString('hex')
-        this.next = 0
-      }
+      if (this.next + bytes > this.end) this.nextWindow()
       const at = this.next
       this.next += bytes
       if (!this.allZero(at, bytes)) return at
     }
+  }
+
+  private nextWindow(): void {
+    let start = this.end
+    if (start + WINDOW_BYTES > POOL_BYTES) {
+      this.fill(this.pool)
+      start = 0
+    }
+    this.window = start
+    this.end = start + WINDOW_BYTES
+    this.next = start
+    this.hex = this.pool.toString('hex', start, this.end)
   }
 
   private allZero(at: number, bytes: number): boolean {

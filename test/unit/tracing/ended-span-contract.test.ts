@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module'
-import { ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Attributes, type SpanContext } from '@opentelemetry/api'
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Link, type SpanContext } from '@opentelemetry/api'
 import { hrTimeToMilliseconds } from '@opentelemetry/core'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { AlwaysOnSampler, BasicTracerProvider, InMemorySpanExporter, RandomIdGenerator, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
@@ -38,8 +38,23 @@ function recorder(): SpanRecorder & { spans: ReadableSpan[] } {
   return { resource: RESOURCE, scope: SCOPE, newSpanId: new RandomIdGenerator().generateSpanId, record: (span) => spans.push(span), spans }
 }
 
-/** The same span made by the SDK's tracer: its ids, parent, links, times and status, and `attributes` as given to it. */
-function sdkTwin(ours: ReadableSpan, attributes: Attributes): ReadableSpan {
+/** What the test script made a span to be, given to the SDK as the gateway's former code gave it. */
+interface Expected {
+  name: string
+  kind: SpanKind
+  /** The parent's context as the SDK's tracer had it: a trusted client's (remote), or the request span's. */
+  parent: SpanContext | undefined
+  links: Link[] | undefined
+  error: boolean
+  /** The attributes as handed to the SDK (uncut). */
+  attributes: Attributes
+}
+
+/**
+ * The span the SDK's tracer makes of `expected`: only its ids and times are taken from the
+ * gateway's span (a test cannot script performance.now(); the times are checked apart).
+ */
+function sdkTwin(ours: ReadableSpan, expected: Expected): ReadableSpan {
   const exporter = new InMemorySpanExporter()
   const { traceId, spanId } = ours.spanContext()
   const provider = new BasicTracerProvider({
@@ -49,11 +64,11 @@ function sdkTwin(ours: ReadableSpan, attributes: Attributes): ReadableSpan {
     spanProcessors: [new SimpleSpanProcessor(exporter)],
     spanLimits: FORMER_SPAN_LIMITS
   })
-  const parent = ours.parentSpanContext
+  const parent = expected.parent
   const context = parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, parent)
-  const span = provider.getTracer(SCOPE.name, SCOPE.version).startSpan(ours.name, { kind: ours.kind, startTime: ours.startTime, links: ours.links, root: parent === undefined }, context)
-  span.setAttributes(attributes)
-  if (ours.status.code === SpanStatusCode.ERROR) span.setStatus({ code: SpanStatusCode.ERROR })
+  const span = provider.getTracer(SCOPE.name, SCOPE.version).startSpan(expected.name, { kind: expected.kind, startTime: ours.startTime, links: expected.links, root: parent === undefined }, context)
+  span.setAttributes(expected.attributes)
+  if (expected.error) span.setStatus({ code: SpanStatusCode.ERROR })
   span.end(ours.endTime)
   const [twin] = exporter.getFinishedSpans()
   if (twin === undefined) throw new Error('the SDK recorded no span')
@@ -123,8 +138,48 @@ describe('the spans the gateway records, against the SDK making the same spans',
     const server = spans.spans[3] as ReadableSpan
     // The SDK was given the path uncut: it cuts it at the limit as the gateway does.
     expect(String(server.attributes['url.path']).length).toBe(1024)
-    const twins = spans.spans.map((span) => sdkTwin(span, span === server ? { ...span.attributes, 'url.path': LONG_PATH } : span.attributes))
+    // The request span as the SDK's tracer had it: a local parent, no isRemote.
+    const requestContext: SpanContext = { traceId: request.traceId, spanId: request.spanId, traceFlags: TraceFlags.SAMPLED }
+    const client = (name: string, error: boolean, span: ReadableSpan | undefined): Expected => ({ name, kind: SpanKind.CLIENT, parent: requestContext, links: undefined, error, attributes: span?.attributes ?? {} })
+    const [started, failedCall, streamed] = spans.spans
+    const expected: Expected[] = [
+      client('POST /v4/sessions.start', true, started),
+      client('POST /v4/*', true, failedCall),
+      client('POST /v4/*', false, streamed),
+      { name: 'POST /v1/headless/runs', kind: SpanKind.SERVER, parent: undefined, links: [{ context: link }], error: true, attributes: { ...server.attributes, 'url.path': LONG_PATH } }
+    ]
+    const twins = spans.spans.map((span, index) => sdkTwin(span, expected[index] as Expected))
     expectSameBytes(spans.spans, twins)
+  })
+
+  it('ignores what a call hears after its span ended, and records a call started after its request ended under the request', () => {
+    const spans = recorder()
+    const request = new RecordedRequestSpan(spans, '1'.repeat(32), undefined, undefined, 'POST', performance.now())
+    const calls = request.callTracer(() => NAMES)
+    const answered = calls.traceCall(call('/v4/sessions.start'), false)
+    answered.answered(200)
+    answered.end(performance.now())
+    answered.answered(503)
+    answered.failed('UPSTREAM_TIMEOUT', performance.now())
+    request.end(undefined, performance.now())
+    // A shadow comparison's call may start once the request has been answered (SPEC 15).
+    const late = calls.traceCall(call('/v4/execute'), false)
+    late.answered(200)
+    late.end(performance.now())
+    const [first, server, second] = spans.spans as [ReadableSpan, ReadableSpan, ReadableSpan]
+    expect(spans.spans.map((span) => span.kind)).toEqual([SpanKind.CLIENT, SpanKind.SERVER, SpanKind.CLIENT])
+    expect(first.attributes['http.response.status_code']).toBe(200)
+    expect(first.attributes['error.type']).toBeUndefined()
+    expect(first.status.code).toBe(SpanStatusCode.UNSET)
+    for (const client of [first, second]) {
+      expect(client.parentSpanContext).toEqual({ traceId: '1'.repeat(32), spanId: server.spanContext().spanId, traceFlags: TraceFlags.SAMPLED })
+      expect(client.spanContext().traceId).toBe('1'.repeat(32))
+    }
+    // CLIENT times lie within the request's (the late one after it) and are not before their start.
+    expect(hrTimeToMilliseconds(first.startTime)).toBeGreaterThanOrEqual(hrTimeToMilliseconds(server.startTime))
+    expect(hrTimeToMilliseconds(first.endTime)).toBeLessThanOrEqual(hrTimeToMilliseconds(server.endTime))
+    expect(hrTimeToMilliseconds(second.startTime)).toBeGreaterThanOrEqual(hrTimeToMilliseconds(server.endTime))
+    expect(hrTimeToMilliseconds(second.endTime)).toBeGreaterThanOrEqual(hrTimeToMilliseconds(second.startTime))
   })
 
   it('turns performance.now() readings into the wall-clock times the SDK makes of them', () => {
@@ -156,6 +211,6 @@ describe('the spans the gateway records, against the SDK making the same spans',
     expect(spans.spans).toHaveLength(1)
     const [server] = spans.spans
     expect(server).toMatchObject({ name: 'GET', parentSpanContext: parent })
-    expectSameBytes(spans.spans, spans.spans.map((span) => sdkTwin(span, span.attributes)))
+    expectSameBytes([server as ReadableSpan], [sdkTwin(server as ReadableSpan, { name: 'GET', kind: SpanKind.SERVER, parent, links: undefined, error: false, attributes: {} })])
   })
 })

@@ -14,7 +14,7 @@ const LOWER_HEX = /^[0-9a-f]+$/
 describe('trace and span ids', () => {
   it('are lowercase hex of the SDK ids’ lengths, valid, and distinct across many pools', () => {
     const ids = new TraceIds()
-    // About 75 pools of random bytes: ids that end a pool are whole ids too.
+    // Three pools of random bytes and about 750 windows of hex: ids at a window's or a pool's end are whole too.
     const traceIds = Array.from({ length: 6_000 }, (_, index) => ids.root(ratioBound(index % 2 === 0 ? 0 : 1)).traceId)
     const spanIds = Array.from({ length: 12_000 }, (_, index) => (index % 2 === 0 ? ids.spanId() : ids.keptSpanId()))
     for (const id of traceIds) {
@@ -38,6 +38,36 @@ describe('trace and span ids', () => {
     // One of 16 digits missing from one of 32 positions in 2,000 draws: about 512 × (15/16)^2000, nil.
     expect(seen.map((digits) => digits.size)).toEqual(Array.from({ length: 32 }, () => 16))
     expect(new TraceIds().spanId()).not.toBe(new TraceIds().spanId())
+  })
+})
+
+describe('ids from given bytes', () => {
+  /** Every pool drawn gets `bytes` at its start and random bytes after. */
+  const poolsStartingWith = (bytes: number[]) => (pool: Buffer) => {
+    pool.fill(0x5a)
+    Buffer.from(bytes).copy(pool)
+  }
+
+  it('skip bytes that would make an all-zero id (W3C: invalid)', () => {
+    const ids = new TraceIds(poolsStartingWith([...new Array<number>(16).fill(0), ...new Array<number>(16).fill(0xab)]))
+    expect(ids.root(0).traceId).toBe('ab'.repeat(16))
+    const spans = new TraceIds(poolsStartingWith([...new Array<number>(8).fill(0), 1, 2, 3, 4, 5, 6, 7, 8]))
+    expect(spans.spanId()).toBe('0102030405060708')
+  })
+
+  it('sample a root only below the bound: the words XORed equal to it are not sampled', () => {
+    // The four words of each of the first two trace ids XOR to 5.
+    const five = [0, 0, 0, 7, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0]
+    const ids = new TraceIds(poolsStartingWith([...five, ...five]))
+    expect(ids.root(5)).toEqual({ traceId: '00000007000000020000000000000000', sampled: false })
+    expect(ids.root(6)).toEqual({ traceId: '00000007000000020000000000000000', sampled: true })
+  })
+
+  it('the bound is the SDK sampler’s for every ratio, edge cases included', () => {
+    for (const ratio of [0, 1e-9, 0.01, 0.5, 0.999, 1, -1, Number.NaN, 2, Number.POSITIVE_INFINITY]) {
+      const sdkBound = (new TraceIdRatioBasedSampler(ratio) as unknown as { _upperBound: number })._upperBound
+      expect(ratioBound(ratio)).toBe(sdkBound)
+    }
   })
 })
 
