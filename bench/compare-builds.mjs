@@ -3,6 +3,7 @@
 // npm run bench:compare -- --pair gateway-execute,gateway-execute-traced-1pct   (two rows of one build)
 // npm run bench:compare -- --pair fastify-http-proxy-tuned,gateway-native --load wrk   (a goal's ratio, side by side)
 // npm run bench:compare -- --pair gateway-native,gateway-native-traced-1pct --warmup 60   (after a minute of load)
+// npm run bench:compare -- --only gateway-native-traced-1pct,gateway-execute-traced-all   (a traced row, build against build)
 //
 // Two builds of the gateway side by side, for a change too small for `npm run bench` to see:
 // on this VM a row's CPU per request drifts by ±30 % over tens of seconds, so two runs minutes
@@ -44,9 +45,9 @@ const BASE_BUILD = baseFromArgs() ?? join(ROOT, '.bench-out', 'dist-base')
 const GATEWAY_NODE_FLAGS = await productionNodeFlags()
 const MEASURED_CORE = 1
 const LOAD_CORE = 0
-// Rows whose two builds can share one stub; a traced row needs a base build that knows
-// `tracing.enabled`, so it is compared only with --pair (one build).
-const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' && candidate.tracing === undefined)
+// Rows whose two builds can share one stub. A traced row's base build must know `tracing` (every
+// build since SPEC 17's tracing does; an older one stops at its config, unknown key).
+const COMPARABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway')
 const PAIRABLE = CANDIDATES.filter((candidate) => candidate.kind === 'gateway' || candidate.kind === 'proxy')
 
 const { values: flags } = parseArgs({
