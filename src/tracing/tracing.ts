@@ -115,7 +115,7 @@ export function createTracing(deps: TracingDeps): Tracing {
  * link (a client can neither force sampling nor graft the gateway's spans onto a trace of its
  * choosing; docs/decisions.md).
  */
-function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming: boolean, ratioBound: number): RequestSpan {
+function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming: boolean, sampleBound: number): RequestSpan {
   let parent: SpanContext | undefined
   let links: Link[] | undefined
   if (start.headers.traceparent !== undefined) {
@@ -134,7 +134,7 @@ function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming
   // An unsampled request costs no span objects.
   let traceId: string
   let sampled: boolean
-  if (parent === undefined) ({ traceId, sampled } = make.ids.root(ratioBound))
+  if (parent === undefined) ({ traceId, sampled } = make.ids.root(sampleBound))
   else {
     traceId = parent.traceId
     sampled = (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED
