@@ -97,12 +97,13 @@ export function createTracing(deps: TracingDeps): Tracing {
     newSpanId: ids.keptSpanId,
     record: (span) => queue.onEnd(span)
   }
-  const propagator = new W3CTraceContextPropagator()
+  // Made once: what every request's span is made with.
+  const make: SpanMaking = { recorder, propagator: new W3CTraceContextPropagator(), ids }
 
   return {
     startRequest(start, settings) {
       // `sampleRatio` reloads (SPEC 17): its bound is read per request.
-      return startServerSpan({ recorder, propagator, ids }, start, settings.trustIncoming, ratioBound(settings.sampleRatio))
+      return startServerSpan(make, start, settings.trustIncoming, ratioBound(settings.sampleRatio))
     },
     shutdown: () => queue.shutdown()
   }
