@@ -14,7 +14,7 @@ export interface SpanRecorder {
 }
 
 /** The limit the gateway gave the SDK's spans (`spanLimits.attributeValueLengthLimit`): a longer string is cut. */
-export const ATTRIBUTE_VALUE_MAX_CHARS = 1024
+const ATTRIBUTE_VALUE_MAX_CHARS = 1024
 
 /** A string attribute as the SDK records it under the limit above. */
 export function attributeText(value: string): string {
