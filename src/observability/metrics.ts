@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { MIGRATION_STAGES } from '../config/schema.js'
+import { CounterCells } from './counter-cells.js'
 import type { DeprecationAction, IdempotencyOutcome, LoadShedReason, ServedBy, UpstreamFailure } from './access-record.js'
 import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
 
@@ -94,6 +95,20 @@ export function createMetrics(options: {
 
   /** A counter on this registry: every one of the gateway's counters has labels. */
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> => new Counter({ name, help, labelNames, registers: [registry] })
+  /** A counter a request may add to: counted in cells, handed to prom-client when it is read (counter-cells.ts). */
+  const countedPerRequest = <L extends string>(name: string, help: string, labelNames: readonly L[]): CountedPerRequest<L> => {
+    const cells = new CounterCells(labelNames)
+    const counter = new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        cells.flush(this)
+      }
+    })
+    return { counter, cells }
+  }
   /** An unlabelled gauge read at each scrape; none when `read` is undefined (the feature is off). */
   const gaugeAtScrape = (name: string, help: string, read: (() => number) | undefined): void => {
     if (read === undefined) return
@@ -117,14 +132,13 @@ export function createMetrics(options: {
     })
   }
   const statusCodeLabel = options.statusCodeLabel !== false
-  const requests = new Counter({
-    name: 'v4gw_requests_total',
-    help: statusCodeLabel
+  const requests = countedPerRequest(
+    'v4gw_requests_total',
+    statusCodeLabel
       ? 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic), status class and status code'
       : 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic) and status class',
-    labelNames: statusCodeLabel ? (['tenant', 'class', 'route', 'status_class', 'code'] as const) : (['tenant', 'class', 'route', 'status_class'] as const),
-    registers: [registry]
-  })
+    statusCodeLabel ? (['tenant', 'class', 'route', 'status_class', 'code'] as const) : (['tenant', 'class', 'route', 'status_class'] as const)
+  )
   gaugeAtScrape('v4gw_requests_in_flight', 'Requests the traffic listener holds now, from their first byte to their end', options.requestsInFlight)
   const loadShed = counter(
     'v4gw_load_shed_total',
@@ -145,11 +159,11 @@ export function createMetrics(options: {
   /** A latency histogram by traffic class, in seconds (Prometheus base unit). */
   const latencyByClass = (name: string, help: string): Histogram<'class'> =>
     new Histogram({ name, help, labelNames: ['class'] as const, buckets: LATENCY_BUCKETS_SECONDS, registers: [registry] })
-  const requestSeconds = latencyByClass('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class')
-  const upstreamSeconds = latencyByClass(
+  const requestSeconds = perClass(latencyByClass('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class'))
+  const upstreamSeconds = perClass(latencyByClass(
     'v4gw_upstream_duration_seconds',
     'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers'
-  )
+  ))
   const sessionEvents = counter(
     'v4gw_session_map_events_total',
     'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)',
@@ -195,12 +209,12 @@ export function createMetrics(options: {
     'Requests refused for their credentials, by error code',
     ['reason'] as const
   )
-  const deprecationActions = counter(
+  const deprecationActions = countedPerRequest(
     'v4gw_legacy_deprecation_total',
     'Requests to deprecated legacy routes (SPEC 13) by tenant, route and action: header (served, with the deprecation headers; a paused brownout too), brownout (410 LEGACY_BROWNOUT), gone (410 LEGACY_GONE), exempt (spared by an exemption)',
     ['tenant', 'route', 'action'] as const
   )
-  const idempotencyOutcomes = counter(
+  const idempotencyOutcomes = countedPerRequest(
     'v4gw_idempotency_total',
     'Legacy requests that carried an idempotency key (SPEC 16) by tenant, route and outcome: executed, replayed, waited (replayed after waiting for the first call), in_progress (409), key_reused (422), too_large (409), not_kept (ran, answer not kept), store_unavailable',
     ['tenant', 'route', 'outcome'] as const
@@ -221,7 +235,7 @@ export function createMetrics(options: {
     '1 while a brownout pause (POST /admin/brownouts/pause) is in force on this replica for the tenant or one of its routes, else 0',
     brownoutsPaused && (() => Array.from(brownoutsPaused(), ([tenant, paused]) => [tenant, paused ? 1 : 0] as const))
   )
-  const legacyRequests = counter(
+  const legacyRequests = countedPerRequest(
     'v4gw_legacy_requests_total',
     'Legacy-route requests of tenants that use stages (SPEC 14) by tenant, route and served_by: legacy (upstream.legacy), v4 (the translation), gateway (an answer the gateway made itself)',
     ['tenant', 'route', 'served_by'] as const
@@ -249,6 +263,7 @@ export function createMetrics(options: {
     ['reason'] as const
   )
 
+  const series: (string | number)[] = statusCodeLabel ? ['', '', '', '', 0] : ['', '', '', '']
   return {
     registry,
     observeRequest(sample) {
@@ -256,23 +271,28 @@ export function createMetrics(options: {
       const tenant = sample.tenant ?? ''
       const route = sample.route ?? (trafficClass === 'native' ? 'native' : '')
       const statusClass = STATUS_CLASSES[Math.floor(sample.statusCode / 100)] ?? 'other'
-      if (statusCodeLabel) requests.inc({ tenant, class: trafficClass, route, status_class: statusClass, code: String(sample.statusCode) })
-      else requests.inc({ tenant, class: trafficClass, route, status_class: statusClass })
+      // One array filled per request rather than made per request (CounterCells.add keeps none of it).
+      series[0] = tenant
+      series[1] = trafficClass
+      series[2] = route
+      series[3] = statusClass
+      if (statusCodeLabel) series[4] = sample.statusCode
+      requests.cells.add(series)
       if (sample.shedReason !== undefined) loadShed.inc({ reason: sample.shedReason })
       if (sample.upstreamFailure !== undefined) upstreamFailures.inc({ tenant, upstream: sample.upstreamFailure.upstream, cause: sample.upstreamFailure.cause })
-      requestSeconds.observe({ class: trafficClass }, sample.durationMs / 1000)
-      if (sample.upstreamMs !== undefined) upstreamSeconds.observe({ class: trafficClass }, sample.upstreamMs / 1000)
+      requestSeconds(trafficClass).observe(sample.durationMs / 1000)
+      if (sample.upstreamMs !== undefined) upstreamSeconds(trafficClass).observe(sample.upstreamMs / 1000)
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
-      if (sample.deprecationAction !== undefined) deprecationActions.inc({ tenant, route, action: sample.deprecationAction })
-      if (sample.idempotencyOutcome !== undefined) idempotencyOutcomes.inc({ tenant, route, outcome: sample.idempotencyOutcome })
-      if (sample.servedBy !== undefined) legacyRequests.inc({ tenant, route, served_by: sample.servedBy })
+      if (sample.deprecationAction !== undefined) deprecationActions.cells.add([tenant, route, sample.deprecationAction])
+      if (sample.idempotencyOutcome !== undefined) idempotencyOutcomes.cells.add([tenant, route, sample.idempotencyOutcome])
+      if (sample.servedBy !== undefined) legacyRequests.cells.add([tenant, route, sample.servedBy])
     },
     async retain(keep) {
       await Promise.all([
-        removeSeriesNotKept(requests, keep),
-        removeSeriesNotKept(deprecationActions, keep),
-        removeSeriesNotKept(idempotencyOutcomes, keep),
-        removeSeriesNotKept(legacyRequests, keep),
+        removeCountedNotKept(requests, keep),
+        removeCountedNotKept(deprecationActions, keep),
+        removeCountedNotKept(idempotencyOutcomes, keep),
+        removeCountedNotKept(legacyRequests, keep),
         removeSeriesNotKept(shadowComparisons, keep),
         // By tenant only: `keep` reads an empty route as the tenant's own.
         removeSeriesNotKept(upstreamFailures, keep)
@@ -296,6 +316,38 @@ export function createMetrics(options: {
     observeUpstreamFailure(tenant, upstream, cause) {
       upstreamFailures.inc({ tenant, upstream, cause })
     }
+  }
+}
+
+/** A counter that requests add to (SPEC 17), with the cells that count for it between reads. */
+interface CountedPerRequest<L extends string> {
+  readonly counter: Counter<L>
+  readonly cells: CounterCells<L>
+}
+
+/** removeSeriesNotKept for a counter counted in cells: the cells of a removed series go too. */
+async function removeCountedNotKept<L extends string>({ counter, cells }: CountedPerRequest<L>, keep: (tenant: string, route: string) => boolean): Promise<void> {
+  // Reading the counter flushes the cells first (its collect), so nothing counted is lost.
+  await removeSeriesNotKept(counter as Counter<string>, keep)
+  cells.retain((labels) => {
+    const { tenant, route } = labels as Readonly<Record<string, string | undefined>>
+    return tenant === undefined || tenant === '' || keep(tenant, route ?? '')
+  })
+}
+
+/**
+ * A latency histogram's child per traffic class, made once: prom-client's `observe(labels, value)`
+ * makes a closure and an object per call besides hashing the labels (a closed set of classes).
+ */
+function perClass(histogram: Histogram<'class'>): (trafficClass: string) => Histogram.Internal<'class'> {
+  const children = new Map<string, Histogram.Internal<'class'>>()
+  return (trafficClass) => {
+    let child = children.get(trafficClass)
+    if (child === undefined) {
+      child = histogram.labels({ class: trafficClass })
+      children.set(trafficClass, child)
+    }
+    return child
   }
 }
 
