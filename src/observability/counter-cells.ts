@@ -17,7 +17,9 @@ type Node<L extends string> = Map<string | number, Node<L> | Cell<L>>
  * and validates its names on every call, which a request's counter paid each time; here a
  * series is found by its label values in a tree of Maps, and the counter gets one `inc` per
  * series per scrape. What a scrape shows is the same (a test holds the exposition to per-call
- * `inc`). Its price, measured with bench:compare, is in docs/performance.md.
+ * `inc`), except across prom-client's `reset()`, which would not clear counts not read yet: the
+ * gateway never resets these counters. Its price, measured with bench:compare, is in
+ * docs/performance.md.
  */
 export class CounterCells<L extends string> {
   private root: Node<L> = new Map()
@@ -32,25 +34,9 @@ export class CounterCells<L extends string> {
    * `values` is read at once and not kept: a caller may fill the same array for every call.
    */
   add(values: readonly (string | number)[], by = 1): void {
-    let node = this.root
-    const last = this.labelNames.length - 1
-    for (let index = 0; index < last; index++) {
-      const value = values[index] as string | number
-      let next = node.get(value) as Node<L> | undefined
-      if (next === undefined) {
-        next = new Map()
-        node.set(value, next)
-      }
-      node = next
-    }
-    const leaf = values[last] as string | number
-    let cell = node.get(leaf) as Cell<L> | undefined
-    if (cell === undefined) {
-      cell = { labels: this.labelsOf(values), values: values.slice(0, this.labelNames.length), pending: 0 }
-      node.set(leaf, cell)
-      this.cells.push(cell)
-    }
-    cell.pending += by
+    // A counter only goes up (prom-client's inc throws on less, which would fail every scrape).
+    if (!(by > 0 && Number.isFinite(by))) throw new RangeError(`a counter is added a positive number, not ${by}`)
+    this.cellOf(values).pending += by
   }
 
   /** Hands what was counted to `counter` (call it from the counter's `collect`). */
@@ -72,7 +58,31 @@ export class CounterCells<L extends string> {
     const kept = this.cells.filter((cell) => keep(cell.labels))
     this.root = new Map()
     this.cells = []
-    for (const cell of kept) this.add(cell.values, cell.pending)
+    // Counts not read yet stay with their series.
+    for (const cell of kept) this.cellOf(cell.values).pending += cell.pending
+  }
+
+  /** The series' cell, made the first time its values come. */
+  private cellOf(values: readonly (string | number)[]): Cell<L> {
+    let node = this.root
+    const last = this.labelNames.length - 1
+    for (let index = 0; index < last; index++) {
+      const value = values[index] as string | number
+      let next = node.get(value) as Node<L> | undefined
+      if (next === undefined) {
+        next = new Map()
+        node.set(value, next)
+      }
+      node = next
+    }
+    const leaf = values[last] as string | number
+    let cell = node.get(leaf) as Cell<L> | undefined
+    if (cell === undefined) {
+      cell = { labels: this.labelsOf(values), values: values.slice(0, this.labelNames.length), pending: 0 }
+      node.set(leaf, cell)
+      this.cells.push(cell)
+    }
+    return cell
   }
 
   private labelsOf(values: readonly (string | number)[]): Record<L, string> {

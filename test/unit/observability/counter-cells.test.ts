@@ -91,6 +91,23 @@ describe('CounterCells', () => {
     expect(cells.series).toBe(2)
   })
 
+  it('keeps the counts not read yet of the series it keeps', async () => {
+    const { cells, batched, direct, plain } = pair()
+    for (const tenant of ['acme', 'acme', 'gone']) {
+      cells.add([tenant, 'r', '200'])
+      if (tenant !== 'gone') plain.inc({ tenant, route: 'r', code: '200' })
+    }
+    cells.retain((labels) => labels.tenant !== 'gone')
+    expect(await batched.metrics()).toBe(await direct.metrics())
+    expect(await batched.metrics()).toContain('x_total{tenant="acme",route="r",code="200"} 2')
+  })
+
+  it('refuses to add nothing, less than nothing or not a number (a counter only goes up)', () => {
+    const { cells } = pair()
+    for (const by of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) expect(() => cells.add(['acme', 'r', '200'], by)).toThrow(RangeError)
+    expect(cells.series).toBe(0)
+  })
+
   it('takes a number for its decimal text, and an array filled again for every call', async () => {
     const { cells, batched, direct, plain } = pair()
     const values: (string | number)[] = ['', '', 0]
@@ -132,10 +149,22 @@ describe('the request metrics counted in cells (metrics.ts)', () => {
     expect(text).toContain('v4gw_request_duration_seconds_count{class="legacy"} 3')
     expect(text).toContain('v4gw_upstream_duration_seconds_count{class="legacy"} 2')
     expect(text).toContain('v4gw_upstream_duration_seconds_count{class="native"} 1')
-    await metrics.retain((tenant) => tenant !== 'old')
+    // Refused before a tenant was known: its series has no tenant and stays whatever a reload keeps.
+    metrics.observeRequest(sample({ tenant: undefined, trafficClass: 'unknown', route: undefined, statusCode: 404, upstreamMs: undefined }))
+    await metrics.retain((tenant) => tenant === 'acme')
     metrics.observeRequest(sample({}))
     text = await metrics.registry.metrics()
     expect(text).not.toContain('tenant="old"')
+    expect(text).toContain('v4gw_requests_total{tenant="",class="unknown",route="",status_class="4xx",code="404"} 1')
     expect(text).toContain('v4gw_requests_total{tenant="acme",class="legacy",route="POST /v1/headless/runs",status_class="2xx",code="200"} 2')
+  })
+
+  it('without the code label (metrics.statusCodeLabel: false) counts by status class alone', async () => {
+    const metrics = createMetrics({ sessionEntries: () => 0, processMetrics: false, statusCodeLabel: false })
+    metrics.observeRequest(sample({ statusCode: 200 }))
+    metrics.observeRequest(sample({ statusCode: 201 }))
+    const text = await metrics.registry.metrics()
+    expect(text).toContain('v4gw_requests_total{tenant="acme",class="legacy",route="POST /v1/headless/runs",status_class="2xx"} 2')
+    expect(text).not.toContain('code=')
   })
 })
