@@ -329,10 +329,7 @@ interface CountedPerRequest<L extends string> {
 async function removeCountedNotKept<L extends string>({ counter, cells }: CountedPerRequest<L>, keep: (tenant: string, route: string) => boolean): Promise<void> {
   // Reading the counter flushes the cells first (its collect), so nothing counted is lost.
   await removeSeriesNotKept(counter as Counter<string>, keep)
-  cells.retain((labels) => {
-    const { tenant, route } = labels as Readonly<Record<string, string | undefined>>
-    return tenant === undefined || tenant === '' || keep(tenant, route ?? '')
-  })
+  cells.retain((labels) => seriesKept(labels, keep))
 }
 
 /**
@@ -357,7 +354,12 @@ function perClass(histogram: Histogram<'class'>): (trafficClass: string) => Hist
  */
 async function removeSeriesNotKept(counter: Counter<string>, keep: (tenant: string, route: string) => boolean): Promise<void> {
   for (const { labels } of (await counter.get()).values) {
-    const tenant = String(labels.tenant ?? '')
-    if (tenant !== '' && !keep(tenant, String(labels.route ?? ''))) counter.remove(labels as Record<string, string>)
+    if (!seriesKept(labels, keep)) counter.remove(labels as Record<string, string>)
   }
+}
+
+/** Whether a reload keeps a series: one without a tenant always, else as `keep` says of its tenant and route. */
+function seriesKept(labels: Readonly<Partial<Record<string, string | number>>>, keep: (tenant: string, route: string) => boolean): boolean {
+  const tenant = String(labels.tenant ?? '')
+  return tenant === '' || keep(tenant, String(labels.route ?? ''))
 }
