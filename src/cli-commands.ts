@@ -1,24 +1,15 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import type { CliCommand } from './cli-args.js'
-import { ConfigError, loadConfig, resolveConfigPath } from './config/load-config.js'
-import { describeDeprecation, effectiveDeprecation } from './config/deprecation.js'
-import { buildConfigJsonSchema } from './config/json-schema.js'
-import { EMBEDDED_UPSTREAM } from './config/schema.js'
-import { credentialClientId, headerClientId } from './credentials/client-id.js'
-import { buildGatewayRuntime } from './tenancy/gateway-runtime.js'
-import { selectUpstreamUrl } from './tenancy/tenant-runtime.js'
-import { explainRequest, explainRequestWithRecords, type ExplainInput, type Explanation } from './plan/explain-request.js'
 import type { GatewayConfig } from './config/schema.js'
+import type { ExplainInput, Explanation } from './plan/explain-request.js'
 import type { GatewayRuntime } from './tenancy/gateway-runtime.js'
-import { createSharedIdempotencyStore } from './sessions/shared-idempotency-store.js'
-import { createSharedStore, type SharedStore } from './store/shared-store.js'
-import { holdSignals, type HeldSignals } from './held-signals.js'
-import { runGateway } from './main.js'
-import { headerIdWarnings } from './config/header-id-warnings.js'
-import { calendarCommand, MigrationUsageError, reportCommand, sunsetCheckCommand } from './migration-cli.js'
-import { createSimulator } from './simulator/index.js'
-import { createLegacySimulator } from './app/legacy-simulator.js'
+import type { SharedStore } from './store/shared-store.js'
+import type { HeldSignals } from './held-signals.js'
+
+// Each command imports what it needs when it runs: `v4gw fingerprint` or `check-config` should not
+// pay for loading fastify, undici and OpenTelemetry (a second and more on a busy machine), which
+// only `run` and the simulators use.
 
 const USAGE = `Usage:
   v4gw [--config FILE]                 run the gateway (default: $V4GW_CONFIG or config/gateway.yaml)
@@ -106,6 +97,7 @@ async function runSimulatorCommand(args: string[]): Promise<void> {
   // A standalone process: nothing reads its recorded calls, which would only grow.
   const port = values.port.trim() === '' ? Number.NaN : Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number from 0 to 65535')
+  const { createSimulator } = await import('./simulator/index.js')
   const simulator = createSimulator({ logger: true, recordCalls: false })
   const url = await simulator.listen({ host: values.host, port })
   console.log(`v4 simulator listening on ${url}`)
@@ -121,6 +113,7 @@ async function runLegacySimulatorCommand(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '4011' } } })
   const port = values.port.trim() === '' ? Number.NaN : Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be a port number from 0 to 65535')
+  const { createLegacySimulator } = await import('./app/legacy-simulator.js')
   const backend = createLegacySimulator()
   const url = await backend.listen({ host: values.host, port })
   console.log(`legacy simulator listening on ${url}`)
@@ -135,6 +128,13 @@ async function checkConfigCommand(args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true })
   const path = positionals[0]
   if (path === undefined || positionals.length > 1) throw new UsageError('check-config takes one FILE')
+  const [{ loadConfig }, { describeDeprecation, effectiveDeprecation }, { EMBEDDED_UPSTREAM }, { selectUpstreamUrl }, { headerIdWarnings }] = await Promise.all([
+    import('./config/load-config.js'),
+    import('./config/deprecation.js'),
+    import('./config/schema.js'),
+    import('./tenancy/tenant-runtime.js'),
+    import('./config/header-id-warnings.js')
+  ])
   const config = await loadConfig(path)
   console.log(`${path}: valid`)
   console.log(`  listen ${config.listen.host}:${config.listen.port}, admin ${config.admin.host}:${config.admin.port}${config.admin.token === null ? '' : ' (token set)'}`)
@@ -182,8 +182,10 @@ async function explainCommand(args: string[]): Promise<void> {
     }
   }
   if (values.at !== undefined && Number.isNaN(Date.parse(values.at))) throw new UsageError('--at takes an ISO 8601 instant such as 2027-03-02T14:30:00Z')
+  const { loadConfig, resolveConfigPath } = await import('./config/load-config.js')
   const config = await loadConfig(resolveConfigPath(values.config))
   if (values.client !== undefined && !CLIENT_ID.test(values.client)) throw new UsageError('--client takes a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous')
+  const [{ buildGatewayRuntime }, { explainRequest }] = await Promise.all([import('./tenancy/gateway-runtime.js'), import('./plan/explain-request.js')])
   // Nothing is started: an embedded upstream is shown by name.
   const runtime = buildGatewayRuntime(config, 'http://embedded-simulator', { embeddedLegacyOrigin: 'http://embedded-legacy-backend' })
   const input: ExplainInput = {
@@ -205,6 +207,11 @@ async function explainCommand(args: string[]): Promise<void> {
  * the records live in the gateway's process: `POST /admin/explain` reads them.
  */
 async function explainWithStoreRecords(runtime: GatewayRuntime, input: ExplainInput, store: GatewayConfig['store']): Promise<Explanation> {
+  const [{ explainRequestWithRecords }, { createSharedStore }, { createSharedIdempotencyStore }] = await Promise.all([
+    import('./plan/explain-request.js'),
+    import('./store/shared-store.js'),
+    import('./sessions/shared-idempotency-store.js')
+  ])
   let shared: SharedStore | undefined
   const quiet = { info: () => undefined, warn: () => undefined }
   try {
@@ -221,6 +228,7 @@ async function explainWithStoreRecords(runtime: GatewayRuntime, input: ExplainIn
 
 async function runCommand(args: string[], held: HeldSignals | undefined): Promise<void> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } } })
+  const [{ runGateway }, { resolveConfigPath }, { holdSignals }] = await Promise.all([import('./main.js'), import('./config/load-config.js'), import('./held-signals.js')])
   const running = await runGateway(resolveConfigPath(values.config), held ?? holdSignals())
   // Every bound address (SPEC 18); a listener on one address reads `URL (admin URL)`, as scripts expect.
   // The PID is the serving process's: on Node without process.execve, a launcher's child (node-flags.ts).
@@ -256,6 +264,7 @@ async function fingerprintCommand(args: string[]): Promise<void> {
     process.exitCode = 2
     return
   }
+  const { credentialClientId, headerClientId } = await import('./credentials/client-id.js')
   console.log(header ? headerClientId(value) : credentialClientId(value))
 }
 
@@ -281,19 +290,19 @@ async function dispatch(command: CliCommand, args: string[], held: HeldSignals |
       return explainCommand(args)
     case 'config-schema':
       if (args.length > 0) throw new UsageError('config-schema takes no arguments')
-      return void console.log(JSON.stringify(buildConfigJsonSchema(), null, 2))
+      return void console.log(JSON.stringify((await import('./config/json-schema.js')).buildConfigJsonSchema(), null, 2))
     case 'run':
       return runCommand(args, held)
     case 'fingerprint':
       return fingerprintCommand(args)
     case 'report':
-      process.exitCode = await reportCommand(args, writeOut, writeErr)
+      process.exitCode = await (await import('./migration-cli.js')).reportCommand(args, writeOut, writeErr)
       return
     case 'sunset-check':
-      process.exitCode = await sunsetCheckCommand(args, writeOut, writeErr)
+      process.exitCode = await (await import('./migration-cli.js')).sunsetCheckCommand(args, writeOut, writeErr)
       return
     case 'calendar':
-      process.exitCode = await calendarCommand(args, writeOut)
+      process.exitCode = await (await import('./migration-cli.js')).calendarCommand(args, writeOut)
       return
     case 'healthcheck':
       // cli.ts runs it without loading this module; here for a caller of runCli.
@@ -306,7 +315,9 @@ export function runCli(commandLine: { command: CliCommand; args: string[] }, hel
   dispatch(commandLine.command, commandLine.args, held).catch(onFailure)
 }
 
-function onFailure(error: unknown): void {
+async function onFailure(error: unknown): Promise<void> {
+  // The modules are in the cache already when one of their errors is here; loaded otherwise.
+  const [{ ConfigError }, { MigrationUsageError }] = await Promise.all([import('./config/load-config.js'), import('./migration-cli.js')])
   if (error instanceof ConfigError) {
     console.error(error.message)
     process.exit(2)
