@@ -220,6 +220,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       })
       // fastify binds every address a name such as `localhost` resolves to; the first is the one asked for.
       const adminUrls = [...new Set([admin.server.address(), ...admin.addresses()].filter(isAddressInfo).map(urlOf))]
+      // SPEC 10's event-loop limit from the ready line on: the start-up before it is no stalled loop.
+      trafficHandler.startSampling()
       listening = true
       return { trafficUrl, adminUrl: adminUrls[0] as string, trafficUrls: [trafficUrl], adminUrls }
     },

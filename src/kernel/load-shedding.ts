@@ -1,4 +1,4 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
 import { GatewayError } from '../errors/registry.js'
 
 /** Seconds a shed client is asked to wait (SPEC 10: 503 with Retry-After). */
@@ -34,8 +34,10 @@ export function createInFlightLimiter(maxInFlight: () => number): InFlightLimite
 }
 
 export interface EventLoopMonitor {
-  /** True while the last sample's event-loop delay was over the limit. */
+  /** True while the last sample's event-loop delay was over the limit; false before `start`. */
   isLate(): boolean
+  /** Begins sampling; once the gateway listens, as its own start-up is no stalled loop. */
+  start(): void
   stop(): void
 }
 
@@ -49,23 +51,33 @@ const SAMPLE_INTERVAL_MS = 1_000
  * less the histogram's resolution), without its fastify hook: the traffic listener is not a
  * fastify app, and a check per request is one comparison. The gateway recovers by itself once
  * the delay goes.
+ *
+ * Sampling starts with `start()`, when the gateway listens: started with the kernel, a second of
+ * the gateway's own synchronous start-up on a busy machine (building the rest, the admin app)
+ * read as a stalled loop, and the first requests after the ready line got 503.
  */
 export function createEventLoopMonitor(maxDelayMs: number): EventLoopMonitor {
-  const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
-  histogram.enable()
+  let histogram: IntervalHistogram | undefined
+  let timer: NodeJS.Timeout | undefined
   let delayMs = 0
-  const timer = setInterval(function sampleEventLoopDelay() {
-    delayMs = Math.max(0, histogram.mean / 1e6 - RESOLUTION_MS)
-    // No sample in a whole interval: the loop never came round.
-    if (Number.isNaN(delayMs)) delayMs = Infinity
-    histogram.reset()
-  }, SAMPLE_INTERVAL_MS)
-  timer.unref()
   return {
     isLate: () => delayMs > maxDelayMs,
+    start() {
+      if (histogram !== undefined) return
+      const sampled = monitorEventLoopDelay({ resolution: RESOLUTION_MS })
+      histogram = sampled
+      sampled.enable()
+      timer = setInterval(function sampleEventLoopDelay() {
+        delayMs = Math.max(0, sampled.mean / 1e6 - RESOLUTION_MS)
+        // No sample in a whole interval: the loop never came round.
+        if (Number.isNaN(delayMs)) delayMs = Infinity
+        sampled.reset()
+      }, SAMPLE_INTERVAL_MS)
+      timer.unref()
+    },
     stop() {
       clearInterval(timer)
-      histogram.disable()
+      histogram?.disable()
     }
   }
 }

@@ -29,6 +29,8 @@ export interface TrafficKernel {
   handle(request: IncomingMessage, response: ServerResponse): void
   /** The gateway's own error answer; while draining it closes its connection (SPEC 9). */
   answerError(exchange: Exchange, error: unknown): void
+  /** Starts the event-loop sampler (SPEC 10), once the listener listens. */
+  startSampling(): void
   /** Stops the event-loop sampler and the body-stall sweep. */
   stop(): void
   /** Requests held now, from their first byte to their end (SPEC 17 v4gw_requests_in_flight). */
@@ -147,6 +149,7 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
   return {
     handle,
     answerError,
+    startSampling: eventLoop.start,
     stop: () => {
       eventLoop.stop()
       bodyStalls.stop()

@@ -135,6 +135,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
 
   return {
     handle: kernel.handle,
+    startSampling: kernel.startSampling,
     stop() {
       kernel.stop()
       // SPEC 15: client requests are done; comparisons still running are abandoned, never waited for.
