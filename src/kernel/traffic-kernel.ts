@@ -74,7 +74,8 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
     // an upstream call still under way, and reports the end. The response's 'close' calls it, or
     // the connection's for an answer queued behind a pipelined one (it has no socket yet, and
     // Node never closes it).
-    response.once('close', finish)
+    // `on`, not `once`: 'close' comes once, `finished` guards anyway, and `once` wraps and unhooks per request.
+    response.on('close', finish)
     const queuedOn = response.socket === null ? unfinishedOn(request.socket) : undefined
     queuedOn?.add(finish)
     function finish(): void {

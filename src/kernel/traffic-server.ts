@@ -16,9 +16,14 @@ const unfinishedResponses = new WeakMap<Socket, ServerResponse>()
 
 function trackResponse(socket: Socket, response: ServerResponse): void {
   unfinishedResponses.set(socket, response)
-  response.once('finish', () => {
-    if (unfinishedResponses.get(socket) === response) unfinishedResponses.delete(socket)
-  })
+  // One shared listener, not a closure and `once`'s wrapper per request: 'finish' comes once.
+  response.on('finish', untrackResponse)
+}
+
+function untrackResponse(this: ServerResponse): void {
+  // The request keeps its socket; the response has let go of it by its 'finish'.
+  const socket = this.req.socket
+  if (unfinishedResponses.get(socket) === this) unfinishedResponses.delete(socket)
 }
 
 /**

@@ -43,13 +43,24 @@ export function compileRoutes(routes: readonly LegacyRouteConfig[]): CompiledRou
  * path; parameters are decoded, and one that does not decode does not match.
  */
 export function matchRoute(routes: readonly CompiledRoute[], method: string, pathname: string): RouteMatch | undefined {
-  const parts = pathname.split('/')
+  // Split only when a route has this method and as many segments: a native request (`/v4/…`)
+  // usually meets none, and this runs on every request.
+  const segmentCount = countSlashes(pathname)
+  let parts: string[] | undefined
   for (const route of routes) {
-    if (route.method !== method || route.segments.length !== parts.length - 1) continue
+    if (route.method !== method || route.segments.length !== segmentCount) continue
+    parts ??= pathname.split('/')
     const params = matchSegments(route.segments, parts)
     if (params !== undefined) return { route, params }
   }
   return undefined
+}
+
+/** The segments of a path that starts with `/`: what `split('/').length - 1` counts. */
+function countSlashes(path: string): number {
+  let count = 0
+  for (let index = 0; index < path.length; index++) if (path.charCodeAt(index) === 0x2f) count++
+  return count
 }
 
 function matchSegments(segments: readonly Segment[], parts: string[]): Record<string, string> | undefined {
