@@ -52,6 +52,11 @@ export const USER_AGENT_MAX_CHARS = 256
 
 const INFO = 30
 
+/** Whether an access line would be written now: the logger's level lets `info` through (it can change on reload). */
+export function writesAccessLines(logger: Logger): boolean {
+  return logger.levelVal <= INFO
+}
+
 /**
  * The line every request ends with: what `logger.info(fields, 'request')` writes (level, time,
  * the logger's bindings, the fields, msg), which a test holds it to byte for byte. For a logger

@@ -3,7 +3,7 @@ import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import { createTrafficKernel, type TrafficKernel } from '../kernel/traffic-kernel.js'
 import type { AccessRecord } from '../observability/access-record.js'
-import { createAccessLog } from '../observability/access-log.js'
+import { createAccessLog, writesAccessLines } from '../observability/access-log.js'
 import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRequest } from '../plan/plan-request.js'
@@ -103,7 +103,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     const durationMs = performance.now() - head.startedAt
     deps.onRequestDone({ head, record, statusCode, durationMs })
     // SPEC 17: `log.access: false` turns the lines off; read per request, so a reload turns them.
-    if (!deps.getRuntime().config.log.access) return
+    // A level above info writes none either: the line's fields are not gathered for nothing.
+    if (!deps.getRuntime().config.log.access || !writesAccessLines(deps.logger)) return
     accessLog({
       requestId: head.requestId,
       // Read from the head, once, at the end: every request has it, planned or refused before.

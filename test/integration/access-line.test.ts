@@ -6,6 +6,8 @@ import { rawExchange } from '../helpers/raw-http.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
+import { configSchema } from '../../src/config/schema.js'
+import { deepFreeze } from '../../src/util/deep-freeze.js'
 
 // SPEC 17, access log: every line carries method, path without the query, clientAddress,
 // userAgent (at most 256 characters) and bytesOut; a 404 or tenant error says what was asked
@@ -117,6 +119,20 @@ describe('log.access: false (SPEC 17)', () => {
     const requestId = answer.headers['x-request-id']
     await until(() => gateway.logs.lines().some((one) => one.msg === 'upstream failure' && one.requestId === requestId))
     expect(gateway.logs.lines().filter((one) => one.msg === 'request')).toEqual([])
+  })
+})
+
+describe('the access line and the log level (SPEC 9, 17)', () => {
+  it('writes none above info, and writes one again once a reload brings the level down to info', async () => {
+    const upstream = await refusingOrigin()
+    const gateway = await startGateway(testConfig(upstream, { log: { level: 'warn' } }))
+    const quiet = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    expect(quiet.status).toBe(502)
+    await gateway.gateway.applyConfig(deepFreeze(configSchema.parse(testConfig(upstream, { log: { level: 'info' } }))))
+    const logged = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    await accessLineOf(gateway, logged)
+    const accessLines = gateway.logs.lines().filter((one) => one.msg === 'request')
+    expect(accessLines.map((one) => one.requestId)).toEqual([logged.headers['x-request-id']])
   })
 })
 
