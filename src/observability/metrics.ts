@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
+import { batchedHistogram, type BatchedSeries } from './batched-histogram.js'
 import { MIGRATION_STAGES } from '../config/schema.js'
 import { CounterCells } from './counter-cells.js'
 import type { DeprecationAction, IdempotencyOutcome, LoadShedReason, ServedBy, UpstreamFailure } from './access-record.js'
@@ -156,14 +157,14 @@ export function createMetrics(options: {
     labelNames: ['version', 'node_version'] as const,
     registers: [registry]
   }).set({ version: options.version ?? 'unknown', node_version: process.versions.node }, 1)
-  /** A latency histogram by traffic class, in seconds (Prometheus base unit). */
-  const latencyByClass = (name: string, help: string): Histogram<'class'> =>
-    new Histogram({ name, help, labelNames: ['class'] as const, buckets: LATENCY_BUCKETS_SECONDS, registers: [registry] })
-  const requestSeconds = perClass(latencyByClass('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class'))
-  const upstreamSeconds = perClass(latencyByClass(
+  /** A latency histogram by traffic class, in seconds (Prometheus base unit), observed in batches. */
+  const latencyByClass = (name: string, help: string): ((trafficClass: string) => BatchedSeries) =>
+    batchedHistogram({ name, help, label: 'class', buckets: LATENCY_BUCKETS_SECONDS, registry })
+  const requestSeconds = latencyByClass('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class')
+  const upstreamSeconds = latencyByClass(
     'v4gw_upstream_duration_seconds',
     'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers'
-  ))
+  )
   const sessionEvents = counter(
     'v4gw_session_map_events_total',
     'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)',
@@ -330,22 +331,6 @@ async function removeCountedNotKept<L extends string>({ counter, cells }: Counte
   // Reading the counter flushes the cells first (its collect), so nothing counted is lost.
   await removeSeriesNotKept(counter as Counter<string>, keep)
   cells.retain((labels) => seriesKept(labels, keep))
-}
-
-/**
- * A latency histogram's child per traffic class, made once: prom-client's `observe(labels, value)`
- * makes a closure and an object per call besides hashing the labels (a closed set of classes).
- */
-function perClass(histogram: Histogram<'class'>): (trafficClass: string) => Histogram.Internal<'class'> {
-  const children = new Map<string, Histogram.Internal<'class'>>()
-  return (trafficClass) => {
-    let child = children.get(trafficClass)
-    if (child === undefined) {
-      child = histogram.labels({ class: trafficClass })
-      children.set(trafficClass, child)
-    }
-    return child
-  }
 }
 
 /**
