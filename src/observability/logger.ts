@@ -42,12 +42,19 @@ const LOG_FLUSH_INTERVAL_MS = 250
  * request's own writes. A line waits at most LOG_FLUSH_INTERVAL_MS; `flushSync` on exit.
  */
 export function createStdoutDestination(): LogDestination {
+  return createBatchedDestination(1)
+}
+
+/** Lines batched into a file descriptor or a file (stdout in production; a file in a test of the batches' reuse). */
+export function createBatchedDestination(dest: number | string): LogDestination {
   // Buffers, not strings: the batcher has encoded the lines already (line-batcher.ts).
-  const stdout = pino.destination({ dest: 1, sync: false, contentMode: 'buffer' })
+  const stdout = pino.destination({ dest, sync: false, contentMode: 'buffer' })
   const target: BatchTarget = {
     // sonic-boom's types declare write(string); with contentMode 'buffer' it takes the Buffer (its README).
     write: (chunk) => stdout.write(chunk as unknown as string),
-    flushSync: () => stdout.flushSync()
+    flushSync: () => stdout.flushSync(),
+    // sonic-boom reports each write's byte count, in order: written batches are reused (line-batcher.ts).
+    onWritten: (listener) => void stdout.on('write', listener)
   }
   const batcher = new LineBatcher(target, { maxBytes: LOG_BATCH_BYTES, maxDelayMs: LOG_FLUSH_INTERVAL_MS })
   return { stream: batcher, flushSync: () => batcher.flushSync() }

@@ -93,4 +93,37 @@ describe('LineBatcher', () => {
     batcher.flush()
     expect(target.writes).toEqual(['first batch line\n!\n', 'second batch line\nthird\n', 'fourth\n'])
   })
+
+  it('reuses a batch only once the target reports all its bytes written, and never a chunk still being written', () => {
+    const target = recordingTarget()
+    let report: (bytes: number) => void = () => undefined
+    target.onWritten = (listener) => {
+      report = listener
+    }
+    batcher = new LineBatcher(target, { maxBytes: 20, maxDelayMs: 60_000 })
+    const lines = Array.from({ length: 12 }, (_, index) => `line number ${String(index).padStart(2, '0')} padded\n`)
+    // Each line fills a batch: twelve chunks, none reported written yet.
+    for (const line of lines) batcher.write(line)
+    const snapshot = target.chunks.map((chunk) => chunk.toString('utf8'))
+    expect(snapshot).toEqual(lines)
+    expect(new Set(target.chunks.map((chunk) => chunk.buffer)).size).toBe(12)
+    // The first two chunks written, and half of the third: only the first two come back.
+    report(lines[0]!.length + lines[1]!.length + 5)
+    for (const line of ['again a line 1\n!!!!\n', 'again a line 2\n!!!!\n', 'again a line 3\n!!!!\n']) batcher.write(line)
+    // What was handed on and not reported written is intact.
+    expect(target.chunks.slice(2, 12).map((chunk) => chunk.toString('utf8'))).toEqual(lines.slice(2))
+    const reused = target.chunks.slice(12).map((chunk) => target.chunks.slice(0, 2).some((first) => first.buffer === chunk.buffer))
+    // The batch being filled when the report came was already a new one; the two after it are the freed ones.
+    expect(reused).toEqual([false, true, true])
+    expect(target.writes.slice(12)).toEqual(['again a line 1\n!!!!\n', 'again a line 2\n!!!!\n', 'again a line 3\n!!!!\n'])
+  })
+
+  it('gives every batch a buffer of its own when the target reports nothing written', () => {
+    const target = recordingTarget()
+    target.onWritten = () => undefined
+    batcher = new LineBatcher(target, { maxBytes: 20, maxDelayMs: 60_000 })
+    for (let index = 0; index < 40; index++) batcher.write(`a line that fills ${String(index).padStart(2, '0')}\n`)
+    expect(new Set(target.chunks.map((chunk) => chunk.buffer)).size).toBe(40)
+    expect(target.writes[39]).toBe('a line that fills 39\n')
+  })
 })

@@ -1,0 +1,33 @@
+import { readFile, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { createBatchedDestination } from '../../../src/observability/logger.js'
+import { createTempDir } from '../../helpers/temp-dir.js'
+import { until } from '../../helpers/until.js'
+
+/*
+ * The log's batches go to sonic-boom (pino.destination) and come back for reuse once sonic-boom
+ * reports their bytes written (line-batcher.ts). Held here with real asynchronous writes to a
+ * file: every line arrives once, whole and in order, across hundreds of reused batches.
+ */
+describe('the batched log destination', () => {
+  it('writes every line whole and in order while its batches are reused', async () => {
+    const dir = await createTempDir('v4gw-log-')
+    const path = join(dir.path, 'gateway.log')
+    const destination = createBatchedDestination(path)
+    const lines: string[] = []
+    for (let index = 0; index < 30_000; index++) {
+      // Lengths that straddle batch ends differently each time; some multi-byte characters.
+      const line = `{"level":30,"n":${index},"pad":"${'x'.repeat(index % 397)}${index % 7 === 0 ? 'é€😀' : ''}"}\n`
+      lines.push(line)
+      destination.stream.write(line)
+      // Let sonic-boom's writes complete (and report) along the way, as a serving gateway's do.
+      if (index % 2_000 === 0) await new Promise((resolve) => setImmediate(resolve))
+    }
+    ;(destination.stream as unknown as { flush(): void }).flush()
+    const expected = lines.join('')
+    const bytes = Buffer.byteLength(expected)
+    await until(async () => (await stat(path)).size === bytes, 10_000)
+    expect(await readFile(path, 'utf8')).toBe(expected)
+  })
+})
