@@ -48,13 +48,13 @@ export function createStdoutDestination(): LogDestination {
 /** Lines batched into a file descriptor or a file (stdout in production; a file in a test of the batches' reuse). */
 export function createBatchedDestination(dest: number | string): LogDestination {
   // Buffers, not strings: the batcher has encoded the lines already (line-batcher.ts).
-  const stdout = pino.destination({ dest, sync: false, contentMode: 'buffer' })
+  const sonic = pino.destination({ dest, sync: false, contentMode: 'buffer' })
   const target: BatchTarget = {
     // sonic-boom's types declare write(string); with contentMode 'buffer' it takes the Buffer (its README).
-    write: (chunk) => stdout.write(chunk as unknown as string),
-    flushSync: () => stdout.flushSync(),
+    write: (chunk) => sonic.write(chunk as unknown as string),
+    flushSync: () => sonic.flushSync(),
     // sonic-boom reports each write's byte count, in order: written batches are reused (line-batcher.ts).
-    onWritten: (listener) => void stdout.on('write', listener)
+    onWritten: (listener) => void sonic.on('write', listener)
   }
   const batcher = new LineBatcher(target, { maxBytes: LOG_BATCH_BYTES, maxDelayMs: LOG_FLUSH_INTERVAL_MS })
   return { stream: batcher, flushSync: () => batcher.flushSync() }

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
-import { batchedHistogram, type BatchedSeries } from './batched-histogram.js'
 import { MIGRATION_STAGES } from '../config/schema.js'
+import { batchedHistogram, type BatchedSeries } from './batched-histogram.js'
 import { CounterCells } from './counter-cells.js'
 import type { DeprecationAction, IdempotencyOutcome, LoadShedReason, ServedBy, UpstreamFailure } from './access-record.js'
 import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
