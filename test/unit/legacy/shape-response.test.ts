@@ -122,10 +122,20 @@ describe('shapeLegacyResponse with the meta complete', () => {
   })
   const complete = Buffer.from(JSON.stringify({ output: 1, meta: { requestId: 'up-1', sessionId: 'ses_up', timingMs: { total: 3 } } }))
 
-  it('sends an answer that already has its meta as it came', () => {
+  it('sends an answer that already has its meta as it came, without parsing it', () => {
+    const parse = vi.spyOn(JSON, 'parse')
     const shaped = shapeLegacyResponse(200, { ...JSON_HEADERS, 'x-upstream': 'yes', 'content-length': '9' }, complete, options({ sessionId: 'ses_1' }))
+    expect(parse).not.toHaveBeenCalled()
     expect(shaped.payload).toBe(complete)
     expect(shaped.headers).toEqual({ ...JSON_HEADERS, 'x-upstream': 'yes' })
+  })
+
+  it('parses an answer whose meta lacks the session id it needs', () => {
+    const parse = vi.spyOn(JSON, 'parse')
+    const withoutSession = Buffer.from(JSON.stringify({ output: 1, meta: { requestId: 'up-1', timingMs: { total: 3 } } }))
+    const { payload } = shapeLegacyResponse(200, JSON_HEADERS, withoutSession, options({ sessionId: 'ses_1' }))
+    expect(parse).toHaveBeenCalledOnce()
+    expect(JSON.parse(payload.toString()).meta.sessionId).toBe('ses_1')
   })
 
   // The usual V4 answer, compact, pretty-printed or with whitespace around it: not serialised again.
