@@ -36,7 +36,8 @@ export interface SessionExecuteCalls {
   /** The session-map key: tenant, upstream, token fingerprint, state key, canonical defaults (SPEC 4 step 1). */
   sessionKey: string
   stateKey: string
-  start: V4Call
+  /** Made only on a session-map miss: most requests of a state key find their session mapped. */
+  start: () => V4Call
   execution: (sessionId: string) => V4Call
   staleStatuses: readonly number[]
   sessionIdPaths: readonly string[]
@@ -76,7 +77,7 @@ export function buildLegacyCalls(input: LegacyCallInput): LegacyCalls {
     tenant: input.tenant,
     sessionKey: buildSessionKey(input.tenant, input.upstreamOrigin, input.tokenFingerprint, stateKey, canonicalDefaults(defaults)),
     stateKey,
-    start: { method: 'POST', path: V4_SESSIONS_START_PATH, headers, body: JSON.stringify(defaults) },
+    start: () => ({ method: 'POST', path: V4_SESSIONS_START_PATH, headers, body: JSON.stringify(defaults) }),
     execution: (sessionId) => ({ method: 'POST', path: sessionExecutePath(sessionId), headers, body: executionBody }),
     staleStatuses: input.sessions.staleStatuses,
     sessionIdPaths: input.sessions.sessionIdPaths

@@ -53,7 +53,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   const start = async (): Promise<StartResult<UpstreamResponse>> => {
     startedHere = true
     // Not cancellable: the start is shared by every waiter on the key, so one leaving must not cancel it.
-    const response = await send(deps, target, calls.start, undefined)
+    const response = await send(deps, target, calls.start(), undefined)
     if (response.statusCode < 200 || response.statusCode > 299) return { rejection: response }
     return { sessionId: readSessionId(response, calls.sessionIdPaths) }
   }

@@ -191,7 +191,7 @@ function explainInto(runtime: GatewayRuntime, input: ExplainInput, onKeyed: (req
         else {
           const execution = show(calls.execution(SESSION_ID))
           execution.url = execution.url.replace(encodeURIComponent(SESSION_ID), SESSION_ID)
-          explanation.calls.push(show(calls.start, `only when the session map has no session for this identity, state key "${calls.stateKey}" and these defaults`), execution)
+          explanation.calls.push(show(calls.start(), `only when the session map has no session for this identity, state key "${calls.stateKey}" and these defaults`), execution)
         }
         return explanation
       }

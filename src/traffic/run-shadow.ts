@@ -280,10 +280,10 @@ function sampled(policy: ShadowPolicy, tenant: string, key: string): boolean {
 /** The same calls with `x-v4gw-shadow: 1` on each (SPEC 15). */
 function markedShadow(calls: LegacyCalls): LegacyCalls {
   if (calls.action === 'execute') return { ...calls, execution: { ...calls.execution, headers: { ...calls.execution.headers, [SHADOW_HEADER]: '1' } } }
-  const headers = { ...calls.start.headers, [SHADOW_HEADER]: '1' }
+  const headers = { ...calls.start().headers, [SHADOW_HEADER]: '1' }
   return {
     ...calls,
-    start: { ...calls.start, headers },
+    start: () => ({ ...calls.start(), headers }),
     execution: (sessionId) => ({ ...calls.execution(sessionId), headers })
   }
 }

@@ -88,7 +88,7 @@ describe('planRequest', () => {
     const plan = withBody(planRequest(runtime, head('POST', '/v1/runs/run%201/invoke', runtimeHeaders)), JSON.stringify({ input: 'x', state: { route: 'r' }, risk: 'high' }))
     if (plan.kind !== 'calls' || plan.calls.action !== 'session-execute') throw new Error('expected a session-execute plan')
     expect(plan.calls.stateKey).toBe('run 1')
-    expect(plan.calls.start).toMatchObject({ path: '/v4/sessions.start', body: '{"route":"r","risk":"high"}' })
+    expect(plan.calls.start()).toMatchObject({ path: '/v4/sessions.start', body: '{"route":"r","risk":"high"}' })
     expect(plan.calls.execution('s/1')).toMatchObject({ path: '/v4/sessions/s%2F1/executions.execute', body: '{"input":"x"}' })
   })
 
