@@ -165,7 +165,7 @@ export function createMetrics(options: {
     'v4gw_upstream_duration_seconds',
     'Time spent on the upstream per request, by traffic class: a translated legacy call until its V4 answers are read, streamed traffic until the upstream response headers'
   )
-  const sessionEvents = counter(
+  const sessionEvents = countedPerRequest(
     'v4gw_session_map_events_total',
     'Session-map outcomes: hit, miss, coalesced, stale-retry; evicted (stale or 401), capacity-evicted (pushed out at sessions.maxEntries)',
     ['event'] as const
@@ -300,7 +300,8 @@ export function createMetrics(options: {
       ])
     },
     observeSessionEvent(event) {
-      sessionEvents.inc({ event })
+      // Once per session-execute request: counted in cells, as the requests counter is.
+      sessionEvents.cells.add([event])
     },
     observeReload(result) {
       reloads.inc({ result })
