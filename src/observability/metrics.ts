@@ -265,6 +265,7 @@ export function createMetrics(options: {
   )
 
   const series: (string | number)[] = statusCodeLabel ? ['', '', '', '', 0] : ['', '', '', '']
+  const sessionEvent: string[] = ['']
   return {
     registry,
     observeRequest(sample) {
@@ -300,8 +301,9 @@ export function createMetrics(options: {
       ])
     },
     observeSessionEvent(event) {
-      // Once per session-execute request: counted in cells, as the requests counter is.
-      sessionEvents.cells.add([event])
+      // Once per session-execute request: counted in cells, as the requests counter is, with its one array.
+      sessionEvent[0] = event
+      sessionEvents.cells.add(sessionEvent)
     },
     observeReload(result) {
       reloads.inc({ result })
