@@ -5,7 +5,7 @@ import { isGatewayError } from '../errors/registry.js'
 import type { ShadowOutcome, ShadowRecord, ShadowResults } from '../fleet/shadow-results.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
-import type { LegacyCalls } from '../legacy/legacy-calls.js'
+import type { LegacyCalls, V4Call } from '../legacy/legacy-calls.js'
 import { runLegacyCalls, type LegacyCallTrace } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
 import type { StreamTap } from '../passthrough/forward-stream.js'
@@ -279,13 +279,13 @@ function sampled(policy: ShadowPolicy, tenant: string, key: string): boolean {
 
 /** The same calls with `x-v4gw-shadow: 1` on each (SPEC 15). */
 function markedShadow(calls: LegacyCalls): LegacyCalls {
-  if (calls.action === 'execute') return { ...calls, execution: { ...calls.execution, headers: { ...calls.execution.headers, [SHADOW_HEADER]: '1' } } }
-  const headers = { ...calls.start().headers, [SHADOW_HEADER]: '1' }
-  return {
-    ...calls,
-    start: () => ({ ...calls.start(), headers }),
-    execution: (sessionId) => ({ ...calls.execution(sessionId), headers })
-  }
+  if (calls.action === 'execute') return { ...calls, execution: shadowMarked(calls.execution) }
+  // Each call marked as it is made: the start call is made only on a session-map miss.
+  return { ...calls, start: () => shadowMarked(calls.start()), execution: (sessionId) => shadowMarked(calls.execution(sessionId)) }
+}
+
+function shadowMarked(call: V4Call): V4Call {
+  return { ...call, headers: { ...call.headers, [SHADOW_HEADER]: '1' } }
 }
 
 function headerText(value: IncomingHttpHeaders[string] | string[] | string | undefined): string | undefined {
