@@ -4,6 +4,7 @@ import { resolveRequestId } from '../observability/request-id.js'
 import type { RequestSpan } from '../tracing/request-span.js'
 import type { CallTracer, CancelScope } from '../upstream/upstream-client.js'
 import { listenerProtocol } from '../util/forwarded-headers.js'
+import { connectionMemo } from './connection-memo.js'
 import type { RequestHead } from './request-head.js'
 
 /**
@@ -43,7 +44,8 @@ export class Exchange implements CancelScope {
       headers: request.headers,
       rawHeaders: request.rawHeaders,
       clientAddress: socket.remoteAddress,
-      protocol: listenerProtocol(socket)
+      protocol: listenerProtocol(socket),
+      memo: connectionMemo(socket)
     }
   }
 

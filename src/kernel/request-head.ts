@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import type { ConnectionMemo } from './connection-memo.js'
 
 /**
  * A request's head as the planner reads it: what arrived, never changed after. The live listener
@@ -21,4 +22,6 @@ export interface RequestHead {
   readonly rawHeaders: readonly string[]
   readonly clientAddress: string | undefined
   readonly protocol: 'http' | 'https'
+  /** The live listener's: what the request's connection remembers of its digests. `explain` has none, and hashes every time. */
+  readonly memo?: ConnectionMemo | undefined
 }

@@ -178,7 +178,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     let unreadable: unknown
     try {
       credential = readLegacyCredential(presented, target.rawQuery, credentials)
-      noteCredential(facts, credential)
+      noteCredential(facts, credential, head)
     } catch (error) {
       unreadable = error
     }
@@ -259,7 +259,8 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
             headers,
             // authorizeRuntimeCall succeeded, so a credential was presented.
             tokenFingerprint: facts.clientFingerprint as string,
-            sessions: runtime.config.sessions
+            sessions: runtime.config.sessions,
+            sessionKeyMemo: head.memo?.sessionKey
           })
           const callsPlan: CallsPlan = { kind: 'calls', facts, answerHeaders: ownHeaders, origin: candidateOrigin ?? tenant.upstreamOrigin, timeoutMs: runtime.config.limits.upstreamTimeoutMs, calls, responseFields: tenant.responseFields, sessionLink }
           if (keyed === undefined) return callsPlan
@@ -309,9 +310,9 @@ function unreadableFingerprint(presented: Record<string, string[] | undefined>, 
   return value === undefined ? undefined : fingerprintToken(value)
 }
 
-function noteCredential(facts: PlanFacts, credential: PresentedCredential | null): void {
+function noteCredential(facts: PlanFacts, credential: PresentedCredential | null, head: RequestHead): void {
   facts.credential = credential === null ? 'none' : credential.kind
-  facts.clientFingerprint = credential === null ? undefined : fingerprintToken(credential.value)
+  facts.clientFingerprint = credential === null ? undefined : fingerprintToken(credential.value, head.memo?.credentialFingerprint)
 }
 
 function stream(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>>, call: StreamCall): StreamPlan {

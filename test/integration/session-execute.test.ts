@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { request as undiciRequest } from 'undici'
+import { Client, request as undiciRequest } from 'undici'
 import { describe, expect, it } from 'vitest'
+import { credentialClientId } from '../../src/credentials/client-id.js'
 import { arrivalBarrier } from '../helpers/arrival-barrier.js'
 import { send, type Answer } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream, type UpstreamHandler } from '../helpers/recording-upstream.js'
@@ -362,6 +363,44 @@ describe('session-execute session-map keys (SPEC 4 step 1)', () => {
     expect(aliceAgain.headers['x-v4-session-id']).toBe(alice.headers['x-v4-session-id'])
     expect(bobAgain.headers['x-v4-session-id']).toBe(bob.headers['x-v4-session-id'])
     expect(sim.simulator.countCalls('POST', START_PATH)).toBe(2)
+  })
+
+  // The connection remembers its last credential's and session key's digests (kernel/connection-memo.ts):
+  // a credential that changes between two requests on one connection must never get the other's.
+  it('keeps each identity its own session and client id when the credential changes on one kept-alive connection', async () => {
+    const connections: unknown[] = []
+    const client = new Client(gw.url, { pipelining: 1 })
+    client.on('connect', (origin) => connections.push(origin))
+    try {
+      const call = async (headers: Record<string, string>, stateId: string): Promise<string | undefined> => {
+        const response = await client.request({ method: 'POST', path: '/v1/runs/invoke', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ input: 1, stateId }) })
+        await response.body.text()
+        expect(response.statusCode).toBe(200)
+        return response.headers['x-v4-session-id'] as string | undefined
+      }
+      const order: [Record<string, string>, string][] = [[ALICE, 'one'], [BOB, 'one'], [ALICE, 'one'], [ALICE, 'two'], [BOB, 'two'], [BOB, 'one'], [ALICE, 'two']]
+      const sessions: (string | undefined)[] = []
+      for (const [headers, stateId] of order) sessions.push(await call(headers, stateId))
+      expect(connections).toHaveLength(1)
+      const [aliceOne, bobOne, aliceOneAgain, aliceTwo, bobTwo, bobOneAgain, aliceTwoAgain] = sessions
+      expect(new Set([aliceOne, bobOne, aliceTwo, bobTwo]).size).toBe(4)
+      expect([aliceOneAgain, bobOneAgain, aliceTwoAgain]).toEqual([aliceOne, bobOne, aliceTwo])
+      expect(sim.simulator.calls.filter((recorded) => recorded.path === START_PATH).map((recorded) => recorded.headers.authorization)).toEqual([
+        'Bearer demo-token-alice',
+        'Bearer demo-token-bob',
+        'Bearer demo-token-alice',
+        'Bearer demo-token-bob'
+      ])
+      await until(() => gw.logs.lines().filter((line) => line.msg === 'request').length >= order.length)
+      const clientIds = gw.logs
+        .lines()
+        .filter((line) => line.msg === 'request')
+        .slice(-order.length)
+        .map((line) => line.clientId)
+      expect(clientIds).toEqual(order.map(([headers]) => credentialClientId((headers.authorization as string).slice('Bearer '.length))))
+    } finally {
+      await client.close()
+    }
   })
 
   it('starts two different sessions for one identity in two tenants', async () => {

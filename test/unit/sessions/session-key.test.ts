@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { buildSessionKey, fingerprintToken } from '../../../src/sessions/session-key.js'
+import { OneEntryMemo } from '../../../src/util/one-entry-memo.js'
 
 const TOKEN = 'demo-token-alice'
 const FINGERPRINT = fingerprintToken(TOKEN)
@@ -62,5 +63,24 @@ describe('buildSessionKey', () => {
     expect(key).not.toContain(TOKEN)
     expect(key).not.toContain(FINGERPRINT)
     expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/)
+  })
+})
+
+describe('with a connection memo', () => {
+  it('gives what the function gives without one, for inputs that repeat and alternate', () => {
+    const [fingerprints, keys] = [new OneEntryMemo(), new OneEntryMemo()]
+    for (const token of ['demo-token-alice', 'demo-token-alice', 'demo-token-bob', 'demo-token-alice', 'demo-token-bob', 'demo-token-bob']) {
+      expect(fingerprintToken(token, fingerprints)).toBe(fingerprintToken(token))
+      for (const stateKey of ['state-1', 'state-1', '', '\ud800', '\ufffd', 'state-1']) {
+        const fingerprint = fingerprintToken(token)
+        expect(buildSessionKey('acme', ORIGIN, fingerprint, stateKey, DEFAULTS, keys)).toBe(buildSessionKey('acme', ORIGIN, fingerprint, stateKey, DEFAULTS))
+      }
+    }
+  })
+
+  it('keeps lone surrogates apart through the memo as without it', () => {
+    const keys = new OneEntryMemo()
+    const built = ['\ud800', '\udc00', '\ufffd'].map((stateKey) => buildSessionKey('acme', ORIGIN, FINGERPRINT, stateKey, DEFAULTS, keys))
+    expect(new Set(built).size).toBe(3)
   })
 })
