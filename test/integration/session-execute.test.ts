@@ -372,31 +372,30 @@ describe('session-execute session-map keys (SPEC 4 step 1)', () => {
     const client = new Client(gw.url, { pipelining: 1 })
     client.on('connect', (origin) => connections.push(origin))
     try {
-      const call = async (headers: Record<string, string>, stateId: string): Promise<string | undefined> => {
-        const response = await client.request({ method: 'POST', path: '/v1/runs/invoke', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ input: 1, stateId }) })
+      // Each call's own request id finds its access line among those of the describe's other tests.
+      const call = async (headers: Record<string, string>, stateId: string, index: number): Promise<string | undefined> => {
+        const response = await client.request({ method: 'POST', path: '/v1/runs/invoke', headers: { ...headers, 'content-type': 'application/json', 'x-request-id': `one-connection-${index}` }, body: JSON.stringify({ input: 1, stateId }) })
         await response.body.text()
         expect(response.statusCode).toBe(200)
         return response.headers['x-v4-session-id'] as string | undefined
       }
-      const order: [Record<string, string>, string][] = [[ALICE, 'one'], [BOB, 'one'], [ALICE, 'one'], [ALICE, 'two'], [BOB, 'two'], [BOB, 'one'], [ALICE, 'two']]
+      // Repeats in a row (both digests remembered) and changes of credential, of state, and of both.
+      const order: [Record<string, string>, string][] = [[ALICE, 'one'], [ALICE, 'one'], [BOB, 'one'], [ALICE, 'one'], [ALICE, 'two'], [BOB, 'two'], [BOB, 'one'], [ALICE, 'two']]
       const sessions: (string | undefined)[] = []
-      for (const [headers, stateId] of order) sessions.push(await call(headers, stateId))
+      for (const [index, [headers, stateId]] of order.entries()) sessions.push(await call(headers, stateId, index))
       expect(connections).toHaveLength(1)
-      const [aliceOne, bobOne, aliceOneAgain, aliceTwo, bobTwo, bobOneAgain, aliceTwoAgain] = sessions
+      const [aliceOne, aliceOneRepeated, bobOne, aliceOneAgain, aliceTwo, bobTwo, bobOneAgain, aliceTwoAgain] = sessions
       expect(new Set([aliceOne, bobOne, aliceTwo, bobTwo]).size).toBe(4)
-      expect([aliceOneAgain, bobOneAgain, aliceTwoAgain]).toEqual([aliceOne, bobOne, aliceTwo])
+      expect([aliceOneRepeated, aliceOneAgain, bobOneAgain, aliceTwoAgain]).toEqual([aliceOne, aliceOne, bobOne, aliceTwo])
       expect(sim.simulator.calls.filter((recorded) => recorded.path === START_PATH).map((recorded) => recorded.headers.authorization)).toEqual([
         'Bearer demo-token-alice',
         'Bearer demo-token-bob',
         'Bearer demo-token-alice',
         'Bearer demo-token-bob'
       ])
-      await until(() => gw.logs.lines().filter((line) => line.msg === 'request').length >= order.length)
-      const clientIds = gw.logs
-        .lines()
-        .filter((line) => line.msg === 'request')
-        .slice(-order.length)
-        .map((line) => line.clientId)
+      const lineOf = (index: number): Record<string, unknown> | undefined => gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === `one-connection-${index}`)
+      await until(() => order.every((_, index) => lineOf(index) !== undefined))
+      const clientIds = order.map((_, index) => lineOf(index)?.clientId)
       expect(clientIds).toEqual(order.map(([headers]) => credentialClientId((headers.authorization as string).slice('Bearer '.length))))
     } finally {
       await client.close()

@@ -36,6 +36,21 @@ describe('OneEntryMemo', () => {
     expect(inputs).toEqual([''])
   })
 
+  it('computes again when given another function, so a memo handed to the wrong digest never answers with the other one', () => {
+    const memo = new OneEntryMemo()
+    const upper = (input: string): string => input.toUpperCase()
+    const reversed = (input: string): string => [...input].reverse().join('')
+    expect([memo.of('ab', upper), memo.of('ab', reversed), memo.of('ab', reversed), memo.of('ab', upper)]).toEqual(['AB', 'ba', 'ba', 'AB'])
+  })
+
+  it('never shows what it holds when printed', async () => {
+    const { inspect } = await import('node:util')
+    const memo = new OneEntryMemo()
+    memo.of('tok_secret_value', (input) => `digest-of-${input.length}`)
+    expect(JSON.stringify(memo)).not.toContain('tok_secret_value')
+    expect(inspect({ memo }, { depth: 5 })).not.toContain('tok_secret_value')
+  })
+
   it('remembers nothing of a computation that threw', () => {
     const memo = new OneEntryMemo()
     let calls = 0
