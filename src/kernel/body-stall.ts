@@ -10,12 +10,6 @@ export interface BodyStallWatch {
   stop(): void
 }
 
-/** The connection's bytes read when the body last made progress, and when. */
-interface Progress {
-  bytesSeen: number
-  at: number
-}
-
 /**
  * Ends requests whose body stops arriving. Node cuts a request that is still arriving only after
  * its 5-minute `requestTimeout`, and until then it holds an in-flight slot and, for native
@@ -24,25 +18,43 @@ interface Progress {
  * `bytesRead`, read once a second, so a body that is arriving costs nothing per chunk.
  */
 export function createBodyStallWatch(limitMs: () => number, onStalled: (exchange: Exchange) => void): BodyStallWatch {
-  const receiving = new Map<Exchange, Progress>()
+  // Unordered: a request leaves by taking the last one's place. Its place and progress are kept on
+  // the exchange (exchange.ts): a Map entry and a progress object per request with a body cost
+  // about a point of a native request's CPU (docs/performance.md).
+  const receiving: Exchange[] = []
+
+  function remove(exchange: Exchange): void {
+    const index = exchange.bodyWatchIndex
+    if (index === -1) return
+    const last = receiving.pop() as Exchange
+    if (last !== exchange) {
+      receiving[index] = last
+      last.bodyWatchIndex = index
+    }
+    exchange.bodyWatchIndex = -1
+  }
+
   const sweep = setInterval(function findStalledBodies() {
+    if (receiving.length === 0) return
     const now = performance.now()
     const limit = limitMs()
-    for (const [exchange, progress] of receiving) {
+    // A copy: what a cut sets off may end other requests, which leave the list meanwhile.
+    for (const exchange of receiving.slice()) {
+      if (exchange.bodyWatchIndex === -1) continue
       const socket = exchange.request.socket
       if (exchange.request.complete || socket === null || socket.destroyed) {
-        receiving.delete(exchange)
+        remove(exchange)
         continue
       }
-      if (socket.bytesRead !== progress.bytesSeen) {
-        progress.bytesSeen = socket.bytesRead
-        progress.at = now
+      if (socket.bytesRead !== exchange.bodyBytesSeen) {
+        exchange.bodyBytesSeen = socket.bytesRead
+        exchange.bodyProgressAt = now
       } else if (exchange.request.readableLength > 0) {
         // Body waiting in the gateway's own buffer: the upstream is not taking it (back-pressure),
         // so the gateway stopped reading, not the client sending. That wait is undici's to time.
-        progress.at = now
-      } else if (now - progress.at >= limit) {
-        receiving.delete(exchange)
+        exchange.bodyProgressAt = now
+      } else if (now - exchange.bodyProgressAt >= limit) {
+        remove(exchange)
         onStalled(exchange)
       }
     }
@@ -50,9 +62,15 @@ export function createBodyStallWatch(limitMs: () => number, onStalled: (exchange
   sweep.unref()
   return {
     watch(exchange) {
-      receiving.set(exchange, { bytesSeen: exchange.request.socket?.bytesRead ?? 0, at: exchange.head.startedAt })
+      // Watching again starts its progress afresh; it keeps its one place.
+      if (exchange.bodyWatchIndex === -1) {
+        exchange.bodyWatchIndex = receiving.length
+        receiving.push(exchange)
+      }
+      exchange.bodyBytesSeen = exchange.request.socket?.bytesRead ?? 0
+      exchange.bodyProgressAt = exchange.head.startedAt
     },
-    unwatch: (exchange) => receiving.delete(exchange),
+    unwatch: remove,
     stop: () => clearInterval(sweep)
   }
 }

@@ -9,6 +9,9 @@ function exchange(name: string): Exchange & { name: string; request: { socket: {
   return {
     name,
     head: { startedAt: performance.now() },
+    bodyWatchIndex: -1,
+    bodyBytesSeen: 0,
+    bodyProgressAt: 0,
     request: { socket: { bytesRead: 100, destroyed: false }, complete: false, readableLength: 0 }
   } as never
 }
@@ -58,6 +61,40 @@ describe('the body-stall watch', () => {
     held.request.readableLength = 0
     vi.advanceTimersByTime(1_000)
     expect(stalled).toEqual(['held'])
+    watch.stop()
+  })
+
+  it('keeps every other request watched when requests leave from any place, first, middle or last', () => {
+    const stalled: string[] = []
+    const watch = createBodyStallWatch(() => 0, (cut) => stalled.push((cut as Fake).name))
+    const all = Array.from({ length: 9 }, (_, index) => exchange(`r${index}`))
+    for (const one of all) watch.watch(one as Exchange)
+    for (const leaving of [all[0], all[4], all[8], all[5]] as Fake[]) watch.unwatch(leaving as Exchange)
+    // Leaving twice changes nothing.
+    watch.unwatch(all[4] as Exchange)
+    vi.advanceTimersByTime(1_000)
+    expect(stalled.sort()).toEqual(['r1', 'r2', 'r3', 'r6', 'r7'])
+    vi.advanceTimersByTime(3_000)
+    expect(stalled).toHaveLength(5)
+    watch.stop()
+  })
+
+  it('cuts each stalled request once when a cut ends other watched requests during the same sweep', () => {
+    const stalled: string[] = []
+    const all = Array.from({ length: 6 }, (_, index) => exchange(`r${index}`))
+    // A cut that ends two other requests on the way (as closing a shared upstream might).
+    const watch = createBodyStallWatch(
+      () => 0,
+      (cut) => {
+        stalled.push((cut as Fake).name)
+        for (const other of all) if (other !== cut) watch.unwatch(other as Exchange)
+      }
+    )
+    for (const one of all) watch.watch(one as Exchange)
+    vi.advanceTimersByTime(1_000)
+    expect(stalled).toHaveLength(1)
+    vi.advanceTimersByTime(3_000)
+    expect(stalled).toHaveLength(1)
     watch.stop()
   })
 })
