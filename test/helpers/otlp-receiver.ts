@@ -1,8 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 // protobufjs's static code generated from the published opentelemetry-proto, as the OpenTelemetry
-// JS project ships it (@opentelemetry/otlp-transformer 0.216, pinned for it: package.json).
-import generatedRoot from '@opentelemetry/otlp-transformer/build/src/generated/root.js'
+// JS project ships it (@opentelemetry/otlp-transformer 0.216, the last release with it, installed
+// under the alias otlp-proto-decoder: package.json).
+import generatedRoot from 'otlp-proto-decoder/build/src/generated/root.js'
 import { listenOnLoopback } from './http-server.js'
 import { once, ownedBySuite, ownedByTest } from './teardown.js'
 

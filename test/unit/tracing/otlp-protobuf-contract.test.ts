@@ -1,0 +1,211 @@
+import { createRequire } from 'node:module'
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, createTraceState, type Attributes, type Link, type SpanContext } from '@opentelemetry/api'
+import { resourceFromAttributes, type Resource } from '@opentelemetry/resources'
+import { AlwaysOnSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
+import { describe, expect, it } from 'vitest'
+import { createSpanEncoder } from '../../../src/tracing/otlp-protobuf.js'
+import { RecordedRequestSpan, type CallNames, type ServerSpanFacts } from '../../../src/tracing/request-span.js'
+import type { UpstreamRequest } from '../../../src/upstream/upstream-client.js'
+
+/*
+ * The gateway writes OTLP protobuf itself (tracing/otlp-protobuf.ts) for speed. Held here to the
+ * serializer the protobuf exporter itself loads: every batch, of the SDK's own spans with every
+ * feature a ReadableSpan can carry and of the gateway's spans, must come out as the same bytes.
+ */
+
+interface TraceSerializer {
+  serializeRequest(spans: ReadableSpan[]): Uint8Array | undefined
+}
+
+const exporterRequire = createRequire(createRequire(import.meta.url).resolve('@opentelemetry/exporter-trace-otlp-proto'))
+const LIBRARY = (exporterRequire('@opentelemetry/otlp-transformer') as { ProtobufTraceSerializer: TraceSerializer }).ProtobufTraceSerializer
+
+function libraryBytes(spans: ReadableSpan[]): Buffer {
+  const bytes = LIBRARY.serializeRequest(spans)
+  if (bytes === undefined) throw new Error('the library serialised nothing')
+  return Buffer.from(bytes)
+}
+
+function expectLibraryBytes(spans: ReadableSpan[], encode = createSpanEncoder()): void {
+  const ours = Buffer.from(encode(spans))
+  const theirs = libraryBytes(spans)
+  // Hex, so that a difference shows where it starts.
+  expect(ours.toString('hex')).toBe(theirs.toString('hex'))
+}
+
+interface Scripted {
+  name: string
+  kind?: SpanKind
+  parent?: SpanContext
+  links?: Link[]
+  attributes?: Attributes
+  events?: { name: string; attributes?: Attributes; time?: [number, number] }[]
+  status?: { code: SpanStatusCode; message?: string }
+  startTime?: [number, number]
+  endTime?: [number, number]
+}
+
+/** Spans as the SDK's own tracer records them, all under one provider (one resource) and the tracers given. */
+function sdkSpans(resource: Resource, scripts: { scope: { name: string; version?: string; schemaUrl?: string }; span: Scripted }[]): ReadableSpan[] {
+  const exporter = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ resource, sampler: new AlwaysOnSampler(), spanProcessors: [new SimpleSpanProcessor(exporter)] })
+  for (const { scope, span: script } of scripts) {
+    const tracer = provider.getTracer(scope.name, scope.version, scope.schemaUrl === undefined ? {} : { schemaUrl: scope.schemaUrl })
+    const context = script.parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, script.parent)
+    const span = tracer.startSpan(script.name, { kind: script.kind, links: script.links, startTime: script.startTime, root: script.parent === undefined }, context)
+    if (script.attributes !== undefined) span.setAttributes(script.attributes)
+    for (const event of script.events ?? []) span.addEvent(event.name, event.attributes, event.time)
+    if (script.status !== undefined) span.setStatus(script.status)
+    span.end(script.endTime)
+  }
+  return exporter.getFinishedSpans()
+}
+
+const SCOPE = { name: 'v4-migration-gateway', version: '1.2.3' }
+const REMOTE: SpanContext = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.SAMPLED, isRemote: true }
+const LOCAL: SpanContext = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: TraceFlags.NONE, isRemote: false }
+
+describe('the gateway\'s OTLP protobuf encoder (contract with @opentelemetry/otlp-transformer)', () => {
+  it('writes attribute values of every type as the library does', () => {
+    const resource = resourceFromAttributes({ 'service.name': 'contract', 'service.version': '1.2.3' })
+    const attributes: Attributes = {
+      ascii: 'GET /v4/*',
+      empty: '',
+      accented: 'café — naïve',
+      emoji: 'run 🚀 now',
+      lone: 'half \ud800 surrogate',
+      long127: 'x'.repeat(127),
+      long128: 'y'.repeat(128),
+      long16k: 'z'.repeat(16_384),
+      wide: 'é'.repeat(70),
+      zero: 0,
+      small: 127,
+      varint2: 128,
+      int31: 2 ** 31,
+      int32: 2 ** 32,
+      big: 2 ** 53 + 2,
+      huge: 2 ** 62,
+      negative: -1,
+      negativeBig: -(2 ** 40) - 7,
+      int64Min: -(2 ** 63),
+      int64End: 2 ** 63,
+      fraction: 0.25,
+      negativeFraction: -1234.5678,
+      nan: Number.NaN,
+      infinity: Number.POSITIVE_INFINITY,
+      yes: true,
+      no: false,
+      strings: ['a', 'bé', ''],
+      numbers: [1, -2, 3.5],
+      booleans: [true, false],
+      holes: ['a', null, undefined, 'b'] as unknown as string[],
+      none: []
+    }
+    expectLibraryBytes(sdkSpans(resource, [{ scope: SCOPE, span: { name: 'attributes', kind: SpanKind.SERVER, attributes } }]))
+  })
+
+  it('writes parents, links, trace state, events, statuses and every kind as the library does', () => {
+    const resource = resourceFromAttributes({ 'service.name': 'contract' })
+    const withState: SpanContext = { ...REMOTE, traceState: createTraceState('vendor=a1,other=b2') }
+    const scripts: { scope: typeof SCOPE; span: Scripted }[] = [
+      { scope: SCOPE, span: { name: 'remote parent', kind: SpanKind.SERVER, parent: withState } },
+      { scope: SCOPE, span: { name: 'local parent', kind: SpanKind.CLIENT, parent: LOCAL, status: { code: SpanStatusCode.ERROR, message: 'upstream refused' } } },
+      { scope: SCOPE, span: { name: 'linked', kind: SpanKind.INTERNAL, links: [{ context: REMOTE }, { context: withState, attributes: { reason: 'untrusted', count: 2 } }, { context: LOCAL, attributes: {} }] } },
+      { scope: SCOPE, span: { name: 'events', kind: SpanKind.PRODUCER, events: [{ name: 'first' }, { name: 'second', attributes: { at: 1, why: 'é' }, time: [1_764_300_000, 5] }] } },
+      { scope: SCOPE, span: { name: 'ok', kind: SpanKind.CONSUMER, status: { code: SpanStatusCode.OK } } }
+    ]
+    expectLibraryBytes(sdkSpans(resource, scripts))
+  })
+
+  it('writes times across the range of fixed64 nanoseconds as the library does', () => {
+    const resource = resourceFromAttributes({})
+    const times: [number, number][] = [
+      [0, 0],
+      [0, 999_999_999],
+      [1, 0],
+      [65_535, 999_999_999],
+      [65_536, 1],
+      [1_764_300_000, 123_456_789],
+      [2 ** 31 - 1, 999_999_999],
+      [2 ** 32 + 17, 42]
+    ]
+    const scripts = times.map((time) => ({ scope: SCOPE, span: { name: `at ${time.join('.')}`, startTime: time, endTime: time } }))
+    expectLibraryBytes(sdkSpans(resource, scripts))
+  })
+
+  it('groups spans by resource, then by scope, in the order they first appear, with their schema URLs', () => {
+    const first = resourceFromAttributes({ 'service.name': 'first', replicas: 3 }, { schemaUrl: 'https://opentelemetry.io/schemas/1.26.0' })
+    const second = resourceFromAttributes({ 'service.name': 'second' })
+    const scopes = [SCOPE, { name: 'other', schemaUrl: 'https://example.test/schema' }, { name: 'bare' }]
+    const a = sdkSpans(first, [
+      { scope: scopes[0]!, span: { name: 'a1' } },
+      { scope: scopes[1]!, span: { name: 'a2' } },
+      { scope: scopes[0]!, span: { name: 'a3' } }
+    ])
+    const b = sdkSpans(second, [{ scope: scopes[2]!, span: { name: 'b1' } }])
+    expectLibraryBytes([a[0]!, b[0]!, a[1]!, a[2]!])
+  })
+
+  it('writes a batch whose lengths take four bytes, and one of a single tiny span', () => {
+    const resource = resourceFromAttributes({ 'service.name': 'contract' })
+    // Over 2 MiB in one ResourceSpans: its length and its ScopeSpans' need four bytes, one more than guessed.
+    const large = sdkSpans(resource, Array.from({ length: 140 }, (_, index) => ({ scope: SCOPE, span: { name: `large ${index}`, attributes: { body: 'q'.repeat(16_000) } } })))
+    expectLibraryBytes(large)
+    // A span under 128 bytes: one byte of length, one fewer than guessed.
+    expectLibraryBytes(sdkSpans(resourceFromAttributes({}), [{ scope: { name: 's' }, span: { name: 'n' } }]))
+    expectLibraryBytes([])
+  })
+
+  it('writes the gateway\'s own spans (a request and its calls) as the library does', () => {
+    const resource = resourceFromAttributes({ 'service.name': 'v4-migration-gateway', 'service.version': '1.2.3' })
+    const recorded: ReadableSpan[] = []
+    let next = 0
+    const recorder = { resource, scope: SCOPE, newSpanId: () => (++next).toString(16).padStart(16, '0'), record: (span: ReadableSpan) => recorded.push(span) }
+    const request = new RecordedRequestSpan(recorder, REMOTE.traceId, REMOTE, [{ context: LOCAL }], 'POST', performance.now())
+    const names: CallNames = { buffered: () => ({ name: 'POST /v4/sessions/{sessionId}/executions.execute', resendCount: 1 }), streamed: () => 'POST /v4/*', queryCredential: 'access_token' }
+    const tracer = request.callTracer(() => names)
+    const call = tracer.traceCall({ method: 'POST', origin: 'http://127.0.0.1:4010', path: '/v4/sessions/s-1/executions.execute?access_token=secret&x=1', headers: {} } as unknown as UpstreamRequest, false)
+    call.answered(502)
+    call.end(performance.now())
+    const facts: ServerSpanFacts = {
+      name: 'POST /v1/headless/runs',
+      route: '/v1/headless/runs',
+      statusCode: 502,
+      errorCode: 'UPSTREAM_ERROR',
+      scheme: 'http',
+      path: '/v1/headless/runs',
+      rawQuery: 'a=1&access_token=secret',
+      queryCredential: 'access_token',
+      httpVersion: '1.1',
+      serverAddress: 'gateway.internal',
+      serverPort: 8080,
+      clientAddress: '127.0.0.1',
+      userAgent: 'legacy-client/2.0 (é)',
+      tenant: 'acme',
+      trafficClass: 'legacy-runtime',
+      legacyRoute: 'POST /v1/headless/runs',
+      sessionOutcome: 'hit',
+      credentialType: 'session',
+      migrationStage: 'translate',
+      servedBy: 'v4',
+      deprecationAction: 'warned',
+      idempotencyOutcome: undefined
+    }
+    request.end(facts, performance.now())
+    expect(recorded).toHaveLength(2)
+    expectLibraryBytes(recorded)
+  })
+
+  it('reuses its scratch space without changing what it returned before', () => {
+    const encode = createSpanEncoder()
+    const resource = resourceFromAttributes({ 'service.name': 'contract' })
+    const first = sdkSpans(resource, [{ scope: SCOPE, span: { name: 'first', attributes: { text: 'a'.repeat(300) } } }])
+    const second = sdkSpans(resource, [{ scope: SCOPE, span: { name: 'second', attributes: { text: 'b'.repeat(2_000_000) } } }])
+    const firstBytes = encode(first)
+    const copy = Buffer.from(firstBytes)
+    // The second batch outgrows the scratch space, the third starts again small.
+    expectLibraryBytes(second, encode)
+    expectLibraryBytes(first, encode)
+    expect(Buffer.from(firstBytes).equals(copy)).toBe(true)
+  })
+})
