@@ -175,6 +175,35 @@ class ProtobufBuffer {
     this.lengthBefore(start, guess, written)
   }
 
+  /**
+   * A whole KeyValue of a short ASCII string, the common attribute, written with its lengths
+   * known up front (one byte each) instead of opened and closed. False, with nothing written,
+   * when the value is not short ASCII text: the caller writes it the general way.
+   */
+  shortStringKeyValue(fieldTag: number, encodedKey: Uint8Array, value: string): boolean {
+    const length = value.length
+    const keyLength = encodedKey.length
+    // KeyValue: the key and the value's tag, the value's length, then AnyValue's tag, length and text.
+    const keyValueLength = keyLength + 3 + length
+    if (keyValueLength > 0x7f || fieldTag > 0x7f) return false
+    this.room(keyValueLength + 2)
+    const bytes = this.bytes
+    let at = this.at + 2
+    for (let index = 0; index < keyLength; index++) bytes[at++] = encodedKey[index] as number
+    bytes[at++] = length + 2
+    bytes[at++] = (1 << 3) | LENGTH_DELIMITED
+    bytes[at++] = length
+    for (let index = 0; index < length; index++) {
+      const code = value.charCodeAt(index)
+      if (code > 0x7f) return false
+      bytes[at++] = code
+    }
+    bytes[this.at] = fieldTag
+    bytes[this.at + 1] = keyValueLength
+    this.at = at
+    return true
+  }
+
   /** Lowercase hex ids (W3C Trace Context) as the bytes they spell. */
   hexBytes(hex: string): void {
     const count = hex.length >>> 1
@@ -233,8 +262,9 @@ class ProtobufBuffer {
 }
 
 /**
- * KeyValue.key, tag and length included, by key: a gateway's spans use a few dozen keys, so each
- * is encoded once. Bounded, for a span whose keys are not the gateway's (the contract test's).
+ * KeyValue.key (tag, length, the key) and the tag of KeyValue.value after it, by key: a gateway's
+ * spans use a few dozen keys, so each is encoded once. Bounded, for a span whose keys are not the
+ * gateway's (the contract test's).
  */
 const ENCODED_KEYS = new Map<string, Uint8Array>()
 const MAX_ENCODED_KEYS = 256
@@ -242,9 +272,10 @@ const MAX_ENCODED_KEYS = 256
 function encodedKey(key: string): Uint8Array {
   let encoded = ENCODED_KEYS.get(key)
   if (encoded === undefined) {
-    const out = new ProtobufBuffer(key.length * 3 + 6)
+    const out = new ProtobufBuffer(key.length * 3 + 8)
     out.tag(1, LENGTH_DELIMITED)
     out.string(key)
+    out.tag(2, LENGTH_DELIMITED)
     encoded = out.bytes.subarray(0, out.at)
     if (ENCODED_KEYS.size < MAX_ENCODED_KEYS) ENCODED_KEYS.set(key, encoded)
   }
@@ -253,15 +284,18 @@ function encodedKey(key: string): Uint8Array {
 
 /** Its `for … in` own members, in their order, as the library writes a KeyValue list. */
 function attributes(out: ProtobufBuffer, field: number, values: Attributes): void {
+  const fieldTag = (field << 3) | LENGTH_DELIMITED
   for (const key in values) {
     if (!Object.hasOwn(values, key)) continue
+    const encoded = encodedKey(key)
+    const value = values[key]
+    if (typeof value === 'string' && out.shortStringKeyValue(fieldTag, encoded, value)) continue
     out.tag(field, LENGTH_DELIMITED)
     const keyValue = out.open(1)
-    out.append(encodedKey(key))
-    out.tag(2, LENGTH_DELIMITED)
-    const value = out.open(1)
-    anyValue(out, values[key])
-    out.close(value, 1)
+    out.append(encoded)
+    const anyValueStart = out.open(1)
+    anyValue(out, value)
+    out.close(anyValueStart, 1)
     out.close(keyValue, 1)
   }
 }

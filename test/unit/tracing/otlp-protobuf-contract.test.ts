@@ -78,6 +78,10 @@ describe('the gateway\'s OTLP protobuf encoder (contract with @opentelemetry/otl
       long128: 'y'.repeat(128),
       long16k: 'z'.repeat(16_384),
       wide: 'é'.repeat(70),
+      // KeyValue lengths of 127 and 128 bytes: the last that is written with lengths known up front, and the first that is not.
+      edge1: 'e'.repeat(116),
+      edge2: 'e'.repeat(117),
+      late: `${'a'.repeat(40)}é`,
       zero: 0,
       small: 127,
       varint2: 128,
