@@ -503,7 +503,7 @@ export function createSpanEncoder(): (spans: readonly ReadableSpan[]) => Uint8Ar
     }
     out.reset()
     for (const [resource, byScope] of byResource) {
-      // A batch (up to 512 spans of a few hundred bytes each) under 2 MiB: three bytes of length.
+      // A batch (up to 1,024 spans of a few hundred bytes each) is mostly under 2 MiB: three bytes of length.
       out.tag(1, LENGTH_DELIMITED)
       const resourceSpans = out.open(3)
       out.append(resourceBytes(resource))

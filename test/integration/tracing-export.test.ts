@@ -78,6 +78,21 @@ describe('exporting spans to a collector that misbehaves', () => {
     expect(native.status).toBe(200)
     await gw.close()
   })
+
+  it('sends a full batch of 1,024 spans as one export, and none before it is full', async () => {
+    const receiver = await startOtlpReceiver()
+    // Only a full batch goes before ten minutes have passed.
+    const gw = await tracedGateway(receiver.endpoint, { batchDelayMs: 600_000, maxQueueSpans: 4096 })
+    // Each request is a SERVER span and a CLIENT span: 511 requests leave the batch two short.
+    for (let index = 0; index < 511; index++) expect((await send(gw.url, '/v4/anything', { headers: ALICE })).status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(receiver.requests).toHaveLength(0)
+    expect((await send(gw.url, '/v4/anything', { headers: ALICE })).status).toBe(200)
+    await until(() => receiver.requests.length === 1)
+    expect(receiver.spans).toHaveLength(1024)
+    expect(receiver.spans.filter((span) => span.kind === 'SERVER')).toHaveLength(512)
+    await gw.close()
+  })
 })
 
 describe('SIGTERM with spans queued', () => {
