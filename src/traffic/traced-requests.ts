@@ -132,9 +132,19 @@ function serverSpanFacts(exchange: Exchange, statusCode: number, runtime: Gatewa
   }
 }
 
+/** The last `Host` read and what it gave: a gateway's clients mostly name it one way (a regex per sampled request otherwise). */
+let lastHost: { host: string; protocol: 'http' | 'https'; server: { address: string; port: number } | undefined } | undefined
+
 /** `server.address` and `server.port` from a checked `Host` (`name`, `name:port`, `[v6]:port`). */
 function hostOf(host: string | undefined, protocol: 'http' | 'https'): { address: string; port: number } | undefined {
   if (host === undefined || host === '') return undefined
+  if (lastHost !== undefined && lastHost.host === host && lastHost.protocol === protocol) return lastHost.server
+  const server = parseHost(host, protocol)
+  lastHost = { host, protocol, server }
+  return server
+}
+
+function parseHost(host: string, protocol: 'http' | 'https'): { address: string; port: number } | undefined {
   const match = /^(\[[^\]]*\]|[^:]*)(?::(\d*))?$/.exec(host)
   if (match === null) return undefined
   const address = (match[1] as string).replace(/^\[|\]$/g, '')

@@ -186,6 +186,24 @@ describe('tracing on, OTLP/HTTP protobuf (the default)', () => {
     expect(spans[0]?.statusCode).toBe(0)
   })
 
+  it('server.address and server.port follow each request\'s own Host, one after another', async () => {
+    const hosts: [string, string, number][] = [
+      ['gw.example:8443', 'gw.example', 8443],
+      ['gw.example:8443', 'gw.example', 8443],
+      ['[::1]:9000', '::1', 9000],
+      ['plain.example', 'plain.example', 80],
+      ['gw.example:8443', 'gw.example', 8443]
+    ]
+    for (const [index, [host, address, port]] of hosts.entries()) {
+      const request = buildRawRequest('GET /v4/anything HTTP/1.1', [['Host', host], ['authorization', ALICE.authorization], ['x-request-id', `host-${index}`]])
+      const { response } = await rawExchange(gw.url, request)
+      expect(response?.status).toBe(200)
+      const line = await accessLine(gw, `host-${index}`)
+      const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER')
+      expect(server?.attributes, host).toMatchObject({ 'server.address': address, 'server.port': port })
+    }
+  })
+
   it('a request the kernel refuses before planning (two Host fields) still has its SERVER span, without a server.address taken from it', async () => {
     const request = buildRawRequest('GET /v4/anything HTTP/1.1', [['Host', 'a.test'], ['Host', 'b.test'], ['x-request-id', 'two-hosts-traced']])
     const { response } = await rawExchange(gw.url, request)
