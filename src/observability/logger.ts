@@ -29,12 +29,13 @@ export interface LogDestination {
 
 /**
  * A batch is written once it holds this many bytes or its oldest line is this old, like
- * Envoy's access-log flush interval. About a pipe buffer's worth (64 KiB on Linux; a longer write
- * goes in parts, which sonic-boom handles): each async write costs a thread-pool hand-off on the
- * gateway's core, which at 12 KiB batches was 2% of a request's CPU. A hard kill loses at most
- * the last 250 ms of lines, as before.
+ * Envoy's access-log flush interval. Each async write is a hand-off to libuv's thread pool that
+ * costs more CPU than the write itself (about 50 µs against 14 µs for 64 KiB to a file on this
+ * VM): at 12 KiB batches that was 2 % of a request's CPU, at 64 KiB about 1 % (docs/performance.md).
+ * Four pipe buffers (64 KiB on Linux): a longer write goes in parts, on a pool thread, never the
+ * event loop, which sonic-boom handles. A hard kill loses at most the last 250 ms of lines.
  */
-const LOG_BATCH_BYTES = 65_536
+const LOG_BATCH_BYTES = 262_144
 const LOG_FLUSH_INTERVAL_MS = 250
 
 /**

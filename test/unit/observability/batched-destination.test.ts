@@ -30,4 +30,20 @@ describe('the batched log destination', () => {
     await until(async () => (await stat(path)).size === bytes, 10_000)
     expect(await readFile(path, 'utf8')).toBe(expected)
   })
+
+  it('hands on a batch only once it holds 256 KiB (or its oldest line is 250 ms old)', async () => {
+    const dir = await createTempDir('v4gw-log-')
+    const path = join(dir.path, 'gateway.log')
+    const destination = createBatchedDestination(path)
+    const line = `{"level":30,"pad":"${'x'.repeat(1_000)}"}\n`
+    // 200 lines of about 1 KiB: more than the 64 KiB batches of before, under the 256 KiB of now.
+    for (let index = 0; index < 200; index++) destination.stream.write(line)
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    expect((await stat(path)).size).toBe(0)
+    for (let index = 0; index < 100; index++) destination.stream.write(line)
+    await until(async () => (await stat(path)).size > 0, 200)
+    expect((await stat(path)).size).toBeLessThan(300 * Buffer.byteLength(line))
+    destination.flushSync()
+    expect((await stat(path)).size).toBe(300 * Buffer.byteLength(line))
+  })
 })
