@@ -46,8 +46,11 @@ export function createStdoutDestination(): LogDestination {
   return createBatchedDestination(1)
 }
 
-/** Lines batched into a file descriptor or a file (stdout in production; a file in a test of the batches' reuse). */
-export function createBatchedDestination(dest: number | string): LogDestination {
+/**
+ * Lines batched into a file descriptor or a file (stdout in production; a file in a test of the
+ * batches' reuse). `maxDelayMs`: a test that watches batches fill sets it long.
+ */
+export function createBatchedDestination(dest: number | string, maxDelayMs = LOG_FLUSH_INTERVAL_MS): LogDestination {
   // Buffers, not strings: the batcher has encoded the lines already (line-batcher.ts).
   const sonic = pino.destination({ dest, sync: false, contentMode: 'buffer' })
   const target: BatchTarget = {
@@ -57,7 +60,7 @@ export function createBatchedDestination(dest: number | string): LogDestination 
     // sonic-boom reports each write's byte count, in order: written batches are reused (line-batcher.ts).
     onWritten: (listener) => void sonic.on('write', listener)
   }
-  const batcher = new LineBatcher(target, { maxBytes: LOG_BATCH_BYTES, maxDelayMs: LOG_FLUSH_INTERVAL_MS })
+  const batcher = new LineBatcher(target, { maxBytes: LOG_BATCH_BYTES, maxDelayMs })
   return { stream: batcher, flushSync: () => batcher.flushSync() }
 }
 
