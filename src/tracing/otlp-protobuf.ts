@@ -363,9 +363,8 @@ function event(out: ProtobufBuffer, timed: TimedEvent): void {
   out.close(start, 1)
 }
 
-function link(out: ProtobufBuffer, linked: ReadableSpan['links'][number]): void {
-  const start = out.open(1)
-  const context = linked.context
+/** trace_id, span_id and trace_state: fields 1 to 3 of both a Span and a Link. */
+function contextFields(out: ProtobufBuffer, context: SpanContext): void {
   out.tag(1, LENGTH_DELIMITED)
   out.hexBytes(context.traceId)
   out.tag(2, LENGTH_DELIMITED)
@@ -375,6 +374,12 @@ function link(out: ProtobufBuffer, linked: ReadableSpan['links'][number]): void 
     out.tag(3, LENGTH_DELIMITED)
     out.string(traceState)
   }
+}
+
+function link(out: ProtobufBuffer, linked: ReadableSpan['links'][number]): void {
+  const start = out.open(1)
+  const context = linked.context
+  contextFields(out, context)
   if (linked.attributes !== undefined) attributes(out, 4, linked.attributes)
   out.tag(5, VARINT)
   out.varint32(linked.droppedAttributesCount ?? 0)
@@ -388,15 +393,7 @@ function span(out: ProtobufBuffer, recorded: ReadableSpan): void {
   const start = out.open(2)
   const context = recorded.spanContext()
   const parent = recorded.parentSpanContext
-  out.tag(1, LENGTH_DELIMITED)
-  out.hexBytes(context.traceId)
-  out.tag(2, LENGTH_DELIMITED)
-  out.hexBytes(context.spanId)
-  const traceState = context.traceState?.serialize()
-  if (traceState) {
-    out.tag(3, LENGTH_DELIMITED)
-    out.string(traceState)
-  }
+  contextFields(out, context)
   if (parent?.spanId) {
     out.tag(4, LENGTH_DELIMITED)
     out.hexBytes(parent.spanId)
