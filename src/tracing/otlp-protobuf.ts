@@ -1,4 +1,4 @@
-import type { Attributes, AttributeValue, HrTime, SpanContext } from '@opentelemetry/api'
+import type { Attributes, AttributeValue, HrTime, SpanContext, SpanKind } from '@opentelemetry/api'
 import type { InstrumentationScope } from '@opentelemetry/core'
 import type { Resource } from '@opentelemetry/resources'
 import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base'
@@ -9,10 +9,15 @@ import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base'
  * sizes every message in a first pass and writes each string a character at a time in JS, which
  * made it the largest single cost of a traced request (5.8 µs of the 17.5 µs tracing everything
  * added, docs/performance.md), and at the default ratio it runs too seldom to be compiled. Here
- * strings and ids are written by Buffer's native encoders, a gateway's one resource and scope are
- * encoded once, and a message's length is patched in after it is written. The bytes are the
- * library's, field for field and in its order: a contract test serialises the same spans with
- * both (test/unit/tracing/otlp-protobuf-contract.test.ts).
+ * short ASCII text and ids are copied byte by byte and longer text by Buffer's native encoder, a
+ * gateway's one resource and scope and its attribute keys are encoded once, and a message's
+ * length is patched in after it is written. The bytes are the library's, field for field and in
+ * its order, for any span the SDK or the gateway makes and for the odd values a hand-made
+ * ReadableSpan may hold (odd-length ids, a missing kind, 64-bit counts): a contract test
+ * serialises the same spans with both (test/unit/tracing/otlp-protobuf-contract.test.ts). One
+ * difference is chosen: a resource or scope is encoded the first time it is seen, so one whose
+ * attributes change afterwards (a resource whose asynchronous attributes settle later) keeps its
+ * first encoding. The gateway's are made once from its config and never change.
  */
 
 // Protobuf wire types (https://protobuf.dev/programming-guides/encoding/).
@@ -130,8 +135,9 @@ class ProtobufBuffer {
   hrTime(time: HrTime): void {
     const [seconds, nanos] = time
     // seconds·10⁹ + nanos = upper·2³² + lower, with seconds split at 2¹⁶ so no product passes 2⁵³.
-    const belowProduct = (seconds % TWO_16) * NANOS_PER_SECOND + nanos
-    const aboveProduct = Math.floor(seconds / TWO_16) * NANOS_PER_SECOND
+    // Whole seconds only, as the library takes them (an HrTime's seconds are whole anyway).
+    const belowProduct = (seconds & 0xffff) * NANOS_PER_SECOND + nanos
+    const aboveProduct = ((seconds / TWO_16) >>> 0) * NANOS_PER_SECOND
     const lower = belowProduct + (aboveProduct % TWO_16) * TWO_16
     this.room(8)
     this.bytes.writeUInt32LE(lower >>> 0, this.at)
@@ -172,6 +178,8 @@ class ProtobufBuffer {
     this.room(guess + text.length * 3)
     const start = this.at + guess
     const written = this.bytes.write(text, start, 'utf8')
+    // The text's end, so that a longer length than guessed finds room after it (lengthBefore).
+    this.at = start + written
     this.lengthBefore(start, guess, written)
   }
 
@@ -211,7 +219,8 @@ class ProtobufBuffer {
     this.room(count)
     const bytes = this.bytes
     let at = this.at
-    for (let index = 0; index < hex.length; index += 2) bytes[at++] = (HEX_VALUE[hex.charCodeAt(index)] as number) * 16 + (HEX_VALUE[hex.charCodeAt(index + 1)] as number)
+    // As the library reads an odd-length id: its whole pairs only.
+    for (let index = 0; index + 1 < hex.length; index += 2) bytes[at++] = (HEX_VALUE[hex.charCodeAt(index)] as number) * 16 + (HEX_VALUE[hex.charCodeAt(index + 1)] as number)
     this.at = at
   }
 
@@ -348,7 +357,7 @@ function anyValue(out: ProtobufBuffer, value: AttributeValue | Record<string, un
 }
 
 function spanFlags(context: SpanContext, parentIsRemote: boolean | undefined): number {
-  return (context.traceFlags & 0xff) | HAS_IS_REMOTE | (parentIsRemote === true ? IS_REMOTE : 0)
+  return (context.traceFlags & 0xff) | HAS_IS_REMOTE | (parentIsRemote ? IS_REMOTE : 0)
 }
 
 function event(out: ProtobufBuffer, timed: TimedEvent): void {
@@ -359,7 +368,7 @@ function event(out: ProtobufBuffer, timed: TimedEvent): void {
   out.string(timed.name)
   if (timed.attributes !== undefined) attributes(out, 3, timed.attributes)
   out.tag(4, VARINT)
-  out.varint32(timed.droppedAttributesCount ?? 0)
+  out.varint64(timed.droppedAttributesCount ?? 0)
   out.close(start, 1)
 }
 
@@ -382,7 +391,7 @@ function link(out: ProtobufBuffer, linked: ReadableSpan['links'][number]): void 
   contextFields(out, context)
   if (linked.attributes !== undefined) attributes(out, 4, linked.attributes)
   out.tag(5, VARINT)
-  out.varint32(linked.droppedAttributesCount ?? 0)
+  out.varint64(linked.droppedAttributesCount ?? 0)
   out.tag(6, FIXED32)
   out.fixed32(spanFlags(context, context.isRemote))
   out.close(start, 1)
@@ -400,28 +409,31 @@ function span(out: ProtobufBuffer, recorded: ReadableSpan): void {
   }
   out.tag(5, LENGTH_DELIMITED)
   out.string(recorded.name)
-  // The API's kinds start at INTERNAL = 0; OTLP's at SPAN_KIND_UNSPECIFIED = 0.
-  out.tag(6, VARINT)
-  out.varint32(recorded.kind + 1)
+  // The API's kinds start at INTERNAL = 0; OTLP's at SPAN_KIND_UNSPECIFIED = 0, which is not written.
+  const kind = (recorded.kind as SpanKind | undefined | null) == null ? 0 : recorded.kind + 1
+  if (kind !== 0) {
+    out.tag(6, VARINT)
+    out.varint64(kind)
+  }
   out.tag(7, FIXED64)
   out.hrTime(recorded.startTime)
   out.tag(8, FIXED64)
   out.hrTime(recorded.endTime)
   attributes(out, 9, recorded.attributes)
   out.tag(10, VARINT)
-  out.varint32(recorded.droppedAttributesCount)
+  out.varint64(recorded.droppedAttributesCount)
   for (const timed of recorded.events) {
     out.tag(11, LENGTH_DELIMITED)
     event(out, timed)
   }
   out.tag(12, VARINT)
-  out.varint32(recorded.droppedEventsCount)
+  out.varint64(recorded.droppedEventsCount)
   for (const linked of recorded.links) {
     out.tag(13, LENGTH_DELIMITED)
     link(out, linked)
   }
   out.tag(14, VARINT)
-  out.varint32(recorded.droppedLinksCount)
+  out.varint64(recorded.droppedLinksCount)
   out.tag(15, LENGTH_DELIMITED)
   const status = out.open(1)
   if (recorded.status.message) {
@@ -429,7 +441,7 @@ function span(out: ProtobufBuffer, recorded: ReadableSpan): void {
     out.string(recorded.status.message)
   }
   out.tag(3, VARINT)
-  out.varint32(recorded.status.code)
+  out.varint64(recorded.status.code)
   out.close(status, 1)
   out.tag(16, FIXED32)
   out.fixed32(spanFlags(context, parent?.isRemote))
@@ -459,7 +471,7 @@ function scopeField(out: ProtobufBuffer, scope: InstrumentationScope & { attribu
   if (scope.attributes !== undefined) attributes(out, 3, scope.attributes)
   if (scope.droppedAttributesCount) {
     out.tag(4, VARINT)
-    out.varint32(scope.droppedAttributesCount)
+    out.varint64(scope.droppedAttributesCount)
   }
   out.close(start, 1)
 }

@@ -212,4 +212,49 @@ describe('the gateway\'s OTLP protobuf encoder (contract with @opentelemetry/otl
     expectLibraryBytes(first, encode)
     expect(Buffer.from(firstBytes).equals(copy)).toBe(true)
   })
+
+  it('writes text that needs a longer length than guessed wherever it ends against the end of its scratch space', () => {
+    const resource = resourceFromAttributes({ 'service.name': 'contract' })
+    // Three bytes of UTF-8 for each UTF-16 unit, at lengths whose length prefix takes one byte more than the text's length suggests.
+    for (const text of ['€'.repeat(43), '\ud800'.repeat(43), '€'.repeat(5_462)]) {
+      // Attributes of 72 bytes each up to about 300 bytes before the first scratch space's end (64 KiB),
+      // then a pad that moves the text's end across that end a byte at a time (it ends there at a
+      // pad of about 160 characters).
+      const base: Attributes = {}
+      const count = Math.floor((65_536 - text.length * 3 - 300) / 72)
+      for (let index = 0; index < count; index++) base[`a${index.toString().padStart(3, '0')}`] = 'v'.repeat(60)
+      // The SDK keeps 128 attributes of a span; the others are set on a span derived from its own.
+      const [template] = sdkSpans(resource, [{ scope: SCOPE, span: { name: 'sweep' } }])
+      for (let padding = 0; padding < 320; padding++) {
+        const span = Object.assign(Object.create(template as object) as ReadableSpan, { attributes: { ...base, pad: 'p'.repeat(padding), text } })
+        expectLibraryBytes([span])
+      }
+    }
+  })
+
+  it('writes what a ReadableSpan may hold but the SDK never makes as the library does', () => {
+    const resource = resourceFromAttributes({ 'service.name': 'contract' })
+    const scope = { name: 'hand-made' }
+    const context: SpanContext = { traceId: REMOTE.traceId, spanId: REMOTE.spanId, traceFlags: TraceFlags.SAMPLED }
+    // A span made by hand: the fields a ReadableSpan has, then the case's own.
+    const made = (fields: Record<string, unknown>, spanContext: SpanContext = context): ReadableSpan =>
+      ({
+        name: 'hand-made', kind: SpanKind.INTERNAL, spanContext: () => spanContext, parentSpanContext: undefined, startTime: [1_764_300_000, 5], endTime: [1_764_300_001, 6],
+        attributes: {}, droppedAttributesCount: 0, events: [], droppedEventsCount: 0, links: [], droppedLinksCount: 0, status: { code: SpanStatusCode.UNSET },
+        resource, instrumentationScope: scope, duration: [1, 1], ended: true, ...fields
+      }) as unknown as ReadableSpan
+    const cases: ReadableSpan[] = [
+      made({}, { ...context, traceId: REMOTE.traceId.slice(1), spanId: REMOTE.spanId.toUpperCase() }),
+      made({ parentSpanContext: { ...LOCAL, spanId: LOCAL.spanId.slice(3), isRemote: 1 } }),
+      made({ links: [{ context: { ...REMOTE, spanId: 'abc', isRemote: 'yes' } }] }),
+      made({ kind: undefined }),
+      made({ kind: -1 }),
+      made({ droppedAttributesCount: -1, droppedEventsCount: 2 ** 32 + 1, droppedLinksCount: 2 ** 40, status: { code: 5e9, message: 'ünusual' } }),
+      made({ startTime: [1.5, 0], endTime: [2 ** 33 + 5, 2_500_000_000] }),
+      made({ attributes: { nested: { a: 1, b: { c: 'é'.repeat(70) }, d: [1, { e: null }] }, bytes: new Uint8Array([1, 2, 3]), empty: {} } }),
+      made({ events: [{ name: 'no attributes', time: [1, 1] }, { name: 'dropped', time: [2, 2], attributes: { a: 1 }, droppedAttributesCount: 3 }] })
+    ]
+    for (const span of cases) expectLibraryBytes([span])
+    expectLibraryBytes(cases)
+  })
 })
