@@ -24,6 +24,23 @@ describe('randomRequestUuid, against crypto.randomUUID', () => {
     expect(seen.size).toBe(20_000)
   })
 
+  it('takes fresh random bytes for every id: no run of five unaltered bytes appears in two ids', () => {
+    // Bytes 6 and 8 carry the version and variant bits; any other five in a row come straight from
+    // the pool. Ids that overlapped in the pool would share such a run (40 random bits: two
+    // unrelated ids share one about once in a trillion comparisons).
+    const seen = new Set<string>()
+    for (let index = 0; index < 1_000; index++) {
+      const bytes = Buffer.from(randomRequestUuid().replaceAll('-', ''), 'hex')
+      for (let start = 0; start + 5 <= 16; start++) {
+        if (start <= 6 && start + 5 > 6) continue
+        if (start <= 8 && start + 5 > 8) continue
+        const run = bytes.subarray(start, start + 5).toString('hex')
+        expect(seen.has(run), `a run of bytes seen before: ${run}`).toBe(false)
+        seen.add(run)
+      }
+    }
+  })
+
   it('uses every random bit but the six fixed ones: each free hex digit takes all sixteen values', () => {
     const digits = Array.from({ length: 36 }, () => new Set<string>())
     for (let index = 0; index < 4_000; index++) [...randomRequestUuid()].forEach((char, at) => digits[at]?.add(char))
