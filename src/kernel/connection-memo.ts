@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net'
+import { SessionKeyMemo } from '../sessions/session-key.js'
 import { OneEntryMemo } from '../util/one-entry-memo.js'
 
 /**
@@ -13,7 +14,7 @@ export interface ConnectionMemo {
   /** The presented credential's SHA-256 (sessions/session-key.ts fingerprintToken). */
   readonly credentialFingerprint: OneEntryMemo
   /** The session-map key's SHA-256 (sessions/session-key.ts buildSessionKey). */
-  readonly sessionKey: OneEntryMemo
+  readonly sessionKey: SessionKeyMemo
 }
 
 const memos = new WeakMap<Socket, ConnectionMemo>()
@@ -21,7 +22,7 @@ const memos = new WeakMap<Socket, ConnectionMemo>()
 export function connectionMemo(socket: Socket): ConnectionMemo {
   let memo = memos.get(socket)
   if (memo === undefined) {
-    memo = { credentialFingerprint: new OneEntryMemo(), sessionKey: new OneEntryMemo() }
+    memo = { credentialFingerprint: new OneEntryMemo(), sessionKey: new SessionKeyMemo() }
     memos.set(socket, memo)
   }
   return memo

@@ -1,12 +1,11 @@
 import type { SessionsConfig } from '../config/schema.js'
 import { GatewayError } from '../errors/registry.js'
-import { buildSessionKey } from '../sessions/session-key.js'
+import { buildSessionKey, type SessionKeyMemo } from '../sessions/session-key.js'
 import { getAtPointer } from '../util/json-pointer.js'
-import type { OneEntryMemo } from '../util/one-entry-memo.js'
 import type { LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
 import { toJsonBody } from './to-json-body.js'
-import { canonicalDefaults, translateExecute, translateSessionDefaults, translateSessionExecute } from './translate.js'
+import { translateExecute, translateSessionDefaults, translateSessionExecute } from './translate.js'
 
 export const V4_EXECUTE_PATH = '/v4/execute'
 export const V4_SESSIONS_START_PATH = '/v4/sessions.start'
@@ -60,7 +59,7 @@ export interface LegacyCallInput {
   tokenFingerprint: string
   sessions: Pick<SessionsConfig, 'staleStatuses' | 'sessionIdPaths'>
   /** The connection's memo of its last session key (kernel/connection-memo.ts); none in `explain`. */
-  sessionKeyMemo?: OneEntryMemo | undefined
+  sessionKeyMemo?: SessionKeyMemo | undefined
 }
 
 /**
@@ -78,7 +77,7 @@ export function buildLegacyCalls(input: LegacyCallInput): LegacyCalls {
   return {
     action: 'session-execute',
     tenant: input.tenant,
-    sessionKey: buildSessionKey(input.tenant, input.upstreamOrigin, input.tokenFingerprint, stateKey, canonicalDefaults(defaults), input.sessionKeyMemo),
+    sessionKey: buildSessionKey(input.tenant, input.upstreamOrigin, input.tokenFingerprint, stateKey, defaults, input.sessionKeyMemo),
     stateKey,
     start: () => ({ method: 'POST', path: V4_SESSIONS_START_PATH, headers, body: JSON.stringify(defaults) }),
     execution: (sessionId) => ({ method: 'POST', path: sessionExecutePath(sessionId), headers, body: executionBody }),

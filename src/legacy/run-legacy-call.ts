@@ -63,7 +63,10 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   trace.v4Path = V4_SESSIONS_START_PATH
   let first: ResolvedSession<UpstreamResponse>
   try {
-    first = await deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
+    // A hit comes back as it is (session-map.ts): awaited only when it is a promise, since an
+    // await of a plain value still costs a turn of the microtask queue.
+    const resolving = deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
+    first = resolving instanceof Promise ? await resolving : resolving
   } catch (error) {
     // A start that failed still had its outcome (SPEC 9): this request's own, or one it shared.
     trace.sessionOutcome = startedHere ? 'miss' : 'coalesced'

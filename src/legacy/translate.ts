@@ -31,8 +31,3 @@ export function translateSessionDefaults(call: LegacyCall): SessionDefaults {
 export function translateSessionExecute(call: LegacyCall): Record<string, unknown> {
   return assignDefined({ ...call.unknown, input: call.input }, { policy: call.policy, route: call.route })
 }
-
-/** Canonical JSON of the defaults (SPEC 4): fixed key order, so equal defaults give equal map keys. */
-export function canonicalDefaults(defaults: SessionDefaults): string {
-  return JSON.stringify([defaults.policy ?? null, defaults.route ?? null, defaults.risk ?? null])
-}

@@ -1,6 +1,13 @@
 import { hash } from 'node:crypto'
 import type { OneEntryMemo } from '../util/one-entry-memo.js'
 
+/** The session defaults a key is made with (SPEC 4 session-execute step 1). */
+export interface SessionKeyDefaults {
+  readonly policy?: string | undefined
+  readonly route?: string | undefined
+  readonly risk?: string | undefined
+}
+
 /**
  * SHA-256 of a token: the only form of a credential that may be kept, logged or counted. With
  * `memo` (the connection's, kernel/connection-memo.ts), a token hashed last time is not hashed again.
@@ -23,12 +30,62 @@ function sha256Hex(token: string): string {
  * Length-prefixed parts, so no choice of values can make two tuples collide. With `memo`, the
  * same parts as last time are not hashed again.
  */
-export function buildSessionKey(tenant: string, upstreamOrigin: string, tokenFingerprint: string, stateKey: string, canonicalDefaults: string, memo?: OneEntryMemo): string {
-  const parts = `${tenant.length}:${tenant}${upstreamOrigin.length}:${upstreamOrigin}${tokenFingerprint.length}:${tokenFingerprint}${stateKey.length}:${stateKey}${canonicalDefaults.length}:${canonicalDefaults}`
-  return memo === undefined ? sessionKeyDigest(parts) : memo.of(parts, sessionKeyDigest)
+export function buildSessionKey(tenant: string, upstreamOrigin: string, tokenFingerprint: string, stateKey: string, defaults: SessionKeyDefaults, memo?: SessionKeyMemo): string {
+  return memo === undefined ? sessionKey(tenant, upstreamOrigin, tokenFingerprint, stateKey, defaults) : memo.keyFor(tenant, upstreamOrigin, tokenFingerprint, stateKey, defaults)
 }
 
-function sessionKeyDigest(parts: string): string {
+/** Canonical JSON of the defaults (SPEC 4): fixed key order, so equal defaults give equal map keys. */
+export function canonicalDefaults(defaults: SessionKeyDefaults): string {
+  return JSON.stringify([defaults.policy ?? null, defaults.route ?? null, defaults.risk ?? null])
+}
+
+/**
+ * The session key a connection built last (kernel/connection-memo.ts), by its parts: a request
+ * with the same parts as the one before gets it for a few compares of strings that are mostly
+ * the same objects (the tenant's, the remembered fingerprint). Remembered by parts rather than
+ * by the text they make: that text is built anew per request, and comparing it flattens it
+ * first, which cost a session-hit request more than everything else here (docs/performance.md).
+ * Private fields, as OneEntryMemo's: a printed connection never shows them.
+ */
+export class SessionKeyMemo {
+  #tenant: string | undefined = undefined
+  #upstreamOrigin = ''
+  #tokenFingerprint = ''
+  #stateKey = ''
+  #policy: string | undefined = undefined
+  #route: string | undefined = undefined
+  #risk: string | undefined = undefined
+  #key = ''
+
+  keyFor(tenant: string, upstreamOrigin: string, tokenFingerprint: string, stateKey: string, defaults: SessionKeyDefaults): string {
+    const { policy, route, risk } = defaults
+    if (
+      tenant === this.#tenant &&
+      upstreamOrigin === this.#upstreamOrigin &&
+      tokenFingerprint === this.#tokenFingerprint &&
+      stateKey === this.#stateKey &&
+      policy === this.#policy &&
+      route === this.#route &&
+      risk === this.#risk
+    ) {
+      return this.#key
+    }
+    const key = sessionKey(tenant, upstreamOrigin, tokenFingerprint, stateKey, defaults)
+    this.#tenant = tenant
+    this.#upstreamOrigin = upstreamOrigin
+    this.#tokenFingerprint = tokenFingerprint
+    this.#stateKey = stateKey
+    this.#policy = policy
+    this.#route = route
+    this.#risk = risk
+    this.#key = key
+    return key
+  }
+}
+
+function sessionKey(tenant: string, upstreamOrigin: string, tokenFingerprint: string, stateKey: string, defaults: SessionKeyDefaults): string {
+  const canonical = canonicalDefaults(defaults)
+  const parts = `${tenant.length}:${tenant}${upstreamOrigin.length}:${upstreamOrigin}${tokenFingerprint.length}:${tokenFingerprint}${stateKey.length}:${stateKey}${canonical.length}:${canonical}`
   // Hashing encodes UTF-8, which turns every lone surrogate (a JSON body may hold "\ud800") into
   // U+FFFD, so such parts go in escaped, after a mark no well-formed string starts with (a digit does).
   return hash('sha256', parts.isWellFormed() ? parts : `\u0000${JSON.stringify(parts)}`, 'base64url')

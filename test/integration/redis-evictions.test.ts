@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { canonicalDefaults } from '../../src/legacy/translate.js'
 import { buildRedisKeys } from '../../src/sessions/redis-keys.js'
 import { buildSessionKey, fingerprintToken } from '../../src/sessions/session-key.js'
 import { send, type Answer } from '../helpers/http.js'
@@ -21,7 +20,7 @@ function invoke(replica: StartedGateway, stateId: string, headers: Record<string
 }
 
 function sessionKeyOf(keyPrefix: string, stateId: string, tenant = 'acme', upstreamUrl = sim.url): string {
-  return buildRedisKeys(keyPrefix).session(tenant, buildSessionKey(tenant, new URL(upstreamUrl).origin, fingerprintToken(PLANTED_TOKEN), stateId, canonicalDefaults({})))
+  return buildRedisKeys(keyPrefix).session(tenant, buildSessionKey(tenant, new URL(upstreamUrl).origin, fingerprintToken(PLANTED_TOKEN), stateId, {}))
 }
 
 async function allKeys(pattern: string): Promise<string[]> {

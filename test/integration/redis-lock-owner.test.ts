@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
-import { canonicalDefaults } from '../../src/legacy/translate.js'
 import { buildRedisKeys } from '../../src/sessions/redis-keys.js'
 import { buildSessionKey, fingerprintToken } from '../../src/sessions/session-key.js'
 import { send, type Answer } from '../helpers/http.js'
@@ -19,7 +18,7 @@ function invoke(replica: StartedGateway, stateId: string): Promise<Answer> {
 
 /** The start lock the gateway takes for a call on `stateId` without state (SPEC 4 step 1 key). */
 function lockKeyOf(stateId: string, upstreamUrl: string): string {
-  const mapKey = buildSessionKey('acme', new URL(upstreamUrl).origin, fingerprintToken(TOKEN), stateId, canonicalDefaults({}))
+  const mapKey = buildSessionKey('acme', new URL(upstreamUrl).origin, fingerprintToken(TOKEN), stateId, {})
   return buildRedisKeys(KEY_PREFIX).lock('acme', mapKey)
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { LegacyCall } from '../../../src/legacy/parse-legacy-body.js'
-import { canonicalDefaults, translateExecute, translateSessionDefaults, translateSessionExecute } from '../../../src/legacy/translate.js'
+import { translateExecute, translateSessionDefaults, translateSessionExecute } from '../../../src/legacy/translate.js'
 
 function call(fields: Partial<LegacyCall>): LegacyCall {
   return { input: { q: 1 }, unknown: {}, ...fields }
@@ -65,31 +65,5 @@ describe('translateSessionExecute', () => {
 
   it('carries the unknown fields along', () => {
     expect(translateSessionExecute(call({ unknown: { trace: 't' } }))).toEqual({ trace: 't', input: { q: 1 } })
-  })
-})
-
-describe('canonicalDefaults', () => {
-  it('is the same for equal defaults written in another key order', () => {
-    expect(canonicalDefaults({ policy: 'p', route: 'r' })).toBe(canonicalDefaults({ route: 'r', policy: 'p' }))
-  })
-
-  it('differs when one default differs', () => {
-    expect(canonicalDefaults({ policy: 'p', risk: 'low' })).not.toBe(canonicalDefaults({ policy: 'p', risk: 'high' }))
-  })
-
-  it('tells apart the same value under different fields', () => {
-    expect(canonicalDefaults({ policy: 'x' })).not.toBe(canonicalDefaults({ route: 'x' }))
-  })
-
-  it('tells apart no defaults from an empty-string default', () => {
-    expect(canonicalDefaults({})).not.toBe(canonicalDefaults({ policy: '' }))
-  })
-
-  it('cannot be forged by a value that spells out the JSON of other fields, or by lone surrogates', () => {
-    // The session-map key hashes this as UTF-8, where a lone surrogate would read U+FFFD: JSON escapes it.
-    const forged = [{ policy: 'p', route: 'r' }, { policy: 'p","r' }, { policy: 'p",null,"r' }, { policy: '\ud800' }, { policy: '\udc00' }, { policy: '\ufffd' }, {}]
-    const texts = forged.map(canonicalDefaults)
-    expect(new Set(texts).size).toBe(forged.length)
-    expect(texts.every((text) => text.isWellFormed())).toBe(true)
   })
 })

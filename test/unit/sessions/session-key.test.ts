@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { buildSessionKey, fingerprintToken } from '../../../src/sessions/session-key.js'
-import { OneEntryMemo } from '../../../src/util/one-entry-memo.js'
+import { buildSessionKey, canonicalDefaults, fingerprintToken, SessionKeyMemo, type SessionKeyDefaults } from '../../../src/sessions/session-key.js'
 
 const TOKEN = 'demo-token-alice'
 const FINGERPRINT = fingerprintToken(TOKEN)
-const DEFAULTS = JSON.stringify(['strict', null, 'high'])
+const DEFAULTS: SessionKeyDefaults = { policy: 'strict', risk: 'high' }
 const ORIGIN = 'http://127.0.0.1:4010'
 
 describe('fingerprintToken', () => {
@@ -42,13 +41,13 @@ describe('buildSessionKey', () => {
   })
 
   it('differs per canonical defaults', () => {
-    const other = JSON.stringify(['strict', null, 'low'])
+    const other = { policy: 'strict', risk: 'low' }
     expect(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS)).not.toBe(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'state-1', other))
   })
 
   it('does not collide when characters move from one part to the next', () => {
     expect(buildSessionKey('ab', ORIGIN, FINGERPRINT, 'c', DEFAULTS)).not.toBe(buildSessionKey('a', ORIGIN, FINGERPRINT, 'bc', DEFAULTS))
-    expect(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'x:1', '')).not.toBe(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'x', ':1'))
+    expect(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'x:1', {})).not.toBe(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'x', { policy: ':1' }))
   })
 
   it('tells apart state keys that differ only in lone surrogates, which UTF-8 would make one U+FFFD', () => {
@@ -68,9 +67,8 @@ describe('buildSessionKey', () => {
 
 describe('with a connection memo', () => {
   it('gives what the function gives without one, for inputs that repeat and alternate', () => {
-    const [fingerprints, keys] = [new OneEntryMemo(), new OneEntryMemo()]
+    const keys = new SessionKeyMemo()
     for (const token of ['demo-token-alice', 'demo-token-alice', 'demo-token-bob', 'demo-token-alice', 'demo-token-bob', 'demo-token-bob']) {
-      expect(fingerprintToken(token, fingerprints)).toBe(fingerprintToken(token))
       for (const stateKey of ['state-1', 'state-1', '', '\ud800', '\ufffd', 'state-1']) {
         const fingerprint = fingerprintToken(token)
         expect(buildSessionKey('acme', ORIGIN, fingerprint, stateKey, DEFAULTS, keys)).toBe(buildSessionKey('acme', ORIGIN, fingerprint, stateKey, DEFAULTS))
@@ -78,9 +76,66 @@ describe('with a connection memo', () => {
     }
   })
 
+  // Each part alone changes the key: a memo that skipped comparing one would hand back the last key.
+  it('builds a new key when any one part changes, each default included', () => {
+    const base = ['acme', ORIGIN, FINGERPRINT, 'state-1'] as const
+    const variants: [string, string, string, string, SessionKeyDefaults][] = [
+      [...base, DEFAULTS],
+      ['beta', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS],
+      ['acme', 'https://v4.example.com', FINGERPRINT, 'state-1', DEFAULTS],
+      ['acme', ORIGIN, fingerprintToken('demo-token-bob'), 'state-1', DEFAULTS],
+      ['acme', ORIGIN, FINGERPRINT, 'state-2', DEFAULTS],
+      [...base, { ...DEFAULTS, policy: 'lenient' }],
+      [...base, { ...DEFAULTS, route: 'eu-west' }],
+      [...base, { ...DEFAULTS, risk: 'low' }],
+      [...base, {}]
+    ]
+    const keys = new SessionKeyMemo()
+    // Each variant right after the first, from which it differs in one part only.
+    for (const parts of variants) {
+      expect(keys.keyFor(...(variants[0] as (typeof variants)[0]))).toBe(buildSessionKey(...(variants[0] as (typeof variants)[0])))
+      expect(keys.keyFor(...parts)).toBe(buildSessionKey(...parts))
+      expect(keys.keyFor(...parts)).toBe(buildSessionKey(...parts))
+    }
+    expect(new Set(variants.map((parts) => buildSessionKey(...parts))).size).toBe(variants.length)
+  })
+
   it('keeps lone surrogates apart through the memo as without it', () => {
-    const keys = new OneEntryMemo()
+    const keys = new SessionKeyMemo()
     const built = ['\ud800', '\udc00', '\ufffd'].map((stateKey) => buildSessionKey('acme', ORIGIN, FINGERPRINT, stateKey, DEFAULTS, keys))
     expect(new Set(built).size).toBe(3)
+  })
+
+  it('shows none of its parts when printed', () => {
+    const keys = new SessionKeyMemo()
+    keys.keyFor('acme', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS)
+    expect(JSON.stringify(keys)).toBe('{}')
+    expect(String(Object.keys(keys))).toBe('')
+  })
+})
+
+describe('canonicalDefaults', () => {
+  it('is the same for equal defaults written in another key order', () => {
+    expect(canonicalDefaults({ policy: 'p', route: 'r' })).toBe(canonicalDefaults({ route: 'r', policy: 'p' }))
+  })
+
+  it('differs when one default differs', () => {
+    expect(canonicalDefaults({ policy: 'p', risk: 'low' })).not.toBe(canonicalDefaults({ policy: 'p', risk: 'high' }))
+  })
+
+  it('tells apart the same value under different fields', () => {
+    expect(canonicalDefaults({ policy: 'x' })).not.toBe(canonicalDefaults({ route: 'x' }))
+  })
+
+  it('tells apart no defaults from an empty-string default', () => {
+    expect(canonicalDefaults({})).not.toBe(canonicalDefaults({ policy: '' }))
+  })
+
+  it('cannot be forged by a value that spells out the JSON of other fields, or by lone surrogates', () => {
+    // The session-map key hashes this as UTF-8, where a lone surrogate would read U+FFFD: JSON escapes it.
+    const forged = [{ policy: 'p', route: 'r' }, { policy: 'p","r' }, { policy: 'p",null,"r' }, { policy: '\ud800' }, { policy: '\udc00' }, { policy: '\ufffd' }, {}]
+    const texts = forged.map(canonicalDefaults)
+    expect(new Set(texts).size).toBe(forged.length)
+    expect(texts.every((text) => text.isWellFormed())).toBe(true)
   })
 })
