@@ -1,6 +1,6 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client'
 import { MIGRATION_STAGES } from '../config/schema.js'
-import { batchedHistogram, type BatchedSeries } from './batched-histogram.js'
+import { labelHistogram, type HistogramSeries } from './label-histogram.js'
 import { CounterCells } from './counter-cells.js'
 import type { DeprecationAction, IdempotencyOutcome, LoadShedReason, ServedBy, UpstreamFailure } from './access-record.js'
 import type { SessionOutcome, SessionStoreStatus } from './session-events.js'
@@ -157,9 +157,9 @@ export function createMetrics(options: {
     labelNames: ['version', 'node_version'] as const,
     registers: [registry]
   }).set({ version: options.version ?? 'unknown', node_version: process.versions.node }, 1)
-  /** A latency histogram by traffic class, in seconds (Prometheus base unit), observed in batches. */
-  const latencyByClass = (name: string, help: string): ((trafficClass: string) => BatchedSeries) =>
-    batchedHistogram({ name, help, label: 'class', buckets: LATENCY_BUCKETS_SECONDS, registry })
+  /** A latency histogram by traffic class, in seconds (Prometheus base unit), counted by the gateway (label-histogram.ts). */
+  const latencyByClass = (name: string, help: string): ((trafficClass: string) => HistogramSeries) =>
+    labelHistogram({ name, help, label: 'class', buckets: LATENCY_BUCKETS_SECONDS, registry })
   const requestSeconds = latencyByClass('v4gw_request_duration_seconds', 'Time from request start to response, by traffic class')
   const upstreamSeconds = latencyByClass(
     'v4gw_upstream_duration_seconds',
