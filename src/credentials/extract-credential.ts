@@ -72,7 +72,10 @@ function collectPresentations(
   config: CredentialsConfig
 ): Presentation[] {
   const presentations: Presentation[] = []
-  for (const source of config.sources) {
+  const sources = config.sources
+  // Indexed: the config is frozen, and for-of over a frozen array is several times slower.
+  for (let index = 0; index < sources.length; index++) {
+    const source = sources[index] as (typeof sources)[number]
     const values = headers[source]
     if (values === undefined) continue
     for (const raw of values) {

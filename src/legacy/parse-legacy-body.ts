@@ -179,14 +179,25 @@ export function parseLegacyCall(
   unknownFields: 'keep' | 'drop',
   extraConsumedPointer?: string
 ): LegacyCall {
-  const names = action === 'execute' ? EXECUTE_FIELDS : SESSION_EXECUTE_FIELDS
-  const raw: Record<string, unknown> = {}
-  for (const name of names) raw[name] = getAtPointer(body, fields[name])
+  // One object literal per action rather than a loop over the names: the same shape every time.
+  const raw: Record<string, unknown> =
+    action === 'execute'
+      ? { input: getAtPointer(body, fields.input), policy: getAtPointer(body, fields.policy), route: getAtPointer(body, fields.route), risk: getAtPointer(body, fields.risk) }
+      : {
+          input: getAtPointer(body, fields.input),
+          policy: getAtPointer(body, fields.policy),
+          route: getAtPointer(body, fields.route),
+          risk: getAtPointer(body, fields.risk),
+          state: getAtPointer(body, fields.state),
+          stateId: getAtPointer(body, fields.stateId)
+        }
   const call = validateWithSchema(raw, action, fields)
   call.unknown = {}
   if (unknownFields === 'keep') {
     const consumed = consumedMembers(fields, action, extraConsumedPointer)
-    for (const key of consumed.all ? [] : Object.keys(body)) {
+    const keys = consumed.all ? [] : Object.keys(body)
+    for (let index = 0; index < keys.length; index++) {
+      const key = keys[index] as string
       if (consumed.whole.has(key)) continue
       const inner = consumed.inner.get(key)
       const value = inner === undefined ? body[key] : withoutPaths(body[key], inner)

@@ -13,7 +13,9 @@ export function credentialHeaders(rawHeaders: readonly string[], sources: readon
   const found: Record<string, string[] | undefined> = {}
   for (let index = 0; index < rawHeaders.length; index += 2) {
     const name = rawHeaders[index] as string
-    for (const source of sources) {
+    // Indexed: `sources` is the frozen config's, and for-of over a frozen array is several times slower.
+    for (let at = 0; at < sources.length; at++) {
+      const source = sources[at] as string
       if (name.length === source.length && name.toLowerCase() === source) {
         const values = (found[source] ??= [])
         values.push(rawHeaders[index + 1] as string)

@@ -31,7 +31,10 @@ function isContainer(value: unknown): value is Record<string, unknown> {
 /** The value at `pointer`, or undefined when any step is missing. Own properties only. */
 export function getAtPointer(document: unknown, pointer: string): unknown {
   let current = document
-  for (const token of pointerTokens(pointer)) {
+  const tokens = pointerTokens(pointer)
+  // Indexed: the tokens are frozen, and for-of over a frozen array is several times slower.
+  for (let index = 0; index < tokens.length; index++) {
+    const token = tokens[index] as string
     if (!isContainer(current) || !Object.hasOwn(current, token)) return undefined
     current = current[token]
   }
