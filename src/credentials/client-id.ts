@@ -44,7 +44,9 @@ export function resolveClientId(
   header: (name: string) => string | undefined,
   credentialFingerprint: () => string | undefined
 ): string {
-  for (const source of key) {
+  // Indexed: `key` is frozen, and for-of over a frozen array is several times slower.
+  for (let index = 0; index < key.length; index++) {
+    const source = key[index] as ClientKeySource
     if (source.kind === 'header') {
       const value = header(source.name)
       if (value !== undefined && value !== '') return headerClientId(value)

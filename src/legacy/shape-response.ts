@@ -58,7 +58,10 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
   let changed = fillMeta(document, options)
   let payload: string
   try {
-    for (const { from, to } of options.responseFields) {
+    const responseFields = options.responseFields
+    // Indexed: the config is frozen, and for-of over a frozen array is several times slower.
+    for (let index = 0; index < responseFields.length; index++) {
+      const { from, to } = responseFields[index] as (typeof responseFields)[number]
       const value = getAtPointer(document, from)
       if (value !== undefined) changed = setAtPointer(document, to, structuredClone(value)) || changed
     }

@@ -79,6 +79,30 @@ describe('matchRoute on a custom table', () => {
     expect(matchRoute(custom, 'POST', '/v0/jobs/special')?.route.action).toBe('session-execute')
   })
 
+  // A route without parameters is matched by one compare of its path: order still decides.
+  it('takes a route without parameters before a later one with them, and only for its own path', () => {
+    const staticFirst = routes([
+      { method: 'POST', path: '/v0/jobs/special', action: 'execute' },
+      { method: 'POST', path: '/v0/jobs/:jobId', action: 'session-execute', stateKey: 'param:jobId' },
+      { method: 'POST', path: '/', action: 'execute' }
+    ])
+    expect(matchRoute(staticFirst, 'POST', '/v0/jobs/special')).toMatchObject({ route: { action: 'execute', path: '/v0/jobs/special' }, params: {} })
+    expect(matchRoute(staticFirst, 'POST', '/v0/jobs/specia')?.params).toEqual({ jobId: 'specia' })
+    expect(matchRoute(staticFirst, 'POST', '/v0/jobs/special2')?.params).toEqual({ jobId: 'special2' })
+    expect(matchRoute(staticFirst, 'POST', '/v0/jobs/Special')?.params).toEqual({ jobId: 'Special' })
+    expect(matchRoute(staticFirst, 'POST', '/v0/jobs/special/')).toBeUndefined()
+    expect(matchRoute(staticFirst, 'GET', '/v0/jobs/special')).toBeUndefined()
+    expect(matchRoute(staticFirst, 'POST', '/')?.route.path).toBe('/')
+    expect(matchRoute(staticFirst, 'POST', '//')).toBeUndefined()
+  })
+
+  it('hands out a match that cannot be changed, since every request of the route shares it', () => {
+    const match = matchRoute(LEGACY_V1, 'POST', '/v1/headless/runs')
+    expect(match).toBe(matchRoute(LEGACY_V1, 'POST', '/v1/headless/runs'))
+    expect(Object.isFrozen(match)).toBe(true)
+    expect(Object.isFrozen(match?.params)).toBe(true)
+  })
+
   it('keeps each route action, state key and rewrite', () => {
     const match = matchRoute(custom, 'GET', '/v0/policies/pol-1')
     expect(match?.route).toMatchObject({ method: 'GET', action: 'proxy', rewrite: '/v4/policies/:id', stateKey: undefined })
