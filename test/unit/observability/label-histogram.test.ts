@@ -1,4 +1,4 @@
-import { Histogram, Registry } from 'prom-client'
+import { Histogram, Registry, type RegistryContentType } from 'prom-client'
 import { describe, expect, it } from 'vitest'
 import { labelHistogram } from '../../../src/observability/label-histogram.js'
 
@@ -9,9 +9,9 @@ import { labelHistogram } from '../../../src/observability/label-histogram.js'
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 const CLASSES = ['native', 'legacy', 'unknown']
 
-function pair(): { own: (value: string) => { observe(value: number): void }; direct: Histogram<'class'>; ownRegistry: Registry; directRegistry: Registry } {
-  const ownRegistry = new Registry()
-  const directRegistry = new Registry()
+function pair(): { own: (value: string) => { observe(value: number): void }; direct: Histogram<'class'>; ownRegistry: Registry<RegistryContentType>; directRegistry: Registry<RegistryContentType> } {
+  const ownRegistry = new Registry<RegistryContentType>()
+  const directRegistry = new Registry<RegistryContentType>()
   const own = labelHistogram({ name: 'v4gw_request_duration_seconds', help: 'h', label: 'class', buckets: BUCKETS, registry: ownRegistry })
   const direct = new Histogram({ name: 'v4gw_request_duration_seconds', help: 'h', labelNames: ['class'] as const, buckets: BUCKETS, registers: [directRegistry] })
   return { own, direct, ownRegistry, directRegistry }
@@ -59,11 +59,28 @@ describe('a histogram counted by the gateway', () => {
     ownRegistry.resetMetrics()
     directRegistry.resetMetrics()
     expect(await ownRegistry.metrics()).toBe(await directRegistry.metrics())
-    own('legacy').observe(0.003)
-    direct.labels({ class: 'legacy' }).observe(0.003)
+    // After a reset the series come back in the order they are observed again, not as first made.
+    for (const trafficClass of ['unknown', 'legacy', 'native']) {
+      own(trafficClass).observe(0.003)
+      direct.labels({ class: trafficClass }).observe(0.003)
+    }
     expect(await ownRegistry.metrics()).toBe(await directRegistry.metrics())
     expect(await ownRegistry.metrics()).toContain('v4gw_request_duration_seconds_count{class="legacy"} 1')
     expect(await ownRegistry.getMetricsAsJSON()).toEqual(await directRegistry.getMetricsAsJSON())
+  })
+
+  it('scrapes the same with default labels and in the OpenMetrics format', async () => {
+    const { own, direct, ownRegistry, directRegistry } = pair()
+    for (const [trafficClass, value] of values(500)) {
+      own(trafficClass).observe(value)
+      direct.labels({ class: trafficClass }).observe(value)
+    }
+    for (const registry of [ownRegistry, directRegistry]) registry.setDefaultLabels({ replica: 'gw-1' })
+    expect(await ownRegistry.metrics()).toBe(await directRegistry.metrics())
+    expect(await ownRegistry.metrics()).toContain('v4gw_request_duration_seconds_bucket{le="0.001",replica="gw-1",class="native"}')
+    expect(await ownRegistry.getMetricsAsJSON()).toEqual(await directRegistry.getMetricsAsJSON())
+    for (const registry of [ownRegistry, directRegistry]) registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE)
+    expect(await ownRegistry.metrics()).toBe(await directRegistry.metrics())
   })
 
   it('refuses a value that is not a finite number as it is observed, and keeps the others', async () => {
