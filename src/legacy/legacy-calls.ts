@@ -49,7 +49,7 @@ export interface LegacyCallInput {
   tenant: string
   upstreamOrigin: string
   route: CompiledRoute
-  params: Record<string, string>
+  params: Readonly<Record<string, string>>
   call: LegacyCall
   /** The parsed body, for a `body:` state key. */
   body: Record<string, unknown>

@@ -54,7 +54,7 @@ export interface FingerprintInput {
   credentialHash: string
   route: string
   method: string
-  params: Record<string, string>
+  params: Readonly<Record<string, string>>
   /** The query without the credential parameter (SPEC 5). */
   query: string
   stateKey: string
