@@ -201,6 +201,24 @@ describe('the spans the gateway records, against the SDK making the same spans',
     expect(ours.duration).toEqual(sdkSpan.duration)
   })
 
+  it('ends a span whose end reading comes before its start at its start, as the SDK does, and gives the same times on every read', () => {
+    const spans = recorder()
+    const startedAt = performance.now() - 1_000
+    const request = new RecordedRequestSpan(spans, 'c'.repeat(32), undefined, undefined, 'GET', startedAt)
+    request.end(undefined, startedAt - 5)
+    const [ours] = spans.spans as [ReadableSpan]
+    const provider = new BasicTracerProvider({ resource: RESOURCE, sampler: new AlwaysOnSampler() })
+    const sdk = provider.getTracer(SCOPE.name).startSpan('GET', { startTime: startedAt })
+    sdk.end(startedAt - 5)
+    const sdkSpan = sdk as unknown as ReadableSpan
+    expect(ours.endTime).toEqual(ours.startTime)
+    expect(ours.duration).toEqual([0, 0])
+    expect(ours.duration).toEqual(sdkSpan.duration)
+    // Made when read (ended-span.ts): each read gives the same values.
+    expect(ours.startTime).toEqual(ours.startTime)
+    expect(hrTimeToMilliseconds(ours.startTime)).toBe(hrTimeToMilliseconds(ours.startTime))
+  })
+
   it('a SERVER span under a trusted parent, ended before its facts were known, serialises to the same bytes', () => {
     const spans = recorder()
     const parent: SpanContext = { traceId: 'e'.repeat(32), spanId: 'f'.repeat(16), traceFlags: TraceFlags.SAMPLED, isRemote: true }
