@@ -64,13 +64,8 @@ export class EndedSpan implements ReadableSpan {
   readonly status: SpanStatus
   readonly attributes: Attributes
   readonly links: Link[]
-  readonly events: TimedEvent[] = NO_EVENTS
-  readonly ended = true
   readonly resource: Resource
   readonly instrumentationScope: InstrumentationScope
-  readonly droppedAttributesCount = 0
-  readonly droppedEventsCount = 0
-  readonly droppedLinksCount = 0
   private readonly context: SpanContext
   /**
    * Start and end in wall-clock milliseconds. The HrTime pairs the exporters read are made when
@@ -93,6 +88,28 @@ export class EndedSpan implements ReadableSpan {
     this.endedAtMs = facts.endedAt < facts.startedAt ? this.startedAtMs : facts.endedAt + facts.offset
     this.resource = recorder.resource
     this.instrumentationScope = recorder.scope
+  }
+
+  // The same for every span the gateway makes: on the prototype, so a queued span, which each
+  // scavenge before its export copies, holds only what differs (traced-all about -1 %).
+  get events(): TimedEvent[] {
+    return NO_EVENTS
+  }
+
+  get ended(): boolean {
+    return true
+  }
+
+  get droppedAttributesCount(): number {
+    return 0
+  }
+
+  get droppedEventsCount(): number {
+    return 0
+  }
+
+  get droppedLinksCount(): number {
+    return 0
   }
 
   get startTime(): HrTime {
