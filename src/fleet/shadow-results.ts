@@ -95,6 +95,13 @@ function countsOf(tally: Tally): ShadowCounts {
   }
 }
 
+/** The fields of a tally that counted anything: the script adds only those (an empty object stays one in JSON). */
+function positiveCounts(counts: Tally): Record<string, number> {
+  const positive: Record<string, number> = {}
+  for (const field of FIELDS) if (counts[field] > 0) positive[field] = counts[field]
+  return positive
+}
+
 function hourOf(atMs: number): number {
   return Math.floor(atMs / HOUR_MS) * HOUR_MS
 }
@@ -196,25 +203,41 @@ function mergeInto(view: RouteView, tally: RouteTally): void {
 }
 
 /**
- * Adds the pointer counts of ARGV (pairs after the limit in ARGV[1]) to the hash KEYS[1], each
- * pointer beyond the limit's distinct ones to `#other` (SPEC 15), in one step so that replicas
- * flushing at once keep the bound.
+ * One route's tally written in one step (a script runs whole, nothing between its commands):
+ * skipped when a reset (DELETE /admin/shadow, on any replica) set the route's `since` after the
+ * tally's last record, else its counts, hourly buckets, pointers and samples added: a pointer the
+ * route's hash lacks counts as itself while the route has fewer than the limit, else as `#other`. Read and written apart, a reset that landed between the two had counts made before it
+ * written after it. KEYS: the counts hash, the pointers hash, the samples list, then the hourly
+ * hashes; ARGV: the tally's last record time, then its JSON ({t: counts, h: counts per hourly
+ * key in KEYS order, p: [pointer, count] pairs, s: samples oldest first}), the pointer limit,
+ * the samples kept and the hourly TTL.
  */
-const COUNT_POINTERS = `local limit = tonumber(ARGV[1])
-local distinct = redis.call('HLEN', KEYS[1]) - redis.call('HEXISTS', KEYS[1], '${OTHER_POINTER}')
-for i = 2, #ARGV, 2 do
-  local pointer = ARGV[i]
-  local count = tonumber(ARGV[i + 1])
-  if pointer == '${OTHER_POINTER}' or redis.call('HEXISTS', KEYS[1], pointer) == 1 then
-    redis.call('HINCRBY', KEYS[1], pointer, count)
+const WRITE_TALLY = `local since = tonumber(redis.call('HGET', KEYS[1], 'since'))
+if since ~= nil and tonumber(ARGV[1]) < since then return 0 end
+local tally = cjson.decode(ARGV[2])
+for field, count in pairs(tally.t) do redis.call('HINCRBY', KEYS[1], field, count) end
+for i, counts in ipairs(tally.h) do
+  for field, count in pairs(counts) do redis.call('HINCRBY', KEYS[3 + i], field, count) end
+  redis.call('EXPIRE', KEYS[3 + i], ARGV[5])
+end
+local limit = tonumber(ARGV[3])
+local distinct = redis.call('HLEN', KEYS[2]) - redis.call('HEXISTS', KEYS[2], '${OTHER_POINTER}')
+for _, pair in ipairs(tally.p) do
+  local pointer = pair[1]
+  if pointer == '${OTHER_POINTER}' or redis.call('HEXISTS', KEYS[2], pointer) == 1 then
+    redis.call('HINCRBY', KEYS[2], pointer, pair[2])
   elseif distinct < limit then
-    redis.call('HINCRBY', KEYS[1], pointer, count)
+    redis.call('HINCRBY', KEYS[2], pointer, pair[2])
     distinct = distinct + 1
   else
-    redis.call('HINCRBY', KEYS[1], '${OTHER_POINTER}', count)
+    redis.call('HINCRBY', KEYS[2], '${OTHER_POINTER}', pair[2])
   end
 end
-return 0`
+if #tally.s > 0 then
+  for _, sample in ipairs(tally.s) do redis.call('LPUSH', KEYS[3], sample) end
+  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[4]) - 1)
+end
+return 1`
 
 /** An hourly bucket lives past the window, then Redis's own expiry removes it (SPEC 12: TTLs are Redis's). */
 const HOUR_TTL_SECONDS = (WINDOW_HOURS + 1) * 3_600
@@ -436,46 +459,40 @@ export class ShadowResults {
     this.#pending = new Map()
     try {
       // A reset on another replica (DELETE /admin/shadow) names its instant: counts made wholly
-      // before it are not written after it (one flush interval that straddles it may be).
-      const entries = [...batch]
-      const resets = await connection.run((client) => {
+      // before it are not written after it (one flush interval that straddles it may be). The
+      // check and the write are one script per route (WRITE_TALLY), so no reset lands between them.
+      const written = [...batch].filter(([, tally]) => !tally.empty)
+      const results = await connection.run((client) => {
         const pipeline = client.pipeline()
-        for (const [key] of entries) {
-          const [tenant, route] = splitRouteKey(key)
-          pipeline.hget(`${this.#routeBase(tenant, route)}:c`, 'since')
-        }
-        return pipeline.exec()
-      })
-      await connection.run((client) => {
-        const pipeline = client.pipeline()
-        for (const [index, [key, tally]] of entries.entries()) {
-          const resetAt = Number(resets?.[index]?.[1] ?? Number.NaN)
-          if (tally.empty || (Number.isFinite(resetAt) && tally.lastAtMs < resetAt)) continue
+        for (const [key, tally] of written) {
           const [tenant, route] = splitRouteKey(key)
           const base = this.#routeBase(tenant, route)
-          for (const field of FIELDS) if (tally.total[field] > 0) pipeline.hincrby(`${base}:c`, field, tally.total[field])
-          for (const [hour, counts] of tally.hours) {
-            for (const field of FIELDS) if (counts[field] > 0) pipeline.hincrby(`${base}:h:${hour}`, field, counts[field])
-            pipeline.expire(`${base}:h:${hour}`, HOUR_TTL_SECONDS)
-          }
-          if (tally.pointers.size > 0) pipeline.eval(COUNT_POINTERS, 1, `${base}:p`, String(MAX_POINTERS_PER_ROUTE), ...[...tally.pointers].flatMap(([pointer, count]) => [pointer, String(count)]))
-          if (tally.samples.length > 0) {
+          const hours = [...tally.hours]
+          const json = JSON.stringify({
+            t: positiveCounts(tally.total),
+            h: hours.map(([, counts]) => positiveCounts(counts)),
+            p: [...tally.pointers],
             // Oldest first, so that the newest ends at the head of the list.
-            pipeline.lpush(`${base}:s`, ...[...tally.samples].reverse().map((sample) => JSON.stringify(sample)))
-            pipeline.ltrim(`${base}:s`, 0, MAX_SAMPLES - 1)
-          }
+            s: [...tally.samples].reverse().map((sample) => JSON.stringify(sample))
+          })
+          pipeline.eval(WRITE_TALLY, 3 + hours.length, `${base}:c`, `${base}:p`, `${base}:s`, ...hours.map(([hour]) => `${base}:h:${hour}`), String(tally.lastAtMs), json, String(MAX_POINTERS_PER_ROUTE), String(MAX_SAMPLES), String(HOUR_TTL_SECONDS))
         }
         return pipeline.exec()
       })
+      // A script the server refused (a pipeline reports each command's error, it throws none):
+      // that route's tally is counted again at the next flush.
+      for (const [index, [key, tally]] of written.entries()) if (results?.[index]?.[0] != null) this.#requeue(key, tally)
       this.#downSinceMs = undefined
     } catch {
       // Not written: counted again with what comes meanwhile, and written at the next flush.
-      for (const [key, tally] of batch) {
-        const now = this.#pending.get(key)
-        if (now === undefined) this.#pending.set(key, tally)
-        else this.#pending.set(key, combine(tally, now))
-      }
+      for (const [key, tally] of batch) this.#requeue(key, tally)
     }
+  }
+
+  #requeue(key: string, tally: RouteTally): void {
+    const now = this.#pending.get(key)
+    if (now === undefined) this.#pending.set(key, tally)
+    else this.#pending.set(key, combine(tally, now))
   }
 
   async #markSince(): Promise<void> {

@@ -157,6 +157,45 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     expect((await a.answer(ROUTES, T0 + 200)).tenants.acme?.[ROUTE]).toMatchObject({ since: new Date(T0 + 100).toISOString(), comparisons: 0 })
   })
 
+  // A flush that read the route's reset instant and then wrote wrote counts made before a reset
+  // that landed between the two. The reset is put right after the flush's first call to Redis:
+  // whatever that call did, the reset comes after it, so the counts must be gone. (Only here is
+  // the store's call wrapped: no socket can place a reset between two of a flush's commands.)
+  it('leaves no count made before a reset that lands while a flush is under way', async () => {
+    const prefix = `sh${++prefixes}:`
+    const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET }), (shared) => shared.close())
+    const a = await ownedByTest('shadowResults', async () => new ShadowResults({ store, logger: QUIET, flushMs: 60_000 }), (results) => results.stop())
+    const b = await replica(prefix)
+    const connection = store.connection as NonNullable<typeof store.connection>
+    const run = connection.run.bind(connection)
+    let calls = 0
+    connection.run = (async (work: Parameters<typeof run>[0]) => {
+      const result = await run(work)
+      if (++calls === 1) expect(await b.reset('acme', [ROUTE], Date.now())).toBe('fleet')
+      return result
+    }) as typeof connection.run
+    a.record(outcome('mismatch', Date.now() - 1_000, { pointers: ['/before'] }))
+    await a.flush()
+    expect(calls).toBeGreaterThan(0)
+    const route = (await b.answer(ROUTES, Date.now())).tenants.acme?.[ROUTE]
+    expect(route).toMatchObject({ comparisons: 0, mismatches: 0, topPointers: [], samples: [] })
+  })
+
+  it('counts a route again at the next flush when Redis refused its write, and writes it then', async () => {
+    const prefix = `sh${++prefixes}:`
+    const results = await replica(prefix)
+    const countsKey = `${prefix}sh:acme:${encodeURIComponent(ROUTE)}:c`
+    // A key of the wrong type: the route's script fails (WRONGTYPE), the pipeline throws nothing.
+    await redis.client().set(countsKey, 'not a hash')
+    results.record(outcome('mismatch', Date.now(), { pointers: ['/kept'] }))
+    await results.flush()
+    expect(await redis.client().type(countsKey)).toBe('string')
+    await redis.client().del(countsKey)
+    await results.flush()
+    const route = (await results.answer(ROUTES, Date.now())).tenants.acme?.[ROUTE]
+    expect(route).toMatchObject({ comparisons: 1, mismatches: 1, topPointers: [{ pointer: '/kept', count: 1 }] })
+  })
+
   it("answers with this replica's counts, scope local, while the store is away, and adds them to the fleet's when it answers", async () => {
     const prefix = `sh${++prefixes}:`
     const results = await replica(prefix)
