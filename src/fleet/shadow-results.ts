@@ -205,36 +205,43 @@ function mergeInto(view: RouteView, tally: RouteTally): void {
 /**
  * One route's tally written in one step (a script runs whole, nothing between its commands):
  * skipped when a reset (DELETE /admin/shadow, on any replica) set the route's `since` after the
- * tally's last record, else its counts, hourly buckets, pointers and samples added: a pointer the
- * route's hash lacks counts as itself while the route has fewer than the limit, else as `#other`. Read and written apart, a reset that landed between the two had counts made before it
- * written after it. KEYS: the counts hash, the pointers hash, the samples list, then the hourly
- * hashes; ARGV: the tally's last record time, then its JSON ({t: counts, h: counts per hourly
- * key in KEYS order, p: [pointer, count] pairs, s: samples oldest first}), the pointer limit,
- * the samples kept and the hourly TTL.
+ * tally's last record, else its counts, hourly buckets, pointers and samples added. Read and
+ * written apart, a reset that landed between the two had counts made before it written after it.
+ * A pointer the route's hash lacks counts as itself while the route has fewer than the limit,
+ * else as `#other` (SPEC 15).
+ *
+ * KEYS: the counts hash, the pointers hash, the samples list, then the hourly hashes. ARGV: the
+ * tally's last record time; the counts as JSON ({t: totals, h: per hourly key in KEYS order},
+ * field names and numbers only); the pointer limit; the samples kept; the hourly TTL; the number
+ * of pointers, then each pointer and its count; then the samples, oldest first. Pointers and
+ * samples go as plain arguments, not through cjson, which refuses a lone surrogate's escape.
  */
 const WRITE_TALLY = `local since = tonumber(redis.call('HGET', KEYS[1], 'since'))
 if since ~= nil and tonumber(ARGV[1]) < since then return 0 end
-local tally = cjson.decode(ARGV[2])
-for field, count in pairs(tally.t) do redis.call('HINCRBY', KEYS[1], field, count) end
-for i, counts in ipairs(tally.h) do
-  for field, count in pairs(counts) do redis.call('HINCRBY', KEYS[3 + i], field, count) end
+local counts = cjson.decode(ARGV[2])
+for field, count in pairs(counts.t) do redis.call('HINCRBY', KEYS[1], field, count) end
+for i, hour in ipairs(counts.h) do
+  for field, count in pairs(hour) do redis.call('HINCRBY', KEYS[3 + i], field, count) end
   redis.call('EXPIRE', KEYS[3 + i], ARGV[5])
 end
 local limit = tonumber(ARGV[3])
+local pointers = tonumber(ARGV[6])
 local distinct = redis.call('HLEN', KEYS[2]) - redis.call('HEXISTS', KEYS[2], '${OTHER_POINTER}')
-for _, pair in ipairs(tally.p) do
-  local pointer = pair[1]
+for i = 7, 6 + 2 * pointers, 2 do
+  local pointer = ARGV[i]
+  local count = tonumber(ARGV[i + 1])
   if pointer == '${OTHER_POINTER}' or redis.call('HEXISTS', KEYS[2], pointer) == 1 then
-    redis.call('HINCRBY', KEYS[2], pointer, pair[2])
+    redis.call('HINCRBY', KEYS[2], pointer, count)
   elseif distinct < limit then
-    redis.call('HINCRBY', KEYS[2], pointer, pair[2])
+    redis.call('HINCRBY', KEYS[2], pointer, count)
     distinct = distinct + 1
   else
-    redis.call('HINCRBY', KEYS[2], '${OTHER_POINTER}', pair[2])
+    redis.call('HINCRBY', KEYS[2], '${OTHER_POINTER}', count)
   end
 end
-if #tally.s > 0 then
-  for _, sample in ipairs(tally.s) do redis.call('LPUSH', KEYS[3], sample) end
+local firstSample = 7 + 2 * pointers
+if #ARGV >= firstSample then
+  for i = firstSample, #ARGV do redis.call('LPUSH', KEYS[3], ARGV[i]) end
   redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[4]) - 1)
 end
 return 1`
@@ -468,14 +475,24 @@ export class ShadowResults {
           const [tenant, route] = splitRouteKey(key)
           const base = this.#routeBase(tenant, route)
           const hours = [...tally.hours]
-          const json = JSON.stringify({
-            t: positiveCounts(tally.total),
-            h: hours.map(([, counts]) => positiveCounts(counts)),
-            p: [...tally.pointers],
+          const counts = JSON.stringify({ t: positiveCounts(tally.total), h: hours.map(([, hour]) => positiveCounts(hour)) })
+          pipeline.eval(
+            WRITE_TALLY,
+            3 + hours.length,
+            `${base}:c`,
+            `${base}:p`,
+            `${base}:s`,
+            ...hours.map(([hour]) => `${base}:h:${hour}`),
+            String(tally.lastAtMs),
+            counts,
+            String(MAX_POINTERS_PER_ROUTE),
+            String(MAX_SAMPLES),
+            String(HOUR_TTL_SECONDS),
+            String(tally.pointers.size),
+            ...[...tally.pointers].flatMap(([pointer, count]) => [pointer, String(count)]),
             // Oldest first, so that the newest ends at the head of the list.
-            s: [...tally.samples].reverse().map((sample) => JSON.stringify(sample))
-          })
-          pipeline.eval(WRITE_TALLY, 3 + hours.length, `${base}:c`, `${base}:p`, `${base}:s`, ...hours.map(([hour]) => `${base}:h:${hour}`), String(tally.lastAtMs), json, String(MAX_POINTERS_PER_ROUTE), String(MAX_SAMPLES), String(HOUR_TTL_SECONDS))
+            ...[...tally.samples].reverse().map((sample) => JSON.stringify(sample))
+          )
         }
         return pipeline.exec()
       })

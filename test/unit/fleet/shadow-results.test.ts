@@ -181,6 +181,17 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     expect(route).toMatchObject({ comparisons: 0, mismatches: 0, topPointers: [], samples: [] })
   })
 
+  it('writes a pointer with a lone surrogate (a V4 answer may name a member so) like any other', async () => {
+    const prefix = `sh${++prefixes}:`
+    const results = await replica(prefix)
+    results.record(outcome('mismatch', Date.now(), { requestId: 'odd', pointers: ['/\ud800x', '/plain'] }))
+    await results.flush()
+    const route = (await results.answer(ROUTES, Date.now())).tenants.acme?.[ROUTE]
+    expect(route).toMatchObject({ comparisons: 1, mismatches: 1 })
+    expect(route?.topPointers.map((pointer) => pointer.pointer).sort()).toEqual(['/plain', '/\ufffdx'])
+    expect(route?.samples.map((sample) => sample.requestId)).toEqual(['odd'])
+  })
+
   it('counts a route again at the next flush when Redis refused its write, and writes it then', async () => {
     const prefix = `sh${++prefixes}:`
     const results = await replica(prefix)
