@@ -475,7 +475,7 @@ export class ShadowResults {
           const [tenant, route] = splitRouteKey(key)
           const base = this.#routeBase(tenant, route)
           const hours = [...tally.hours]
-          const counts = JSON.stringify({ t: positiveCounts(tally.total), h: hours.map(([, hour]) => positiveCounts(hour)) })
+          const counts = JSON.stringify({ t: positiveCounts(tally.total), h: hours.map(([, bucket]) => positiveCounts(bucket)) })
           pipeline.eval(
             WRITE_TALLY,
             3 + hours.length,
