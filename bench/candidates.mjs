@@ -128,35 +128,39 @@ export const CANDIDATES = [
 export const CANDIDATE_NAMES = CANDIDATES.map((candidate) => candidate.name)
 
 /**
- * The order rows are measured in within a round (reversed every other round). The goal rows stand
- * next to the reference, so that the machine's drift (±30 % over tens of seconds on the VM of
- * docs/performance.md) moves a goal row and the reference alike, and their within-round ratio,
- * on which the goals are read, compares windows a few seconds apart. Session-hit and execute
- * have the least margin and stand right beside it.
+ * The order rows are measured in within a round (reversed every other round). A goal is read on
+ * the ratio of a row's window to the nearest window of its partner in the same round (run.mjs):
+ * the reference for a goal row, the untraced row for a traced one. Each goal row therefore stands
+ * right beside a window of the reference, which is measured once per goal row and round, and each
+ * traced row beside its untraced row, so that the machine's drift (±30 % over tens of seconds on
+ * the VM of docs/performance.md) moves both windows of a ratio alike. The reference's table row
+ * is the median of all its windows.
  */
 export const MEASUREMENT_ORDER = [
   'direct',
   'handwritten-proxy',
-  'fastify-http-proxy-tuned',
-  'gateway-native-quiet',
+  'fastify-http-proxy',
   'gateway-native-node-defaults',
+  'gateway-native-quiet',
   'gateway-native-traced-1pct',
   'gateway-native',
+  'fastify-http-proxy-tuned',
   'gateway-native-traced-all',
   'gateway-legacy-stage',
   'gateway-shadow-stage',
   'gateway-execute-traced-1pct',
   'gateway-execute',
+  'fastify-http-proxy-tuned',
   'gateway-execute-traced-all',
   'gateway-execute-keyed',
   'gateway-execute-keyed-redis',
-  'fastify-http-proxy',
   'gateway-session-hit',
+  'fastify-http-proxy-tuned',
   'gateway-session-hit-redis',
   'gateway-session-miss'
 ]
-if (MEASUREMENT_ORDER.length !== CANDIDATE_NAMES.length || !CANDIDATE_NAMES.every((name) => MEASUREMENT_ORDER.includes(name))) {
-  throw new Error('MEASUREMENT_ORDER must name every row of CANDIDATES once')
+if (!CANDIDATE_NAMES.every((name) => MEASUREMENT_ORDER.includes(name)) || !MEASUREMENT_ORDER.every((name) => CANDIDATE_NAMES.includes(name))) {
+  throw new Error('MEASUREMENT_ORDER must name every row of CANDIDATES, and only those')
 }
 
 /**

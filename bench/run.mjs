@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { CANDIDATES, CANDIDATE_NAMES, MEASUREMENT_ORDER, loadSpec, PROXY_READY, productionNodeFlags, proxyScriptArgs, writeGatewayConfig } from './candidates.mjs'
 import { createServer } from 'node:net'
+import { measurementPlan, pairedRatios } from './paired-windows.mjs'
 import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
@@ -101,8 +102,9 @@ const selected = (flags.only === undefined ? CANDIDATES : CANDIDATES.filter((can
 )
 if (flags.stat !== 'median' && flags.stat !== 'best') throw new Error('--stat is median or best')
 if (selected.length === 0) throw new Error(`--only matched nothing; rows: ${CANDIDATE_NAMES.join(', ')}`)
-// Measured in MEASUREMENT_ORDER (goal rows beside the reference), shown in CANDIDATES order.
-const measurementOrder = [...selected].sort((a, b) => MEASUREMENT_ORDER.indexOf(a.name) - MEASUREMENT_ORDER.indexOf(b.name))
+// Measured in MEASUREMENT_ORDER (each goal row beside a window of the reference), shown in
+// CANDIDATES order. A row named twice in a row once the selection is applied is measured once.
+const measurementOrder = measurementPlan(MEASUREMENT_ORDER, selected)
 if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm run bench does)`)
 
 const pin = detectPinning([MEASURED_CORE, LOAD_CORE])
@@ -306,6 +308,9 @@ function printTable(rows) {
   for (const line of lines) console.log(format(line))
 }
 
+const rpsOf = (sample) => sample.rps
+const cpuOf = (sample) => sample.cpuUsPerReq
+
 /** A goal read within rounds or windows: the median of the ratios, and their range for the goal line. */
 function readWithin(ratios, unit) {
   const sorted = [...ratios].sort((a, b) => a - b)
@@ -319,13 +324,9 @@ function goalLines(rows, samples, memory) {
   for (const goal of GOALS) {
     const row = rows[goal.row]
     if (row === undefined || reference === undefined) continue
-    // Read within each round, where the row and the reference were measured seconds apart
-    // (MEASUREMENT_ORDER): a ratio of the two rows' medians would pair windows a minute or more
-    // apart, and the machine drifts in between. The ratio of the medians is printed beside it.
-    const { value, spread } = readWithin(
-      samples[goal.row].map((sample, round) => sample.rps / samples[BASELINE][round].rps),
-      'round'
-    )
+    // Read within each round, on the row's window and the reference's beside it: the machine
+    // drifts between windows a minute apart. The ratio of the medians is printed beside it.
+    const { value, spread } = readWithin(pairedRatios(samples, goal.row, BASELINE, rpsOf), 'round')
     lines.push(
       `${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x ${BASELINE}, the median of the within-round ratios ` +
         `(goal >= ${goal.minRatio}x; ${spread}ratio of the ${flags.stat === 'best' ? 'bests' : 'medians'} ${(row.rps / reference).toFixed(2)}x)`
@@ -334,10 +335,7 @@ function goalLines(rows, samples, memory) {
   for (const goal of TRACING_GOALS) {
     if (rows[goal.row] === undefined || rows[goal.untraced] === undefined) continue
     // Within each round, as the goals above: the traced row and its untraced one stand side by side (MEASUREMENT_ORDER).
-    const { value, spread } = readWithin(
-      samples[goal.row].map((sample, round) => sample.rps / samples[goal.untraced][round].rps),
-      'round'
-    )
+    const { value, spread } = readWithin(pairedRatios(samples, goal.row, goal.untraced, rpsOf), 'round')
     lines.push(
       `${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x ${goal.untraced} (tracing off), the median of the within-round ratios ` +
         `(goal >= ${goal.minRatio}x; ${spread}CPU ${rows[goal.row].cpuUsPerReq.toFixed(1)} over ${rows[goal.untraced].cpuUsPerReq.toFixed(1)} µs/req)`
@@ -348,10 +346,7 @@ function goalLines(rows, samples, memory) {
   if (legacyRow !== undefined && shadowRow !== undefined) {
     // SPEC 15, issue 29 point 8: reported, no goal. The comparison's V4 call and compare run on the
     // gateway's core after each answer, so the CPU per request is what a comparison costs.
-    const { value, spread } = readWithin(
-      samples['gateway-shadow-stage'].map((sample, round) => sample.cpuUsPerReq / samples['gateway-legacy-stage'][round].cpuUsPerReq),
-      'round'
-    )
+    const { value, spread } = readWithin(pairedRatios(samples, 'gateway-shadow-stage', 'gateway-legacy-stage', cpuOf), 'round')
     lines.push(
       `INFO gateway-shadow-stage CPU per request = ${value.toFixed(2)}x gateway-legacy-stage (stage shadow at 100 % over stage legacy), the median of the within-round ratios ` +
         `(${spread}${shadowRow.cpuUsPerReq.toFixed(1)} over ${legacyRow.cpuUsPerReq.toFixed(1)} µs/req; req/s ${shadowRow.rps.toFixed(0)} and ${legacyRow.rps.toFixed(0)})`
@@ -360,10 +355,7 @@ function goalLines(rows, samples, memory) {
   const logged = rows['gateway-native']
   const quiet = rows['gateway-native-quiet']
   if (logged !== undefined && quiet !== undefined) {
-    const { value, spread } = readWithin(
-      samples['gateway-native'].map((sample, round) => sample.cpuUsPerReq / samples['gateway-native-quiet'][round].cpuUsPerReq),
-      'round'
-    )
+    const { value, spread } = readWithin(pairedRatios(samples, 'gateway-native', 'gateway-native-quiet', cpuOf), 'round')
     lines.push(
       `${value <= MAX_ACCESS_LOG_CPU_RATIO ? 'PASS' : 'FAIL'} gateway-native CPU per request = ${value.toFixed(2)}x gateway-native-quiet (log off), the median of the within-round ratios ` +
         `(goal <= ${MAX_ACCESS_LOG_CPU_RATIO}x; ${spread}${logged.cpuUsPerReq.toFixed(1)} over ${quiet.cpuUsPerReq.toFixed(1)} µs/req)`
@@ -442,7 +434,7 @@ async function main() {
     for (let round = 0; round < settings.rounds; round++) {
       // Alternate the order so that drift (thermal, other work on the machine) does not favour one row.
       const order = round % 2 === 0 ? measurementOrder : [...measurementOrder].reverse()
-      for (const candidate of order) {
+      for (const [seq, candidate] of order.entries()) {
         let sample
         for (let attempt = 0; attempt <= settings.remeasures; attempt++) {
           const next = await measureOnce(candidate)
@@ -457,7 +449,8 @@ async function main() {
             log(`  other work over ${MAX_OTHER_WORK_PCT}% of a core: measuring ${candidate.name} again`)
           }
         }
-        samples[candidate.name].push(sample)
+        // Where it stood in the round: a goal pairs it with its partner's nearest window (pairedRatios).
+        samples[candidate.name].push({ ...sample, round, seq })
       }
     }
     let memory
