@@ -68,7 +68,9 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
     }
     const drops: (number | Promise<number>)[] = []
     for (const [name, tenant] of previous.tenancy.tenants) {
-      if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) drops.push(sessionStore.clear(name))
+      // Only the sessions on the upstream the tenant left: with Redis, replicas that reloaded
+      // first may already have stored sessions of the new one (SPEC 8, docs/scaling.md).
+      if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) drops.push(sessionStore.clear(name, tenant.upstreamOrigin))
     }
     const configured = (tenant: string, route: string): boolean => next.tenancy.tenants.get(tenant)?.routes.some((r) => `${r.method} ${r.path}` === route) === true
     migration.retain(configured)

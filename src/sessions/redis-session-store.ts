@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { createRedisConnection, type RedisConnection, type StoreLogger } from '../store/redis-connection.js'
 import { buildRedisKeys } from './redis-keys.js'
+import { sessionKeyPrefix } from './session-key.js'
 import type { LockAttempt, SessionEntry, SessionStore, StartLock } from './session-store.js'
 
 export interface RedisSessionStoreOptions {
@@ -132,10 +133,11 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
     } while (cursor !== '0')
   }
 
-  function clearLocal(tenant: string | undefined): number {
+  /** This replica's copies of `tenant`'s entries whose keys begin with `prefix` (all entries without a tenant). */
+  function clearLocal(tenant: string | undefined, prefix: string): number {
     let count = 0
     for (const [key, entry] of local.entries()) {
-      if ((tenant === undefined || entry.tenant === tenant) && local.delete(key)) count++
+      if ((tenant === undefined || entry.tenant === tenant) && key.startsWith(prefix) && local.delete(key)) count++
     }
     return count
   }
@@ -206,15 +208,16 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
       // and only the one that removed the shared one says so, so the fleet counts it once.
       return connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, redisKey, sessionId)).then((deleted) => deleted === 1, () => removedHere)
     },
-    async clear(tenant) {
+    async clear(tenant, upstreamOrigin) {
       // Reads in flight may bring back entries from before the clear: none of them is kept. Those
       // sent while it runs may answer before their key is unlinked: their copies go at the end.
       retireAllSharedReads()
-      const localCount = clearLocal(tenant)
+      const prefix = tenant === undefined || upstreamOrigin === undefined ? '' : sessionKeyPrefix(upstreamOrigin)
+      const localCount = clearLocal(tenant, prefix)
       if (!connection.isUp()) return localCount
       let sharedCount = 0
       try {
-        await scanKeys(keys.sessionPattern(tenant), async (batch) => {
+        await scanKeys(keys.sessionPattern(tenant, prefix), async (batch) => {
           sharedCount += await connection.run((client) => client.unlink(...batch))
         })
       } catch {
@@ -222,7 +225,7 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
         return localCount
       } finally {
         retireAllSharedReads()
-        clearLocal(tenant)
+        clearLocal(tenant, prefix)
       }
       return sharedCount
     },

@@ -88,5 +88,24 @@ function sessionKey(tenant: string, upstreamOrigin: string, tokenFingerprint: st
   const parts = `${tenant.length}:${tenant}${upstreamOrigin.length}:${upstreamOrigin}${tokenFingerprint.length}:${tokenFingerprint}${stateKey.length}:${stateKey}${canonical.length}:${canonical}`
   // Hashing encodes UTF-8, which turns every lone surrogate (a JSON body may hold "\ud800") into
   // U+FFFD, so such parts go in escaped, after a mark no well-formed string starts with (a digit does).
-  return hash('sha256', parts.isWellFormed() ? parts : `\u0000${JSON.stringify(parts)}`, 'base64url')
+  return `${sessionKeyPrefix(upstreamOrigin)}${hash('sha256', parts.isWellFormed() ? parts : `\u0000${JSON.stringify(parts)}`, 'base64url')}`
+}
+
+/** Origin prefixes made so far: a gateway's upstreams are the config's few (reloads add some). */
+const ORIGIN_PREFIXES = new Map<string, string>()
+
+/**
+ * How every session-map key of sessions on `upstreamOrigin` begins: 8 base64url characters of the
+ * origin's SHA-256 and a dot. A reload that moves a tenant drops by it the entries of the upstream
+ * the tenant left (SPEC 8), and only those: with Redis, other replicas that reloaded first have
+ * already stored sessions of the new upstream under the same tenant, and a clear of the whole
+ * tenant would make them start each one again (docs/scaling.md).
+ */
+export function sessionKeyPrefix(upstreamOrigin: string): string {
+  let prefix = ORIGIN_PREFIXES.get(upstreamOrigin)
+  if (prefix === undefined) {
+    prefix = `${hash('sha256', upstreamOrigin, 'base64url').slice(0, 8)}.`
+    if (ORIGIN_PREFIXES.size < 1_000) ORIGIN_PREFIXES.set(upstreamOrigin, prefix)
+  }
+  return prefix
 }

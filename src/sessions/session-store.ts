@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import type { SessionStoreStatus } from '../observability/session-events.js'
+import { sessionKeyPrefix } from './session-key.js'
 
 /** One try at a key's start lock. */
 export type LockAttempt =
@@ -42,8 +43,11 @@ export interface SessionStore {
    * one (a local copy only while the shared store cannot be reached), so that replicas count it once.
    */
   deleteIfSession(key: string, sessionId: string, tenant: string): boolean | Promise<boolean>
-  /** Drops every entry of `tenant`, or all entries; returns how many went. */
-  clear(tenant?: string): number | Promise<number>
+  /**
+   * Drops every entry of `tenant` (with `upstreamOrigin`, only those of sessions on that upstream:
+   * session-key.ts), or all entries; returns how many went.
+   */
+  clear(tenant?: string, upstreamOrigin?: string): number | Promise<number>
   countByTenant(): Record<string, number> | Promise<Record<string, number>>
   /** Entries held in this process. */
   readonly size: number
@@ -77,16 +81,17 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions): Se
       cache.set(key, entry)
     },
     deleteIfSession: (key, sessionId) => cache.peek(key)?.sessionId === sessionId && cache.delete(key),
-    clear: (tenant) => {
+    clear: (tenant, upstreamOrigin) => {
       if (tenant === undefined) {
         cache.purgeStale()
         const count = cache.size
         cache.clear()
         return count
       }
+      const prefix = upstreamOrigin === undefined ? '' : sessionKeyPrefix(upstreamOrigin)
       let count = 0
       for (const [key, entry] of cache.entries()) {
-        if (entry.tenant === tenant && cache.delete(key)) count++
+        if (entry.tenant === tenant && key.startsWith(prefix) && cache.delete(key)) count++
       }
       return count
     },

@@ -121,6 +121,34 @@ describe('hot reload', () => {
     expect(await gateway.gateway.sessionStore.countByTenant()).toEqual({ beta: 1 })
   })
 
+  it('keeps, in a rolling reload of replicas sharing Redis, the sessions the replicas that reloaded first started on the new upstream', async () => {
+    const redis = await startRedisServer()
+    const config = (acmeUrl: string) => testConfig(simA.url, { sessions: redisSessions(redis.url, 'rolling-reload'), tenants: { acme: { upstream: { staging: acmeUrl } } } })
+    const replicaA = await start(config(simA.url))
+    const replicaB = await startGateway(config(simA.url), { configPath: configPath() })
+    for (const replica of [replicaA, replicaB]) await until(async () => (await send(replica.adminUrl, '/readyz')).json.sessionStore.redis === 'up')
+    const invoke = (replica: StartedGateway) => send(replica.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'rolling' } })
+    // The simulators serve the whole suite: count this test's starts only.
+    const startsBefore = { a: simA.simulator.countCalls('POST', '/v4/sessions.start'), b: simB.simulator.countCalls('POST', '/v4/sessions.start') }
+    const startsOn = (sim: typeof simA, before: number) => sim.simulator.countCalls('POST', '/v4/sessions.start') - before
+    expect((await invoke(replicaA)).status).toBe(200)
+    expect(startsOn(simA, startsBefore.a)).toBe(1)
+
+    // The tenant moves to simB; replica A reloads first and starts the state's session there.
+    await writeConfig(config(simB.url))
+    expect((await send(replicaA.adminUrl, '/admin/reload', { method: 'POST' })).json).toMatchObject({ status: 'reloaded', sessionsDropped: 1 })
+    expect((await invoke(replicaA)).status).toBe(200)
+    expect(startsOn(simB, startsBefore.b)).toBe(1)
+
+    // Replica B reloads later: it drops the sessions of simA, not the one A made on simB.
+    expect((await send(replicaB.adminUrl, '/admin/reload', { method: 'POST' })).json).toMatchObject({ status: 'reloaded', sessionsDropped: 0 })
+    const answer = await invoke(replicaB)
+    expect(answer.status).toBe(200)
+    expect(answer.headers['x-v4-session-id']).toBeDefined()
+    expect(startsOn(simB, startsBefore.b)).toBe(1)
+    expect(await replicaB.gateway.sessionStore.countByTenant()).toEqual({ acme: 1 })
+  })
+
   it('does not let a sessions.start still under way at the old upstream map its session, or hand it to requests after the reload', async () => {
     let releaseOldStart!: () => void
     const oldStartHeld = new Promise<void>((resolve) => (releaseOldStart = resolve))

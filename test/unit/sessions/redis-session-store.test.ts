@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
 import { buildRedisKeys, escapeGlob } from '../../../src/sessions/redis-keys.js'
+import { sessionKeyPrefix } from '../../../src/sessions/session-key.js'
 import { createRedisSessionStore, type RedisSessionStore, type RedisSessionStoreOptions } from '../../../src/sessions/redis-session-store.js'
 import { createLogSink } from '../../helpers/log-sink.js'
 import { useRedisServer } from '../../helpers/redis-server.js'
@@ -57,6 +58,7 @@ describe('buildRedisKeys', () => {
   it('escapes glob characters of the prefix in SCAN patterns', () => {
     expect(escapeGlob('a*b?[c]\\')).toBe('a\\*b\\?\\[c\\]\\\\')
     expect(buildRedisKeys('p*:').sessionPattern('acme')).toBe('p\\*:s:acme:*')
+    expect(buildRedisKeys('v4gw:').sessionPattern('acme', 'Ab-_9?x.')).toBe('v4gw:s:acme:Ab-_9\\?x.*')
   })
 })
 
@@ -193,6 +195,21 @@ describe('createRedisSessionStore', () => {
     expect(await redis.client().get('other:s:acme:k0')).toBe('ses_other_prefix')
     expect(await store.clear()).toBe(2)
     expect(await redis.client().get('other:s:acme:k0')).toBe('ses_other_prefix')
+  })
+
+  it('clear(tenant, upstreamOrigin) unlinks only the sessions on that upstream, whichever replica stored them', async () => {
+    const [replicaA, replicaB, prefix] = await twoReplicas()
+    const [left, moved] = [sessionKeyPrefix('http://old.example:4010'), sessionKeyPrefix('http://new.example:4010')]
+    // A replica not yet reloaded stored a session on the old upstream; one that reloaded first, on the new one.
+    await replicaB.set(`${left}k`, { sessionId: 'ses_old', tenant: 'acme' })
+    await replicaA.set(`${moved}k`, { sessionId: 'ses_new', tenant: 'acme' })
+    await replicaB.get(`${moved}k`, 'acme')
+    expect(await replicaB.clear('acme', 'http://old.example:4010')).toBe(1)
+    expect(await redis.client().get(`${prefix}s:acme:${left}k`)).toBeNull()
+    expect(await redis.client().get(`${prefix}s:acme:${moved}k`)).toBe('ses_new')
+    // Its own copy of the new upstream's entry stays too.
+    expect(await replicaB.get(`${moved}k`, 'acme')).toEqual({ sessionId: 'ses_new', tenant: 'acme' })
+    expect(await replicaB.get(`${left}k`, 'acme')).toBeUndefined()
   })
 
   it('clear(tenant) drops the local copies of that tenant too', async () => {

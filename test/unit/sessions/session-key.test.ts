@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { buildSessionKey, canonicalDefaults, fingerprintToken, SessionKeyMemo, type SessionKeyDefaults } from '../../../src/sessions/session-key.js'
+import { buildSessionKey, canonicalDefaults, fingerprintToken, SessionKeyMemo, sessionKeyPrefix, type SessionKeyDefaults } from '../../../src/sessions/session-key.js'
 
 const TOKEN = 'demo-token-alice'
 const FINGERPRINT = fingerprintToken(TOKEN)
@@ -18,6 +18,17 @@ describe('fingerprintToken', () => {
 })
 
 describe('buildSessionKey', () => {
+  it('begins with the prefix of its upstream, by which a reload drops that upstream\'s sessions alone', () => {
+    const key = buildSessionKey('acme', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS)
+    expect(key.startsWith(sessionKeyPrefix(ORIGIN))).toBe(true)
+    expect(sessionKeyPrefix(ORIGIN)).toBe(`${createHash('sha256').update(ORIGIN).digest('base64url').slice(0, 8)}.`)
+    const elsewhere = buildSessionKey('acme', 'https://v4.example.com', FINGERPRINT, 'state-1', DEFAULTS)
+    expect(elsewhere.startsWith(sessionKeyPrefix('https://v4.example.com'))).toBe(true)
+    expect(elsewhere.startsWith(sessionKeyPrefix(ORIGIN))).toBe(false)
+    // The memo's key is the same text.
+    expect(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS, new SessionKeyMemo())).toBe(key)
+  })
+
   it('is deterministic for the same tenant, upstream, fingerprint, state key and defaults', () => {
     expect(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS)).toBe(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS))
   })
@@ -61,7 +72,8 @@ describe('buildSessionKey', () => {
     const key = buildSessionKey('acme', ORIGIN, fingerprintToken(TOKEN), 'state-1', DEFAULTS)
     expect(key).not.toContain(TOKEN)
     expect(key).not.toContain(FINGERPRINT)
-    expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    // The upstream's tag, then the SHA-256 in base64url.
+    expect(key).toMatch(/^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/)
   })
 })
 

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
+import { sessionKeyPrefix } from '../../../src/sessions/session-key.js'
 import { createMemorySessionStore, type SessionEntry, type SessionStore } from '../../../src/sessions/session-store.js'
 
 function store(maxEntries = 100, ttlMs = 60_000): SessionStore {
@@ -119,6 +120,18 @@ describe('createMemorySessionStore', () => {
     expect(sessions.get('a2')).toBeUndefined()
     expect(entryAt(sessions, 'b1')?.sessionId).toBe('ses_b1')
     expect(sessions.size).toBe(1)
+  })
+
+  it('clear(tenant, upstreamOrigin) drops only the entries of sessions on that upstream', () => {
+    const sessions = store()
+    const [left, moved] = [sessionKeyPrefix('http://old.example:4010'), sessionKeyPrefix('http://new.example:4010')]
+    sessions.set(`${left}a`, { sessionId: 'ses_old', tenant: 'acme' })
+    sessions.set(`${moved}a`, { sessionId: 'ses_new', tenant: 'acme' })
+    sessions.set(`${left}b`, { sessionId: 'ses_beta', tenant: 'beta' })
+    expect(sessions.clear('acme', 'http://old.example:4010')).toBe(1)
+    expect(sessions.get(`${left}a`)).toBeUndefined()
+    expect(entryAt(sessions, `${moved}a`)?.sessionId).toBe('ses_new')
+    expect(entryAt(sessions, `${left}b`)?.sessionId).toBe('ses_beta')
   })
 
   it('clear(tenant) drops every entry of the tenant whatever the order of use', () => {
