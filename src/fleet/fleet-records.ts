@@ -100,15 +100,26 @@ export class FleetRecords<T extends ExpiringRecord> {
 
   /** Sets a record here at once and, when the store answers, on every replica; says which. */
   async set(key: string, value: T): Promise<FleetScope> {
-    return this.#change(key, { v: value, at: this.#nextWriteAt(), until: Date.parse(value.until) })
+    return this.#change(key, { v: value, at: this.#nextWriteAt(key), until: Date.parse(value.until) })
   }
 
-  /** Removes a record (here at once); the removed value, if one was in force. */
+  /**
+   * Removes a record (here at once); the removed value, if one was in force. Read from the store
+   * first when it answers: the local copy may be up to a refresh old, and a record another
+   * replica set since then would otherwise be missed here, and stay on every replica.
+   */
   async remove(key: string, nowMs: number): Promise<{ removed: T | undefined; scope: FleetScope }> {
+    await this.current()
     const removed = this.get(key, nowMs)
     if (removed === undefined) return { removed, scope: this.scope() }
-    const scope = await this.#change(key, { v: null, at: this.#nextWriteAt(), until: Date.parse(removed.until) })
+    const scope = await this.#change(key, { v: null, at: this.#nextWriteAt(key), until: Date.parse(removed.until) })
     return { removed, scope }
+  }
+
+  /** Brings the local copy up to the store's state as of now (a refresh begun earlier may predate a change). */
+  async current(): Promise<void> {
+    await this.#refreshing
+    await this.refresh()
   }
 
   /** Starts the refresh loop; the first refresh is awaited (bounded by the store's command timeout). */
@@ -184,7 +195,9 @@ export class FleetRecords<T extends ExpiringRecord> {
     // While the store is away the change holds here; the refresh after it answers writes it.
     if (!this.#store.isUp()) return 'local'
     try {
-      await this.#write(key, record)
+      // Refused when the store holds a later write of another replica: that one is in force
+      // everywhere, this copy too from now on.
+      if (!(await this.#write(key, record))) await this.refresh()
       return 'fleet'
     } catch (error) {
       this.#logger.warn({ store: 'redis', family: this.#family, reason: error instanceof Error ? error.message : String(error) }, 'a shared change holds on this replica until the store answers')
@@ -192,15 +205,20 @@ export class FleetRecords<T extends ExpiringRecord> {
     }
   }
 
-  async #write(key: string, record: Versioned<T>): Promise<void> {
+  /** True when the store took the write, false when it holds a later one. */
+  async #write(key: string, record: Versioned<T>): Promise<boolean> {
     const connection = this.#store.connection
-    if (connection === undefined) return
-    await connection.run((client) => client.eval(WRITE_IF_LATER, 1, this.#hashKey, key, JSON.stringify(record), String(record.at)))
+    if (connection === undefined) return true
+    return (await connection.run((client) => client.eval(WRITE_IF_LATER, 1, this.#hashKey, key, JSON.stringify(record), String(record.at)))) === 1
   }
 
-  /** Write times strictly increase on a replica, so two changes in one millisecond keep their order. */
-  #nextWriteAt(): number {
-    this.#lastWrite = Math.max(Date.now(), this.#lastWrite + 1)
+  /**
+   * A change's write time: strictly after this replica's last and after the write it replaces,
+   * so that a change is later than the record it was decided on even when that record's writer
+   * runs a clock ahead of this one (SPEC 12 tolerates a second of skew before warning).
+   */
+  #nextWriteAt(key: string): number {
+    this.#lastWrite = Math.max(Date.now(), this.#lastWrite + 1, (this.#local.get(key)?.at ?? 0) + 1)
     return this.#lastWrite
   }
 

@@ -50,6 +50,11 @@ export class TenantRouteRecords<T extends TenantRouteRecord> {
     return this.#records.get(keyOf(tenant, route), nowMs) ?? this.#records.get(keyOf(tenant, null), nowMs)
   }
 
+  /** Brings the local copy up to the store's state as of now (a removal decides on it). */
+  current(): Promise<void> {
+    return this.#records.current()
+  }
+
   /** Records in force at `nowMs` (ended ones are not listed: SPEC 14's expiry). */
   list(nowMs: number): T[] {
     return this.#records.entries(nowMs).map(([, record]) => record)

@@ -63,7 +63,9 @@ export async function removeStageOverrides(
   target: { tenant: string; route: string | null; all: boolean },
   nowMs: number
 ): Promise<{ removed: StoredStageOverride[]; scope: FleetScope }> {
-  // Overrides of a tenant or route the config no longer has may still be removed.
+  // Overrides of a tenant or route the config no longer has may still be removed. Chosen from
+  // the store's state, not a copy up to a refresh old (one just set elsewhere would be missed).
+  await records.current()
   const listed = records.list(nowMs).filter((override) => override.tenant === target.tenant)
   if (listed.length === 0) {
     const tenant = knownTenant(runtime, target.tenant)

@@ -75,6 +75,16 @@ describe('brownout pauses shared by the fleet through Redis (SPEC 13, 14)', () =
     expect((await call(b)).status).toBe(410)
   })
 
+  it('is removed by a replica that has not refreshed since it was set, fleet-wide', async () => {
+    const [a, b] = [await start(), await start()]
+    expect((await pause(a, 'incident 8')).json).toMatchObject({ scope: 'fleet' })
+    // At once, before b's copy (refreshed every second) holds it: b reads the store to decide.
+    const resumed = await send(b.adminUrl, '/admin/brownouts/pause?tenant=acme', { method: 'DELETE' })
+    expect(resumed.json).toMatchObject({ pause: { tenant: 'acme', reason: 'incident 8' }, scope: 'fleet' })
+    await servedWithin(a, 410)
+    expect((await call(b)).status).toBe(410)
+  })
+
   it('survives every replica restarting: a new process serves the pause from its first request', async () => {
     const a = await start()
     await pause(a, 'kept across restarts')
