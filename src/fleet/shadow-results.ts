@@ -62,6 +62,16 @@ const MAX_SAMPLE_POINTERS = 20
 const HOUR_MS = 3_600_000
 /** The last 24 h: the current hour's bucket and the 23 before it. */
 const WINDOW_HOURS = 24
+/**
+ * With Redis, how long one unwritten tally of a route collects before the next one starts: each
+ * is written and checked against a reset on its own (WRITE_TALLY), so that of counts made before
+ * a reset on another replica, at most this much is written after it, however long this replica's
+ * store was away or its flushes failed. Flushes (`store.flushMs`, 2 s by default) mostly write a
+ * route's tally well before it is this old.
+ */
+const TALLY_WINDOW_MS = 60_000
+/** Unwritten tallies kept per route (an hour of outage, one a minute); beyond it, the two oldest become one. */
+const MAX_TALLIES_PER_ROUTE = 60
 
 type Field = 'matches' | 'mismatches' | 'candidateErrors' | 'primaryErrors' | 'dropped' | 'skipped' | 'abandoned'
 const FIELDS: readonly Field[] = ['matches', 'mismatches', 'candidateErrors', 'primaryErrors', 'dropped', 'skipped', 'abandoned']
@@ -280,8 +290,10 @@ export class ShadowResults {
   readonly #flushMs: number
   readonly #onOutcome: ShadowResultsOptions['onOutcome']
   readonly #prefix: string
-  /** With Redis, what has not been written yet; in memory, everything since the start or a reset. */
+  /** With Redis, what has not been written yet (the current window); in memory, everything since the start or a reset. */
   #pending = new Map<string, RouteTally>()
+  /** With Redis, earlier windows not written yet (an outage, failed flushes), oldest first. */
+  #earlier = new Map<string, RouteTally[]>()
   /** In memory: since when each route's counts hold (the start, or its reset). */
   readonly #startedAtMs: number
   readonly #resetAt = new Map<string, number>()
@@ -305,6 +317,10 @@ export class ShadowResults {
     this.#onOutcome?.(record.tenant, record.route, record.outcome, record)
     const key = routeKey(record.tenant, record.route)
     let tally = this.#pending.get(key)
+    if (tally !== undefined && this.#store.connection !== undefined && record.atMs - tally.since >= TALLY_WINDOW_MS) {
+      this.#keepEarlier(key, tally)
+      tally = undefined
+    }
     if (tally === undefined) {
       tally = new RouteTally(record.atMs)
       this.#pending.set(key, tally)
@@ -358,10 +374,7 @@ export class ShadowResults {
         this.#logger.warn({ store: 'redis', family: 'shadow', reason: error instanceof Error ? error.message : String(error) }, "shadow results answered from this replica's memory: the store did not answer")
         return this.#answerLocally(routes, 'local', nowMs)
       }
-      for (const [key, view] of views) {
-        const pending = this.#pending.get(key)
-        if (pending !== undefined) mergeInto(view, pending)
-      }
+      for (const [key, view] of views) for (const tally of this.#unwritten(key)) mergeInto(view, tally)
       return { scope, tenants: build(routes, views, nowMs) }
     }
     return this.#answerLocally(routes, scope, nowMs)
@@ -372,6 +385,7 @@ export class ShadowResults {
     for (const route of routes) {
       const key = routeKey(tenant, route)
       this.#pending.delete(key)
+      this.#earlier.delete(key)
       this.#resetAt.set(key, nowMs)
     }
     const connection = this.#store.connection
@@ -379,13 +393,15 @@ export class ShadowResults {
     if (!this.#store.isUp()) return 'local'
     try {
       await connection.run((client) => {
-        const pipeline = client.pipeline()
+        // One transaction: no WRITE_TALLY of another replica between a route's DEL and its new
+        // `since`, which would see no reset and write counts made before it.
+        const transaction = client.multi()
         for (const route of routes) {
           const base = this.#routeBase(tenant, route)
-          pipeline.del(`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, nowMs))
-          pipeline.hset(`${base}:c`, 'since', String(nowMs))
+          transaction.del(`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, nowMs))
+          transaction.hset(`${base}:c`, 'since', String(nowMs))
         }
-        return pipeline.exec()
+        return transaction.exec()
       })
       return 'fleet'
     } catch {
@@ -400,8 +416,7 @@ export class ShadowResults {
         const key = routeKey(tenant, route)
         const since = scope === 'local' ? (this.#downSinceMs ?? nowMs) : (this.#resetAt.get(key) ?? this.#startedAtMs)
         const view = emptyView(since)
-        const tally = this.#pending.get(key)
-        if (tally !== undefined) mergeInto(view, tally)
+        for (const tally of this.#unwritten(key)) mergeInto(view, tally)
         views.set(key, view)
       }
     }
@@ -461,14 +476,18 @@ export class ShadowResults {
 
   async #write(): Promise<void> {
     const connection = this.#store.connection
-    if (connection === undefined || !this.#store.isUp() || this.#pending.size === 0) return
-    const batch = this.#pending
+    if (connection === undefined || !this.#store.isUp() || (this.#pending.size === 0 && this.#earlier.size === 0)) return
+    const batch: Array<[string, RouteTally]> = []
+    for (const [key, tallies] of this.#earlier) for (const tally of tallies) batch.push([key, tally])
+    batch.push(...this.#pending)
     this.#pending = new Map()
+    this.#earlier = new Map()
     try {
       // A reset on another replica (DELETE /admin/shadow) names its instant: counts made wholly
-      // before it are not written after it (one flush interval that straddles it may be). The
-      // check and the write are one script per route (WRITE_TALLY), so no reset lands between them.
-      const written = [...batch].filter(([, tally]) => !tally.empty)
+      // before it are not written after it (one tally that straddles it may be, at most
+      // TALLY_WINDOW_MS of them). The check and the write are one script per tally (WRITE_TALLY),
+      // so no reset lands between them.
+      const written = batch.filter(([, tally]) => !tally.empty)
       const results = await connection.run((client) => {
         const pipeline = client.pipeline()
         for (const [key, tally] of written) {
@@ -506,10 +525,26 @@ export class ShadowResults {
     }
   }
 
+  /** A tally not written: kept apart from what comes meanwhile, and written at the next flush. */
   #requeue(key: string, tally: RouteTally): void {
-    const now = this.#pending.get(key)
-    if (now === undefined) this.#pending.set(key, tally)
-    else this.#pending.set(key, combine(tally, now))
+    this.#keepEarlier(key, tally)
+  }
+
+  #keepEarlier(key: string, tally: RouteTally): void {
+    const tallies = this.#earlier.get(key)
+    if (tallies === undefined) {
+      this.#earlier.set(key, [tally])
+      return
+    }
+    tallies.push(tally)
+    if (tallies.length > MAX_TALLIES_PER_ROUTE) tallies.splice(0, 2, combine(tallies[0] as RouteTally, tallies[1] as RouteTally))
+  }
+
+  /** What this replica counted for a route and has not written, oldest first. */
+  #unwritten(key: string): RouteTally[] {
+    const current = this.#pending.get(key)
+    const earlier = this.#earlier.get(key) ?? []
+    return current === undefined ? earlier : [...earlier, current]
   }
 
   async #markSince(): Promise<void> {

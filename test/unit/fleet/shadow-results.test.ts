@@ -181,6 +181,20 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     expect(route).toMatchObject({ comparisons: 0, mismatches: 0, topPointers: [], samples: [] })
   })
 
+  it('writes none of what it counted long before a reset on another replica, however long it went unwritten', async () => {
+    const prefix = `sh${++prefixes}:`
+    const [a, b] = [await replica(prefix), await replica(prefix)]
+    const now = Date.now()
+    // Twenty minutes of mismatches b could not write (its store away, its flushes failing) ...
+    for (let index = 0; index < 20; index++) b.record(outcome('mismatch', now - 20 * 60_000 + index * 50_000, { pointers: ['/before'] }))
+    // ... a reset on a, then one comparison on b after it, then b's flush.
+    expect(await a.reset('acme', [ROUTE], now - 30_000)).toBe('fleet')
+    b.record(outcome('match', now))
+    await b.flush()
+    const route = (await a.answer(ROUTES, now)).tenants.acme?.[ROUTE]
+    expect(route).toMatchObject({ comparisons: 1, matches: 1, mismatches: 0, topPointers: [], samples: [] })
+  })
+
   it('writes a pointer with a lone surrogate (a V4 answer may name a member so) like any other', async () => {
     const prefix = `sh${++prefixes}:`
     const results = await replica(prefix)
