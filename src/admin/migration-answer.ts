@@ -12,6 +12,7 @@ export const DEFAULT_CLIENTS_LISTED = 100
 export const MAX_CLIENTS_LISTED = 10_000
 /** How many of a deprecation's next windows the answer lists (as many as `check-config` prints). */
 const NEXT_BROWNOUTS = 5
+const DAY_MS = 86_400_000
 
 /**
  * The tenants an answer covers and their configured legacy routes: every tenant, or the one
@@ -71,7 +72,10 @@ export function buildMigrationAnswer(runtime: GatewayRuntime, overrides: StageOv
       }
     }
     tenants[name] = {
-      since: iso(view.sinceMs),
+      // SPEC 12: since when the answer's data is complete. The tenant's counts live
+      // `retentionDays` (keys expire, memory sweeps): what is older is gone, so a client quiet for
+      // longer must not read as never seen since an earlier first write (sunset-check reads it).
+      since: iso(Math.max(view.sinceMs, view.generatedAtMs - config.clients.retentionDays * DAY_MS)),
       stage: stages.stage,
       legacyShare: known?.share ?? [],
       overrides: stages.overrides,

@@ -153,6 +153,20 @@ describe('the client registry of a fleet on one Redis (SPEC 12)', () => {
     return { scope: answer.json.scope, since: answer.json.tenants.acme.since, ...answer.json.tenants.acme.routes[HEADLESS] }
   }
 
+  it('answers since no earlier than the tenant\'s retention reaches back, whatever the store\'s first write', async () => {
+    // A store written to for 200 days, of a tenant whose counts live 7: older data is gone, so
+    // the answer is complete only from 7 days ago (a client quiet for 10 days would else read as
+    // never seen since the first write, and pass sunset-check).
+    await redis.client().set('retention:r:since', String(Date.now() - 200 * DAY))
+    const gateway = await startGateway(
+      testConfig(sim.url, { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'retention:' }, flushMs: 200 }, tenants: { acme: { upstream: { staging: sim.url }, clients: { retentionDays: 7 } } } })
+    )
+    await call(gateway, ALICE)
+    const answer = await migration(gateway, '?tenant=acme')
+    expect(answer.json.scope).toBe('fleet')
+    expect(Math.abs(Date.parse(answer.json.tenants.acme.since) - (Date.parse(answer.json.generatedAt) - 7 * DAY))).toBeLessThan(1_000)
+  })
+
   it('answers the sum of every replica with scope fleet, since the store first write', async () => {
     await call(a, ALICE)
     await call(a, ALICE)
