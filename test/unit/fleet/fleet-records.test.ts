@@ -37,6 +37,19 @@ async function replica(prefix: string): Promise<FleetRecords<Rec>> {
   return records
 }
 
+/** Writes `value` under `key` as a replica whose clock runs `aheadMs` ahead would. */
+async function writtenAhead(prefix: string, key: string, value: Rec, aheadMs: number): Promise<void> {
+  await redis.client().hset(`${prefix}f:test`, key, JSON.stringify({ v: value, at: Date.now() + aheadMs, until: Date.parse(value.until) }))
+}
+
+/** A replica started after a record under `k` was written by one whose clock runs a minute ahead. */
+async function afterWriteAhead(): Promise<{ prefix: string; ahead: Rec; b: FleetRecords<Rec> }> {
+  const prefix = `fr${++prefixes}:`
+  const ahead = record('written a minute ahead')
+  await writtenAhead(prefix, 'k', ahead, 60_000)
+  return { prefix, ahead, b: await replica(prefix) }
+}
+
 /** What the store holds under `key`, decoded. */
 async function stored(prefix: string, key: string): Promise<{ v: Rec | null; at: number } | null> {
   const raw = await redis.client().hget(`${prefix}f:test`, key)
@@ -57,10 +70,7 @@ describe('FleetRecords between replicas (real redis-server)', () => {
   })
 
   it('removes a record written by a replica whose clock runs ahead of this one', async () => {
-    const prefix = `fr${++prefixes}:`
-    const ahead = record('written a minute ahead')
-    await redis.client().hset(`${prefix}f:test`, 'k', JSON.stringify({ v: ahead, at: Date.now() + 60_000, until: Date.parse(ahead.until) }))
-    const b = await replica(prefix)
+    const { prefix, ahead, b } = await afterWriteAhead()
     expect(b.get('k', Date.now())).toEqual(ahead)
     expect(await b.remove('k', Date.now())).toEqual({ removed: ahead, scope: 'fleet' })
     // The tombstone is later than the record it removes, so the store took it.
@@ -70,10 +80,7 @@ describe('FleetRecords between replicas (real redis-server)', () => {
   })
 
   it('replaces a record written by a replica whose clock runs ahead of this one', async () => {
-    const prefix = `fr${++prefixes}:`
-    const ahead = record('written a minute ahead')
-    await redis.client().hset(`${prefix}f:test`, 'k', JSON.stringify({ v: ahead, at: Date.now() + 60_000, until: Date.parse(ahead.until) }))
-    const b = await replica(prefix)
+    const { prefix, b } = await afterWriteAhead()
     const replacement = record('set on b')
     expect(await b.set('k', replacement)).toBe('fleet')
     expect((await stored(prefix, 'k'))?.v).toEqual(replacement)
@@ -84,7 +91,7 @@ describe('FleetRecords between replicas (real redis-server)', () => {
     const b = await replica(prefix)
     // Written after b's copy was loaded, by a replica far ahead: b's change is earlier than it.
     const later = record('later, elsewhere')
-    await redis.client().hset(`${prefix}f:test`, 'k', JSON.stringify({ v: later, at: Date.now() + HOUR, until: Date.parse(later.until) }))
+    await writtenAhead(prefix, 'k', later, HOUR)
     await b.set('k', record('set on b'))
     expect((await stored(prefix, 'k'))?.v).toEqual(later)
     expect(b.get('k', Date.now())).toEqual(later)
