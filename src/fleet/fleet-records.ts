@@ -33,6 +33,15 @@ end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1`
 
+/**
+ * Deletes KEYS[1]'s fields ARGV[1], ARGV[3], … each only while it still holds the value read
+ * (ARGV[2], ARGV[4], …): a record another replica wrote since the read is not an ended one.
+ */
+const DELETE_IF_UNCHANGED = `for i = 1, #ARGV, 2 do
+  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then redis.call('HDEL', KEYS[1], ARGV[i]) end
+end
+return 1`
+
 export interface FleetRecordsOptions {
   store: SharedStore
   /** The key family below `store.keyPrefix` (SPEC 12: each feature its own). */
@@ -164,7 +173,7 @@ export class FleetRecords<T extends ExpiringRecord> {
     for (const [key, raw] of Object.entries(stored)) {
       const remote = parseVersioned<T>(raw)
       if (remote === undefined || remote.until <= nowMs) {
-        ended.push(key)
+        ended.push(key, raw)
         continue
       }
       const mine = this.#local.get(key)
@@ -182,7 +191,7 @@ export class FleetRecords<T extends ExpiringRecord> {
       if (remote === undefined || mine.at > remote.at) writes.push([key, mine])
     }
     try {
-      if (ended.length > 0) await connection.run((client) => client.hdel(this.#hashKey, ...ended))
+      if (ended.length > 0) await connection.run((client) => client.eval(DELETE_IF_UNCHANGED, 1, this.#hashKey, ...ended))
       for (const [key, record] of writes) await this.#write(key, record)
     } catch {
       // The store went away mid-exchange: what was not written is written at the next one.

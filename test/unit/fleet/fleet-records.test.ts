@@ -86,6 +86,28 @@ describe('FleetRecords between replicas (real redis-server)', () => {
     expect((await stored(prefix, 'k'))?.v).toEqual(replacement)
   })
 
+  // Only here is the store's call wrapped: no socket can place another replica's write between
+  // a refresh's read and its clean-up of what it read as ended.
+  it('drops an ended record from the store, but not one another replica wrote in its place since the read', async () => {
+    const prefix = `fr${++prefixes}:`
+    const ended = { v: record('ended'), at: Date.now() - 2 * HOUR, until: Date.now() - HOUR }
+    await redis.client().hset(`${prefix}f:test`, 'gone', JSON.stringify(ended), 'rewritten', JSON.stringify(ended))
+    const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET }), (shared) => shared.close())
+    const connection = store.connection as NonNullable<typeof store.connection>
+    const run = connection.run.bind(connection)
+    const fresh = record('written since the read')
+    let calls = 0
+    connection.run = (async (work: Parameters<typeof run>[0]) => {
+      const result = await run(work)
+      if (++calls === 1) await writtenAhead(prefix, 'rewritten', fresh, 0)
+      return result
+    }) as typeof connection.run
+    await new FleetRecords<Rec>({ store, family: 'test', logger: QUIET, refreshMs: HOUR }).refresh()
+    expect(calls).toBeGreaterThan(1)
+    expect(await stored(prefix, 'gone')).toBeNull()
+    expect((await stored(prefix, 'rewritten'))?.v).toEqual(fresh)
+  })
+
   it('takes at once the later record of the store when the store refuses a change', async () => {
     const prefix = `fr${++prefixes}:`
     const b = await replica(prefix)
