@@ -113,7 +113,7 @@ describe('DELETE /admin/sessions with a shared map (one session per identity acr
 })
 
 describe('what the shared map holds (one session per identity across replicas, SPEC 4)', () => {
-  it('keeps no raw token in any key or value: keys are prefix, tenant and hash, values the session id', async () => {
+  it('keeps no raw token in any key or value: keys are prefix, tenant, upstream tag and hash, values the session id', async () => {
     const keyPrefix = `e${++prefixCount}:`
     const replicas = await startReplicas(2, sim.url, redis.url, keyPrefix, twoTenants())
     const answers = await Promise.all([
@@ -128,7 +128,7 @@ describe('what the shared map holds (one session per identity across replicas, S
     // of their own below the prefix; registry-secret-safety.test.ts reads every one of those).
     const ours = keys.filter((key) => key.startsWith(`${keyPrefix}s:`))
     expect(ours).toHaveLength(3)
-    for (const key of ours) expect(key).toMatch(new RegExp(`^${keyPrefix}s:(acme|beta):[A-Za-z0-9_-]{43}$`))
+    for (const key of ours) expect(key).toMatch(new RegExp(`^${keyPrefix}s:(acme|beta):[A-Za-z0-9_-]{8}\\.[A-Za-z0-9_-]{43}$`))
     const sessionIds = new Set(answers.map((answer) => answer.headers['x-v4-session-id']))
     for (const key of ours) {
       const value = await redis.client().get(key)
