@@ -3,6 +3,11 @@ export interface BatchTarget {
   write(chunk: Buffer): boolean
   flushSync(): void
   /**
+   * From now on, writes what it is handed before returning: the process's last moments, when a
+   * write handed to the thread pool would not be finished before the process ends.
+   */
+  syncFromNow?(): void
+  /**
    * Hears how many bytes of what was handed on the target has written, in order (sonic-boom's
    * 'write' event). A batch whose bytes are all written is reused; without this hook, or for bytes
    * never reported (a failed write, a flushSync), every batch gets a buffer of its own.
@@ -96,6 +101,10 @@ export class LineBatcher {
 
   /** Hands on and writes everything now, for the process's last moments. */
   flushSync(): void {
+    // Handed on asynchronously, the last batch would be written after `flushSync` returned, or
+    // never, if the process ended first (the 'exit' handler's case): a target idle until now
+    // would start a thread-pool write for it that its own flushSync does not wait for.
+    this.target.syncFromNow?.()
     this.flush()
     this.target.flushSync()
   }

@@ -57,6 +57,12 @@ export function createBatchedDestination(dest: number | string, maxDelayMs = LOG
     // sonic-boom's types declare write(string); with contentMode 'buffer' it takes the Buffer (its README).
     write: (chunk) => sonic.write(chunk as unknown as string),
     flushSync: () => sonic.flushSync(),
+    // sonic-boom reads its `sync` option at each write: set, an idle stream writes what it is
+    // handed at once (its retries on EAGAIN included) instead of starting an asynchronous write.
+    syncFromNow: () => {
+      // Declared as an option only in sonic-boom's types; the stream keeps it as this field.
+      ;(sonic as unknown as { sync: boolean }).sync = true
+    },
     // sonic-boom reports each write's byte count, in order: written batches are reused (line-batcher.ts).
     onWritten: (listener) => void sonic.on('write', listener)
   }

@@ -1,3 +1,5 @@
+import { pbkdf2 } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -29,6 +31,27 @@ describe('the batched log destination', () => {
     const bytes = Buffer.byteLength(expected)
     await until(async () => (await stat(path)).size === bytes, 10_000)
     expect(await readFile(path, 'utf8')).toBe(expected)
+  })
+
+  // main.ts calls flushSync from the process's 'exit' handler: what it has not written by then is lost.
+  it('has written every line when flushSync returns, also with no write under way before it', async () => {
+    const dir = await createTempDir('v4gw-log-')
+    const path = join(dir.path, 'gateway.log')
+    const destination = createBatchedDestination(path, 600_000)
+    // A first line written the usual way, once the file is open: then nothing is under way.
+    const first = '{"level":30,"msg":"first"}\n'
+    destination.stream.write(first)
+    ;(destination.stream as unknown as { flush(): void }).flush()
+    await until(() => existsSync(path) && readFileSync(path, 'utf8') === first, 2_000)
+    const lines = ['{"level":30,"msg":"one"}\n', '{"level":30,"msg":"two"}\n']
+    for (const line of lines) destination.stream.write(line)
+    // Every thread of libuv's pool busy: a write handed to it now could not be done before the
+    // read below, as none is at a process's exit.
+    const busy = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, () => new Promise((resolve) => pbkdf2('p', 's', 300_000, 32, 'sha256', resolve)))
+    destination.flushSync()
+    expect(readFileSync(path, 'utf8')).toBe(first + lines.join(''))
+    await Promise.all(busy)
+    ;(destination.stream as unknown as { stop(): void }).stop()
   })
 
   it('hands on a batch only once it holds 256 KiB', async () => {
