@@ -107,8 +107,12 @@ export class FleetRecords<T extends ExpiringRecord> {
     return listed
   }
 
-  /** Sets a record here at once and, when the store answers, on every replica; says which. */
+  /**
+   * Sets a record here at once and, when the store answers, on every replica; says which. Read
+   * from the store first, as a removal is, so that the change is later than any record in force.
+   */
   async set(key: string, value: T): Promise<FleetScope> {
+    await this.current()
     return this.#change(key, { v: value, at: this.#nextWriteAt(key), until: Date.parse(value.until) })
   }
 
@@ -206,7 +210,7 @@ export class FleetRecords<T extends ExpiringRecord> {
     try {
       // Refused when the store holds a later write of another replica: that one is in force
       // everywhere, this copy too from now on.
-      if (!(await this.#write(key, record))) await this.refresh()
+      if (!(await this.#write(key, record))) await this.current()
       return 'fleet'
     } catch (error) {
       this.#logger.warn({ store: 'redis', family: this.#family, reason: error instanceof Error ? error.message : String(error) }, 'a shared change holds on this replica until the store answers')
@@ -227,8 +231,10 @@ export class FleetRecords<T extends ExpiringRecord> {
    * runs a clock ahead of this one (SPEC 12 tolerates a second of skew before warning).
    */
   #nextWriteAt(key: string): number {
-    this.#lastWrite = Math.max(Date.now(), this.#lastWrite + 1, (this.#local.get(key)?.at ?? 0) + 1)
-    return this.#lastWrite
+    // This replica's own sequence follows its own clock: another replica's clock ahead moves only
+    // the key it wrote, not every later change made here.
+    this.#lastWrite = Math.max(Date.now(), this.#lastWrite + 1)
+    return Math.max(this.#lastWrite, (this.#local.get(key)?.at ?? 0) + 1)
   }
 
   #schedule(): void {

@@ -65,12 +65,16 @@ const WINDOW_HOURS = 24
 /**
  * With Redis, how long one unwritten tally of a route collects before the next one starts: each
  * is written and checked against a reset on its own (WRITE_TALLY), so that of counts made before
- * a reset on another replica, at most this much is written after it, however long this replica's
- * store was away or its flushes failed. Flushes (`store.flushMs`, 2 s by default) mostly write a
- * route's tally well before it is this old.
+ * a reset on another replica, at most this much is written after it while this replica's store
+ * was away or its flushes failed for up to an hour (MAX_TALLIES_PER_ROUTE). Flushes
+ * (`store.flushMs`, 2 s by default) mostly write a route's tally well before it is this old.
  */
 const TALLY_WINDOW_MS = 60_000
-/** Unwritten tallies kept per route (an hour of outage, one a minute); beyond it, the two oldest become one. */
+/**
+ * Unwritten tallies kept per route (an hour of outage, one a minute). Beyond it the two oldest
+ * become one, whose span then grows: in a longer outage, a reset made after its first hour may
+ * let that merged span's counts through (docs/decisions.md).
+ */
 const MAX_TALLIES_PER_ROUTE = 60
 
 type Field = 'matches' | 'mismatches' | 'candidateErrors' | 'primaryErrors' | 'dropped' | 'skipped' | 'abandoned'

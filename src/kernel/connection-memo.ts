@@ -13,7 +13,7 @@ import { OneEntryMemo } from '../util/one-entry-memo.js'
 export interface ConnectionMemo {
   /** The presented credential's SHA-256 (sessions/session-key.ts fingerprintToken). */
   readonly credentialFingerprint: OneEntryMemo
-  /** The session-map key's SHA-256 (sessions/session-key.ts buildSessionKey). */
+  /** The session-map key, its upstream's tag and SHA-256 (sessions/session-key.ts buildSessionKey). */
   readonly sessionKey: SessionKeyMemo
 }
 

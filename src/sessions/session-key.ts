@@ -27,8 +27,9 @@ function sha256Hex(token: string): string {
  * after a reload moves a tenant, requests that began before it (their calls go to the old
  * upstream) and after it (the new one) must neither share an entry nor join each other's
  * `sessions.start`, and no interleaving of the two can mix them when the origin is in the key.
- * Length-prefixed parts, so no choice of values can make two tuples collide. With `memo`, the
- * same parts as last time are not hashed again.
+ * Length-prefixed parts, so no choice of values can make two tuples collide. The key's text is
+ * the origin's tag (sessionKeyPrefix) then the hash. With `memo`, the same parts as last time are
+ * not hashed again.
  */
 export function buildSessionKey(tenant: string, upstreamOrigin: string, tokenFingerprint: string, stateKey: string, defaults: SessionKeyDefaults, memo?: SessionKeyMemo): string {
   return memo === undefined ? sessionKey(tenant, upstreamOrigin, tokenFingerprint, stateKey, defaults) : memo.keyFor(tenant, upstreamOrigin, tokenFingerprint, stateKey, defaults)

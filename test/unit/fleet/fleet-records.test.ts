@@ -50,6 +50,30 @@ async function afterWriteAhead(): Promise<{ prefix: string; ahead: Rec; b: Fleet
   return { prefix, ahead, b: await replica(prefix) }
 }
 
+/**
+ * A replica (not started: no refresh but the test's) whose next call to the store, once armed, is
+ * followed by `write`, another replica's write, before the call's answer reaches it.
+ */
+async function wrappedReplica(prefix: string): Promise<{ records: FleetRecords<Rec>; writeAfterNextCall(write: () => Promise<void>): void }> {
+  const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET }), (shared) => shared.close())
+  const connection = store.connection as NonNullable<typeof store.connection>
+  const run = connection.run.bind(connection)
+  let pending: (() => Promise<void>) | undefined
+  connection.run = (async (work: Parameters<typeof run>[0]) => {
+    const result = await run(work)
+    const write = pending
+    pending = undefined
+    if (write !== undefined) await write()
+    return result
+  }) as typeof connection.run
+  return {
+    records: new FleetRecords<Rec>({ store, family: 'test', logger: QUIET, refreshMs: HOUR }),
+    writeAfterNextCall: (write) => {
+      pending = write
+    }
+  }
+}
+
 /** What the store holds under `key`, decoded. */
 async function stored(prefix: string, key: string): Promise<{ v: Rec | null; at: number } | null> {
   const raw = await redis.client().hget(`${prefix}f:test`, key)
@@ -79,6 +103,14 @@ describe('FleetRecords between replicas (real redis-server)', () => {
     expect(c.get('k', Date.now())).toBeUndefined()
   })
 
+  it('writes its changes of other keys by its own clock after it took a record from a clock ahead', async () => {
+    const { prefix, b } = await afterWriteAhead()
+    // Its removal of that record is later than it; a change of another key after it is not moved so.
+    await b.remove('k', Date.now())
+    await b.set('other', record('set on b'))
+    expect((await stored(prefix, 'other'))?.at).toBeLessThan(Date.now() + 1_000)
+  })
+
   it('replaces a record written by a replica whose clock runs ahead of this one', async () => {
     const { prefix, b } = await afterWriteAhead()
     const replacement = record('set on b')
@@ -86,36 +118,28 @@ describe('FleetRecords between replicas (real redis-server)', () => {
     expect((await stored(prefix, 'k'))?.v).toEqual(replacement)
   })
 
-  // Only here is the store's call wrapped: no socket can place another replica's write between
-  // a refresh's read and its clean-up of what it read as ended.
+  // Only in these two is the store's call wrapped: no socket can place another replica's write
+  // between a replica's read of the store and its write.
   it('drops an ended record from the store, but not one another replica wrote in its place since the read', async () => {
     const prefix = `fr${++prefixes}:`
     const ended = { v: record('ended'), at: Date.now() - 2 * HOUR, until: Date.now() - HOUR }
     await redis.client().hset(`${prefix}f:test`, 'gone', JSON.stringify(ended), 'rewritten', JSON.stringify(ended))
-    const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET }), (shared) => shared.close())
-    const connection = store.connection as NonNullable<typeof store.connection>
-    const run = connection.run.bind(connection)
     const fresh = record('written since the read')
-    let calls = 0
-    connection.run = (async (work: Parameters<typeof run>[0]) => {
-      const result = await run(work)
-      if (++calls === 1) await writtenAhead(prefix, 'rewritten', fresh, 0)
-      return result
-    }) as typeof connection.run
-    await new FleetRecords<Rec>({ store, family: 'test', logger: QUIET, refreshMs: HOUR }).refresh()
-    expect(calls).toBeGreaterThan(1)
+    const { records, writeAfterNextCall } = await wrappedReplica(prefix)
+    writeAfterNextCall(() => writtenAhead(prefix, 'rewritten', fresh, 0))
+    await records.refresh()
     expect(await stored(prefix, 'gone')).toBeNull()
     expect((await stored(prefix, 'rewritten'))?.v).toEqual(fresh)
   })
 
   it('takes at once the later record of the store when the store refuses a change', async () => {
     const prefix = `fr${++prefixes}:`
-    const b = await replica(prefix)
-    // Written after b's copy was loaded, by a replica far ahead: b's change is earlier than it.
+    const { records, writeAfterNextCall } = await wrappedReplica(prefix)
+    // Written right after the change read the store, by a replica far ahead: the change is earlier.
     const later = record('later, elsewhere')
-    await writtenAhead(prefix, 'k', later, HOUR)
-    await b.set('k', record('set on b'))
+    writeAfterNextCall(() => writtenAhead(prefix, 'k', later, HOUR))
+    await records.set('k', record('set on b'))
     expect((await stored(prefix, 'k'))?.v).toEqual(later)
-    expect(b.get('k', Date.now())).toEqual(later)
+    expect(records.get('k', Date.now())).toEqual(later)
   })
 })

@@ -207,7 +207,8 @@ describe('createRedisSessionStore', () => {
     expect(await replicaB.clear('acme', 'http://old.example:4010')).toBe(1)
     expect(await redis.client().get(`${prefix}s:acme:${left}k`)).toBeNull()
     expect(await redis.client().get(`${prefix}s:acme:${moved}k`)).toBe('ses_new')
-    // Its own copy of the new upstream's entry stays too.
+    // Its own copy of the new upstream's entry stays too: read with the shared entry gone.
+    await redis.client().del(`${prefix}s:acme:${moved}k`)
     expect(await replicaB.get(`${moved}k`, 'acme')).toEqual({ sessionId: 'ses_new', tenant: 'acme' })
     expect(await replicaB.get(`${left}k`, 'acme')).toBeUndefined()
   })
