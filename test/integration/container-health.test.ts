@@ -8,13 +8,24 @@ import { useTempDir } from '../helpers/temp-dir.js'
 
 const LISTENING_LINE = /v4gw listening on (\S+) \(admin (\S+)\)/
 
-/** A port nothing listens on at the moment (the system's pick, released at once). */
+/**
+ * A port nothing listens on at the moment, for a gateway started on it later. Picked below
+ * Linux's ephemeral range (32768-60999), checked free and released: the system's own pick (port
+ * 0) came from that range, where the listeners and client sockets of tests running alongside are
+ * placed too, and one of them took it before the gateway bound it (EADDRINUSE, seen in CI).
+ */
 async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    const server = createServer()
+    const free = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false))
+      server.listen(port, '127.0.0.1', () => resolve(true))
+    })
+    if (!free) continue
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    return port
+  }
 }
 
 /** A command line of `node …` as the given process, in the checkout; resolves with its exit code. */
