@@ -1,6 +1,7 @@
 import { effectiveDeprecation, nextBrownoutWindows, type DeprecationConfig } from '../config/deprecation.js'
 import type { TenantConfig } from '../config/schema.js'
 import { GatewayError } from '../errors/registry.js'
+import { DAY_MS } from '../fleet/registry-data.js'
 import { EMPTY_ROUTE, type ClientView, type RegistryView } from '../fleet/registry-view.js'
 import type { BrownoutPause } from '../tenancy/brownout-pauses.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
@@ -12,7 +13,6 @@ export const DEFAULT_CLIENTS_LISTED = 100
 export const MAX_CLIENTS_LISTED = 10_000
 /** How many of a deprecation's next windows the answer lists (as many as `check-config` prints). */
 const NEXT_BROWNOUTS = 5
-const DAY_MS = 86_400_000
 
 /**
  * The tenants an answer covers and their configured legacy routes: every tenant, or the one

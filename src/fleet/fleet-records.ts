@@ -112,7 +112,8 @@ export class FleetRecords<T extends ExpiringRecord> {
    * from the store first, as a removal is, so that the change is later than any record in force.
    */
   async set(key: string, value: T): Promise<FleetScope> {
-    if (this.#shared()) await this.current()
+    // Without a store that answers, a change applies here before its first await.
+    if (this.scope() === 'fleet') await this.current()
     return this.#change(key, { v: value, at: this.#nextWriteAt(key), until: Date.parse(value.until) })
   }
 
@@ -122,16 +123,11 @@ export class FleetRecords<T extends ExpiringRecord> {
    * replica set since then would otherwise be missed here, and stay on every replica.
    */
   async remove(key: string, nowMs: number): Promise<{ removed: T | undefined; scope: FleetScope }> {
-    if (this.#shared()) await this.current()
+    if (this.scope() === 'fleet') await this.current()
     const removed = this.get(key, nowMs)
     if (removed === undefined) return { removed, scope: this.scope() }
     const scope = await this.#change(key, { v: null, at: this.#nextWriteAt(key), until: Date.parse(removed.until) })
     return { removed, scope }
-  }
-
-  /** A store that answers: a change reads it first. Without one, a change applies here before its first await. */
-  #shared(): boolean {
-    return this.#store.connection !== undefined && this.#store.isUp()
   }
 
   /** Brings the local copy up to the store's state as of now (a refresh begun earlier may predate a change). */

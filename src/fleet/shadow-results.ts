@@ -521,19 +521,18 @@ export class ShadowResults {
       })
       // A script the server refused (a pipeline reports each command's error, it throws none):
       // that route's tally is counted again at the next flush.
-      for (const [index, [key, tally]] of written.entries()) if (results?.[index]?.[0] != null) this.#requeue(key, tally)
+      for (const [index, [key, tally]] of written.entries()) if (results?.[index]?.[0] != null) this.#keepEarlier(key, tally)
       this.#downSinceMs = undefined
     } catch {
-      // Not written: counted again with what comes meanwhile, and written at the next flush.
-      for (const [key, tally] of batch) this.#requeue(key, tally)
+      // Not written: kept apart from what comes meanwhile, and written at the next flush.
+      for (const [key, tally] of batch) this.#keepEarlier(key, tally)
     }
   }
 
-  /** A tally not written: kept apart from what comes meanwhile, and written at the next flush. */
-  #requeue(key: string, tally: RouteTally): void {
-    this.#keepEarlier(key, tally)
-  }
-
+  /**
+   * A route's tally waiting to be written behind its later ones: a window that closed, or one
+   * not written (kept apart from what comes meanwhile, and written at the next flush).
+   */
   #keepEarlier(key: string, tally: RouteTally): void {
     const tallies = this.#earlier.get(key)
     if (tallies === undefined) {
