@@ -491,17 +491,30 @@ function encodedOnce<Key extends object>(write: (out: ProtobufBuffer, key: Key) 
   }
 }
 
+/** What writes OTLP/HTTP protobuf bodies: one per exporter, its scratch space reused batch after batch. */
+export interface SpanEncoder {
+  /** The body for a batch of ended spans, written at once. */
+  encode(spans: readonly ReadableSpan[]): Uint8Array
+  /**
+   * The same body, written `spansPerStep` spans at a time: each `next()` writes one step, and the
+   * last returns the body. The caller runs other work between steps (tracing/encode-ahead.ts).
+   */
+  steps(spans: readonly ReadableSpan[], spansPerStep: number): Generator<undefined, Uint8Array, undefined>
+}
+
 /**
  * The OTLP/HTTP protobuf body for a batch of ended spans, grouped by resource, then by scope, in
- * the order each first appears (as the library groups them). One encoder per exporter: its
- * scratch space is reused batch after batch, and what it returns is a copy the export may keep
- * (a retry sends it again later).
+ * the order each first appears (as the library groups them). What it returns is a copy the
+ * export may keep (a retry sends it again later). A batch written in steps has the scratch space
+ * to itself until it is done; one that starts meanwhile (a flush at shutdown starts every batch at
+ * once) gets scratch space of its own.
  */
-export function createSpanEncoder(): (spans: readonly ReadableSpan[]) => Uint8Array {
-  const out = new ProtobufBuffer()
+export function createSpanEncoder(): SpanEncoder {
+  let idle: ProtobufBuffer | undefined = new ProtobufBuffer()
   const resourceBytes = encodedOnce(resourceField)
   const scopeBytes = encodedOnce(scopeField)
-  return function encodeSpans(spans) {
+
+  function* steps(spans: readonly ReadableSpan[], spansPerStep: number): Generator<undefined, Uint8Array, undefined> {
     const byResource = new Map<Resource, Map<InstrumentationScope, ReadableSpan[]>>()
     for (const recorded of spans) {
       let byScope = byResource.get(recorded.resource)
@@ -510,32 +523,53 @@ export function createSpanEncoder(): (spans: readonly ReadableSpan[]) => Uint8Ar
       if (group === undefined) byScope.set(recorded.instrumentationScope, [recorded])
       else group.push(recorded)
     }
+    // The scratch space is this batch's until it is done: nothing else writes to it between steps.
+    const out = idle ?? new ProtobufBuffer()
+    idle = undefined
     out.reset()
-    for (const [resource, byScope] of byResource) {
-      // A batch (up to 1,024 spans of a few hundred bytes each) is mostly under 2 MiB: three bytes of length.
-      out.tag(1, LENGTH_DELIMITED)
-      const resourceSpans = out.open(3)
-      out.append(resourceBytes(resource))
-      for (const [scope, group] of byScope) {
-        out.tag(2, LENGTH_DELIMITED)
-        const scopeSpans = out.open(3)
-        out.append(scopeBytes(scope))
-        for (const recorded of group) {
+    try {
+      let written = 0
+      for (const [resource, byScope] of byResource) {
+        // A batch (up to 1,024 spans of a few hundred bytes each) is mostly under 2 MiB: three bytes of length.
+        out.tag(1, LENGTH_DELIMITED)
+        const resourceSpans = out.open(3)
+        out.append(resourceBytes(resource))
+        for (const [scope, group] of byScope) {
           out.tag(2, LENGTH_DELIMITED)
-          span(out, recorded)
+          const scopeSpans = out.open(3)
+          out.append(scopeBytes(scope))
+          for (const recorded of group) {
+            if (written === spansPerStep) {
+              written = 0
+              yield
+            }
+            out.tag(2, LENGTH_DELIMITED)
+            span(out, recorded)
+            written++
+          }
+          if (scope.schemaUrl) {
+            out.tag(3, LENGTH_DELIMITED)
+            out.string(scope.schemaUrl)
+          }
+          out.close(scopeSpans, 3)
         }
-        if (scope.schemaUrl) {
+        if (resource.schemaUrl) {
           out.tag(3, LENGTH_DELIMITED)
-          out.string(scope.schemaUrl)
+          out.string(resource.schemaUrl)
         }
-        out.close(scopeSpans, 3)
+        out.close(resourceSpans, 3)
       }
-      if (resource.schemaUrl) {
-        out.tag(3, LENGTH_DELIMITED)
-        out.string(resource.schemaUrl)
-      }
-      out.close(resourceSpans, 3)
+      return Buffer.from(out.bytes.subarray(0, out.at))
+    } finally {
+      idle = out
     }
-    return Buffer.from(out.bytes.subarray(0, out.at))
+  }
+
+  return {
+    encode(spans) {
+      const result = steps(spans, Infinity).next()
+      return result.value as Uint8Array
+    },
+    steps
   }
 }

@@ -16,6 +16,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Logger } from 'pino'
 import type { GatewayConfig } from '../config/schema.js'
 import type { SpanRecorder } from './ended-span.js'
+import { encodingAhead } from './encode-ahead.js'
 import { createSpanEncoder } from './otlp-protobuf.js'
 import { RecordedRequestSpan, UnrecordedRequestSpan, type RequestSpan } from './request-span.js'
 import { ratioBound, TraceIds } from './trace-ids.js'
@@ -123,17 +124,19 @@ export function createTracing(deps: TracingDeps): Tracing {
  * OTLP/HTTP in protobuf: what `@opentelemetry/exporter-trace-otlp-proto`'s exporter is made of
  * (its options, transport, retries, timeout and export queue, from otlp-exporter-base's public
  * API for exporters), with the gateway's own span encoder in place of the library's serializer
- * (otlp-protobuf.ts: the same bytes, measured cheaper; docs/performance.md). The collector's
- * answer is read by the library.
+ * (otlp-protobuf.ts: the same bytes, measured cheaper; docs/performance.md), which writes each
+ * batch a step at a time before the library sends it (encode-ahead.ts). The collector's answer is
+ * read by the library.
  */
 function protobufExporter(options: ExporterOptions): SpanExporter {
+  const encoding = encodingAhead(createSpanEncoder())
   const serializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> = {
-    serializeRequest: createSpanEncoder(),
+    serializeRequest: encoding.serialize,
     deserializeResponse: (bytes) => ProtobufTraceSerializer.deserializeResponse(bytes)
   }
   const http = convertLegacyHttpOptions(options, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' })
   // No meter provider: the library's exporter self-metrics stay no-ops, as in its own exporter without one.
-  return new OTLPExporterBase(createOtlpHttpExportDelegate(http, serializer, 'otlp_http_span_exporter', TraceExporterMetricsHelper, undefined))
+  return encoding.exporter(new OTLPExporterBase(createOtlpHttpExportDelegate(http, serializer, 'otlp_http_span_exporter', TraceExporterMetricsHelper, undefined)))
 }
 
 /**

@@ -26,11 +26,19 @@ function libraryBytes(spans: ReadableSpan[]): Buffer {
   return Buffer.from(bytes)
 }
 
-function expectLibraryBytes(spans: ReadableSpan[], encode = createSpanEncoder()): void {
-  const ours = Buffer.from(encode(spans))
-  const theirs = libraryBytes(spans)
+/** Every way through the encoder: at once, and in steps of one span and of three. */
+function expectLibraryBytes(spans: ReadableSpan[], encoder = createSpanEncoder()): void {
+  const theirs = libraryBytes(spans).toString('hex')
   // Hex, so that a difference shows where it starts.
-  expect(ours.toString('hex')).toBe(theirs.toString('hex'))
+  expect(Buffer.from(encoder.encode(spans)).toString('hex')).toBe(theirs)
+  for (const spansPerStep of [1, 3]) expect(Buffer.from(allSteps(encoder.steps(spans, spansPerStep))).toString('hex')).toBe(theirs)
+}
+
+function allSteps(steps: Generator<undefined, Uint8Array, undefined>): Uint8Array {
+  for (;;) {
+    const next = steps.next()
+    if (next.done === true) return next.value
+  }
 }
 
 interface Scripted {
@@ -201,16 +209,51 @@ describe('the gateway\'s OTLP protobuf encoder (contract with @opentelemetry/otl
   })
 
   it('reuses its scratch space without changing what it returned before', () => {
-    const encode = createSpanEncoder()
+    const encoder = createSpanEncoder()
     const resource = resourceFromAttributes({ 'service.name': 'contract' })
     const first = sdkSpans(resource, [{ scope: SCOPE, span: { name: 'first', attributes: { text: 'a'.repeat(300) } } }])
     const second = sdkSpans(resource, [{ scope: SCOPE, span: { name: 'second', attributes: { text: 'b'.repeat(2_000_000) } } }])
-    const firstBytes = encode(first)
+    const firstBytes = encoder.encode(first)
     const copy = Buffer.from(firstBytes)
     // The second batch outgrows the scratch space, the third starts again small.
-    expectLibraryBytes(second, encode)
-    expectLibraryBytes(first, encode)
+    expectLibraryBytes(second, encoder)
+    expectLibraryBytes(first, encoder)
     expect(Buffer.from(firstBytes).equals(copy)).toBe(true)
+  })
+
+  it('writes a batch in steps of the size asked, and two batches in steps at once each as the library does', () => {
+    const encoder = createSpanEncoder()
+    const resource = resourceFromAttributes({ 'service.name': 'contract' })
+    const other = resourceFromAttributes({ 'service.name': 'other' })
+    const scripts = (prefix: string, count: number) => Array.from({ length: count }, (_, index) => ({ scope: index % 3 === 0 ? { name: 'another' } : SCOPE, span: { name: `${prefix}-${index}`, attributes: { text: prefix.repeat(200 + index) } } }))
+    // Two resources and two scopes, so that steps fall inside open messages of every level.
+    const first = [...sdkSpans(resource, scripts('a', 7)), ...sdkSpans(other, scripts('b', 4))]
+    const second = sdkSpans(resource, scripts('c', 9))
+    const firstSteps = encoder.steps(first, 2)
+    const secondSteps = encoder.steps(second, 4)
+    let firstCount = 0
+    let secondCount = 0
+    let firstBody: Uint8Array | undefined
+    let secondBody: Uint8Array | undefined
+    // Alternated, as two exports' steps are at shutdown: each batch keeps its own scratch space.
+    while (firstBody === undefined || secondBody === undefined) {
+      if (firstBody === undefined) {
+        const next = firstSteps.next()
+        firstCount++
+        if (next.done === true) firstBody = next.value
+      }
+      if (secondBody === undefined) {
+        const next = secondSteps.next()
+        secondCount++
+        if (next.done === true) secondBody = next.value
+      }
+    }
+    // 11 spans two at a time and 9 four at a time: one call per step.
+    expect([firstCount, secondCount]).toEqual([6, 3])
+    expect(Buffer.from(firstBody).toString('hex')).toBe(libraryBytes(first).toString('hex'))
+    expect(Buffer.from(secondBody).toString('hex')).toBe(libraryBytes(second).toString('hex'))
+    // The scratch space came back: a batch written at once afterwards is whole too.
+    expectLibraryBytes(second, encoder)
   })
 
   it('writes text that needs a longer length than guessed wherever it ends against the end of its scratch space', () => {
