@@ -245,7 +245,7 @@ function routeStages(runtime: GatewayRuntime): [string, string, string][] {
   const stages: [string, string, string][] = []
   for (const [name, tenant] of runtime.tenancy.tenants) {
     for (const [route, configured] of tenant.migration) {
-      stages.push([name, route, resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides.activeFor(name, route, nowMs)).stage])
+      stages.push([name, route, resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides, name, route, nowMs).stage])
     }
   }
   return stages

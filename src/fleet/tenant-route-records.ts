@@ -44,6 +44,12 @@ export class TenantRouteRecords<T extends TenantRouteRecord> {
     return this.#records.remove(keyOf(tenant, route), nowMs)
   }
 
+  /** The record in force at `nowMs` for exactly one scope: a route's own, or the tenant's (`route` null). */
+  inForce(tenant: string, route: string | null, nowMs: number): T | undefined {
+    if (this.#records.size === 0) return undefined
+    return this.#records.get(keyOf(tenant, route), nowMs)
+  }
+
   /** The record in force for a route at `nowMs`: the route's own, else the tenant's. */
   activeFor(tenant: string, route: string, nowMs: number): T | undefined {
     if (this.#records.size === 0) return undefined

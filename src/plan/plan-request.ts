@@ -160,7 +160,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
   const policy = tenant.deprecation.get(route.label) ?? null
   // SPEC 14's effective stage: one lookup and a compare in `translate` with no override.
   const configured = tenant.migration.get(route.label) as NonNullable<ReturnType<TenantRuntime['migration']['get']>>
-  const effective = candidateOrigin !== undefined ? TRANSLATE_STAGE : resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides.activeFor(tenant.name, route.label, head.now))
+  const effective = candidateOrigin !== undefined ? TRANSLATE_STAGE : resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides, tenant.name, route.label, head.now)
   // Stages legacy and shadow never translate; canary knows only once the client is known.
   const translates = effective.stage === 'translate' || effective.stage === 'native-only'
   // On every answer of a legacy route, the gateway's own errors included (SPEC 6, 13); on a tenant

@@ -30,16 +30,16 @@ export interface StageOverride {
 }
 
 /**
- * Where the planner reads overrides from. SPEC 14's precedence between a route's override and its
- * tenant's is the source's to apply (`activeFor` answers the route's, else the tenant's), as
- * BrownoutPauses does for pauses; it must answer from memory (SPEC 12: no request waits on the store).
+ * Where the planner reads overrides from, from memory (SPEC 12: no request waits on the store).
+ * It answers one scope at a time, a route's own or the tenant's (`route` null), since SPEC 14's
+ * precedence depends on whether the config allows each (resolveEffectiveStage).
  */
 export interface StageOverrides {
-  activeFor(tenant: string, route: string, nowMs: number): StageOverride | undefined
+  inForce(tenant: string, route: string | null, nowMs: number): StageOverride | undefined
 }
 
 /** No overrides: what every runtime has until `PUT /admin/migration/stage` is built. */
-export const NO_STAGE_OVERRIDES: StageOverrides = Object.freeze({ activeFor: () => undefined })
+export const NO_STAGE_OVERRIDES: StageOverrides = Object.freeze({ inForce: () => undefined })
 
 /** SPEC 14's effective stage of a request and where it comes from (`/admin/migration`'s `stageSource`). */
 export interface EffectiveStage {
@@ -55,10 +55,14 @@ const STAGE_ORDER: ReadonlyMap<string, number> = new Map(MIGRATION_STAGES.map((s
  * SPEC 14: the first of route override, tenant override, route config, tenant config, `translate`.
  * An override applies only while the config allows it (an earlier or equal stage than the
  * configured one, and `upstream.legacy` for the stages that need it); otherwise it is suspended,
- * never misapplied, and the configured stage serves.
+ * never misapplied, and the next in that order serves: a suspended route override leaves the
+ * tenant's override in force.
  */
-export function resolveEffectiveStage(configured: RouteMigration, hasLegacy: boolean, override: StageOverride | undefined): EffectiveStage {
-  if (override !== undefined && isAllowedOverride(configured.stage, override.stage, hasLegacy)) return { stage: override.stage, source: 'override', override }
+export function resolveEffectiveStage(configured: RouteMigration, hasLegacy: boolean, overrides: StageOverrides, tenant: string, route: string, nowMs: number): EffectiveStage {
+  const own = overrides.inForce(tenant, route, nowMs)
+  if (own !== undefined && isAllowedOverride(configured.stage, own.stage, hasLegacy)) return { stage: own.stage, source: 'override', override: own }
+  const tenantWide = overrides.inForce(tenant, null, nowMs)
+  if (tenantWide !== undefined && isAllowedOverride(configured.stage, tenantWide.stage, hasLegacy)) return { stage: tenantWide.stage, source: 'override', override: tenantWide }
   return configured.stage === 'translate' ? TRANSLATE_FROM_CONFIG : { stage: configured.stage, source: 'config' }
 }
 

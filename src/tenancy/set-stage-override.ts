@@ -63,15 +63,16 @@ export async function removeStageOverrides(
   target: { tenant: string; route: string | null; all: boolean },
   nowMs: number
 ): Promise<{ removed: StoredStageOverride[]; scope: FleetScope }> {
-  // Overrides of a tenant or route the config no longer has may still be removed. Chosen from
-  // the store's state, not a copy up to a refresh old (one just set elsewhere would be missed).
+  // Chosen from the store's state, not a copy up to a refresh old (one just set elsewhere would be missed).
   await records.current()
   const listed = records.list(nowMs).filter((override) => override.tenant === target.tenant)
-  if (listed.length === 0) {
+  const chosen = target.all ? listed : listed.filter((override) => override.route === target.route)
+  // An override of a tenant or route the config no longer has may still be removed; with none
+  // chosen, the tenant and route must be the config's (SPEC 14: 404 for either unknown).
+  if (chosen.length === 0) {
     const tenant = knownTenant(runtime, target.tenant)
     if (target.route !== null) knownRoute(tenant, target.route)
   }
-  const chosen = target.all ? listed : listed.filter((override) => override.route === target.route)
   const removed: StoredStageOverride[] = []
   let scope = records.scope()
   for (const override of chosen) {

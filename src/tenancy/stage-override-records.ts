@@ -15,7 +15,7 @@ export interface StoredStageOverride extends StageOverride {
  * SPEC 14's rollback lever: stage overrides of a tenant or one route, the fleet's with Redis
  * (fleet/fleet-records.ts: every replica within 2 s, kept across restarts, reloads and a store
  * that lost them; local while the store is down and written back later), this process's with
- * `store: memory`. The planner reads them from memory (`activeFor`); whether the running config
+ * `store: memory`. The planner reads them from memory (`inForce`); whether the running config
  * allows one is the planner's question (migration-policy.ts `resolveEffectiveStage`), so an
  * override the config no longer allows is kept, suspended, rather than misapplied or lost.
  */

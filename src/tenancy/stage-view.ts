@@ -18,7 +18,7 @@ export function routeStageView(runtime: GatewayRuntime, tenantName: string, labe
   const tenant = runtime.tenancy.tenants.get(tenantName)
   const configured = tenant?.migration.get(label)
   if (tenant === undefined || configured === undefined) return { stage: 'translate', stageSource: 'config', canary: null }
-  const effective = resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides.activeFor(tenantName, label, nowMs))
+  const effective = resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides, tenantName, label, nowMs)
   const canary = effective.stage === 'canary' ? { percent: configured.canary.percent, allow: [...configured.canary.allow], deny: [...configured.canary.deny] } : null
   return { stage: effective.stage, stageSource: effective.source, canary }
 }

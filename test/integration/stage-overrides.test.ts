@@ -117,6 +117,20 @@ describe('stage overrides on one gateway (SPEC 14)', () => {
     expect((await putOverride(gw, { tenant: 'early', route: ROUTE, stage: 'shadow', reason: 'same' })).status).toBe(200)
     await send(gw.adminUrl, '/admin/migration/stage?tenant=early&all=true', { method: 'DELETE' })
   })
+
+  it('answers a removal of an unknown tenant or route 404, whatever else of the tenant is in force', async () => {
+    expect((await putOverride(gw, { tenant: 'early', stage: 'legacy', reason: 'tenant-wide' })).status).toBe(200)
+    const typo = await send(gw.adminUrl, `/admin/migration/stage?tenant=early&route=${encodeURIComponent('POST /v1/typo')}`, { method: 'DELETE' })
+    expect(typo.status).toBe(404)
+    expect(typo.json.error.code).toBe('ROUTE_NOT_FOUND')
+    expect((await send(gw.adminUrl, '/admin/migration/stage?tenant=nope', { method: 'DELETE' })).json.error.code).toBe('TENANT_UNKNOWN')
+    // A known route without an override of its own: nothing removed, the tenant's kept.
+    const none = await send(gw.adminUrl, `/admin/migration/stage?tenant=early&route=${encodeURIComponent(ROUTE)}`, { method: 'DELETE' })
+    expect(none.status).toBe(200)
+    expect(none.json.override).toBeNull()
+    const removed = await send(gw.adminUrl, '/admin/migration/stage?tenant=early', { method: 'DELETE' })
+    expect(removed.json.override).toMatchObject({ tenant: 'early', route: null, stage: 'legacy' })
+  })
 })
 
 describe('an override the config no longer allows (SPEC 14: suspended, never misapplied)', () => {
@@ -144,6 +158,41 @@ describe('an override the config no longer allows (SPEC 14: suspended, never mis
     await writeFile(configPath, stringify(config(true)))
     await send(gw.adminUrl, '/admin/reload', { method: 'POST' })
     expect((await call(gw)).headers['x-v4gw-served-by']).toBe('legacy')
+  })
+})
+
+describe('a suspended route override over a tenant override (SPEC 14: route override, tenant override, route config, …)', () => {
+  const dir = useTempDir('v4gw-overrides-')
+
+  it('leaves the tenant override in force when the route override is suspended', async () => {
+    const configPath = join(dir.path, 'gateway.yaml')
+    const config = (withLegacy: boolean): Record<string, unknown> => ({
+      log: { level: 'silent' },
+      tenancy: { default: 'acme' },
+      tenants: { acme: { upstream: withLegacy ? { staging: sim.url, legacy: legacy.url } : { staging: sim.url }, migration: { stage: 'native-only' } } }
+    })
+    await writeFile(configPath, stringify(config(true)))
+    const gw = await startGateway(config(true), { configPath })
+    expect((await call(gw)).status).toBe(410)
+    // The tenant rolled back to translate, then one route further, to legacy.
+    expect((await putOverride(gw, { tenant: 'acme', stage: 'translate', reason: 'tenant rollback' })).status).toBe(200)
+    expect((await putOverride(gw, { tenant: 'acme', route: ROUTE, stage: 'legacy', reason: 'route rollback' })).status).toBe(200)
+    expect((await call(gw)).headers['x-v4gw-served-by']).toBe('legacy')
+
+    // Without the legacy upstream the route's override is suspended; the tenant's still holds.
+    await writeFile(configPath, stringify(config(false)))
+    expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    const served = await call(gw)
+    expect(served.status).toBe(200)
+    expect(served.headers['x-v4gw-served-by']).toBe('v4')
+    const listed = (await send(gw.adminUrl, '/admin/migration?tenant=acme')).json.tenants.acme
+    expect(listed.routes[ROUTE]).toMatchObject({ stage: 'translate', stageSource: 'override' })
+    expect(listed.overrides).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ route: ROUTE, stage: 'legacy', suspended: expect.stringContaining('upstream.legacy') }),
+        expect.objectContaining({ route: null, stage: 'translate', suspended: null })
+      ])
+    )
   })
 })
 

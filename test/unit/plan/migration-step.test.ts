@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { clientBucket } from '../../../src/plan/client-bucket.js'
 import { brownoutBucket } from '../../../src/plan/deprecation-step.js'
 import { cameThroughFleet, decideMigration, withVia } from '../../../src/plan/migration-step.js'
-import { isAllowedOverride, resolveEffectiveStage, type RouteMigration } from '../../../src/tenancy/migration-policy.js'
+import { isAllowedOverride, NO_STAGE_OVERRIDES, resolveEffectiveStage, type RouteMigration, type StageOverride, type StageOverrides } from '../../../src/tenancy/migration-policy.js'
 
 /** SPEC 14's decision for one request, as a pure function. */
 
@@ -10,10 +10,11 @@ function route(stage: RouteMigration['stage'], percent = 0, allow: string[] = []
   return { stage, stageFrom: 'tenant', canary: { percent, bucketBound: Math.round(percent * 100), allow: new Set(allow), deny: new Set(deny) } }
 }
 
+const ROUTE = 'POST /v1/runs/invoke'
 const CLIENTS = Array.from({ length: 2_000 }, (_, index) => `fp:${index.toString(16).padStart(16, '0')}`)
 
 function sideOf(configured: RouteMigration, clientId: string, tenant = 'acme'): string {
-  return decideMigration(resolveEffectiveStage(configured, true, undefined), configured, tenant, clientId, undefined, 0).side
+  return decideMigration(resolveEffectiveStage(configured, true, NO_STAGE_OVERRIDES, tenant, ROUTE, 0), configured, tenant, clientId, undefined, 0).side
 }
 
 describe('SPEC 14 canary by client', () => {
@@ -90,17 +91,34 @@ describe('SPEC 14 stages and their sides', () => {
 })
 
 describe('SPEC 14 effective stage', () => {
-  const override = (stage: RouteMigration['stage']) => ({ stage, route: null, reason: 'rollback', until: '2099-01-01T00:00:00Z' })
+  const override = (stage: RouteMigration['stage'], scope: string | null = null): StageOverride => ({ stage, route: scope, reason: 'rollback', until: '2099-01-01T00:00:00Z' })
+  /** Overrides in force for tenant acme: the route's own and the tenant-wide one, either may be absent. */
+  const inForce = (own: StageOverride | undefined, tenantWide: StageOverride | undefined): StageOverrides => ({
+    inForce: (tenant, scope) => (tenant !== 'acme' ? undefined : scope === null ? tenantWide : scope === ROUTE ? own : undefined)
+  })
+  const effective = (configured: RouteMigration, hasLegacy: boolean, overrides: StageOverrides) => resolveEffectiveStage(configured, hasLegacy, overrides, 'acme', ROUTE, 0)
 
   it('is the configured stage without an override, from config', () => {
-    expect(resolveEffectiveStage(route('canary'), true, undefined)).toEqual({ stage: 'canary', source: 'config' })
+    expect(effective(route('canary'), true, NO_STAGE_OVERRIDES)).toEqual({ stage: 'canary', source: 'config' })
   })
 
   it('applies an override to an earlier or equal stage, and suspends one that would move forward or needs a legacy upstream that is gone', () => {
-    expect(resolveEffectiveStage(route('canary'), true, override('shadow'))).toMatchObject({ stage: 'shadow', source: 'override' })
-    expect(resolveEffectiveStage(route('shadow'), true, override('translate'))).toEqual({ stage: 'shadow', source: 'config' })
-    expect(resolveEffectiveStage(route('translate'), false, override('legacy'))).toEqual({ stage: 'translate', source: 'config' })
+    expect(effective(route('canary'), true, inForce(undefined, override('shadow')))).toMatchObject({ stage: 'shadow', source: 'override' })
+    expect(effective(route('shadow'), true, inForce(undefined, override('translate')))).toEqual({ stage: 'shadow', source: 'config' })
+    expect(effective(route('translate'), false, inForce(override('legacy', ROUTE), undefined))).toEqual({ stage: 'translate', source: 'config' })
     expect(isAllowedOverride('native-only', 'translate', false)).toBe(true)
+  })
+
+  it('takes the route override before the tenant override, and the tenant override when the route one is suspended', () => {
+    expect(effective(route('canary'), true, inForce(override('legacy', ROUTE), override('shadow')))).toMatchObject({ stage: 'legacy', override: { route: ROUTE } })
+    // The route's override needs the legacy upstream, which is gone: the tenant's rollback to translate still holds.
+    expect(effective(route('native-only'), false, inForce(override('legacy', ROUTE), override('translate')))).toMatchObject({ stage: 'translate', source: 'override', override: { route: null } })
+    // The route's would move it forward: the tenant's serves.
+    expect(effective(route('shadow'), true, inForce(override('canary', ROUTE), override('legacy')))).toMatchObject({ stage: 'legacy', source: 'override' })
+    // Both suspended: the configured stage.
+    expect(effective(route('shadow'), false, inForce(override('legacy', ROUTE), override('legacy')))).toEqual({ stage: 'shadow', source: 'config' })
+    // Another tenant's overrides are not this one's.
+    expect(resolveEffectiveStage(route('canary'), true, inForce(override('legacy', ROUTE), override('shadow')), 'other', ROUTE, 0)).toEqual({ stage: 'canary', source: 'config' })
   })
 })
 
