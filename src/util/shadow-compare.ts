@@ -61,6 +61,10 @@ export function compareAnswers(primary: ComparedAnswer, candidate: ComparedAnswe
     removeMatching(left, pattern)
     removeMatching(right, pattern)
   }
+  // Elements are taken out of their arrays once every pattern has been applied, so that each
+  // pattern's indexes are those of the answer as it came (`/items/0` and `/items/1` name the first two).
+  dropRemoved(left.value)
+  dropRemoved(right.value)
   // An ignored root ("" in ignore) leaves nothing to compare.
   if (left.value !== IGNORED && right.value !== IGNORED) diff(left.value, right.value, '', found)
   return [...found]
@@ -69,6 +73,8 @@ export function compareAnswers(primary: ComparedAnswer, candidate: ComparedAnswe
 const NOT_JSON = Symbol('not JSON')
 /** What an ignored root becomes. */
 const IGNORED = Symbol('ignored')
+/** What an ignored array element becomes until dropRemoved takes it out. */
+const REMOVED = Symbol('removed')
 
 /** A parsed document in a box, so that removing the root is one more case of removing a member. */
 interface Box {
@@ -85,9 +91,9 @@ function readJson(answer: ComparedAnswer): Box | typeof NOT_JSON {
 }
 
 /**
- * Removes every subtree `pattern` names: `*` is any one member or element. Elements are taken
- * out of their array, the last first, so that the same pattern on both sides leaves arrays that
- * still line up.
+ * Removes every subtree `pattern` names: `*` is any one member or element. An element is marked
+ * and taken out of its array later (dropRemoved), so that the same patterns on both sides leave
+ * arrays that still line up.
  */
 function removeMatching(box: Box, pattern: readonly string[]): void {
   if (pattern.length === 0) box.value = IGNORED
@@ -100,9 +106,8 @@ function removeBelow(node: unknown, pattern: readonly string[], index: number): 
   const last = index === pattern.length - 1
   if (Array.isArray(node)) {
     const positions = token === '*' ? node.map((_item, position) => position) : arrayIndex(token, node.length)
-    for (let at = positions.length - 1; at >= 0; at--) {
-      const position = positions[at] as number
-      if (last) node.splice(position, 1)
+    for (const position of positions) {
+      if (last) node[position] = REMOVED
       else removeBelow(node[position], pattern, index + 1)
     }
     return
@@ -113,6 +118,22 @@ function removeBelow(node: unknown, pattern: readonly string[], index: number): 
     if (last) delete object[key]
     else removeBelow(object[key], pattern, index + 1)
   }
+}
+
+/** Takes the elements removeBelow marked out of every array under `node`. */
+function dropRemoved(node: unknown): void {
+  if (node === null || typeof node !== 'object') return
+  if (Array.isArray(node)) {
+    let kept = 0
+    for (const item of node as unknown[]) {
+      if (item === REMOVED) continue
+      dropRemoved(item)
+      node[kept++] = item
+    }
+    node.length = kept
+    return
+  }
+  for (const key in node) dropRemoved((node as Record<string, unknown>)[key])
 }
 
 /** RFC 6901 4: an array index is `0` or digits without a leading zero. */

@@ -68,6 +68,19 @@ describe('compareAnswers (SPEC 15 "Comparing")', () => {
     expect(compareAnswers(json({ list: ['x', 1, 2] }), json({ list: ['y', 1, 2] }), ignore)).toEqual([])
   })
 
+  it('reads every ignore pointer\'s indexes on the answer as it came, whatever the other pointers remove', () => {
+    const ignore = compileIgnoreList(['/items/0', '/items/1'])
+    // The first two are ignored and the third compared: not the second and third shifted down.
+    expect(compareAnswers(json({ items: ['a', 'b1', 'c'] }), json({ items: ['a', 'b2', 'c'] }), ignore)).toEqual([])
+    expect(compareAnswers(json({ items: ['a', 'b1', 'c'] }), json({ items: ['a', 'b2', 'c2'] }), ignore)).toEqual(['/items/*'])
+    // In either order, and below an element another pointer removes.
+    const reversed = compileIgnoreList(['/items/1', '/items/0/id', '/items/0'])
+    expect(compareAnswers(json({ items: [{ id: 1 }, 'b1', { n: 1 }] }), json({ items: [{ id: 2 }, 'b2', { n: 1 }] }), reversed)).toEqual([])
+    // Nested arrays keep their own indexes.
+    const nested = compileIgnoreList(['/rows/0/0', '/rows/1/1'])
+    expect(compareAnswers(json({ rows: [['x', 1], [2, 'y']] }), json({ rows: [['z', 1], [2, 'w']] }), nested)).toEqual([])
+  })
+
   it('ignores everything with the root pointer ""', () => {
     expect(compareAnswers(json({ a: 1 }), json({ b: 2 }), compileIgnoreList(['']))).toEqual([])
   })
