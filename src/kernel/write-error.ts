@@ -25,11 +25,7 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
     response.destroy()
     return
   }
-  // SPEC 14: this answer is the gateway's own, whichever side the plan had chosen.
-  if (exchange.record.servedBy !== undefined) {
-    exchange.record.servedBy = 'gateway'
-    exchange.answerHeaders['x-v4gw-served-by'] = 'gateway'
-  }
+  markMadeByGateway(exchange)
   const body = JSON.stringify(buildErrorBody(gatewayError, exchange.id, roundMs(performance.now() - exchange.head.startedAt)))
   const bytes = Buffer.byteLength(body)
   const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json; charset=utf-8', 'content-length': bytes }
@@ -51,4 +47,11 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   }
   response.end(body)
   exchange.record.bytesOut += bytes
+}
+
+/** SPEC 14: an answer the gateway made itself says so (`x-v4gw-served-by: gateway`), whichever side the plan had chosen. */
+export function markMadeByGateway(exchange: Exchange): void {
+  if (exchange.record.servedBy === undefined) return
+  exchange.record.servedBy = 'gateway'
+  exchange.answerHeaders['x-v4gw-served-by'] = 'gateway'
 }

@@ -2,6 +2,7 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import { buildErrorBody } from '../errors/error-body.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { Exchange } from '../kernel/exchange.js'
+import { markMadeByGateway } from '../kernel/write-error.js'
 import { V4_SESSIONS_START_PATH } from '../legacy/legacy-calls.js'
 import { runLegacyCalls, type LegacyCallDeps } from '../legacy/run-legacy-call.js'
 import type { IdempotencyOutcome } from '../observability/access-record.js'
@@ -200,6 +201,7 @@ function storedAnswer(answer: LegacyAnswer, sessionId: string | undefined, maxBo
 /** The gateway's own error answer (SPEC 6 envelope), as the kernel writes it, made here so that the bytes kept are the bytes sent. */
 function gatewayErrorAnswer(exchange: Exchange, error: GatewayError): LegacyAnswer {
   exchange.record.errorCode = error.code
+  markMadeByGateway(exchange)
   const cause = upstreamFailureCause(error)
   if (cause !== undefined) exchange.record.upstreamFailure = { upstream: 'v4', cause }
   const payload = Buffer.from(JSON.stringify(buildErrorBody(error, exchange.id, roundMs(performance.now() - exchange.head.startedAt))))

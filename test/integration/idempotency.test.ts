@@ -144,6 +144,19 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(executions(upstream)).toHaveLength(1)
   })
 
+  it('says the kept 504 is the gateway\'s own (SPEC 14 x-v4gw-served-by: gateway), as an unkeyed one does', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, {}, { migration: { stage: 'translate' } }, { limits: { upstreamTimeoutMs: 200 }, log: { level: 'info' } })
+    const unkeyed = await send(gw.url, EXECUTE, { headers: AUTH, json: { input: 1 } })
+    const keyedFirst = await send(gw.url, EXECUTE, { headers: keyed('k-7b', 'keyed-first'), json: { input: 1 } })
+    expect([unkeyed.status, keyedFirst.status]).toEqual([504, 504])
+    expect(unkeyed.headers['x-v4gw-served-by']).toBe('gateway')
+    expect(keyedFirst.headers['x-v4gw-served-by']).toBe('gateway')
+    const accessLine = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'keyed-first')
+    await until(() => accessLine() !== undefined)
+    expect(accessLine()).toMatchObject({ servedBy: 'gateway', status: 504, idempotency: 'executed' })
+  })
+
   it('keeps the 502 of a connection reset after the execution was sent', async () => {
     const upstream = await startFaultUpstream((exchange) => resetConnection(exchange))
     const gw = await idempotentGateway(upstream.url)
