@@ -29,6 +29,8 @@ export interface StreamCall {
  */
 export interface StreamTap {
   onRequestChunk(chunk: Buffer): void
+  /** The request's body has come in whole (not called for one that broke off). */
+  onRequestEnd(): void
   onResponseStart(statusCode: number, headers: IncomingHttpHeaders): void
   onResponseChunk(chunk: Buffer): void
 }
@@ -146,6 +148,10 @@ function tapped(body: Readable, tap: StreamTap): Readable {
     transform(chunk: Buffer, _encoding, done) {
       tap.onRequestChunk(chunk)
       done(null, chunk)
+    },
+    flush(done) {
+      tap.onRequestEnd()
+      done()
     }
   })
   // A request that breaks off fails the copy too, so the upstream call ends as it would have.

@@ -97,16 +97,38 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       deps.results.record({ tenant: tenantName, route, outcome, requestId: head.requestId, atMs: Date.now() })
       return undefined
     }
-    // execute is sampled by request id now; session-execute by its state, once the body is known.
-    if (facts.action === 'execute' && !sampled(policy, tenantName, head.requestId)) return undefined
-    if (!policy.mayForwardCredentials) return note('skipped')
     const declared = Number(head.headers['content-length'])
-    if (Number.isFinite(declared) && declared > policy.settings.maxBodyBytes) return note('skipped')
-    if ((perTenant.get(tenantName) ?? 0) >= policy.settings.maxInFlight || running.size >= runtime.config.limits.shadowInFlight) return note('dropped')
+    const oversized = Number.isFinite(declared) && declared > policy.settings.maxBodyBytes
+    const full = (perTenant.get(tenantName) ?? 0) >= policy.settings.maxInFlight || running.size >= runtime.config.limits.shadowInFlight
+    if (facts.action === 'execute') {
+      // Sampled by request id, known now.
+      if (!sampled(policy, tenantName, head.requestId)) return undefined
+      if (!policy.mayForwardCredentials || oversized) return note('skipped')
+      if (full) return note('dropped')
+    } else if (oversized || full) {
+      // Sampled by state, which the body holds: nothing is counted before the body has come in
+      // whole and the state is known (SPEC 15: a state is compared on every request or on none).
+      // One whose state cannot be known within the limits (a body over maxBodyBytes, or caps
+      // already full, where its body is not copied) is not compared and not counted (docs/decisions.md).
+      return undefined
+    }
     const comparison = new Comparison(tenantName, route, facts.action, facts.clientId ?? 'anonymous', policy, runtime, head, exchange.span)
+    if (facts.action === 'session-execute') {
+      comparison.onBodyEnd = () => {
+        const verdict = comparison.settleSampling(deps.planCandidate(runtime, head, comparison.requestBody(), policy.origin))
+        if (verdict === 'compare') return
+        release(comparison)
+        if (verdict === 'skipped') record(comparison, comparison.recordOf('skipped'))
+      }
+    }
     running.add(comparison)
     perTenant.set(tenantName, (perTenant.get(tenantName) ?? 0) + 1)
     exchange.response.once('close', function compareOnceAnswered() {
+      // A session-execute request whose state was not sampled, or never became known, counts nowhere.
+      if (comparison.settled !== 'compare') {
+        release(comparison)
+        return
+      }
       // The legacy answer has gone out whole (or failed): the V4 side starts only now, off the client's path.
       const primary = comparison.primaryAnswer(exchange.response.writableFinished)
       if (primary === 'skipped' || primary === 'primary_error') {
@@ -130,14 +152,13 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
   async function runCandidate(comparison: Comparison, primary: ComparedAnswer): Promise<ShadowRecord | undefined> {
     const { policy, runtime, head } = comparison
     if (comparison.abandoned) return undefined
-    const planned = deps.planCandidate(runtime, head, comparison.requestBody(), policy.origin)
+    const planned = comparison.planned ?? deps.planCandidate(runtime, head, comparison.requestBody(), policy.origin)
     let candidate: ComparedAnswer
     if (planned.kind === 'refuse') {
       // The gateway's own refusal, shaped as SPEC 6 shapes it: no V4 call.
       candidate = { statusCode: planned.error.statusCode, contentType: 'application/json', body: Buffer.from(JSON.stringify(buildErrorBody(planned.error, head.requestId, 0))) }
     } else {
       const calls = planned.kind === 'idempotent' ? planned.calls : planned
-      if (calls.calls.action === 'session-execute' && !sampled(policy, comparison.tenant, `${comparison.clientId}\u0000${calls.calls.stateKey}`)) return undefined
       let timedOut = false
       const timer = setTimeout(() => {
         timedOut = true
@@ -185,7 +206,8 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       for (const comparison of [...running]) {
         comparison.abandon()
         release(comparison)
-        deps.results.record(comparison.recordOf('abandoned'))
+        // One whose state's sampling is not settled yet was never a comparison.
+        if (comparison.settled === 'compare') deps.results.record(comparison.recordOf('abandoned'))
       }
     }
   }
@@ -195,6 +217,15 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
 class Comparison {
   readonly scope: CancelScope = { cancelled: false, cancel: undefined }
   abandoned = false
+  /**
+   * Whether it is compared: execute's is decided at its start; session-execute's once its body is
+   * in (settleSampling), until then undefined. `skipped`: sampled, but its credentials may not go to V4.
+   */
+  settled: 'compare' | 'unsampled' | 'skipped' | undefined
+  /** Session-execute: the candidate's plan, made when the body came in to read its state. */
+  planned: ReturnType<PlanCandidate> | undefined
+  /** Session-execute: called once the request's body has come in whole. */
+  onBodyEnd: (() => void) | undefined
   #requestChunks: Buffer[] = []
   #requestBytes = 0
   #answerChunks: Buffer[] = []
@@ -215,6 +246,7 @@ class Comparison {
     /** SPEC 17: the request's SERVER span with tracing on; the comparison's calls are its CLIENT spans. */
     readonly span: RequestSpan | undefined
   ) {
+    this.settled = action === 'execute' ? 'compare' : undefined
     const limit = policy.settings.maxBodyBytes
     this.tap = {
       onRequestChunk: (chunk) => {
@@ -222,6 +254,17 @@ class Comparison {
         this.#requestBytes += chunk.length
         if (this.#requestBytes > limit) return this.#drop()
         this.#requestChunks.push(chunk)
+      },
+      onRequestEnd: () => {
+        // A body over maxBodyBytes leaves its state unknown: left open, counted nowhere.
+        if (this.#tooLarge) return
+        try {
+          this.onBodyEnd?.()
+        } catch {
+          // On the client's stream: nothing of the comparison may fail it. Not compared.
+          this.settled = 'unsampled'
+          this.#drop()
+        }
       },
       onResponseStart: (statusCode, headers) => {
         this.#status = statusCode
@@ -234,6 +277,20 @@ class Comparison {
         this.#answerChunks.push(chunk)
       }
     }
+  }
+
+  /**
+   * SPEC 15's sampling of a session-execute request, from the candidate's plan of its body: by
+   * (client id, state key), or, for a request the gateway would refuse before it has a state, by
+   * request id. Not compared: its copies go at once and it taps no more.
+   */
+  settleSampling(planned: ReturnType<PlanCandidate>): 'compare' | 'unsampled' | 'skipped' {
+    const calls = planned.kind === 'refuse' ? undefined : planned.kind === 'idempotent' ? planned.calls.calls : planned.calls
+    const key = calls?.action === 'session-execute' ? `${this.clientId}\u0000${calls.stateKey}` : this.head.requestId
+    this.settled = !sampled(this.policy, this.tenant, key) ? 'unsampled' : this.policy.mayForwardCredentials ? 'compare' : 'skipped'
+    if (this.settled === 'compare') this.planned = planned
+    else this.#drop()
+    return this.settled
   }
 
   /** A request or answer over `maxBodyBytes` is not compared (SPEC 15: skipped); its copies go at once. */

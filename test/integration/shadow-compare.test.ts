@@ -262,6 +262,45 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     for (const state of statesCompared) expect(executed).toEqual(expect.arrayContaining([`${state}-1`, `${state}-2`]))
   })
 
+  it('counts a session-execute request only when its state is sampled, whatever it comes to', async () => {
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_1', defaults: {}, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const production = await startRecordingUpstream()
+    const invokeAll = async (gw: StartedGateway, states: string[], token = TOKEN): Promise<void> => {
+      for (const stateId of states) await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${token}`, 'x-request-id': `${stateId}-${token.slice(0, 4)}` }, json: { input: 1, stateId } })
+    }
+    const states = Array.from({ length: 8 }, (_unused, index) => `state-${index}`)
+    // Which states are sampled at 50 %: those compared against the staging V4.
+    const compared = await startGateway(shadowConfig(v4, legacy, { percent: 50 }))
+    await invokeAll(compared, states)
+    await until(async () => (await shadowOf(compared, INVOKE)).matches === v4.requests.filter((request) => request.url !== '/v4/sessions.start').length && legacy.requests.length === 8)
+    const sampledCount = (await shadowOf(compared, INVOKE)).matches as number
+    expect(sampledCount).toBeGreaterThan(0)
+    expect(sampledCount).toBeLessThan(8)
+
+    // The same states where the credential may not go to the shadow upstream: the sampled ones are skipped, the others counted nowhere.
+    const skipping = await startGateway(
+      testConfig(v4.url, {
+        tenants: { acme: { upstream: { staging: v4.url, production: production.url, legacy: legacy.url }, migration: { stage: 'shadow', shadow: { percent: 50, upstream: 'production', allowProductionSideEffects: true } } } }
+      })
+    )
+    await invokeAll(skipping, states)
+    await until(async () => legacy.requests.length === 16)
+    await until(async () => (await shadowOf(skipping, INVOKE)).skipped === sampledCount)
+    expect(await shadowOf(skipping, INVOKE)).toMatchObject({ skipped: sampledCount, comparisons: 0, primaryErrors: 0, dropped: 0 })
+    expect(production.requests).toHaveLength(0)
+
+    // At 0 %, nothing is counted, a request the gateway would refuse (a service key) included.
+    const none = await startGateway(shadowConfig(v4, legacy, { percent: 0 }))
+    await invokeAll(none, states.slice(0, 3))
+    await invokeAll(none, states.slice(0, 3), 'key_shadow_service_key_1')
+    await until(async () => legacy.requests.length === 22)
+    expect(await shadowOf(none, INVOKE)).toMatchObject({ comparisons: 0, matches: 0, mismatches: 0, skipped: 0, dropped: 0 })
+  })
+
   it('abandons comparisons still running at shutdown: the process does not wait for the V4 side', async () => {
     const v4Side = heldV4()
     const v4 = await startRecordingUpstream(v4Side.handler)
