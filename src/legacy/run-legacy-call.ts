@@ -33,6 +33,12 @@ export interface LegacyCallTarget {
   tracer: CallTracer | undefined
   /** Hears each execution call as it goes out (SPEC 16: an answer after one is kept, the call may have run). */
   onExecution?: () => void
+  /**
+   * `cancelScope` cancels a `sessions.start` this request sent, too. Only where every request
+   * that may share the start can lose it: SPEC 15's comparisons, which a shutdown abandons and
+   * `timeoutMs` bounds, and whose shadow session map no client request uses.
+   */
+  cancelsStart?: boolean
 }
 
 /** Makes a legacy request's planned V4 calls (SPEC 4). */
@@ -52,8 +58,8 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   let startedHere = false
   const start = async (): Promise<StartResult<UpstreamResponse>> => {
     startedHere = true
-    // Not cancellable: the start is shared by every waiter on the key, so one leaving must not cancel it.
-    const response = await send(deps, target, calls.start(), undefined)
+    // Not cancellable by a client: the start is shared by every waiter on the key, so one leaving must not cancel it.
+    const response = await send(deps, target, calls.start(), target.cancelsStart === true ? target.cancelScope : undefined)
     if (response.statusCode < 200 || response.statusCode > 299) return { rejection: response }
     return { sessionId: readSessionId(response, calls.sessionIdPaths) }
   }

@@ -173,6 +173,8 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
             origin: policy.origin,
             timeoutMs: policy.settings.timeoutMs,
             cancelScope: comparison.scope,
+            // Abandoned at shutdown and bounded by timeoutMs, the session's start included (SPEC 15).
+            cancelsStart: true,
             trace,
             // With tracing on, each V4 call of the comparison is a CLIENT span of its own (SPEC 17).
             tracer: comparison.span?.callTracer(() => shadowCallNames(runtime))

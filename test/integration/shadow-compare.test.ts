@@ -318,6 +318,24 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
       v4Side.release()
     }
   })
+  it('abandons a comparison waiting on its sessions.start at shutdown: the process does not wait for the start', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    try {
+      await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId: 'held-start' } })
+      await until(() => v4Side.holding() === 1)
+      expect(v4.requests.map((request) => request.url)).toEqual(['/v4/sessions.start'])
+      await gw.close()
+      // Closed while V4 still holds the start (it answers after 3 s).
+      expect(v4Side.holding()).toBe(1)
+      const answer = await gw.gateway.shadow.answer(new Map([['acme', [INVOKE]]]), Date.now())
+      expect(answer.tenants.acme?.[INVOKE]).toMatchObject({ abandoned: 1, matches: 0 })
+    } finally {
+      v4Side.release()
+    }
+  })
 })
 
 describe('SPEC 15 config validation', () => {
