@@ -11,6 +11,8 @@ export interface IdempotencyRequest {
   /** SHA-256 of the RFC 8785 JSON of `{ method, route, params, query, stateKey, body }`. */
   readonly fingerprint: string
   readonly settings: IdempotencyConfig
+  /** Whose memory records the settings' `maxEntries` and `maxBytes` bound: the tenant's route (RecordBounds.group). */
+  readonly boundsGroup: string
   /** How long a claim holds without renewal: 2 × (`upstreamTimeoutMs` + `connectTimeoutMs`). */
   readonly leaseMs: number
 }
@@ -70,6 +72,7 @@ export function buildIdempotencyRequest(keyed: IdempotencyKey, input: Fingerprin
     recordKey: hash('sha256', parts, 'hex'),
     fingerprint: hash('sha256', wellFormed(canonicalJson({ method, route, params, query, stateKey, body })), 'hex'),
     settings: keyed.settings,
+    boundsGroup: `${tenant}\u0000${route}`,
     leaseMs: 2 * (limits.upstreamTimeoutMs + limits.connectTimeoutMs)
   }
 }

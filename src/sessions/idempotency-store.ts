@@ -30,6 +30,11 @@ export type ClaimResult =
 
 /** Per call, from the config the request started with, so a reload's bounds apply to what comes after it. */
 export interface RecordBounds {
+  /**
+   * Whose records the bounds count: a tenant's route (SPEC 16's settings are a route's, merged
+   * over its tenant's), so one route's small bounds never push out another's records.
+   */
+  readonly group: string
   readonly maxEntries: number
   readonly maxBytes: number
 }
@@ -56,6 +61,8 @@ export interface IdempotencyStore {
 }
 
 interface MemoryRecord {
+  /** RecordBounds.group of the request that wrote it. */
+  group: string
   fingerprint: string
   /** Set while a claim is under way. */
   owner: string | undefined
@@ -69,7 +76,8 @@ const RECORD_OVERHEAD_BYTES = 256
 
 /**
  * The replica's own records (SPEC 16 with `store: memory`, and while a shared store is down): a
- * Map in insertion order, so the oldest go first when `maxEntries` or `maxBytes` is passed. A
+ * Map in insertion order per route (RecordBounds.group), so a route's oldest go first when its
+ * `maxEntries` or `maxBytes` is passed. A
  * claim under way is never pushed out: it would let a retry run the execution again; claims are
  * as many as the requests in flight.
  */
@@ -85,8 +93,9 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
 
 export function createMemoryIdempotencyStore(now: () => number = Date.now): MemoryIdempotencyStore {
   const records = new Map<string, MemoryRecord>()
+  /** The same records by group, each in insertion order, with the bytes they hold. */
+  const groups = new Map<string, { readonly records: Map<string, MemoryRecord>; bytes: number }>()
   const waiters = new KeyWaiters()
-  let bytes = 0
   let owners = 0
 
   function live(key: string): MemoryRecord | undefined {
@@ -99,18 +108,25 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
 
   function drop(key: string, record: MemoryRecord): void {
     records.delete(key)
-    bytes -= record.bytes
+    const group = groups.get(record.group)
+    if (group === undefined) return
+    group.records.delete(key)
+    group.bytes -= record.bytes
+    if (group.records.size === 0) groups.delete(record.group)
   }
 
   function put(key: string, record: MemoryRecord, bounds: RecordBounds): void {
     const previous = records.get(key)
     if (previous !== undefined) drop(key, previous)
     records.set(key, record)
-    bytes += record.bytes
-    if (records.size <= bounds.maxEntries && bytes <= bounds.maxBytes) return
+    let group = groups.get(record.group)
+    if (group === undefined) groups.set(record.group, (group = { records: new Map(), bytes: 0 }))
+    group.records.set(key, record)
+    group.bytes += record.bytes
+    if (group.records.size <= bounds.maxEntries && group.bytes <= bounds.maxBytes) return
     const time = now()
-    for (const [oldKey, old] of records) {
-      if (records.size <= bounds.maxEntries && bytes <= bounds.maxBytes) break
+    for (const [oldKey, old] of group.records) {
+      if (group.records.size <= bounds.maxEntries && group.bytes <= bounds.maxBytes) break
       if (oldKey !== key && (old.owner === undefined || old.expiresAt <= time)) drop(oldKey, old)
     }
   }
@@ -124,7 +140,7 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
       const found = live(key)
       if (found !== undefined) return { claimed: false, record: shown(found) }
       const owner = `m${++owners}`
-      put(key, { fingerprint, owner, answer: null, expiresAt: now() + leaseMs, bytes: RECORD_OVERHEAD_BYTES }, bounds)
+      put(key, { group: bounds.group, fingerprint, owner, answer: null, expiresAt: now() + leaseMs, bytes: RECORD_OVERHEAD_BYTES }, bounds)
       return { claimed: true, owner }
     },
     renew(key, owner, leaseMs) {
@@ -136,7 +152,7 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
     complete(key, owner, answer, ttlMs, bounds) {
       const record = live(key)
       if (record?.owner !== owner) return false
-      put(key, { fingerprint: record.fingerprint, owner: undefined, answer, expiresAt: now() + ttlMs, bytes: RECORD_OVERHEAD_BYTES + (answer?.body.length ?? 0) }, bounds)
+      put(key, { group: bounds.group, fingerprint: record.fingerprint, owner: undefined, answer, expiresAt: now() + ttlMs, bytes: RECORD_OVERHEAD_BYTES + (answer?.body.length ?? 0) }, bounds)
       waiters.wake(key)
       return true
     },

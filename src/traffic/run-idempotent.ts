@@ -84,9 +84,9 @@ const ERROR_CONTENT_TYPE = 'application/json; charset=utf-8'
  * while the first runs waits up to `waitMs` for it; the key with another request is a 422.
  */
 export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, deps: IdempotentRunDeps): Promise<void> {
-  const { recordKey, fingerprint, settings, leaseMs } = plan.idempotency
+  const { recordKey, fingerprint, settings, leaseMs, boundsGroup } = plan.idempotency
   const store = deps.idempotency
-  const bounds: RecordBounds = { maxEntries: settings.maxEntries, maxBytes: settings.maxBytes }
+  const bounds: RecordBounds = { group: boundsGroup, maxEntries: settings.maxEntries, maxBytes: settings.maxBytes }
   const waitUntil = performance.now() + settings.waitMs
   const run: KeyedRun = { unavailable: false }
   let waited = false

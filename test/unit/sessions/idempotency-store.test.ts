@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createMemoryIdempotencyStore, type StoredAnswer } from '../../../src/sessions/idempotency-store.js'
 
-const BOUNDS = { maxEntries: 100, maxBytes: 1_000_000 }
+const BOUNDS = { group: 'acme\u0000POST /v1/headless/runs', maxEntries: 100, maxBytes: 1_000_000 }
 
 function answer(bytes: number): StoredAnswer {
   return { statusCode: 200, body: Buffer.alloc(bytes, 0x61), contentType: 'application/json', sessionId: undefined }
@@ -49,7 +49,7 @@ describe('SPEC 16 memory idempotency records', () => {
 
   it('pushes out the oldest finished records past maxEntries, never a claim under way', () => {
     const store = createMemoryIdempotencyStore()
-    const bounds = { maxEntries: 2, maxBytes: 1_000_000 }
+    const bounds = { ...BOUNDS, maxEntries: 2 }
     claimed(store.claim('running', 'fp', 60_000, bounds))
     store.complete('a', claimed(store.claim('a', 'fp', 1_000, bounds)), answer(1), 60_000, bounds)
     store.complete('b', claimed(store.claim('b', 'fp', 1_000, bounds)), answer(1), 60_000, bounds)
@@ -60,11 +60,28 @@ describe('SPEC 16 memory idempotency records', () => {
 
   it('pushes out the oldest finished records past maxBytes', () => {
     const store = createMemoryIdempotencyStore()
-    const bounds = { maxEntries: 100, maxBytes: 3_000 }
+    const bounds = { ...BOUNDS, maxBytes: 3_000 }
     store.complete('a', claimed(store.claim('a', 'fp', 1_000, bounds)), answer(1_500), 60_000, bounds)
     store.complete('b', claimed(store.claim('b', 'fp', 1_000, bounds)), answer(1_500), 60_000, bounds)
     expect(store.claim('a', 'fp', 1_000, bounds)).toMatchObject({ claimed: true })
     expect(store.claim('b', 'fp', 1_000, bounds)).toMatchObject({ claimed: false, record: { state: 'done' } })
+  })
+
+  it('bounds each route\'s records by its own settings: a route with small bounds pushes out none of another\'s', () => {
+    const store = createMemoryIdempotencyStore()
+    const roomy = { group: 'other\u0000POST /v1/runs/invoke', maxEntries: 100, maxBytes: 1_000_000 }
+    const tight = { group: 'acme\u0000POST /v1/headless/runs', maxEntries: 1, maxBytes: 1_000 }
+    for (const key of ['r1', 'r2', 'r3']) store.complete(key, claimed(store.claim(key, 'fp', 1_000, roomy)), answer(1), 60_000, roomy)
+    store.complete('t1', claimed(store.claim('t1', 'fp', 1_000, tight)), answer(1), 60_000, tight)
+    store.complete('t2', claimed(store.claim('t2', 'fp', 1_000, tight)), answer(700), 60_000, tight)
+    // The tight route kept its newest only; the roomy one all three.
+    expect(store.size).toBe(4)
+    for (const key of ['r1', 'r2', 'r3', 't2']) expect(store.peek(key)).toMatchObject({ state: 'done' })
+    expect(store.peek('t1')).toBeUndefined()
+    // Bytes are counted per route too: t3 takes the tight route past its 1,000 bytes, and its own t2 goes.
+    store.complete('t3', claimed(store.claim('t3', 'fp', 1_000, tight)), answer(10), 60_000, tight)
+    expect(store.peek('t2')).toBeUndefined()
+    for (const key of ['r1', 'r2', 'r3', 't3']) expect(store.peek(key)).toMatchObject({ state: 'done' })
   })
 
   it('wakes a waiter when the record is completed, before its wait is over', async () => {

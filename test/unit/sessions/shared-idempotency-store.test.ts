@@ -5,7 +5,7 @@ import { createSharedStore, type SharedStore } from '../../../src/store/shared-s
 import { until, useRedisServer } from '../../helpers/redis-server.js'
 import { ownedByTest } from '../../helpers/teardown.js'
 
-const BOUNDS = { maxEntries: 100, maxBytes: 1_000_000 }
+const BOUNDS = { group: 'acme\u0000POST /v1/headless/runs', maxEntries: 100, maxBytes: 1_000_000 }
 const FP = 'f'.repeat(64)
 const QUIET = { info: () => undefined, warn: () => undefined }
 const redis = useRedisServer()
