@@ -77,8 +77,8 @@ const NO_CANARY: CanaryPolicy = Object.freeze({ percent: 0, bucketBound: 0, allo
 
 /**
  * Whether a tenant uses stages (SPEC 14: it sets `upstream.legacy` or a `migration` block), and
- * so gets `x-v4gw-served-by` on its legacy answers. A `migration` block that holds only SPEC 13's
- * deprecations or SPEC 16's idempotency does not count: those keys only moved there (docs/decisions.md).
+ * so gets `x-v4gw-served-by` on its legacy answers: any key of the block counts, a route's
+ * deprecation or idempotency alone included (docs/decisions.md). An empty block sets nothing.
  */
 export function tenantUsesStages(tenant: TenantConfig): boolean {
   const migration = tenant.migration
@@ -86,7 +86,8 @@ export function tenantUsesStages(tenant: TenantConfig): boolean {
     tenant.upstream.legacy != null ||
     migration.stage !== undefined ||
     migration.canary !== undefined ||
-    Object.values(migration.routes).some((entry) => entry.stage !== undefined || entry.canary !== undefined)
+    migration.shadow !== undefined ||
+    Object.keys(migration.routes).length > 0
   )
 }
 

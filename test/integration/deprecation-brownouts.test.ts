@@ -185,3 +185,27 @@ describe('brownouts across a reload and in check-config (SPEC 13)', () => {
     expect(result.stdout).toMatch(/POST \/v1\/runs\/invoke: session-execute.*\n {6}no deprecation on this route\n/)
   })
 })
+
+describe('x-v4gw-served-by on a tenant whose migration block holds only a deprecation (SPEC 14)', () => {
+  const sim = useSimulator()
+
+  it('is on every legacy answer once the tenant sets a migration block, whatever it holds, and not without one', async () => {
+    const deprecation = { date: iso(NOW - DAY), link: 'https://docs.example.com/v4' }
+    const gw = await startGateway(
+      testConfig(sim.url, {
+        tenancy: { default: 'plain' },
+        tenants: {
+          plain: { upstream: { staging: sim.url }, legacy: { deprecation } },
+          routed: { upstream: { staging: sim.url }, migration: { routes: { 'POST /v1/headless/runs': { deprecation } } } }
+        }
+      })
+    )
+    const plain = await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-tenant-id': 'plain' }, json: { input: 1 } })
+    const routed = await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-tenant-id': 'routed' }, json: { input: 1 } })
+    expect([plain.status, routed.status]).toEqual([200, 200])
+    expect(plain.headers.deprecation).toBeDefined()
+    expect(plain.headers['x-v4gw-served-by']).toBeUndefined()
+    expect(routed.headers.deprecation).toBeDefined()
+    expect(routed.headers['x-v4gw-served-by']).toBe('v4')
+  })
+})
