@@ -18,6 +18,7 @@ import type { RequestSpan } from '../tracing/request-span.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import type { CancelScope, UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
 import { compareAnswers, type ComparedAnswer } from '../util/shadow-compare.js'
+import { decodedContent } from './shadow-content.js'
 import { shadowCallNames } from './traced-requests.js'
 
 /** What the planner answers for the candidate: stage `translate`'s plan of the same head and body, against `origin` (plan/shadow-candidate.ts). */
@@ -186,7 +187,12 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
         )
         if (result.response.body.length > policy.settings.maxBodyBytes) return comparison.recordOf('skipped', primary)
         const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, { requestId: head.requestId, totalMs: 0, sessionId: result.sessionId, responseFields: calls.responseFields })
-        candidate = { statusCode: shaped.statusCode, contentType: headerText(shaped.headers['content-type']), body: typeof shaped.payload === 'string' ? Buffer.from(shaped.payload) : shaped.payload }
+        candidate = {
+          statusCode: shaped.statusCode,
+          contentType: headerText(shaped.headers['content-type']),
+          contentEncoding: headerText(shaped.headers['content-encoding']),
+          body: typeof shaped.payload === 'string' ? Buffer.from(shaped.payload) : shaped.payload
+        }
       } catch (error) {
         if (comparison.abandoned) return undefined
         // No HTTP answer from V4 (refused, reset, timeout, unreadable): SPEC 15's candidate_error.
@@ -197,7 +203,10 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       }
     }
     if (comparison.abandoned) return undefined
-    const pointers = compareAnswers(primary, candidate, policy.ignore)
+    const [primaryContent, candidateContent] = await Promise.all([decodedContent(primary, policy.settings.maxBodyBytes), decodedContent(candidate, policy.settings.maxBodyBytes)])
+    if (comparison.abandoned) return undefined
+    if (primaryContent === 'skipped' || candidateContent === 'skipped') return comparison.recordOf('skipped', primary)
+    const pointers = compareAnswers(primaryContent, candidateContent, policy.ignore)
     return comparison.recordOf(pointers.length === 0 ? 'match' : 'mismatch', primary, candidate.statusCode, pointers)
   }
 
@@ -235,6 +244,7 @@ class Comparison {
   #tooLarge = false
   #status: number | undefined
   #contentType: string | undefined
+  #contentEncoding: string | undefined
   readonly tap: StreamTap
 
   constructor(
@@ -271,6 +281,7 @@ class Comparison {
       onResponseStart: (statusCode, headers) => {
         this.#status = statusCode
         this.#contentType = headerText(headers['content-type'])
+        this.#contentEncoding = headerText(headers['content-encoding'])
       },
       onResponseChunk: (chunk) => {
         if (this.#tooLarge) return
@@ -306,7 +317,7 @@ class Comparison {
   primaryAnswer(finished: boolean): ComparedAnswer | 'skipped' | 'primary_error' {
     if (this.#tooLarge) return 'skipped'
     if (this.#status === undefined || !finished) return 'primary_error'
-    return { statusCode: this.#status, contentType: this.#contentType, body: Buffer.concat(this.#answerChunks, this.#answerBytes) }
+    return { statusCode: this.#status, contentType: this.#contentType, contentEncoding: this.#contentEncoding, body: Buffer.concat(this.#answerChunks, this.#answerBytes) }
   }
 
   requestBody(): Buffer {

@@ -10,6 +10,8 @@ import { createHash } from 'node:crypto'
 export interface ComparedAnswer {
   readonly statusCode: number
   readonly contentType: string | undefined
+  /** The body's `Content-Encoding`, when it has one (decoded before the comparison: traffic/shadow-content.ts). */
+  readonly contentEncoding?: string | undefined
   readonly body: Buffer
 }
 

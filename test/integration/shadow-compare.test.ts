@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
@@ -159,6 +160,22 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     await until(async () => (await shadowOf(other)).skipped === 1)
     expect(v4.requests).toHaveLength(0)
     expect(production.requests).toHaveLength(0)
+  })
+
+  it('compares a legacy answer compressed for a client that accepts gzip by its content', async () => {
+    const v4 = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const legacy = await startRecordingUpstream((request, response) => {
+      // A legacy backend that compresses when the client asks: the legacy side streams the client's Accept-Encoding.
+      const compress = String(request.headers['accept-encoding'] ?? '').includes('gzip')
+      const body = Buffer.from(JSON.stringify(LEGACY_ANSWER))
+      response.writeHead(200, { 'content-type': 'application/json', ...(compress ? { 'content-encoding': 'gzip' } : {}) })
+      response.end(compress ? gzipSync(body) : body)
+    })
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: { authorization: `Bearer ${TOKEN}`, 'accept-encoding': 'gzip' }, json: { input: { q: 1 } } })
+    expect(answer.headers['content-encoding']).toBe('gzip')
+    await until(async () => (await shadowOf(gw)).comparisons === 1)
+    expect(await shadowOf(gw)).toMatchObject({ matches: 1, mismatches: 0 })
   })
 
   it('gives up on a V4 side slower than timeoutMs: candidate_error', async () => {
