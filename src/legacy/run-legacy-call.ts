@@ -39,6 +39,8 @@ export interface LegacyCallTarget {
    * `timeoutMs` bounds, and whose shadow session map no client request uses.
    */
   cancelsStart?: boolean
+  /** Each answer is read up to this many bytes (SPEC 15's `maxBodyBytes`); else the client's default. */
+  maxAnswerBytes?: number
 }
 
 /** Makes a legacy request's planned V4 calls (SPEC 4). */
@@ -112,7 +114,8 @@ function send(deps: LegacyCallDeps, target: LegacyCallTarget, call: V4Call, canc
     cancelScope,
     timing: target.trace,
     timeoutMs: target.timeoutMs,
-    tracer: target.tracer
+    tracer: target.tracer,
+    maxBodyBytes: target.maxAnswerBytes
   })
 }
 

@@ -16,7 +16,7 @@ import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import { shadowPolicyFor, type ShadowPolicy } from '../tenancy/shadow-policy.js'
 import type { RequestSpan } from '../tracing/request-span.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
-import type { CancelScope, UpstreamClient, UpstreamResponse } from '../upstream/upstream-client.js'
+import { AnswerTooLargeError, type CancelScope, type UpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
 import { compareAnswers, type ComparedAnswer } from '../util/shadow-compare.js'
 import { decodedContent } from './shadow-content.js'
 import { shadowCallNames } from './traced-requests.js'
@@ -176,6 +176,8 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
             cancelScope: comparison.scope,
             // Abandoned at shutdown and bounded by timeoutMs, the session's start included (SPEC 15).
             cancelsStart: true,
+            // A larger answer is not compared (SPEC 15: skipped), and not held whole first.
+            maxAnswerBytes: policy.settings.maxBodyBytes,
             trace,
             // With tracing on, each V4 call of the comparison is a CLIENT span of its own (SPEC 17).
             tracer: comparison.span?.callTracer(() => shadowCallNames(runtime))
@@ -185,7 +187,6 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
             sessions: sessionsFor(comparison.tenant, policy, runtime.config.sessions.ttlMs)
           }
         )
-        if (result.response.body.length > policy.settings.maxBodyBytes) return comparison.recordOf('skipped', primary)
         const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, { requestId: head.requestId, totalMs: 0, sessionId: result.sessionId, responseFields: calls.responseFields })
         candidate = {
           statusCode: shaped.statusCode,
@@ -195,6 +196,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
         }
       } catch (error) {
         if (comparison.abandoned) return undefined
+        if (error instanceof AnswerTooLargeError) return comparison.recordOf('skipped', primary)
         // No HTTP answer from V4 (refused, reset, timeout, unreadable): SPEC 15's candidate_error.
         if (isGatewayError(error)) return { ...comparison.recordOf('candidate_error', primary), failureCause: timedOut ? 'timeout' : upstreamFailureCause(error) }
         throw error

@@ -23,6 +23,15 @@ export interface UpstreamRequest {
   timing?: UpstreamTiming
   /** SPEC 17: the request's trace while tracing is on; the call then carries a `traceparent` of its own. */
   tracer?: CallTracer | undefined
+  /** A buffered answer larger than this fails with AnswerTooLargeError (default MAX_UPSTREAM_BODY_BYTES). */
+  maxBodyBytes?: number
+}
+
+/** A buffered answer over its call's `maxBodyBytes`: a bad upstream answer (SPEC 6), which SPEC 15's comparisons skip. */
+export class AnswerTooLargeError extends GatewayError {
+  constructor(limit: number) {
+    super('UPSTREAM_BAD_RESPONSE', `the upstream answer is larger than ${limit} bytes`)
+  }
 }
 
 /**
@@ -134,7 +143,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     request(request) {
       const call = traceCall(request, false)
       return new Promise((resolve, reject) => {
-        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.method === 'HEAD', request.cancelScope, request.timing, call))
+        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.method === 'HEAD', request.cancelScope, request.timing, call, request.maxBodyBytes ?? MAX_UPSTREAM_BODY_BYTES))
       })
     },
     stream(request, target) {
@@ -162,7 +171,7 @@ function traceCall(request: UpstreamRequest, streamed: boolean): TracedCall | un
   return call
 }
 
-/** Reads a whole answer, at most MAX_UPSTREAM_BODY_BYTES. */
+/** Reads a whole answer, at most `maxBytes`. */
 class BufferingHandler implements Dispatcher.DispatchHandler {
   private readonly startedAt = performance.now()
   private statusCode = 0
@@ -177,7 +186,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     private readonly toHead: boolean,
     private readonly cancelScope: CancelScope | undefined,
     private readonly timing: UpstreamTiming | undefined,
-    private readonly call: TracedCall | undefined
+    private readonly call: TracedCall | undefined,
+    private readonly maxBytes: number
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -206,8 +216,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.bytes += chunk.length
-    if (this.bytes > MAX_UPSTREAM_BODY_BYTES) {
-      this.fail(new GatewayError('UPSTREAM_BAD_RESPONSE', `the upstream answer is larger than ${MAX_UPSTREAM_BODY_BYTES} bytes`))
+    if (this.bytes > this.maxBytes) {
+      this.fail(new AnswerTooLargeError(this.maxBytes))
       controller.abort(new Error('answer too large'))
       return
     }

@@ -178,6 +178,22 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect(await shadowOf(gw)).toMatchObject({ matches: 1, mismatches: 0 })
   })
 
+  it('skips a comparison whose V4 answer is larger than maxBodyBytes, reading no more of it than that', async () => {
+    // An answer that never ends: read whole, it would hold the comparison until timeoutMs (a candidate_error).
+    const v4 = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      const timer = setInterval(() => response.write(Buffer.alloc(65_536, 0x20)), 50)
+      response.on('close', () => clearInterval(timer))
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, { ok: 1 }))
+    const gw = await startGateway(shadowConfig(v4, legacy, { maxBodyBytes: 64 }))
+    expect((await execute(gw)).json).toEqual({ ok: 1 })
+    await until(async () => (await shadowOf(gw)).skipped === 1)
+    expect(await shadowOf(gw)).toMatchObject({ comparisons: 0, candidateErrors: 0 })
+    // Not a failure of the shadow upstream either.
+    expect((await send(gw.adminUrl, '/metrics')).text).not.toContain('upstream="shadow"')
+  })
+
   it('gives up on a V4 side slower than timeoutMs: candidate_error', async () => {
     const v4Side = heldV4()
     const v4 = await startRecordingUpstream(v4Side.handler)
