@@ -119,6 +119,16 @@ function send(deps: LegacyCallDeps, target: LegacyCallTarget, call: V4Call, canc
   })
 }
 
+/**
+ * A `sessions.start` answered in JSON without a session id the gateway can use: V4 did answer
+ * (SPEC 15 compares this 502 with the legacy answer, where an unreadable answer is a candidate_error).
+ */
+export class UnusableSessionIdError extends GatewayError {
+  constructor(message: string) {
+    super('UPSTREAM_BAD_RESPONSE', message)
+  }
+}
+
 /** The first string at `sessions.sessionIdPaths` (SPEC 4 step 2); none is a bad upstream answer. */
 function readSessionId(response: UpstreamResponse, paths: readonly string[]): string {
   let document: unknown
@@ -133,12 +143,12 @@ function readSessionId(response: UpstreamResponse, paths: readonly string[]): st
     if (typeof value !== 'string' || value === '') continue
     // It goes back in x-v4-session-id (SPEC 4 step 6): one that cannot would fail only after the
     // execution ran, and on every later call of the state key it stayed mapped to.
-    if (!HEADER_VALUE.test(value)) throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a session id that cannot be sent in a header')
+    if (!HEADER_VALUE.test(value)) throw new UnusableSessionIdError('sessions.start answered with a session id that cannot be sent in a header')
     // encodeURIComponent leaves dots alone: "/v4/sessions/../executions.execute" is another path.
-    if (value === '.' || value === '..') throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a session id that cannot be a path segment')
+    if (value === '.' || value === '..') throw new UnusableSessionIdError('sessions.start answered with a session id that cannot be a path segment')
     return value
   }
-  throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered without a session id')
+  throw new UnusableSessionIdError('sessions.start answered without a session id')
 }
 
 // What Node's writeHead accepts in a header value (RFC 9110 5.5 field-content, obs-text included), without surrounding whitespace.

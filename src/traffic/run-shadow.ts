@@ -1,12 +1,12 @@
 import { hash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { buildErrorBody } from '../errors/error-body.js'
-import { isGatewayError } from '../errors/registry.js'
+import { isGatewayError, type GatewayError } from '../errors/registry.js'
 import type { ShadowOutcome, ShadowRecord, ShadowResults } from '../fleet/shadow-results.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import type { LegacyCalls, V4Call } from '../legacy/legacy-calls.js'
-import { runLegacyCalls, type LegacyCallTrace } from '../legacy/run-legacy-call.js'
+import { runLegacyCalls, UnusableSessionIdError, type LegacyCallTrace } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
 import type { StreamTap } from '../passthrough/forward-stream.js'
 import type { CallsPlan, IdempotentPlan, RefusePlan, StreamPlan } from '../plan/plan-request.js'
@@ -157,7 +157,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     let candidate: ComparedAnswer
     if (planned.kind === 'refuse') {
       // The gateway's own refusal, shaped as SPEC 6 shapes it: no V4 call.
-      candidate = { statusCode: planned.error.statusCode, contentType: 'application/json', body: Buffer.from(JSON.stringify(buildErrorBody(planned.error, head.requestId, 0))) }
+      candidate = gatewayAnswer(planned.error, head.requestId)
     } else {
       const calls = planned.kind === 'idempotent' ? planned.calls : planned
       let timedOut = false
@@ -197,9 +197,13 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       } catch (error) {
         if (comparison.abandoned) return undefined
         if (error instanceof AnswerTooLargeError) return comparison.recordOf('skipped', primary)
-        // No HTTP answer from V4 (refused, reset, timeout, unreadable): SPEC 15's candidate_error.
-        if (isGatewayError(error)) return { ...comparison.recordOf('candidate_error', primary), failureCause: timedOut ? 'timeout' : upstreamFailureCause(error) }
-        throw error
+        if (error instanceof UnusableSessionIdError) {
+          // V4 answered, in JSON, without a session id translate could use: its 502 is the candidate (SPEC 15: any HTTP answer is compared).
+          candidate = gatewayAnswer(error, head.requestId)
+        } else if (isGatewayError(error)) {
+          // No HTTP answer from V4 (refused, reset, timeout, unreadable): SPEC 15's candidate_error.
+          return { ...comparison.recordOf('candidate_error', primary), failureCause: timedOut ? 'timeout' : upstreamFailureCause(error) }
+        } else throw error
       } finally {
         clearTimeout(timer)
       }
@@ -347,6 +351,11 @@ function sampled(policy: ShadowPolicy, tenant: string, key: string): boolean {
   if (policy.sampleBound <= 0) return false
   const digest = hash('sha256', `shadow\u0000${tenant}\u0000${key}`, 'hex')
   return Number(BigInt(`0x${digest.slice(0, 16)}`) % 10_000n) < policy.sampleBound
+}
+
+/** The gateway's own answer to a request, as SPEC 6 shapes it: what translate would send the client. */
+function gatewayAnswer(error: GatewayError, requestId: string): ComparedAnswer {
+  return { statusCode: error.statusCode, contentType: 'application/json', body: Buffer.from(JSON.stringify(buildErrorBody(error, requestId, 0))) }
 }
 
 /** The same calls with `x-v4gw-shadow: 1` on each (SPEC 15). */

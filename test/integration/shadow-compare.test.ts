@@ -194,6 +194,19 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect((await send(gw.adminUrl, '/metrics')).text).not.toContain('upstream="shadow"')
   })
 
+  it('compares the 502 translate would answer when sessions.start answers without a usable session id, and counts no candidate_error', async () => {
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { session: { sid: 'ses_1' }, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId: 'no-id' } })
+    await until(async () => (await shadowOf(gw, INVOKE)).comparisons === 1)
+    expect(await shadowOf(gw, INVOKE)).toMatchObject({ mismatches: 1, candidateErrors: 0 })
+    expect(v4.requests.map((request) => request.url)).toEqual(['/v4/sessions.start'])
+  })
+
   it('gives up on a V4 side slower than timeoutMs: candidate_error', async () => {
     const v4Side = heldV4()
     const v4 = await startRecordingUpstream(v4Side.handler)
