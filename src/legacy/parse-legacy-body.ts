@@ -3,6 +3,7 @@ import type { LegacyAction, LegacyFields } from '../config/schema.js'
 import { GatewayError, type ErrorDetail } from '../errors/registry.js'
 import { encodeToken, getAtPointer, pointerTokens } from '../util/json-pointer.js'
 import { isPlainObject } from '../util/is-plain-object.js'
+import { firstLossyNumberMatch } from '../util/json-numbers.js'
 
 /** A legacy call's fields, read through the tenant's `legacy.fields` pointers (SPEC 4). */
 export interface LegacyCall {
@@ -59,22 +60,6 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 // which would change the input. (ignoreBOM keeps a BOM in the text, where JSON.parse refuses it.)
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-// A number JSON.parse may not hold unchanged: 16+ digits (a decimal point among them or not), or an exponent of 3+ digits.
-const LOSSY_NUMBER_HINT = /\d(?:\.?\d){15,}|[eE][+-]?\d{3,}/
-const NUMBER_OR_STRING = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g
-const NUMERAL = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
-
-/** A numeral as significant digits and a decimal exponent, so equal values compare equal ("1.50" = "15e-1"). */
-function canonicalNumeral(numeral: string): string | undefined {
-  const match = NUMERAL.exec(numeral)
-  if (match === null) return undefined
-  const [, integer = '', fraction = '', exponent = '0'] = match
-  const digits = integer + fraction
-  const leadingZeros = /^0*/.exec(digits)?.[0].length ?? 0
-  const significant = digits.slice(leadingZeros).replace(/0+$/, '')
-  return significant === '' ? '0' : `${significant}e${Number(exponent) + integer.length - leadingZeros}`
-}
-
 /**
  * Fields the gateway does not consume are carried "unchanged" (SPEC 4), but JSON.parse turns
  * 1e999 into Infinity (then null), 1e-999 into 0 and rounds a 30-digit integer: a body with
@@ -91,20 +76,6 @@ function assertNumbersSurviveParsing(text: string): void {
   throw new GatewayError('INVALID_REQUEST', `request body has a number at ${shown} that JSON cannot carry unchanged (out of range or too precise); send it as a string`, {
     details: [{ pointer, message: `number out of range or too precise: ${token.slice(0, 24)}${token.length > 24 ? '…' : ''}` }]
   })
-}
-
-function firstLossyNumberMatch(text: string): { token: string; offset: number } | undefined {
-  if (!LOSSY_NUMBER_HINT.test(text)) return undefined
-  for (const match of text.matchAll(NUMBER_OR_STRING)) {
-    const token = match[0]
-    if (!token.startsWith('"') && canonicalNumeral(token) !== canonicalNumeral(String(Number(token)))) return { token, offset: match.index }
-  }
-  return undefined
-}
-
-/** The first number in a JSON text that JSON.parse would not keep as written (by value), if any. */
-export function firstLossyNumber(text: string): string | undefined {
-  return firstLossyNumberMatch(text)?.token
 }
 
 /**

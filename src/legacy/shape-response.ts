@@ -3,7 +3,8 @@ import { stripHopByHop } from '../util/hop-by-hop.js'
 import { getAtPointer, setAtPointer } from '../util/json-pointer.js'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { hasCompleteMeta } from './complete-meta.js'
-import { firstLossyNumber, isJsonContentType } from './parse-legacy-body.js'
+import { firstLossyNumber } from '../util/json-numbers.js'
+import { isJsonContentType } from './parse-legacy-body.js'
 
 export interface ShapedResponse {
   statusCode: number

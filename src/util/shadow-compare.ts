@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { exactNumbers, firstLossyNumber } from './json-numbers.js'
 
 /**
  * SPEC 15 "Comparing" and "No content kept", as pure functions: a shadow comparison's two
@@ -53,8 +54,12 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
 export function compareAnswers(primary: ComparedAnswer, candidate: ComparedAnswer, ignore: IgnoreList): string[] {
   const found = new Set<string>()
   if (primary.statusCode !== candidate.statusCode) found.add(STATUS_POINTER)
-  const left = readJson(primary)
-  const right = readJson(candidate)
+  const leftText = jsonText(primary)
+  const rightText = jsonText(candidate)
+  // Numbers JSON.parse would change (a 20-digit id, 1e400) compare by their exact values, on both sides.
+  const exact = leftText !== NOT_JSON && rightText !== NOT_JSON && (firstLossyNumber(leftText) !== undefined || firstLossyNumber(rightText) !== undefined)
+  const left = readJson(leftText, exact)
+  const right = readJson(rightText, exact)
   if (left === NOT_JSON || right === NOT_JSON) {
     if (left !== right || !primary.body.equals(candidate.body)) found.add(WHOLE_BODY_POINTER)
     return [...found]
@@ -83,10 +88,22 @@ interface Box {
   value: unknown
 }
 
-function readJson(answer: ComparedAnswer): Box | typeof NOT_JSON {
+/** The body's text when it says JSON and is UTF-8. */
+function jsonText(answer: ComparedAnswer): string | typeof NOT_JSON {
   if (!isJsonMediaType(answer.contentType)) return NOT_JSON
   try {
-    return { value: JSON.parse(UTF8.decode(answer.body)) as unknown }
+    return UTF8.decode(answer.body)
+  } catch {
+    return NOT_JSON
+  }
+}
+
+function readJson(text: string | typeof NOT_JSON, exact: boolean): Box | typeof NOT_JSON {
+  if (text === NOT_JSON) return NOT_JSON
+  try {
+    // Parsed as it came first: exactNumbers' rewrite would also make some texts that are not JSON parse.
+    const value = JSON.parse(text) as unknown
+    return { value: exact ? (JSON.parse(exactNumbers(text)) as unknown) : value }
   } catch {
     return NOT_JSON
   }
@@ -166,7 +183,7 @@ function diff(a: unknown, b: unknown, pointer: string, found: Set<string>): void
     for (const key of Object.keys(b)) if (!Object.hasOwn(a, key)) found.add(`${pointer}/${recordedSegment(key)}`)
     return
   }
-  // Two scalars, or two kinds of value: numbers compare as JSON reads them (1.0 is 1).
+  // Two scalars, or two kinds of value: numbers compare as JSON reads them (1.0 is 1), or by exact value (exactNumbers).
   found.add(pointer)
 }
 

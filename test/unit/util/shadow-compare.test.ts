@@ -17,6 +17,8 @@ function hashed(name: string): string {
   return `~h${createHash('sha256').update(name).digest('hex').slice(0, 8)}`
 }
 
+const NONE = compileIgnoreList([])
+
 describe('compareAnswers (SPEC 15 "Comparing")', () => {
   it('finds no difference between equal answers whose keys come in another order', () => {
     expect(compareAnswers(json({ a: 1, b: { c: [1, 2] } }), json({ b: { c: [1, 2] }, a: 1 }), noIgnore)).toEqual([])
@@ -79,6 +81,19 @@ describe('compareAnswers (SPEC 15 "Comparing")', () => {
     // Nested arrays keep their own indexes.
     const nested = compileIgnoreList(['/rows/0/0', '/rows/1/1'])
     expect(compareAnswers(json({ rows: [['x', 1], [2, 'y']] }), json({ rows: [['z', 1], [2, 'w']] }), nested)).toEqual([])
+  })
+
+  it('compares numbers JSON.parse would change by their exact values', () => {
+    const text = (body: string) => ({ statusCode: 200, contentType: 'application/json', body: Buffer.from(body) })
+    // 20 digits: equal as doubles, not as numbers.
+    expect(compareAnswers(text('{"id":12345678901234567890}'), text('{"id":12345678901234567891}'), NONE)).toEqual(['/id'])
+    expect(compareAnswers(text('{"big":1e400}'), text('{"big":2e400}'), NONE)).toEqual(['/big'])
+    expect(compareAnswers(text('{"id":12345678901234567890,"n":1.50}'), text('{"n":15e-1,"id":1234567890123456789e1}'), NONE)).toEqual([])
+    // With such a number on one side, the other side's numbers are read exactly too; signs count.
+    expect(compareAnswers(text('{"id":12345678901234567890,"n":-1}'), text('{"id":12345678901234567890,"n":1}'), NONE)).toEqual(['/n'])
+    expect(compareAnswers(text('{"id":12345678901234567890,"n":-0}'), text('{"id":12345678901234567890,"n":0.0}'), NONE)).toEqual([])
+    // A string that looks like a number stays a string.
+    expect(compareAnswers(text('{"id":12345678901234567890,"s":"12"}'), text('{"id":12345678901234567890,"s":12}'), NONE)).toEqual(['/s'])
   })
 
   it('ignores everything with the root pointer ""', () => {
