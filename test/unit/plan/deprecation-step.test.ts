@@ -184,7 +184,8 @@ describe('the deprecation step (SPEC 13)', () => {
     expect(planRequest(runtime, head('POST', '/v1/runs/invoke', 'tok-1')).kind).toBe('read-body')
     const proxied = planRequest(runtime, head('GET', '/v1/areas/eu', 'tok-1'))
     expect(proxied.kind).toBe('stream')
-    expect(proxied.answerHeaders).toEqual({ 'x-request-id': 'req-1' })
+    // No deprecation headers; the migration block makes the tenant one that says who served it (SPEC 14).
+    expect(proxied.answerHeaders).toEqual({ 'x-request-id': 'req-1', 'x-v4gw-served-by': 'v4' })
   })
 })
 
