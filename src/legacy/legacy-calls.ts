@@ -56,6 +56,11 @@ export interface LegacyCallInput {
   requestHeaders: Record<string, string | string[] | undefined>
   /** Headers of every V4 call: `authorization`, `x-request-id`, `x-forwarded-*`, … (runtime-call-headers.ts). */
   headers: Record<string, string>
+  /**
+   * A header of the execution calls only: SPEC 16's `forwardHeader` with the request's key. Not on
+   * a `sessions.start`, which is another operation, and one that requests with other keys share.
+   */
+  executionHeader?: { readonly name: string; readonly value: string } | undefined
   tokenFingerprint: string
   sessions: Pick<SessionsConfig, 'staleStatuses' | 'sessionIdPaths'>
   /** The connection's memo of its last session key (kernel/connection-memo.ts); none in `explain`. */
@@ -67,20 +72,22 @@ export interface LegacyCallInput {
  * that cannot be is the client's 400 before any call, and never costs a session.
  */
 export function buildLegacyCalls(input: LegacyCallInput): LegacyCalls {
+  const headers = input.headers
+  const extra = input.executionHeader
+  const executionHeaders = extra === undefined ? headers : { ...headers, [extra.name]: extra.value }
   if (input.route.action === 'execute') {
-    return { action: 'execute', execution: { method: 'POST', path: V4_EXECUTE_PATH, headers: input.headers, body: toJsonBody(translateExecute(input.call)) } }
+    return { action: 'execute', execution: { method: 'POST', path: V4_EXECUTE_PATH, headers: executionHeaders, body: toJsonBody(translateExecute(input.call)) } }
   }
   const defaults = translateSessionDefaults(input.call)
   const stateKey = readStateKey(input)
   const executionBody = toJsonBody(translateSessionExecute(input.call))
-  const headers = input.headers
   return {
     action: 'session-execute',
     tenant: input.tenant,
     sessionKey: buildSessionKey(input.tenant, input.upstreamOrigin, input.tokenFingerprint, stateKey, defaults, input.sessionKeyMemo),
     stateKey,
     start: () => ({ method: 'POST', path: V4_SESSIONS_START_PATH, headers, body: JSON.stringify(defaults) }),
-    execution: (sessionId) => ({ method: 'POST', path: sessionExecutePath(sessionId), headers, body: executionBody }),
+    execution: (sessionId) => ({ method: 'POST', path: sessionExecutePath(sessionId), headers: executionHeaders, body: executionBody }),
     staleStatuses: input.sessions.staleStatuses,
     sessionIdPaths: input.sessions.sessionIdPaths
   }

@@ -245,9 +245,8 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
           const { body, call } = parseRuntimeBody(bytes, tenant, route)
           const headers = runtimeCallHeaders(head.headers, head.clientAddress, head.protocol, head.requestId, authorization, runtime.config.tracing.forwardBaggage)
           headers.via = withVia(head.headers.via, runtime.via)
-          // SPEC 16 `forwardHeader`: the key goes on to V4 too, for a backend that deduplicates itself.
+          // SPEC 16 `forwardHeader`: the key goes on to V4's executions too, for a backend that deduplicates itself.
           const forwardHeader = keyed?.settings.forwardHeader
-          if (forwardHeader != null) headers[forwardHeader] = (keyed as { key: string }).key
           const calls = buildLegacyCalls({
             tenant: tenant.name,
             upstreamOrigin: candidateOrigin ?? tenant.upstreamOrigin,
@@ -257,6 +256,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
             body,
             requestHeaders: head.headers,
             headers,
+            executionHeader: forwardHeader == null ? undefined : { name: forwardHeader, value: (keyed as { key: string }).key },
             // authorizeRuntimeCall succeeded, so a credential was presented.
             tokenFingerprint: facts.clientFingerprint as string,
             sessions: runtime.config.sessions,

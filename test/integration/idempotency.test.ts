@@ -273,6 +273,19 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(upstream.exchanges[0]?.headers['idempotency-key']).toBeUndefined()
   })
 
+  it('sends the key in forwardHeader on the execution only, not on the sessions.start that other keys share', async () => {
+    const upstream = await startFaultUpstream((exchange) => {
+      if (exchange.url === '/v4/sessions.start') answerJson(exchange, 200, { sessionId: 'sess-13' })
+      else answerJson(exchange, 200, { output: 'ran' })
+    })
+    const gw = await idempotentGateway(upstream.url, { forwardHeader: 'X-Dedup-Key' })
+    expect((await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-13b'), json: { input: 1, stateId: 'st-13' } })).status).toBe(200)
+    expect(upstream.exchanges.map((exchange) => [exchange.url, exchange.headers['x-dedup-key']])).toEqual([
+      ['/v4/sessions.start', undefined],
+      ['/v4/sessions/sess-13/executions.execute', 'k-13b']
+    ])
+  })
+
   it('is off for a route whose migration.routes entry sets idempotency: null', async () => {
     const upstream = await startFaultUpstream()
     const gw = await idempotentGateway(upstream.url, {}, { migration: { routes: { 'POST /v1/headless/runs': { idempotency: null } } } })
