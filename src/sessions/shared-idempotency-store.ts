@@ -107,6 +107,8 @@ export interface SharedIdempotencyOptions {
 }
 
 const DEFAULT_POLL_MS = 25
+/** Claims given up on that are kept to delete once the store is back (each ends with its lease anyway). */
+const MAX_GIVEN_UP = 10_000
 /** Ended memory records dropped per claim while the store answers (their Map is otherwise only pruned by claims into it). */
 const SWEEP_PER_CLAIM = 8
 
@@ -136,6 +138,25 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
     return claim.slice(claim.indexOf(':', CLAIM_TAG.length) + 1)
   }
 
+  /**
+   * Claims this replica gave up on that the store may still apply (claim → its Redis key): a
+   * stalled Redis that goes on, or ioredis sending the command again on the new connection once
+   * it reconnects (its `autoResendUnfulfilledCommands`). Such a claim nobody renews or completes
+   * would answer every replica 409 for its whole lease. Each is deleted if still ours, at once
+   * (after it on the same connection) and, if that could not be sent, once the store is up again:
+   * ioredis sends the commands it resends before it reports the connection ready.
+   */
+  const givenUp = new Map<string, string>()
+  const releaseGivenUp = (claim: string, name: string): void => {
+    connection.run((client) => scripts(client).v4gwIdempotencyRelease(name, claim)).then(
+      () => givenUp.delete(claim),
+      () => undefined
+    )
+  }
+  connection.onChange((up) => {
+    if (up) for (const [claim, name] of givenUp) releaseGivenUp(claim, name)
+  })
+
   return {
     async claim(key, fingerprint, leaseMs, bounds) {
       // A record made here during an outage answers first (its execution ran on this replica);
@@ -153,9 +174,9 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
       try {
         found = await connection.run((client) => scripts(client).v4gwIdempotencyClaimBuffer(name, claim, leaseMs))
       } catch {
-        // A claim that timed out may still be applied by a stalled Redis that goes on, leaving a
-        // key nobody renews or completes: the delete goes after it on the same connection.
-        void connection.run((client) => scripts(client).v4gwIdempotencyRelease(name, claim)).catch(() => undefined)
+        // Bounded: a claim given up on ends with its lease anyway.
+        if (givenUp.size < MAX_GIVEN_UP) givenUp.set(claim, name)
+        releaseGivenUp(claim, name)
         return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
       }
       if (found === null) return { claimed: true, owner: claim }

@@ -1,3 +1,4 @@
+import { createServer, connect, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import type { ClaimResult, IdempotencyStore, StoredAnswer } from '../../../src/sessions/idempotency-store.js'
 import { createSharedIdempotencyStore, decodeRecord, encodeRecord } from '../../../src/sessions/shared-idempotency-store.js'
@@ -98,6 +99,51 @@ describe('SPEC 16 idempotency records on the shared store (real redis-server)', 
     expect(await records.peek('k')).toEqual({ state: 'running', fingerprint: FP })
     await records.complete('k', owner, answer('x'), 60_000, BOUNDS)
     expect(await records.peek('k')).toEqual({ state: 'done', fingerprint: FP, answer: answer('x') })
+  })
+
+  it('deletes a claim the store applied but whose answer the connection lost, once the store is back', async () => {
+    const target = new URL(redis.url)
+    // A TCP proxy to the real redis-server that can lose Redis's replies and cut the connection.
+    let armed = false
+    const sockets = new Set<Socket>()
+    const proxy = createServer((client) => {
+      const server = connect(Number(target.port), target.hostname)
+      sockets.add(client).add(server)
+      let losing = false
+      client.on('data', (bytes: Buffer) => {
+        server.write(bytes)
+        // The claim script reaches Redis and runs; its reply never comes back, and the connection goes.
+        if (armed && /eval/i.test(bytes.toString('latin1'))) {
+          armed = false
+          losing = true
+          setTimeout(() => {
+            client.destroy()
+            server.destroy()
+          }, 200)
+        }
+      })
+      server.on('data', (bytes: Buffer) => {
+        if (!losing && !client.destroyed) client.write(bytes)
+      })
+      for (const socket of [client, server]) socket.on('error', () => undefined).on('close', () => sockets.delete(socket))
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    const address = proxy.address() as { port: number }
+    try {
+      const prefix = `t${++prefixes}:`
+      const { shared, records } = await replica(prefix, `redis://127.0.0.1:${address.port}`)
+      await until(() => shared.connection?.isUp() === true)
+      armed = true
+      const claim = await records.claim('lost', FP, 60_000, BOUNDS)
+      // This replica went on from its own memory, as SPEC 16 says for a store that does not answer.
+      expect(claim).toMatchObject({ claimed: true, unavailable: true })
+      // The claim was applied, with a lease of a minute that nobody renews; gone once the store is back.
+      await until(async () => shared.connection?.isUp() === true, 10_000)
+      await until(async () => (await redis.client().exists(`${prefix}i:lost`)) === 0, 5_000)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => proxy.close(() => resolve()))
+    }
   })
 
   it('round-trips any body bytes and headers through the record encoding', () => {
