@@ -196,6 +196,11 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     if (policy !== null) {
       // SPEC 12-13's order: the brownout and gone decision comes before any credential or body check, on either side.
       const decision = decideDeprecation(policy, tenant.name, route.label, facts.clientId, head.now, successorPath, runtime.brownoutPauses)
+      // SPEC 13's `exempt`: a client its exemption spared a refusal, native-only's 410 as much as a brownout's.
+      if (migration.exemptUntil !== undefined && decision.facts.action === 'header') {
+        decision.facts.action = 'exempt'
+        decision.facts.exemptUntil = migration.exemptUntil
+      }
       facts.deprecation = decision.facts
       if (decision.refusal !== undefined) return refuse(facts, answerHeaders, decision.refusal)
     }

@@ -162,10 +162,12 @@ describe('SPEC 14 stage native-only', () => {
     expect(sim.simulator.calls).toEqual([])
   })
 
-  it('serves an exempt client as in translate', async () => {
+  it('serves an exempt client as in translate, its deprecation action exempt (SPEC 13)', async () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { authorization: 'Bearer demo-token-bob', 'content-type': 'application/json', 'x-tenant-id': 'retired' }, json: { input: 'ok' } })
     expect(answer.status).toBe(200)
     expect(answer.json.output).toEqual({ echo: 'ok' })
+    // Spared native-only's 410 by its exemption: counted exempt, as a client spared a brownout is.
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/v4gw_legacy_deprecation_total\{tenant="retired",route="POST \/v1\/headless\/runs",action="exempt"\} 1/)
   })
 })
 
