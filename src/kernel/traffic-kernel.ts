@@ -20,6 +20,11 @@ export interface KernelDeps {
   isDraining: () => boolean
   /** Serves a request the kernel admitted; what it throws is answered as the gateway's error. */
   serve: (exchange: Exchange) => void
+  /**
+   * Answers a request the kernel does not admit (draining, shedding) with `error`, as the planner
+   * refuses it: on a legacy route with the route's headers (SPEC 13, 14), named on its log line.
+   */
+  refuse: (exchange: Exchange, error: GatewayError) => void
   /** Hears every request's end, answered or aborted, with the status its line reports. */
   onFinished: (exchange: Exchange, statusCode: number) => void
 }
@@ -96,7 +101,7 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       }
     }
     try {
-      if (deps.isDraining()) throw new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance')
+      if (deps.isDraining()) return deps.refuse(exchange, new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance'))
       const refusal = refuseHead(exchange.head)
       if (refusal !== undefined) {
         exchange.answerHeaders.connection = 'close'
@@ -106,12 +111,12 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       if (!entered) {
         exchange.record.shedReason = 'in_flight'
         exchange.answerHeaders['retry-after'] = String(RETRY_AFTER_SECONDS)
-        throw overloadedError('too many requests in flight')
+        return deps.refuse(exchange, overloadedError('too many requests in flight'))
       }
       if (eventLoop.isLate()) {
         exchange.record.shedReason = 'event_loop'
         exchange.answerHeaders['retry-after'] = String(RETRY_AFTER_SECONDS)
-        throw overloadedError('event-loop delay over the limit')
+        return deps.refuse(exchange, overloadedError('event-loop delay over the limit'))
       }
       if (!request.complete && requestBody(request) !== null) bodyStalls.watch(exchange)
       deps.serve(exchange)

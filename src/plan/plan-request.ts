@@ -11,7 +11,7 @@ import { passthroughHeaders, type StreamCall } from '../passthrough/forward-stre
 import { fingerprintToken } from '../sessions/session-key.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
-import { deprecationHeadersFor } from '../tenancy/deprecation-policy.js'
+import { deprecationHeadersFor, type DeprecationPolicy } from '../tenancy/deprecation-policy.js'
 import { resolveEffectiveStage, type EffectiveStage } from '../tenancy/migration-policy.js'
 import { assertNotBlocked, classifyRequest, rewrittenProxyPath } from './classify-request.js'
 import { decideDeprecation, type DeprecationFacts } from './deprecation-step.js'
@@ -120,12 +120,16 @@ export interface PlanOptions {
 
 const TRANSLATE_STAGE: EffectiveStage = Object.freeze({ stage: 'translate', source: 'config' })
 
+function noFacts(): PlanFacts {
+  return { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, clientId: undefined, credential: undefined, deprecation: undefined, migration: undefined }
+}
+
 export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?: PlanOptions): Plan {
-  const facts: PlanFacts = { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, clientId: undefined, credential: undefined, deprecation: undefined, migration: undefined }
+  // SPEC 14: a request that carries this fleet's Via member went round; forwarding it again would
+  // go round for good.
+  if (cameThroughFleet(head.headers.via, runtime.viaReceivedBy)) return planRefusal(runtime, head, new GatewayError('LOOP_DETECTED', LOOP_DETECTED_MESSAGE))
+  const facts = noFacts()
   try {
-    // SPEC 14: a request that carries this fleet's Via member went round; forwarding it again would
-    // go round for good.
-    if (cameThroughFleet(head.headers.via, runtime.viaReceivedBy)) throw new GatewayError('LOOP_DETECTED', LOOP_DETECTED_MESSAGE)
     const classification = classifyRequest(runtime, head, facts)
     facts.trafficClass = classification.trafficClass
     const { tenant, target } = classification
@@ -143,6 +147,42 @@ export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?
   } catch (error) {
     return refuse(facts, NO_HEADERS, error)
   }
+}
+
+/**
+ * A request refused before anything of it is decided (a loop; the kernel's draining and shedding):
+ * the gateway's own answer, which on a legacy route still carries the route's deprecation headers
+ * and who served it (SPEC 13: "whatever its status"; SPEC 14), its facts naming tenant, class and
+ * route for the log and the metrics. Classifying costs a tenant lookup and a route match, paid
+ * only by refused requests. One that cannot be classified is refused as it is.
+ */
+export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: GatewayError): RefusePlan {
+  const facts = noFacts()
+  try {
+    const classification = classifyRequest(runtime, head, facts)
+    facts.trafficClass = classification.trafficClass
+    if (classification.trafficClass === 'legacy') {
+      const { route } = classification.match
+      facts.legacyRoute = route.label
+      facts.action = route.action
+      const successorPath = route.action === 'proxy' ? buildRewrittenPath(route, classification.match.params) : successorBeforeSession(route.action)
+      return refuse(facts, legacyAnswerHeaders(head, classification.tenant, classification.tenant.deprecation.get(route.label) ?? null, successorPath), error)
+    }
+  } catch {
+    // Whatever else is wrong with it, this is its answer.
+  }
+  return refuse(facts, NO_HEADERS, error)
+}
+
+/**
+ * The headers of every answer to a legacy route, the gateway's own errors included (SPEC 6, 13):
+ * its id and deprecation headers; on a tenant that uses stages, who served it (SPEC 14): the
+ * gateway, until a side is chosen.
+ */
+function legacyAnswerHeaders(head: RequestHead, tenant: TenantRuntime, policy: DeprecationPolicy | null, successorPath: string | undefined): Record<string, string> {
+  const answerHeaders: Record<string, string> = policy === null ? { 'x-request-id': head.requestId } : { 'x-request-id': head.requestId, ...deprecationHeadersFor(policy, successorPath) }
+  if (tenant.usesStages) answerHeaders['x-v4gw-served-by'] = 'gateway'
+  return answerHeaders
 }
 
 /** SPEC 7's headers of a streamed call, with this fleet's `Via` member (SPEC 14). */
@@ -163,10 +203,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
   const effective = candidateOrigin !== undefined ? TRANSLATE_STAGE : resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides, tenant.name, route.label, head.now)
   // Stages legacy and shadow never translate; canary knows only once the client is known.
   const translates = effective.stage === 'translate' || effective.stage === 'native-only'
-  // On every answer of a legacy route, the gateway's own errors included (SPEC 6, 13); on a tenant
-  // that uses stages, who served it (SPEC 14): the gateway, until a side is chosen.
-  let answerHeaders: Record<string, string> = policy === null ? { 'x-request-id': head.requestId } : { 'x-request-id': head.requestId, ...deprecationHeadersFor(policy, successorBeforeSession(route.action)) }
-  if (tenant.usesStages) answerHeaders['x-v4gw-served-by'] = 'gateway'
+  let answerHeaders = legacyAnswerHeaders(head, tenant, policy, successorBeforeSession(route.action))
   try {
     // Checked before anything is read of the request (docs/decisions.md, order of checks), where
     // the translation may serve; the legacy upstream gets the client's path, not the rewritten one.

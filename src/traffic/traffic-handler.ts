@@ -6,7 +6,7 @@ import type { AccessRecord } from '../observability/access-record.js'
 import { createAccessLog, writesAccessLines } from '../observability/access-log.js'
 import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
-import { planRequest } from '../plan/plan-request.js'
+import { planRefusal, planRequest } from '../plan/plan-request.js'
 import { planShadowCandidate } from '../plan/shadow-candidate.js'
 import type { ShadowResults } from '../fleet/shadow-results.js'
 import { createMemoryIdempotencyStore, type IdempotencyStore } from '../sessions/idempotency-store.js'
@@ -77,6 +77,9 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
         : function serveTracedTraffic(exchange) {
             traced.serve(exchange, deps.getRuntime(), run)
           },
+    refuse(exchange, error) {
+      runPlan(planRefusal(deps.getRuntime(), exchange.head, error), exchange, run)
+    },
     onFinished:
       traced === undefined
         ? logRequest

@@ -28,6 +28,37 @@ describe('load shedding', () => {
     expect((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'after' } })).status).toBe(200)
   })
 
+  it('answers a shed legacy request with its route\'s deprecation headers and x-v4gw-served-by: gateway, named on its log line (SPEC 13, 14)', async () => {
+    const gw = await startGateway(
+      testConfig(slow.url, {
+        limits: { maxInFlight: 1 },
+        log: { level: 'info' },
+        tenants: {
+          acme: {
+            upstream: { staging: slow.url },
+            legacy: { deprecation: { date: '2026-01-01T00:00:00Z', link: 'https://docs.example.com/v4' } },
+            migration: { stage: 'translate' }
+          }
+        }
+      })
+    )
+    const answers = await Promise.all(Array.from({ length: 3 }, (_, index) => send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-request-id': `shed-${index}` }, json: { input: index } })))
+    const shed = answers.filter((answer) => answer.status === 503)
+    expect(shed).toHaveLength(2)
+    for (const answer of shed) {
+      expect(answer.json.error.code).toBe('OVERLOADED')
+      expect(answer.headers['retry-after']).toBe('2')
+      expect(answer.headers.deprecation).toBe(`@${Date.parse('2026-01-01T00:00:00Z') / 1000}`)
+      expect(answer.headers.link).toContain('rel="deprecation"')
+      expect(answer.headers['x-v4gw-served-by']).toBe('gateway')
+    }
+    const shedIds = shed.map((answer) => answer.headers['x-request-id'])
+    await until(() => gw.logs.lines().filter((line) => line.msg === 'request' && shedIds.includes(line.requestId as string)).length === 2)
+    for (const line of gw.logs.lines().filter((entry) => entry.msg === 'request' && shedIds.includes(entry.requestId as string))) {
+      expect(line).toMatchObject({ status: 503, error: 'OVERLOADED', class: 'legacy', route: 'POST /v1/headless/runs', servedBy: 'gateway' })
+    }
+  })
+
   it('does not count finished or aborted requests against limits.maxInFlight', async () => {
     const gw = await startGateway(testConfig(slow.url, { limits: { maxInFlight: 2 } }))
     for (let round = 0; round < 5; round++) {

@@ -139,7 +139,13 @@ describe('SPEC 14 Via and loops', () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { 'x-tenant-id': 'old', via: `1.1 other, ${gw.gateway.runtime().via}` }, json: { input: 1 } })
     expect(answer.status).toBe(508)
     expect(answer.json.error.code).toBe('LOOP_DETECTED')
+    // The gateway's own answer to a legacy route of a tenant that uses stages (SPEC 14).
+    expect(answer.headers['x-v4gw-served-by']).toBe('gateway')
     expect(legacy.requests.length).toBe(before)
+    // On a deprecated route it carries the route's deprecation headers too (SPEC 13: whatever its status).
+    const retired = await send(gw.url, '/v1/headless/runs', { headers: { 'x-tenant-id': 'retired', via: gw.gateway.runtime().via }, json: { input: 1 } })
+    expect(retired.status).toBe(508)
+    expect(retired.headers.deprecation).toBeDefined()
   })
 
   it('stops a legacy upstream that sends requests back to the gateway after one round', async () => {
