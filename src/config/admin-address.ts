@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { isIPv6 } from 'node:net'
-import { parseDocument } from 'yaml'
+import { isMap, parseDocument } from 'yaml'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { substituteEnv } from './substitute-env.js'
+import { blankUnquotedPlaceholders } from './unquoted-placeholders.js'
 
 /** The schema's defaults for `admin.host` and `admin.port` (schema.ts). */
 export const DEFAULT_ADMIN_HOST = '127.0.0.1'
@@ -41,10 +42,18 @@ export async function readAdminAddress(path: string, env: Record<string, string 
   return { host: dialledHost(host ?? DEFAULT_ADMIN_HOST), port: port ?? DEFAULT_ADMIN_PORT, notes }
 }
 
-/** The `admin` mapping of a YAML or JSON file (JSON is YAML), however broken the rest is. */
+/** Not strict: a duplicated key elsewhere, or a parse error after the admin section, must not matter. */
+const LENIENT = { uniqueKeys: false, logLevel: 'silent' } as const
+
+/**
+ * The `admin` mapping of a YAML or JSON file (JSON is YAML), however broken the rest is. An
+ * unquoted `${…}` in a flow collection (SPEC 8's own style) would break the parse from there on,
+ * admin section included: such placeholders are blanked first, as the loader does
+ * (unquoted-placeholders.ts), and an admin value that was one is taken as not set.
+ */
 function adminSection(text: string): Record<string, unknown> {
-  // Not strict: a duplicated key elsewhere, or a parse error after the admin section, must not matter.
-  const document = parseDocument(text, { uniqueKeys: false, logLevel: 'silent' })
+  const { text: readable, placeholders } = blankUnquotedPlaceholders(text, (blanked) => parseDocument(blanked, LENIENT).errors)
+  const document = parseDocument(readable, LENIENT)
   let parsed: unknown
   try {
     parsed = document.toJS()
@@ -52,7 +61,15 @@ function adminSection(text: string): Record<string, unknown> {
     return {}
   }
   const admin = isPlainObject(parsed) ? parsed.admin : undefined
-  return isPlainObject(admin) ? admin : {}
+  if (!isPlainObject(admin)) return {}
+  const node = document.get('admin', true)
+  if (placeholders.length === 0 || !isMap(node)) return admin
+  const section = { ...admin }
+  for (const key of ['host', 'port']) {
+    const range = (node.get(key, true) as { range?: [number, number, number] } | undefined)?.range
+    if (range !== undefined && placeholders.some((offset) => offset >= range[0] && offset < range[1])) delete section[key]
+  }
+  return section
 }
 
 /** The schema's port: an integer from 0 to 65535, or a whole-number string (a substituted placeholder). */

@@ -44,6 +44,13 @@ describe('readAdminAddress', () => {
     expect(await addressOf(text)).toMatchObject({ host: '127.0.0.1', port: 19902 })
   })
 
+  it('reads the admin section past an unquoted placeholder in a flow collection before it (SPEC 8\'s style)', async () => {
+    const text = 'listen: { host: ${V4GW_HOST:-0.0.0.0}, port: 8080 }\nadmin:\n  host: 0.0.0.0\n  port: 9902\n'
+    expect(await addressOf(text)).toMatchObject({ host: '127.0.0.1', port: 9902 })
+    // An admin value written so is taken as not set: its default, the other value as written.
+    expect(await addressOf('admin: { host: ${ADMIN_HOST:-10.0.0.1}, port: 9903 }\n', { ADMIN_HOST: '10.0.0.9' })).toMatchObject({ host: '127.0.0.1', port: 9903 })
+  })
+
   it('reads a JSON file', async () => {
     expect(await addressOf(JSON.stringify({ admin: { host: '127.0.0.9', port: '${P}' } }), { P: '8999' }, 'json')).toMatchObject({ host: '127.0.0.9', port: 8999 })
   })
