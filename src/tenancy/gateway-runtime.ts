@@ -38,6 +38,11 @@ export interface RuntimeContext {
   stageOverrides?: StageOverrides
   /** The fleet id with `store: memory` (SPEC 14: random per process); with Redis it comes from `store.redis.keyPrefix`. */
   processFleetId?: string
+  /**
+   * The fleet id of the store the process runs on, set by the first runtime: `store` is
+   * restart-only (SPEC 12), so a reload that changes it must not change the `Via` member either.
+   */
+  fleetId?: string
 }
 
 /** This process's fleet id with `store: memory`, when the gateway is not handed one (a CLI's `explain`, unit tests). */
@@ -56,7 +61,8 @@ export function fleetIdOf(config: GatewayConfig, processFleetId: string = PROCES
 export function buildGatewayRuntime(config: GatewayConfig, embeddedOrigin: string | undefined, brownoutPausesOrContext: BrownoutPauses | RuntimeContext = {}): GatewayRuntime {
   const context: RuntimeContext = brownoutPausesOrContext instanceof BrownoutPauses ? { brownoutPauses: brownoutPausesOrContext } : brownoutPausesOrContext
   const tenants = new Map(Object.entries(config.tenants).map(([name, tenant]) => [name, buildTenantRuntime(name, tenant, embeddedOrigin, context.embeddedLegacyOrigin)]))
-  const receivedBy = `v4gw-${fleetIdOf(config, context.processFleetId)}`
+  const fleetId = context.fleetId ?? fleetIdOf(config, context.processFleetId)
+  const receivedBy = `v4gw-${fleetId}`
   const brownoutPauses = context.brownoutPauses ?? new BrownoutPauses()
   const stageOverrides = context.stageOverrides ?? NO_STAGE_OVERRIDES
   return Object.freeze({
@@ -72,6 +78,6 @@ export function buildGatewayRuntime(config: GatewayConfig, embeddedOrigin: strin
     stageOverrides,
     via: `1.1 ${receivedBy}`,
     viaReceivedBy: receivedBy,
-    context: Object.freeze({ ...context, brownoutPauses, stageOverrides })
+    context: Object.freeze({ ...context, brownoutPauses, stageOverrides, fleetId })
   })
 }
