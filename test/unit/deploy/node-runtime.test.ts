@@ -19,6 +19,7 @@ function inCaretRanges(version: string, range: string): boolean {
 describe('the Node versions the gateway runs on', () => {
   const packageJson = JSON.parse(read('package.json')) as { engines: { node: string } }
   const ciNode24 = /^NODE24_VERSION=(24\.\d+\.\d+)$/m.exec(read('.ci/run'))?.[1]
+  const ciNode22 = /^NODE22_VERSION=(22\.\d+\.\d+)$/m.exec(read('.ci/run'))?.[1]
 
   it('builds and runs the image on Node 24 LTS, in every stage', () => {
     const bases = [...read('Dockerfile').matchAll(/^FROM (\S+)/gm)].map((match) => match[1])
@@ -26,14 +27,17 @@ describe('the Node versions the gateway runs on', () => {
     expect(new Set(bases)).toEqual(new Set(['node:24-bookworm-slim']))
   })
 
-  it('says in engines that Node 20.19+ and 24 are supported, and no other major', () => {
+  it('says in engines that Node 20.19+, 22.12+ and 24 are supported (SPEC 1, 18), and no other major', () => {
     const range = packageJson.engines.node
-    expect(range).toBe('^20.19.0 || ^24.0.0')
+    expect(range).toBe('^20.19.0 || ^22.12.0 || ^24.0.0')
     expect(inCaretRanges('v20.19.0', range)).toBe(true)
     expect(inCaretRanges('v20.18.3', range)).toBe(false)
-    expect(inCaretRanges('v22.12.0', range)).toBe(false)
+    expect(inCaretRanges('v22.12.0', range)).toBe(true)
+    expect(inCaretRanges('v22.11.0', range)).toBe(false)
+    expect(inCaretRanges('v23.11.0', range)).toBe(false)
     expect(inCaretRanges(`v${ciNode24 ?? 'missing'}`, range)).toBe(true)
-    // The suite runs on the machine's Node and on CI's Node 24: both must be supported.
+    expect(inCaretRanges(`v${ciNode22 ?? 'missing'}`, range)).toBe(true)
+    // The suite runs on the machine's Node and on CI's Node 24 and 22: each must be supported.
     expect(inCaretRanges(process.version, range), `this Node, ${process.version}`).toBe(true)
   })
 
@@ -44,7 +48,7 @@ describe('the Node versions the gateway runs on', () => {
 
   it('says the same in the README', () => {
     const readme = read('README.md')
-    expect(readme).toMatch(/^## Run it \(fresh machine, Node 24 LTS or 20\.19\+\)$/m)
-    expect(readme).toContain('Supported: Node 24 LTS, which the Docker image runs, and Node 20.19 or later 20.x')
+    expect(readme).toMatch(/^## Run it \(fresh machine, Node 24 LTS, 22\.12\+ or 20\.19\+\)$/m)
+    expect(readme).toContain('Supported: Node 24 LTS, which the Docker image runs, Node 22.12 or later 22.x, and Node 20.19 or')
   })
 })
