@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
-import { useRedisServer } from '../helpers/redis-server.js'
+import { until, useRedisServer } from '../helpers/redis-server.js'
 import { runCli } from '../helpers/spawn-cli.js'
 import { testConfig, useGateway } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
@@ -45,7 +45,10 @@ describe('no credential in any registry output (SPEC 12)', () => {
     await send(gw.url, '/v1/headless/runs', { headers: { authorization: `Bearer ${PLANTED.bearer}`, 'x-api-key': PLANTED.apiKey }, json: body })
     await send(gw.url, '/v1/headless/runs', { headers: { 'x-client-id': `Bearer ${PLANTED.bearer}` }, json: body })
 
-    const answer = await send(gw.adminUrl, '/admin/migration', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    // A request is recorded once its answer has gone out, a moment after the client has it: read once all six are in.
+    const migration = () => send(gw.adminUrl, '/admin/migration', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    await until(async () => (await migration()).json?.tenants?.acme?.routes?.['POST /v1/headless/runs']?.requests === 6)
+    const answer = await migration()
     expect(answer.status).toBe(200)
     const route = answer.json.tenants.acme.routes['POST /v1/headless/runs']
     expect(route.requests).toBe(6)
