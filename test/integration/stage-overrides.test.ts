@@ -133,16 +133,21 @@ describe('stage overrides on one gateway (SPEC 14)', () => {
   })
 })
 
+/** One tenant, acme, in `stage`, with or without its legacy upstream: the file a reload reads. */
+function acmeIn(stage: string, withLegacy: boolean): Record<string, unknown> {
+  return {
+    log: { level: 'silent' },
+    tenancy: { default: 'acme' },
+    tenants: { acme: { upstream: withLegacy ? { staging: sim.url, legacy: legacy.url } : { staging: sim.url }, migration: { stage } } }
+  }
+}
+
 describe('an override the config no longer allows (SPEC 14: suspended, never misapplied)', () => {
   const dir = useTempDir('v4gw-overrides-')
 
   it('is suspended by a reload that removes the legacy upstream, and applies again when it comes back', async () => {
     const configPath = join(dir.path, 'gateway.yaml')
-    const config = (withLegacy: boolean): Record<string, unknown> => ({
-      log: { level: 'silent' },
-      tenancy: { default: 'acme' },
-      tenants: { acme: { upstream: withLegacy ? { staging: sim.url, legacy: legacy.url } : { staging: sim.url }, migration: { stage: 'translate' } } }
-    })
+    const config = (withLegacy: boolean): Record<string, unknown> => acmeIn('translate', withLegacy)
     await writeFile(configPath, stringify(config(true)))
     const gw = await startGateway(config(true), { configPath })
     await putOverride(gw, { tenant: 'acme', route: ROUTE, stage: 'legacy', reason: 'rollback' })
@@ -159,18 +164,11 @@ describe('an override the config no longer allows (SPEC 14: suspended, never mis
     await send(gw.adminUrl, '/admin/reload', { method: 'POST' })
     expect((await call(gw)).headers['x-v4gw-served-by']).toBe('legacy')
   })
-})
 
-describe('a suspended route override over a tenant override (SPEC 14: route override, tenant override, route config, …)', () => {
-  const dir = useTempDir('v4gw-overrides-')
-
+  // SPEC 14: route override, tenant override, route config, …: a suspended one leaves the next in force.
   it('leaves the tenant override in force when the route override is suspended', async () => {
-    const configPath = join(dir.path, 'gateway.yaml')
-    const config = (withLegacy: boolean): Record<string, unknown> => ({
-      log: { level: 'silent' },
-      tenancy: { default: 'acme' },
-      tenants: { acme: { upstream: withLegacy ? { staging: sim.url, legacy: legacy.url } : { staging: sim.url }, migration: { stage: 'native-only' } } }
-    })
+    const configPath = join(dir.path, 'gateway-native-only.yaml')
+    const config = (withLegacy: boolean): Record<string, unknown> => acmeIn('native-only', withLegacy)
     await writeFile(configPath, stringify(config(true)))
     const gw = await startGateway(config(true), { configPath })
     expect((await call(gw)).status).toBe(410)
