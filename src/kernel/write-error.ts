@@ -14,11 +14,16 @@ import type { Exchange } from './exchange.js'
  */
 export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<Logger, 'debug' | 'info' | 'error'>): void {
   const gatewayError = toGatewayError(error)
-  exchange.record.errorCode = gatewayError.code
-  // The tenant's V4 upstream, or SPEC 14's legacy one when the plan chose that side.
-  const cause = upstreamFailureCause(gatewayError)
-  if (cause !== undefined) exchange.record.upstreamFailure = { upstream: exchange.record.servedBy === 'legacy' ? 'legacy' : 'v4', cause }
-  logGatewayError(log, gatewayError, exchange.clientGone, exchange.id)
+  const clientGone = exchange.clientGone
+  // A client that left ends its request (499): the upstream call its leaving cancelled failed for
+  // that reason, not the upstream's, so it is no upstream failure and no error of the request (SPEC 17).
+  if (!clientGone) {
+    exchange.record.errorCode = gatewayError.code
+    // The tenant's V4 upstream, or SPEC 14's legacy one when the plan chose that side.
+    const cause = upstreamFailureCause(gatewayError)
+    if (cause !== undefined) exchange.record.upstreamFailure = { upstream: exchange.record.servedBy === 'legacy' ? 'legacy' : 'v4', cause }
+  }
+  logGatewayError(log, gatewayError, clientGone, exchange.id)
   const response = exchange.response
   // A socket already destroyed (a cut connection) takes no answer; its response reports its end a turn later.
   if (response.headersSent || response.destroyed || response.socket?.destroyed === true) {
@@ -46,7 +51,8 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
     }
   }
   response.end(body)
-  exchange.record.bytesOut += bytes
+  // An answer to HEAD has no body: Node sends none (RFC 9110 9.3.2).
+  if (exchange.head.method !== 'HEAD') exchange.record.bytesOut += bytes
 }
 
 /** SPEC 14: an answer the gateway made itself says so (`x-v4gw-served-by: gateway`), whichever side the plan had chosen. */

@@ -458,11 +458,17 @@ describe('a client that goes away mid-request', () => {
     expect(lines).toHaveLength(2)
   })
 
-  it('cancels the upstream call of a native request whose client aborts while waiting', async () => {
+  it('cancels the upstream call of a native request whose client aborts while waiting, and counts no upstream failure for it', async () => {
     const body = '{"input":{"n":1}}'
+    const requestId = 'aborting-native-1'
     await expectCancelled(
-      buildRawRequest(`POST ${NATIVE} HTTP/1.1`, [['Host', 'gateway.test'], ['Authorization', TOKEN], ['Content-Type', 'application/json'], ['Content-Length', String(body.length)]], body)
+      buildRawRequest(`POST ${NATIVE} HTTP/1.1`, [['Host', 'gateway.test'], ['Authorization', TOKEN], ['Content-Type', 'application/json'], ['Content-Length', String(body.length)], ['X-Request-Id', requestId]], body)
     )
+    // The client left (499); the call its leaving cancelled is not the upstream's failure (SPEC 17).
+    await until(() => context.logs().some((line) => line.requestId === requestId && line.msg === 'request'))
+    const access = context.logs().find((line) => line.requestId === requestId && line.msg === 'request')
+    expect(access).toMatchObject({ status: 499 })
+    expect(access?.error).toBeUndefined()
   })
 
   itStillServes(context)
