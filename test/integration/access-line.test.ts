@@ -59,6 +59,10 @@ describe('the access line (SPEC 17)', () => {
     expect(answer.status).toBe(404)
     const line = await accessLineOf(gw, answer)
     expect(line).toMatchObject({ path: '/v2/nowhere', error: 'ROUTE_NOT_FOUND', bytesOut: Buffer.byteLength(answer.text) })
+    // An answer to HEAD has no body (RFC 9110 9.3.2): none is counted.
+    const head = await send(gw.url, '/v2/nowhere', { method: 'HEAD', headers: AUTH })
+    expect(head.status).toBe(404)
+    expect(await accessLineOf(gw, head)).toMatchObject({ error: 'ROUTE_NOT_FOUND', bytesOut: 0 })
   })
 
   it('says which tenant a TENANT_UNKNOWN request asked for (the answer does not echo it)', async () => {
