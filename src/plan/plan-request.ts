@@ -153,8 +153,8 @@ export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?
  * A request refused before anything of it is decided (a loop; the kernel's draining and shedding):
  * the gateway's own answer, which on a legacy route still carries the route's deprecation headers
  * and who served it (SPEC 13: "whatever its status"; SPEC 14), its facts naming tenant, class and
- * route for the log and the metrics. Classifying costs a tenant lookup and a route match, paid
- * only by refused requests. One that cannot be classified is refused as it is.
+ * route and client for the log, the metrics and the registry. Classifying costs a tenant lookup, a
+ * route match and the client id, paid only by refused requests. One that cannot be classified is refused as it is.
  */
 export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: GatewayError): RefusePlan {
   const facts = noFacts()
@@ -165,6 +165,8 @@ export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: G
       const { route } = classification.match
       facts.legacyRoute = route.label
       facts.action = route.action
+      // SPEC 12: the registry records a refused call under its client like any other.
+      identifyClient(runtime, head, facts, classification.tenant, classification.target, undefined)
       const successorPath = route.action === 'proxy' ? buildRewrittenPath(route, classification.match.params) : successorBeforeSession(route.action)
       return refuse(facts, legacyAnswerHeaders(head, classification.tenant, classification.tenant.deprecation.get(route.label) ?? null, successorPath), error)
     }
@@ -210,29 +212,18 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     const proxyPath = route.action !== 'proxy' ? undefined : translates ? rewrittenProxyPath(runtime, match, facts) : buildRewrittenPath(route, match.params)
     if (policy !== null && proxyPath !== undefined) answerHeaders = { ...answerHeaders, ...deprecationHeadersFor(policy, proxyPath) }
     const credentials = runtime.config.credentials
-    const presented = credentialHeaders(head.rawHeaders, credentials.sources)
-    let credential: PresentedCredential | null = null
-    let unreadable: unknown
-    try {
-      credential = readLegacyCredential(presented, target.rawQuery, credentials)
-      noteCredential(facts, credential, head)
-    } catch (error) {
-      unreadable = error
-    }
-    // SPEC 12, once per request: the credential's SHA-256 is the one the session key uses; only a
-    // credential that could not be read (a conflict does not prevent an id) is hashed for the id alone.
-    facts.clientId = clientIdGiven ?? resolveClientId(tenant.clientKey, (name) => headerValue(head, name), () => (unreadable === undefined ? facts.clientFingerprint : unreadableFingerprint(presented, target.rawQuery, credentials)))
+    const { credential, unreadable, clientId } = identifyClient(runtime, head, facts, tenant, target, clientIdGiven)
     const successorPath = proxyPath ?? (successorBeforeSession(route.action) as string)
     // SPEC 14 after the client id: the stage's side (an exemption lets a client through native-only).
-    const migration = decideMigration(effective, configured, tenant.name, facts.clientId, policy?.exemptUntilMs.get(facts.clientId), head.now)
+    const migration = decideMigration(effective, configured, tenant.name, clientId, policy?.exemptUntilMs.get(clientId), head.now)
     facts.migration = migration
     if (migration.side === 'none') {
-      if (policy !== null) facts.deprecation = { clientId: facts.clientId, action: 'gone' }
+      if (policy !== null) facts.deprecation = { clientId, action: 'gone' }
       return refuse(facts, answerHeaders, nativeOnlyRefusal(policy, successorPath))
     }
     if (policy !== null) {
       // SPEC 12-13's order: the brownout and gone decision comes before any credential or body check, on either side.
-      const decision = decideDeprecation(policy, tenant.name, route.label, facts.clientId, head.now, successorPath, runtime.brownoutPauses)
+      const decision = decideDeprecation(policy, tenant.name, route.label, clientId, head.now, successorPath, runtime.brownoutPauses)
       // SPEC 13's `exempt`: a client its exemption spared a refusal, native-only's 410 as much as a brownout's.
       if (migration.exemptUntil !== undefined && decision.facts.action === 'header') {
         decision.facts.action = 'exempt'
@@ -337,6 +328,27 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
  */
 function successorBeforeSession(action: LegacyAction): string | undefined {
   return action === 'execute' ? V4_EXECUTE_PATH : action === 'session-execute' ? V4_SESSIONS_START_PATH : undefined
+}
+
+/**
+ * SPEC 5 and 12, once per request: the legacy credential presented (or why it cannot be read) and
+ * the client id. The credential's SHA-256 is the one the session key uses; only a credential that
+ * could not be read (a conflict does not prevent an id) is hashed for the id alone.
+ */
+function identifyClient(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts, tenant: TenantRuntime, target: RequestTarget, clientIdGiven: string | undefined): { credential: PresentedCredential | null; unreadable: unknown; clientId: string } {
+  const credentials = runtime.config.credentials
+  const presented = credentialHeaders(head.rawHeaders, credentials.sources)
+  let credential: PresentedCredential | null = null
+  let unreadable: unknown
+  try {
+    credential = readLegacyCredential(presented, target.rawQuery, credentials)
+    noteCredential(facts, credential, head)
+  } catch (error) {
+    unreadable = error
+  }
+  const clientId = clientIdGiven ?? resolveClientId(tenant.clientKey, (name) => headerValue(head, name), () => (unreadable === undefined ? facts.clientFingerprint : unreadableFingerprint(presented, target.rawQuery, credentials)))
+  facts.clientId = clientId
+  return { credential, unreadable, clientId }
 }
 
 /** A header as Node joins its copies (`, `), by lower-case name. */

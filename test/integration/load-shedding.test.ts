@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto'
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
@@ -57,6 +58,10 @@ describe('load shedding', () => {
     for (const line of gw.logs.lines().filter((entry) => entry.msg === 'request' && shedIds.includes(entry.requestId as string))) {
       expect(line).toMatchObject({ status: 503, error: 'OVERLOADED', class: 'legacy', route: 'POST /v1/headless/runs', servedBy: 'gateway' })
     }
+    // SPEC 12: the shed calls are the client's own, not an `anonymous` one's (which would move lastSeenNonExempt).
+    const route = (await send(gw.adminUrl, '/admin/migration?tenant=acme')).json.tenants.acme.routes['POST /v1/headless/runs']
+    expect(route.requests).toBe(3)
+    expect(route.clients).toEqual([expect.objectContaining({ clientId: `fp:${hash('sha256', 'demo-token-alice', 'hex').slice(0, 16)}`, requests: 3 })])
   })
 
   it('does not count finished or aborted requests against limits.maxInFlight', async () => {
