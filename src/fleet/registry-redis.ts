@@ -190,7 +190,8 @@ export async function readFleet(connection: RedisConnection, prefix: string, rou
         pipeline.hgetall(routeKeys.main)
         pipeline.hgetall(routeKeys.days)
         pipeline.pfcount(routeKeys.distinct)
-        pipeline.zrevrange(routeKeys.recent, 0, clientsPerRoute - 1)
+        // ZREVRANGE's stop -1 would mean every client: `?clients=0` asks for none.
+        if (clientsPerRoute > 0) pipeline.zrevrange(routeKeys.recent, 0, clientsPerRoute - 1)
       }
     }
     return pipeline.exec()
@@ -209,7 +210,7 @@ export async function readFleet(connection: RedisConnection, prefix: string, rou
         main: answers[at++] as Record<string, string>,
         days: answers[at++] as Record<string, string>,
         distinct: answers[at++] as number,
-        recent: answers[at++] as string[]
+        recent: clientsPerRoute > 0 ? (answers[at++] as string[]) : []
       }))
     }
   })

@@ -176,6 +176,8 @@ describe('the client registry of a fleet on one Redis (SPEC 12)', () => {
     await until(async () => (await headless(a)).requests === 3, 5_000)
     const route = await headless(a)
     expect(route).toMatchObject({ scope: 'fleet', requests: 3, distinctClients: 2, clientsListed: 2 })
+    // `?clients=0` lists none from the store too (ZREVRANGE's stop -1 would list them all).
+    expect((await migration(a, '?tenant=acme&clients=0')).json.tenants.acme.routes[HEADLESS]).toMatchObject({ clientsListed: 0, clients: [] })
     expect(Date.parse(route.since as string)).toBeLessThanOrEqual(Date.now())
     const answer = await migration(a, '?tenant=acme')
     expect(answer.json.tenants.acme.legacyShare).toEqual([{ day: iso(Date.now()).slice(0, 10), legacy: 3, native: 1 }])
