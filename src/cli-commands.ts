@@ -265,7 +265,7 @@ async function fingerprintCommand(args: string[]): Promise<void> {
     return
   }
   const { credentialClientId, headerClientId } = await import('./credentials/client-id.js')
-  console.log(header ? headerClientId(value) : credentialClientId(value))
+  console.log(header ? headerClientId(value, 'utf8') : credentialClientId(value))
 }
 
 /** A listener that cannot bind (a port in use, a privileged port, an address not here): its message says it all. */

@@ -21,9 +21,14 @@ export function credentialClientId(credential: string): string {
   return clientIdOfFingerprint(hash('sha256', credential, 'hex'))
 }
 
-/** `hdr:<value>` when the value is 1-128 of `[A-Za-z0-9._:-]`, else `hdr#` and 16 hex digits of its SHA-256. */
-export function headerClientId(value: string): string {
-  return SAFE_HEADER_ID.test(value) ? `hdr:${value}` : `hdr#${hash('sha256', value, 'hex').slice(0, 16)}`
+/**
+ * `hdr:<value>` when the value is 1-128 of `[A-Za-z0-9._:-]`, else `hdr#` and 16 hex digits of the
+ * SHA-256 of its bytes. `encoding` says how the string holds them: Node's HTTP parser gives each
+ * byte of a header value as one character (`latin1`), `v4gw fingerprint --header` reads text
+ * (`utf8`); either way a value sent as UTF-8 gets the same id.
+ */
+export function headerClientId(value: string, encoding: 'latin1' | 'utf8'): string {
+  return SAFE_HEADER_ID.test(value) ? `hdr:${value}` : `hdr#${hash('sha256', Buffer.from(value, encoding), 'hex').slice(0, 16)}`
 }
 
 /** A source of `clients.key` as the request path reads it: resolved at load, so a request only compares. */
@@ -35,9 +40,10 @@ export function compileClientKey(key: readonly string[]): readonly ClientKeySour
 
 /**
  * The first source of `key` that yields a value gives the id (SPEC 12), else `anonymous`.
- * `header` reads a header as Node joins it (lower-case name); `credentialFingerprint` is asked
- * only when the credential source is reached, and gives the SHA-256 hex of the credential the
- * request presents, or undefined without one. An empty header value yields nothing.
+ * `header` reads a header as Node parses and joins it (lower-case name, one character per byte);
+ * `credentialFingerprint` is asked only when the credential source is reached, and gives the
+ * SHA-256 hex of the credential the request presents, or undefined without one. An empty header
+ * value yields nothing.
  */
 export function resolveClientId(
   key: readonly ClientKeySource[],
@@ -49,7 +55,7 @@ export function resolveClientId(
     const source = key[index] as ClientKeySource
     if (source.kind === 'header') {
       const value = header(source.name)
-      if (value !== undefined && value !== '') return headerClientId(value)
+      if (value !== undefined && value !== '') return headerClientId(value, 'latin1')
     } else {
       const fingerprint = credentialFingerprint()
       if (fingerprint !== undefined) return clientIdOfFingerprint(fingerprint)

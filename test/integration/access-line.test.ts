@@ -1,9 +1,12 @@
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { refusingOrigin } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { rawExchange } from '../helpers/raw-http.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
+import { ROOT } from '../helpers/spawn-cli.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
 import { configSchema } from '../../src/config/schema.js'
@@ -151,6 +154,22 @@ describe('the access line’s clientId (SPEC 12, 17)', () => {
     const byCredential = await send(gw.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
     expect(await accessLineOf(gw, byCredential)).toMatchObject({ clientId: fingerprintOf('demo-token-alice') })
     expect(gw.logs.text()).not.toContain('demo-token-alice')
+  })
+
+  it('is the id `v4gw fingerprint --header` prints for a header value sent as UTF-8', async () => {
+    const value = 'caf\u00e9 \u00fcber-batch'
+    const body = JSON.stringify({ input: 1 })
+    const request = Buffer.from(
+      `POST /v1/headless/runs HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: ${AUTH.authorization}\r\nx-client-id: ${value}\r\nx-request-id: utf8-client-id\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      'utf8'
+    )
+    const answer = await rawExchange(gw.url, request, { timeoutMs: 3_000 })
+    expect(answer.response?.status).toBe(200)
+    const printed = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'fingerprint', '--header'], { input: `${value}\n`, encoding: 'utf8', timeout: 10_000 })
+    expect(printed.stdout).toMatch(/^hdr#[0-9a-f]{16}\n$/)
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'utf8-client-id'))
+    expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'utf8-client-id')).toMatchObject({ clientId: printed.stdout.trim() })
   })
 
   it('is anonymous on a legacy request with neither, and absent from a native line', async () => {

@@ -11,11 +11,18 @@ describe('SPEC 12 client ids', () => {
   })
 
   it('gives hdr:<value> for 1-128 characters of [A-Za-z0-9._:-], else hdr# and 16 hex digits of its SHA-256', () => {
-    expect(headerClientId('billing-batch.7:eu_1')).toBe('hdr:billing-batch.7:eu_1')
-    expect(headerClientId('a'.repeat(128))).toBe(`hdr:${'a'.repeat(128)}`)
-    expect(headerClientId('a'.repeat(129))).toBe(`hdr#${sha16('a'.repeat(129))}`)
-    expect(headerClientId('two words')).toBe(`hdr#${sha16('two words')}`)
-    expect(headerClientId('caf\u00e9')).toBe(`hdr#${sha16('caf\u00e9')}`)
+    expect(headerClientId('billing-batch.7:eu_1', 'latin1')).toBe('hdr:billing-batch.7:eu_1')
+    expect(headerClientId('a'.repeat(128), 'latin1')).toBe(`hdr:${'a'.repeat(128)}`)
+    expect(headerClientId('a'.repeat(129), 'latin1')).toBe(`hdr#${sha16('a'.repeat(129))}`)
+    expect(headerClientId('two words', 'utf8')).toBe(`hdr#${sha16('two words')}`)
+    expect(headerClientId('caf\u00e9', 'utf8')).toBe(`hdr#${sha16('caf\u00e9')}`)
+  })
+
+  it('hashes a header value\'s bytes: UTF-8 as Node\'s parser gives them (one character per byte) has the id of the same text', () => {
+    const wire = Buffer.from('caf\u00e9 \u00fcber', 'utf8').toString('latin1')
+    expect(wire).not.toBe('caf\u00e9 \u00fcber')
+    expect(headerClientId(wire, 'latin1')).toBe(headerClientId('caf\u00e9 \u00fcber', 'utf8'))
+    expect(resolveClientId(compileClientKey(['header:x-client-id']), () => wire, () => undefined)).toBe(`hdr#${sha16('caf\u00e9 \u00fcber')}`)
   })
 
   it('takes the first source that yields a value, and asks for the credential only when it reaches that source', () => {
