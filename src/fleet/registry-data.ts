@@ -148,9 +148,11 @@ export class RegistryData {
       this.#touch(client, sample, userAgent, day)
       return
     }
+    // Room for one more, least recent first: one eviction, or more where a reload lowered a bound
+    // (or `absorb` merged a delta) past what is kept.
     const { maxPerRoute } = this.bounds.forTenant(sample.tenant)
-    if (route.clients.size >= maxPerRoute) this.#evictLeastRecent(route)
-    else if (this.#clientCount >= this.bounds.maxTotal) this.#evictLeastRecent(this.#largestRoute() ?? route)
+    while (route.clients.size >= maxPerRoute && route.clients.size > 0) this.#evictLeastRecent(route)
+    this.#evictDownTo(this.bounds.maxTotal - 1)
     if (route.clients.size >= maxPerRoute || this.#clientCount >= this.bounds.maxTotal) {
       // Nothing could be evicted (a bound of 0): counted, not kept.
       route.clientsEvicted++
@@ -197,7 +199,7 @@ export class RegistryData {
     }
   }
 
-  /** Drops the tenants and routes a reload removed. */
+  /** Drops the tenants and routes a reload removed, and the least recent clients past bounds it lowered. */
   retain(isKnown: (tenant: string, route: string) => boolean, isKnownTenant: (tenant: string) => boolean): void {
     for (const [name, tenant] of this.tenants) {
       if (!isKnownTenant(name)) {
@@ -205,12 +207,17 @@ export class RegistryData {
         this.tenants.delete(name)
         continue
       }
+      const { maxPerRoute } = this.bounds.forTenant(name)
       for (const [label, route] of tenant.routes) {
-        if (isKnown(name, label)) continue
+        if (isKnown(name, label)) {
+          while (route.clients.size > maxPerRoute) this.#evictLeastRecent(route)
+          continue
+        }
         this.#clientCount -= route.clients.size
         tenant.routes.delete(label)
       }
     }
+    this.#evictDownTo(this.bounds.maxTotal)
   }
 
   /** Adds a delta that could not be written back into this one (counts summed, last seen the later, distinct sets merged). */
@@ -275,6 +282,15 @@ export class RegistryData {
     route.clients.delete(oldest.value)
     route.clientsEvicted++
     this.#clientCount--
+  }
+
+  /** SPEC 12's `maxTotal`: the largest route gives up its least recent client until at most `count` are kept. */
+  #evictDownTo(count: number): void {
+    while (this.#clientCount > count) {
+      const largest = this.#largestRoute()
+      if (largest === undefined || largest.clients.size === 0) return
+      this.#evictLeastRecent(largest)
+    }
   }
 
   #largestRoute(): RouteData | undefined {

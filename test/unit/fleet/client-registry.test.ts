@@ -73,6 +73,28 @@ describe('the client registry in memory (SPEC 12)', () => {
     expect((routes?.get('GET /a')?.clientsEvicted ?? 0) + (routes?.get('GET /b')?.clientsEvicted ?? 0)).toBe(3)
   })
 
+  it('applies bounds a reload lowered: the least recent clients go at once, and a new client is kept, not dropped', () => {
+    const limits = { maxPerRoute: 6, maxTotal: 10 }
+    const data = new RegistryData(Date.now(), { get maxTotal() { return limits.maxTotal }, forTenant: () => ({ maxPerRoute: limits.maxPerRoute, retentionDays: 90 }) })
+    const now = Date.now()
+    for (let index = 0; index < 6; index++) data.recordLegacy(sample(`hdr:a-${index}`, now + index, { route: 'GET /a' }))
+    for (let index = 0; index < 3; index++) data.recordLegacy(sample(`hdr:b-${index}`, now + index, { route: 'GET /b' }))
+    const ids = (route: string): string[] => [...(data.tenants.get('acme')?.routes.get(route)?.clients.keys() ?? [])]
+    limits.maxPerRoute = 4
+    data.retain(() => true, () => true)
+    expect(ids('GET /a')).toEqual(['hdr:a-2', 'hdr:a-3', 'hdr:a-4', 'hdr:a-5'])
+    expect(data.clientCount).toBe(7)
+    // Lowered with nothing to retain (bounds read per request): the next new client makes room for itself.
+    limits.maxPerRoute = 2
+    data.recordLegacy(sample('hdr:a-new', now + 100, { route: 'GET /a' }))
+    expect(ids('GET /a')).toEqual(['hdr:a-5', 'hdr:a-new'])
+    limits.maxTotal = 3
+    data.recordLegacy(sample('hdr:b-new', now + 200, { route: 'GET /b' }))
+    expect(data.clientCount).toBe(3)
+    expect(ids('GET /b')).toContain('hdr:b-new')
+    expect(data.tenants.get('acme')?.routes.get('GET /b')?.clientsEvicted).toBeGreaterThan(0)
+  })
+
   it('lists the requests and distinct clients of each UTC day and the tenant legacy share, native requests included', async () => {
     const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
     const now = Date.now()
