@@ -32,6 +32,16 @@ function adminBase(admin: string | undefined): URL {
   return url
 }
 
+/** The admin token, or why it cannot be had: no answer can be asked for (report 1, sunset-check 2). Never the token's text. */
+function adminToken(tokenFile: string | undefined): string | undefined {
+  try {
+    return resolveAdminToken(tokenFile)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    throw new AdminUnavailable(code === undefined ? (error as Error).message : `--token-file ${String(tokenFile)} could not be read (${code})`)
+  }
+}
+
 /** GET /admin/migration; never prints or echoes the token. */
 async function fetchMigration(base: URL, token: string | undefined, tenant: string | undefined): Promise<MigrationAnswer> {
   const url = new URL('/admin/migration', base)
@@ -55,8 +65,13 @@ async function fetchMigration(base: URL, token: string | undefined, tenant: stri
     const hint = response.status === 401 ? ': give the admin token with --token-file FILE or V4GW_ADMIN_TOKEN' : response.status === 404 && code === 'TENANT_UNKNOWN' ? ': no such tenant is configured' : ''
     throw new AdminUnavailable(`the admin API answered ${response.status}${code === '' ? '' : ` ${code}`}${hint}`)
   }
-  const answer = JSON.parse(text) as MigrationAnswer
-  if (answer.schemaVersion !== 2) throw new AdminUnavailable(`the admin API answered schemaVersion ${String(answer.schemaVersion)}; this v4gw reads 2`)
+  let answer: MigrationAnswer
+  try {
+    answer = JSON.parse(text) as MigrationAnswer
+  } catch {
+    throw new AdminUnavailable(`the admin API answered 200 with a body that is not JSON (${response.headers.get('content-type') ?? 'no content-type'})`)
+  }
+  if (answer === null || typeof answer !== 'object' || answer.schemaVersion !== 2) throw new AdminUnavailable(`the admin API answered schemaVersion ${String(answer.schemaVersion)}; this v4gw reads 2`)
   return answer
 }
 
@@ -66,9 +81,8 @@ export async function reportCommand(args: string[], out: (text: string) => void,
   if (positionals.length > 0) throw new MigrationUsageError('report takes no positional argument: the admin token goes in --token-file FILE or V4GW_ADMIN_TOKEN')
   if (!['md', 'csv', 'json'].includes(values.format)) throw new MigrationUsageError('--format is md, csv or json')
   const base = adminBase(values.admin)
-  const token = resolveAdminToken(values['token-file'])
   try {
-    const answer = await fetchMigration(base, token, values.tenant)
+    const answer = await fetchMigration(base, adminToken(values['token-file']), values.tenant)
     out(values.format === 'json' ? `${JSON.stringify(answer, null, 2)}\n` : values.format === 'csv' ? formatCsv(answer) : formatMarkdown(answer))
     return 0
   } catch (error) {
@@ -95,14 +109,13 @@ export async function sunsetCheckCommand(args: string[], out: (text: string) => 
   if (!/^\d{1,4}$/.test(values['quiet-days']) || Number(values['quiet-days']) < 1) throw new MigrationUsageError('--quiet-days takes a whole number of days, at least 1')
   const quietDays = Number(values['quiet-days'])
   const base = adminBase(values.admin)
-  const token = resolveAdminToken(values['token-file'])
   const cannotTell = (why: string): number => {
     err(`v4gw sunset-check: cannot tell (exit 2): ${why}\n`)
     return 2
   }
   let answer: MigrationAnswer
   try {
-    answer = await fetchMigration(base, token, values.tenant)
+    answer = await fetchMigration(base, adminToken(values['token-file']), values.tenant)
   } catch (error) {
     if (error instanceof AdminUnavailable) return cannotTell(error.message)
     throw error

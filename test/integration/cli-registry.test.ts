@@ -2,6 +2,7 @@ import { hash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
+import { startHttpServer } from '../helpers/http-server.js'
 import { until, useRedisServer } from '../helpers/redis-server.js'
 import { runCli } from '../helpers/spawn-cli.js'
 import { startGateway, testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
@@ -175,6 +176,23 @@ describe('v4gw sunset-check (SPEC 12)', () => {
     const unreachable = await runCli(['sunset-check', '--admin', adminUrl, '--tenant', 'acme'], env)
     expect(unreachable.code).toBe(2)
     expect(unreachable.stderr).toContain('could not be reached')
+  }, 60_000)
+
+  it('exits 2, saying why, for a token file it cannot read and for a 200 that is not JSON (a login page on the way), and report exits 1', async () => {
+    const loginPage = await startHttpServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<html>sign in</html>'))
+    const missing = `${dir.path}/no-such-token`
+    const [noFile, notJson, reportNoFile] = await Promise.all([
+      runCli(['sunset-check', '--admin', loginPage.url, '--tenant', 'acme', '--token-file', missing]),
+      runCli(['sunset-check', '--admin', loginPage.url, '--tenant', 'acme'], env),
+      runCli(['report', '--admin', loginPage.url, '--token-file', missing])
+    ])
+    expect(noFile.code).toBe(2)
+    expect(noFile.stderr).toContain(`--token-file ${missing} could not be read (ENOENT)`)
+    expect(notJson.code).toBe(2)
+    expect(notJson.stderr).toContain('not JSON (text/html)')
+    expect(notJson.stderr).not.toContain(ADMIN_TOKEN)
+    expect(reportNoFile.code).toBe(1)
+    expect(reportNoFile.stderr).toContain('could not be read (ENOENT)')
   }, 60_000)
 })
 
