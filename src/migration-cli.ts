@@ -133,14 +133,18 @@ export async function sunsetCheckCommand(args: string[], out: (text: string) => 
   let unlisted = 0
   for (const label of labels) {
     const route = tenant.routes[label]!
+    // SPEC 12: exempt or not as of each call, which the route's lastSeenNonExempt records; a
+    // client whose exemption ran out since it last called did not call unexempt.
+    if (route.lastSeenNonExempt === null || Date.parse(route.lastSeenNonExempt) <= cutoffMs) continue
+    // Who it was, as far as the list tells: recent callers without an exemption in force now.
     const listed = route.clients.filter((client) => Date.parse(client.lastSeen) > cutoffMs && (client.exemptUntil === null || Date.parse(client.exemptUntil) <= nowMs))
     for (const client of listed) {
       callers.push(`  ${label}  ${client.clientId}${client.label === null ? '' : ` ${client.label}`}${client.owner === null ? '' : ` (owner ${client.owner})`}  last ${client.lastSeen}  ${client.requests} requests`)
     }
-    // The last non-exempt caller may be one no longer listed (evicted, anonymous past the list).
-    if (listed.length === 0 && route.lastSeenNonExempt !== null && Date.parse(route.lastSeenNonExempt) > cutoffMs) {
+    // The last non-exempt caller may be one no longer listed (evicted, past the list) or exempt since.
+    if (listed.length === 0) {
       unlisted++
-      callers.push(`  ${label}  (a client not in the list: evicted or beyond it)  last non-exempt call ${route.lastSeenNonExempt}`)
+      callers.push(`  ${label}  (a client not in the list: evicted, beyond it, or exempted since)  last non-exempt call ${route.lastSeenNonExempt}`)
     }
   }
   if (callers.length > 0) {

@@ -8,6 +8,8 @@ import { runCli } from '../helpers/spawn-cli.js'
 import { startGateway, testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 import { useTempDir } from '../helpers/temp-dir.js'
+import { configSchema } from '../../src/config/schema.js'
+import { deepFreeze } from '../../src/util/deep-freeze.js'
 
 /**
  * SPEC 12's and 13's command-line tools, the real CLI (node dist/cli.js) against a real gateway
@@ -108,6 +110,29 @@ describe('v4gw sunset-check (SPEC 12)', () => {
   async function check(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return runCli(['sunset-check', '--admin', gw.adminUrl, '--tenant', 'acme', ...args], env)
   }
+
+  it('judges a call by the exemption in force when it was made: one whose exemption is gone since does not fail it', async () => {
+    await redis.client().set('lapsed:r:since', String(now - 30 * DAY))
+    const config = (exempt: { client: string; until: string }[]) =>
+      testConfig(sim.url, {
+        admin: { token: ADMIN_TOKEN },
+        store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'lapsed:' }, flushMs: 200 },
+        tenants: { acme: { upstream: { staging: sim.url }, legacy: { deprecation: { date: iso(now - 30 * DAY), exempt } } } }
+      })
+    gw = await startGateway(config([{ client: clientIdOf('demo-token-alice'), until: iso(now + 10 * DAY) }]))
+    await call(gw, ALICE)
+    await until(async () => (await send(gw.adminUrl, '/admin/migration?tenant=acme', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json.tenants.acme.routes[HEADLESS].clients.length === 1, 5_000)
+    // The exemption is withdrawn after the call: the call was still made under it.
+    await gw.gateway.applyConfig(deepFreeze(configSchema.parse(config([]))))
+    const lapsed = await check()
+    expect(lapsed.stderr).toBe('')
+    expect(lapsed.code).toBe(0)
+    // A call without the exemption fails it, naming the client.
+    await call(gw, ALICE)
+    const busy = await check()
+    expect(busy.code).toBe(1)
+    expect(busy.stdout).toContain(clientIdOf('demo-token-alice'))
+  }, 60_000)
 
   it('exits 0 on fleet-wide evidence, 1 listing a client that is not exempt, 2 when it cannot tell', async () => {
     // The store's registry began 30 days ago: complete data for any --quiet-days up to 30.
