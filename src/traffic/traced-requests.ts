@@ -63,8 +63,9 @@ function callNames(plan: Plan, method: string, runtime: GatewayRuntime): CallNam
       const facts = plan.facts
       if (facts.trafficClass === 'native') return `${method} ${NATIVE_ROUTE}`
       if (facts.legacyRoute === undefined || facts.tenant === undefined) return method
-      // A proxy route goes to its rewrite's template; any other legacy route streamed goes to the
-      // legacy upstream as it came (SPEC 14: `POST /v1/…`).
+      // The legacy upstream gets the route as it came (SPEC 14: `POST /v1/…`), a proxy route's too;
+      // V4 gets a proxy route's rewrite, named by its template.
+      if (plan.kind === 'stream' && plan.call.upstream === 'legacy') return facts.legacyRoute
       const route = runtime.tenancy.tenants.get(facts.tenant)?.routes.find((candidate) => candidate.label === facts.legacyRoute)
       return route?.rewrite === undefined ? facts.legacyRoute : `${route.method} ${route.rewrite}`
     },

@@ -324,7 +324,11 @@ describe('tracing on, with SPEC 14 stages', () => {
     tracedConfig(upstream.url, receiver, {}, {
       tenancy: { default: 'old' },
       tenants: {
-        old: { upstream: { staging: upstream.url, legacy: legacyUpstream.url }, migration: { stage: 'legacy' } },
+        old: {
+          upstream: { staging: upstream.url, legacy: legacyUpstream.url },
+          legacy: { routes: [{ method: 'POST', path: '/v1/headless/runs', action: 'execute' }, { method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' }] },
+          migration: { stage: 'legacy' }
+        },
         moved: { upstream: { staging: upstream.url, legacy: legacyUpstream.url }, migration: { stage: 'translate' } }
       }
     })
@@ -339,6 +343,14 @@ describe('tracing on, with SPEC 14 stages', () => {
     const server = spans.find((span) => span.kind === 'SERVER') as ExportedSpan
     expect(server.attributes).toMatchObject({ 'v4gw.migration.stage': 'legacy', 'v4gw.served_by': 'legacy', 'v4gw.tenant': 'old' })
     expect(spans.find((span) => span.kind === 'CLIENT')).toMatchObject({ name: 'POST /v1/headless/runs', parentSpanId: server.spanId, spanId: sent.spanId })
+  })
+
+  it('stage legacy: a proxy route’s call to the legacy upstream is named by the route, not by its V4 rewrite', async () => {
+    const before = legacyUpstream.requests.length
+    expect((await send(gw.url, '/v1/policies/p-7', { headers: ALICE })).status).toBe(200)
+    expect(legacyUpstream.requests[before]?.url).toBe('/v1/policies/p-7')
+    const spans = await traceOf(receiver, parsedTraceparent(legacyUpstream.requests[before]).traceId)
+    expect(spans.find((span) => span.kind === 'CLIENT')?.name).toBe('GET /v1/policies/:id')
   })
 
   it('stage translate: served_by v4', async () => {
