@@ -252,6 +252,8 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
       facts.v4Path = proxyPath
       const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
       const headers = streamHeaders(runtime, head)
+      // SPEC 17: a V4 call made for a legacy request carries the client's baggage only with forwardBaggage.
+      if (!runtime.config.tracing.forwardBaggage) headers.baggage = undefined
       return stream(facts, answerHeaders, {
         origin: tenant.upstreamOrigin,
         method: head.method,

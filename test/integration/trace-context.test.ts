@@ -33,6 +33,11 @@ describe('trace context on the V4 calls of a legacy request', () => {
   // `trace`: every line the gateway can write, to show that none holds tracestate or baggage.
   const gw = useGateway(() => testConfig(upstream.url, { log: { level: 'trace' } }))
   const withBaggage = useGateway(() => testConfig(upstream.url, { tracing: { forwardBaggage: true } }))
+  // A proxy route's rewrite is a V4 call made for a legacy request too.
+  const proxyRoute = (forwardBaggage: boolean) =>
+    testConfig(upstream.url, { tracing: { forwardBaggage }, tenants: { acme: { upstream: { staging: upstream.url }, legacy: { routes: [{ method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' }] } } } })
+  const proxied = useGateway(() => proxyRoute(false))
+  const proxiedWithBaggage = useGateway(() => proxyRoute(true))
 
   /** The V4 calls a request made: those recorded while it ran. */
   async function calls(run: () => Promise<Answer>): Promise<{ answer: Answer; made: RecordedRequest[] }> {
@@ -77,6 +82,15 @@ describe('trace context on the V4 calls of a legacy request', () => {
     const { made } = await calls(() => invoke(withBaggage, '/v1/runs/invoke', { input: 1, stateId: 'baggage' }))
     expect(made).toHaveLength(2)
     for (const call of made) expect(call.headers).toMatchObject({ traceparent: TRACEPARENT, tracestate: TRACESTATE, baggage: BAGGAGE })
+  })
+
+  it('a proxy route: its V4 call carries traceparent and tracestate, and baggage only with forwardBaggage', async () => {
+    const plain = await calls(() => send(proxied.url, '/v1/policies/p-7', { headers: { ...ALICE, ...TRACE_HEADERS } }))
+    expect(plain.made.map((call) => call.url)).toEqual(['/v4/policies/p-7'])
+    expect(plain.made[0]?.headers).toMatchObject({ traceparent: TRACEPARENT, tracestate: TRACESTATE })
+    expect(plain.made[0]?.headers.baggage).toBeUndefined()
+    const forwarded = await calls(() => send(proxiedWithBaggage.url, '/v1/policies/p-7', { headers: { ...ALICE, ...TRACE_HEADERS } }))
+    expect(forwarded.made[0]?.headers).toMatchObject({ traceparent: TRACEPARENT, tracestate: TRACESTATE, baggage: BAGGAGE })
   })
 
   it.each([
