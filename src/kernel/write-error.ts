@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { buildErrorBody } from '../errors/error-body.js'
-import { toGatewayError } from '../errors/registry.js'
+import { toGatewayError, type GatewayError } from '../errors/registry.js'
+import type { AccessRecord } from '../observability/access-record.js'
 import { logGatewayError } from '../observability/log-gateway-error.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import { roundMs } from '../util/round-ms.js'
@@ -20,8 +21,7 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   if (!clientGone) {
     exchange.record.errorCode = gatewayError.code
     // The tenant's V4 upstream, or SPEC 14's legacy one when the plan chose that side.
-    const cause = upstreamFailureCause(gatewayError)
-    if (cause !== undefined) exchange.record.upstreamFailure = { upstream: exchange.record.servedBy === 'legacy' ? 'legacy' : 'v4', cause }
+    noteUpstreamFailure(exchange.record, gatewayError, exchange.record.servedBy === 'legacy' ? 'legacy' : 'v4')
   }
   logGatewayError(log, gatewayError, clientGone, exchange.id)
   const response = exchange.response
@@ -53,6 +53,17 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   response.end(body)
   // An answer to HEAD has no body: Node sends none (RFC 9110 9.3.2).
   if (exchange.head.method !== 'HEAD') exchange.record.bytesOut += bytes
+}
+
+/**
+ * SPEC 17's `v4gw_upstream_failures_total`, once per failed call: by the request that made it.
+ * Requests that waited on another's `sessions.start` (SPEC 4 step 3) share its failure without
+ * counting it again.
+ */
+export function noteUpstreamFailure(record: AccessRecord, error: GatewayError, upstream: 'v4' | 'legacy'): void {
+  if (record.sharedStartFailed) return
+  const cause = upstreamFailureCause(error)
+  if (cause !== undefined) record.upstreamFailure = { upstream, cause }
 }
 
 /** SPEC 14: an answer the gateway made itself says so (`x-v4gw-served-by: gateway`), whichever side the plan had chosen. */

@@ -8,6 +8,8 @@ import { V4_SESSIONS_START_PATH, type ExecuteCalls, type LegacyCalls, type Sessi
 export interface LegacyCallTrace extends UpstreamTiming {
   v4Path: string | undefined
   sessionOutcome: SessionOutcome | undefined
+  /** The request failed waiting on a `sessions.start` another request sent: the failure is that one's (SPEC 17's count). */
+  sharedStartFailed?: boolean
 }
 
 export interface LegacyCallResult {
@@ -78,6 +80,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   } catch (error) {
     // A start that failed still had its outcome (SPEC 9): this request's own, or one it shared.
     trace.sessionOutcome = startedHere ? 'miss' : 'coalesced'
+    if (!startedHere) trace.sharedStartFailed = true
     throw error
   }
   trace.sessionOutcome = first.outcome

@@ -2,13 +2,13 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import { buildErrorBody } from '../errors/error-body.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { Exchange } from '../kernel/exchange.js'
-import { markMadeByGateway } from '../kernel/write-error.js'
+import { markMadeByGateway, noteUpstreamFailure } from '../kernel/write-error.js'
 import { V4_SESSIONS_START_PATH } from '../legacy/legacy-calls.js'
 import { runLegacyCalls, type LegacyCallDeps } from '../legacy/run-legacy-call.js'
 import type { IdempotencyOutcome } from '../observability/access-record.js'
 import type { CallsPlan, IdempotentPlan } from '../plan/plan-request.js'
 import type { IdempotencyStore, RecordBounds, StoredAnswer } from '../sessions/idempotency-store.js'
-import { failedBeforeSending, upstreamFailureCause } from '../upstream/map-upstream-error.js'
+import { failedBeforeSending } from '../upstream/map-upstream-error.js'
 import { roundMs } from '../util/round-ms.js'
 import { legacyAnswer, writeAnswer, type LegacyAnswer } from './legacy-answer.js'
 
@@ -202,8 +202,7 @@ function storedAnswer(answer: LegacyAnswer, sessionId: string | undefined, maxBo
 function gatewayErrorAnswer(exchange: Exchange, error: GatewayError): LegacyAnswer {
   exchange.record.errorCode = error.code
   markMadeByGateway(exchange)
-  const cause = upstreamFailureCause(error)
-  if (cause !== undefined) exchange.record.upstreamFailure = { upstream: 'v4', cause }
+  noteUpstreamFailure(exchange.record, error, 'v4')
   const payload = Buffer.from(JSON.stringify(buildErrorBody(error, exchange.id, roundMs(performance.now() - exchange.head.startedAt))))
   const headers: OutgoingHttpHeaders = { ...exchange.answerHeaders, 'content-type': ERROR_CONTENT_TYPE, 'content-length': payload.length }
   return { statusCode: error.statusCode, headers, payload }

@@ -104,6 +104,17 @@ describe('SPEC 17 metrics', () => {
     expect(seriesValue(text, 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="bad_response"')).toBe(1)
     expect(seriesValue(text, 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="timeout"')).toBe(1)
   })
+
+  it('counts one sessions.start that several requests waited for as one upstream failure', async () => {
+    const gateway = await startGateway(testConfig(faults.url))
+    // The start is reset once every request has joined it (SPEC 4 step 3: started once per key).
+    faults.setHandler((exchange) => setTimeout(() => resetConnection(exchange), 300))
+    const startsBefore = faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length
+    const answers = await Promise.all(Array.from({ length: 3 }, () => send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'shared-start' } })))
+    expect(answers.map((answer) => answer.status)).toEqual([502, 502, 502])
+    expect(faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length - startsBefore).toBe(1)
+    expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="reset"')).toBe(1)
+  })
 })
 
 describe('SPEC 17 metrics across a reload', () => {
