@@ -119,7 +119,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       upstreamMs: record.upstreamMs,
       errorCode: record.errorCode,
       shedReason: record.shedReason,
-      upstreamFailure: record.upstreamFailure,
+      // Once per failed call (SPEC 17): requests that waited on another's sessions.start (SPEC 4
+      // step 3) report its failure without counting it again.
+      upstreamFailure: record.sharedStartFailed ? undefined : record.upstreamFailure,
       deprecationAction: record.deprecationAction,
       idempotencyOutcome: record.idempotencyOutcome,
       servedBy: record.servedBy

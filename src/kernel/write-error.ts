@@ -55,13 +55,8 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   if (exchange.head.method !== 'HEAD') exchange.record.bytesOut += bytes
 }
 
-/**
- * SPEC 17's `v4gw_upstream_failures_total`, once per failed call: by the request that made it.
- * Requests that waited on another's `sessions.start` (SPEC 4 step 3) share its failure without
- * counting it again.
- */
+/** SPEC 17: an upstream failure the request's answer reports, for its access line's `cause` and the failures metric. */
 export function noteUpstreamFailure(record: AccessRecord, error: GatewayError, upstream: 'v4' | 'legacy'): void {
-  if (record.sharedStartFailed) return
   const cause = upstreamFailureCause(error)
   if (cause !== undefined) record.upstreamFailure = { upstream, cause }
 }

@@ -40,6 +40,8 @@ export interface AccessLogFields {
   /** SPEC 16's outcome of a request that carried an idempotency key (SPEC 17). */
   idempotency?: string | undefined
   error: string | undefined
+  /** SPEC 17: what made an upstream call fail (`refused`, `reset`, `timeout`, `bad_response`, `dns`), beside its `error` code. */
+  cause?: string | undefined
   clientAddress?: string | undefined
   /** At most USER_AGENT_MAX_CHARS characters. */
   userAgent?: string | undefined
@@ -94,6 +96,7 @@ export function createAccessLog(logger: Logger): AccessLog {
     if (fields.session !== undefined) line += `,"session":${quote(fields.session)}`
     if (fields.idempotency !== undefined) line += `,"idempotency":${quote(fields.idempotency)}`
     if (fields.error !== undefined) line += `,"error":${quote(fields.error)}`
+    if (fields.cause !== undefined) line += `,"cause":${quote(fields.cause)}`
     if (fields.clientAddress !== undefined) line += `,"clientAddress":${quote(fields.clientAddress)}`
     if (fields.userAgent !== undefined) line += `,"userAgent":${quote(fields.userAgent)}`
     destination.write(`${line},"msg":"request"}\n`)

@@ -66,7 +66,7 @@ export class AccessRecord {
   shedReason: LoadShedReason | undefined = undefined
   /** Set when an upstream call of the request failed (SPEC 17). */
   upstreamFailure: UpstreamFailure | undefined = undefined
-  /** The request failed on a `sessions.start` another request sent, which counts the failure (SPEC 17). */
+  /** The request failed on a `sessions.start` another request sent, whose record counts the failure (SPEC 17). */
   sharedStartFailed = false
   /** The status of the upstream failure that cut a streamed answer midway (502, 504, 408). */
   brokenOffStatus: number | undefined = undefined

@@ -132,6 +132,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       session: record.sessionOutcome,
       idempotency: record.idempotencyOutcome,
       error: record.errorCode,
+      cause: record.upstreamFailure?.cause,
       clientAddress: head.clientAddress,
       userAgent: userAgentOf(head.headers['user-agent'])
     })

@@ -97,12 +97,16 @@ describe('the access line (SPEC 17)', () => {
 })
 
 describe('an unreachable upstream on the access line (SPEC 17)', () => {
-  it('at info: one line, the access line, whose error names the failure; no stack anywhere', async () => {
+  it('at info: one line, the access line, whose error names the failure and cause its cause; no stack anywhere', async () => {
     const gateway = await startGateway(testConfig(await refusingOrigin()))
     const answer = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
     expect(answer.status).toBe(502)
     const line = await accessLineOf(gateway, answer)
-    expect(line.error).toBe('UPSTREAM_UNAVAILABLE')
+    expect(line).toMatchObject({ error: 'UPSTREAM_UNAVAILABLE', cause: 'refused' })
+    // Native traffic's streamed call too.
+    const id = ownRequestId()
+    expect((await send(gateway.url, '/v4/execute', { headers: { ...AUTH, ...id }, json: { input: 1 } })).status).toBe(502)
+    expect(await accessLineOf(gateway, answer, id['x-request-id'])).toMatchObject({ error: 'UPSTREAM_UNAVAILABLE', cause: 'refused' })
     const lines = gateway.logs.lines().filter((one) => one.requestId === answer.headers['x-request-id'])
     expect(lines.map((one) => one.msg)).toEqual(['request'])
     expect(gateway.logs.text()).not.toContain('"stack"')

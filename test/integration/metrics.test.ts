@@ -114,6 +114,12 @@ describe('SPEC 17 metrics', () => {
     expect(answers.map((answer) => answer.status)).toEqual([502, 502, 502])
     expect(faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length - startsBefore).toBe(1)
     expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="reset"')).toBe(1)
+    // Each request's access line still names the failure and its cause.
+    const ids = answers.map((answer) => answer.headers['x-request-id'])
+    await until(() => gateway.logs.lines().filter((line) => line.msg === 'request' && ids.includes(line.requestId as string)).length === 3)
+    for (const line of gateway.logs.lines().filter((entry) => entry.msg === 'request' && ids.includes(entry.requestId as string))) {
+      expect(line).toMatchObject({ status: 502, error: 'UPSTREAM_UNAVAILABLE', cause: 'reset' })
+    }
   })
 })
 

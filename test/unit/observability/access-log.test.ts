@@ -32,6 +32,7 @@ const FULL: AccessLogFields = {
   session: 'hit',
   idempotency: 'replayed',
   error: undefined,
+  cause: undefined,
   clientAddress: '::ffff:127.0.0.1',
   userAgent: 'legacy-sdk/1.4 (linux)'
 }
@@ -44,6 +45,8 @@ const CASES: AccessLogFields[] = [
   { ...FULL, tenant: undefined, requestedTenant: 'gh\u00f6st"', class: undefined, route: undefined, v4Path: undefined, status: 404, bytesOut: 0, error: 'TENANT_UNKNOWN' },
   // A native path is the client's: quotes, backslashes, control and non-ASCII characters must be escaped as pino escapes them.
   { ...FULL, class: 'native', route: undefined, v4Path: '/v4/a"b\\c\u0001d\u00e9\u00ff%22', session: undefined, status: 499, error: 'UPSTREAM_TIMEOUT' },
+  // An upstream failure: the error code and its cause.
+  { ...FULL, status: 502, error: 'UPSTREAM_UNAVAILABLE', cause: 'refused' },
   // pino writes a number that is not finite as null.
   { ...FULL, durationMs: Number.NaN, upstreamMs: Number.POSITIVE_INFINITY },
   // Tracing off: the incoming traceparent's trace id, no span.
