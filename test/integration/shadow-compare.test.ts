@@ -116,6 +116,19 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect((await send(gw.adminUrl, '/metrics')).text).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="shadow",cause="reset"} 1')
   })
 
+  it('counts a V4 sessions.start that several comparisons waited for as one upstream failure', async () => {
+    const v4 = await startRecordingUpstream((_request, _response, raw) => {
+      setTimeout(() => raw.socket.destroy(), 300)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    const invoke = () => send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId: 'shared-shadow-start' } })
+    expect((await Promise.all([invoke(), invoke(), invoke()])).map((answer) => answer.status)).toEqual([200, 200, 200])
+    await until(async () => (await shadowOf(gw, INVOKE))?.candidateErrors === 3)
+    expect(v4.requests.filter((request) => request.url === '/v4/sessions.start')).toHaveLength(1)
+    expect((await send(gw.adminUrl, '/metrics')).text).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="shadow",cause="reset"} 1')
+  })
+
   it('counts a legacy side that does not answer as primary_error, and makes no V4 call', async () => {
     const v4 = await startRecordingUpstream()
     const legacy = await startRecordingUpstream((_request, _response, raw) => {
