@@ -7,7 +7,7 @@ import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 /**
  * A finished request into SPEC 12's client registry: a legacy one (brownout and gone answers
  * included) under its tenant, route and client id, a native one in its tenant's legacy share.
- * Memory only; a request refused before its client id was known counts as `anonymous`.
+ * Memory only; a request that names no client (SPEC 12's sources give nothing) counts as `anonymous`.
  */
 export function recordInRegistry(registry: ClientRegistry, runtime: GatewayRuntime, head: RequestHead, record: Readonly<AccessRecord>): void {
   const tenant = record.tenant

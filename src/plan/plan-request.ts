@@ -206,13 +206,15 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
   // Stages legacy and shadow never translate; canary knows only once the client is known.
   const translates = effective.stage === 'translate' || effective.stage === 'native-only'
   let answerHeaders = legacyAnswerHeaders(head, tenant, policy, successorBeforeSession(route.action))
+  // Who calls, whatever the answer (SPEC 12: the registry records refused calls under their client
+  // too); a credential that cannot be read is refused below, in SPEC 6's order.
+  const { credential, unreadable, clientId } = identifyClient(runtime, head, facts, tenant, target, clientIdGiven)
   try {
-    // Checked before anything is read of the request (docs/decisions.md, order of checks), where
-    // the translation may serve; the legacy upstream gets the client's path, not the rewritten one.
+    // Checked before the credential is judged or the body read (docs/decisions.md, order of
+    // checks), where the translation may serve; the legacy upstream gets the client's path, not the rewritten one.
     const proxyPath = route.action !== 'proxy' ? undefined : translates ? rewrittenProxyPath(runtime, match, facts) : buildRewrittenPath(route, match.params)
     if (policy !== null && proxyPath !== undefined) answerHeaders = { ...answerHeaders, ...deprecationHeadersFor(policy, proxyPath) }
     const credentials = runtime.config.credentials
-    const { credential, unreadable, clientId } = identifyClient(runtime, head, facts, tenant, target, clientIdGiven)
     const successorPath = proxyPath ?? (successorBeforeSession(route.action) as string)
     // SPEC 14 after the client id: the stage's side (an exemption lets a client through native-only).
     const migration = decideMigration(effective, configured, tenant.name, clientId, policy?.exemptUntilMs.get(clientId), head.now)

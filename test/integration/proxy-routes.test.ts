@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, it, expect } from 'vitest'
 import { DEFAULT_SIMULATOR_OPTIONS } from '../../src/simulator/index.js'
 import { send, type Answer } from '../helpers/http.js'
@@ -185,6 +186,10 @@ describe('proxy routes towards a recording upstream', () => {
     for (const headers of [{ 'x-api-key': 'key_a', authorization: 'Bearer t' }, { 'x-api-key': 'a b' }] as Headers[]) {
       expectGatewayError(await call('/v1/areas/internal/keys', { headers }), 403, 'FORBIDDEN')
     }
+    // SPEC 12: the refused calls are the client's own in the registry, not an `anonymous` one's.
+    const route = (await send(gw.adminUrl, '/admin/migration')).json.tenants.acme.routes['GET /v1/areas/:area/:item']
+    expect(route.clients.map((client: { clientId: string }) => client.clientId)).not.toContain('anonymous')
+    expect(route.clients).toContainEqual(expect.objectContaining({ clientId: `fp:${createHash('sha256').update(ADMIN_KEY).digest('hex').slice(0, 16)}`, requests: 4 }))
     // /admin/explain tells the same.
     const explained = await send(gw.adminUrl, '/admin/explain', { json: { method: 'GET', path: '/v1/areas/internal/keys', headers: { 'x-api-key': ADMIN_KEY } } })
     expect(explained.json.answer).toMatchObject({ status: 403, code: 'FORBIDDEN' })
