@@ -31,6 +31,8 @@ export class Exchange implements CancelScope {
   span: RequestSpan | undefined = undefined
   /** SPEC 17: what traces the request's upstream calls, while tracing is on (the span's, once planned). */
   callTracer: CallTracer | undefined = undefined
+  /** SPEC 16: work that goes on after the client left (a keyed request's calls); SPEC 10's in-flight slot stays taken until it ends. */
+  outlivesClient: Promise<unknown> | undefined = undefined
 
   constructor(
     readonly request: IncomingMessage,

@@ -67,6 +67,8 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
   let open = 0
   let whenSettled: (() => void)[] = []
 
+  const leaveInFlight = (): void => inFlight.leave()
+
   function handle(request: IncomingMessage, response: ServerResponse): void {
     // Read after an answer that closes the connection (RFC 9112 9.6): never served, and its
     // answer could never be written. Node closes the connection once that answer has gone.
@@ -88,8 +90,13 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       finished = true
       queuedOn?.delete(finish)
       bodyStalls.unwatch(exchange)
-      if (entered) inFlight.leave()
       const aborted = !response.writableFinished
+      if (entered) {
+        // A keyed request's calls outlive a client that left (SPEC 16): they hold its slot until they end (SPEC 10).
+        const outliving = aborted ? exchange.outlivesClient : undefined
+        if (outliving === undefined) inFlight.leave()
+        else outliving.then(leaveInFlight, leaveInFlight)
+      }
       if (aborted) {
         exchange.cancelled = true
         exchange.cancel?.()

@@ -4,7 +4,7 @@ import { readBody } from '../legacy/read-body.js'
 import { runLegacyCalls, type LegacyCallDeps } from '../legacy/run-legacy-call.js'
 import type { AccessRecord, ServedBy } from '../observability/access-record.js'
 import type { Forward, StreamTap } from '../passthrough/forward-stream.js'
-import type { CallsPlan, Plan, PlanFacts, ReadBodyPlan, StreamPlan } from '../plan/plan-request.js'
+import type { CallsPlan, IdempotentPlan, Plan, PlanFacts, ReadBodyPlan, StreamPlan } from '../plan/plan-request.js'
 import { writeLegacyAnswer } from './legacy-answer.js'
 import { runIdempotent, type IdempotentRunDeps } from './run-idempotent.js'
 
@@ -41,7 +41,7 @@ export function runPlan(plan: Plan, exchange: Exchange, deps: RunDeps): void {
       runCalls(exchange, plan, deps).catch((error: unknown) => deps.answerError(exchange, error))
       return
     case 'idempotent':
-      runIdempotent(exchange, plan, deps).catch((error: unknown) => deps.answerError(exchange, error))
+      runKeyed(exchange, plan, deps).catch((error: unknown) => deps.answerError(exchange, error))
       return
   }
 }
@@ -65,8 +65,15 @@ async function readAndRunLegacyCall(exchange: Exchange, plan: ReadBodyPlan, deps
   const bytes = await readBody(requestBody(request), request.headers['content-length'], plan.limitBytes, () => continueIfExpected(request, response))
   const planned = plan.withBody(bytes)
   if (planned.kind === 'refuse') throw planned.error
-  if (planned.kind === 'idempotent') await runIdempotent(exchange, planned, deps)
+  if (planned.kind === 'idempotent') await runKeyed(exchange, planned, deps)
   else await runCalls(exchange, planned, deps)
+}
+
+/** SPEC 16's run, which a client that leaves does not cut: the kernel keeps its in-flight slot until it ends. */
+function runKeyed(exchange: Exchange, plan: IdempotentPlan, deps: RunDeps): Promise<void> {
+  const running = runIdempotent(exchange, plan, deps)
+  exchange.outlivesClient = running
+  return running
 }
 
 async function runCalls(exchange: Exchange, plan: CallsPlan, deps: RunDeps): Promise<void> {

@@ -313,6 +313,26 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(executions(upstream)).toHaveLength(1)
   })
 
+  it('holds the in-flight slot (SPEC 10) of a call its client gave up on until the call ends', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { maxInFlight: 1, upstreamTimeoutMs: 3_000 } })
+    const controller = new AbortController()
+    const { request } = await import('undici')
+    const first = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-slot'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    const held = await upstream.nextExchange()
+    controller.abort()
+    await first
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    // The execution still runs: a new request would make two, over the limit.
+    const shed = await send(gw.url, EXECUTE, { headers: keyed('k-other'), json: { input: 2 } })
+    expect(shed.status).toBe(503)
+    expect(shed.json.error.code).toBe('OVERLOADED')
+    answerJson(held, 200, { output: 'finished' })
+    await until(() => held.finished())
+    upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'next' }))
+    await until(async () => (await send(gw.url, EXECUTE, { headers: keyed('k-after'), json: { input: 3 } })).status === 200)
+  })
+
   it('never writes the token or the key into a log line', async () => {
     const upstream = await startFaultUpstream()
     const gw = await idempotentGateway(upstream.url)
