@@ -190,13 +190,43 @@ const NOT_FORWARDED: ReadonlySet<string> = new Set(['host', 'expect'])
  */
 export function passthroughHeaders(
   incoming: IncomingHttpHeaders,
+  rawHeaders: readonly string[],
   clientAddress: string | undefined,
   protocol: string,
   requestId: string
 ): Record<string, string | string[] | undefined> {
   const headers: Record<string, string | string[] | undefined> = stripHopByHop(incoming, NOT_FORWARDED)
+  if (hasRepeatedFields(incoming, rawHeaders)) restoreCopiesNodeDropped(headers, rawHeaders)
   Object.assign(headers, forwardedHeaders(incoming, clientAddress, protocol))
   // SPEC 6: the resolved id (the client's when valid, else a new one) goes to every upstream call.
   headers['x-request-id'] = requestId
   return headers
+}
+
+/**
+ * Fields Node's parser keeps once, dropping every later copy (node:_http_incoming's list; it joins
+ * any other field's copies with `, `). SPEC 7 forwards end-to-end headers as they came, so a
+ * field sent twice goes on twice: the upstream, not the gateway, judges two `Authorization`
+ * lines. `content-length` is left as Node reads it (copies that differ never reach a handler).
+ */
+const KEPT_ONCE_BY_NODE: ReadonlySet<string> = new Set(['age', 'authorization', 'content-type', 'etag', 'expires', 'from', 'if-modified-since', 'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'referer', 'retry-after', 'server', 'user-agent'])
+
+/** Whether any field came more than once: Node then has fewer names than the request had lines. */
+function hasRepeatedFields(incoming: IncomingHttpHeaders, rawHeaders: readonly string[]): boolean {
+  let names = 0
+  for (const _name in incoming) names++
+  return names * 2 !== rawHeaders.length
+}
+
+/** Every copy, in order, of a field Node kept once and the copy forwards (rare: only a request that repeats one). */
+function restoreCopiesNodeDropped(headers: Record<string, string | string[] | undefined>, rawHeaders: readonly string[]): void {
+  const copies = new Map<string, string[]>()
+  for (let index = 0; index < rawHeaders.length; index += 2) {
+    const name = (rawHeaders[index] as string).toLowerCase()
+    if (!KEPT_ONCE_BY_NODE.has(name) || headers[name] === undefined) continue
+    const values = copies.get(name)
+    if (values === undefined) copies.set(name, [rawHeaders[index + 1] as string])
+    else values.push(rawHeaders[index + 1] as string)
+  }
+  for (const [name, values] of copies) if (values.length > 1) headers[name] = values
 }

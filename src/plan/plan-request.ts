@@ -189,7 +189,7 @@ function legacyAnswerHeaders(head: RequestHead, tenant: TenantRuntime, policy: D
 
 /** SPEC 7's headers of a streamed call, with this fleet's `Via` member (SPEC 14). */
 function streamHeaders(runtime: GatewayRuntime, head: RequestHead): Record<string, string | string[] | undefined> {
-  const headers = passthroughHeaders(head.headers, head.clientAddress, head.protocol, head.requestId)
+  const headers = passthroughHeaders(head.headers, head.rawHeaders, head.clientAddress, head.protocol, head.requestId)
   headers.via = withVia(head.headers.via, runtime.via)
   return headers
 }

@@ -178,6 +178,20 @@ describe('native /v4/* passthrough', () => {
       expect(headers.cookie).toBe('sid=abc; theme=dark')
     })
 
+    it('forwards every copy of a field sent twice, those Node keeps once (Authorization, User-Agent) included', async () => {
+      const response = await rawExchange(
+        gw.url,
+        'GET /v4/twice HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer first-token\r\nUser-Agent: one/1\r\nx-many: a\r\n' +
+          'authorization: Bearer second-token\r\nUser-Agent: two/2\r\nx-many: b\r\nConnection: close\r\n\r\n'
+      )
+      expect(response).toMatch(/^HTTP\/1\.1 200 /)
+      const raw = only().rawHeaders
+      const copies = (name: string): string[] => raw.filter((_value, index) => index % 2 === 1 && (raw[index - 1] as string).toLowerCase() === name)
+      expect(copies('authorization')).toEqual(['Bearer first-token', 'Bearer second-token'])
+      expect(copies('user-agent')).toEqual(['one/1', 'two/2'])
+      expect(copies('x-many').join(', ')).toBe('a, b')
+    })
+
     it('removes the headers that Connection names, keep-alive, te and upgrade on the way to the upstream', async () => {
       const response = await rawExchange(
         gw.url,
