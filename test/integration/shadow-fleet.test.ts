@@ -42,7 +42,8 @@ describe('shadow results of three gateways on one real redis-server', () => {
       await execute(gw, `same-${index}`)
       await execute(gw, `differs-${index}`)
     }
-    await until(async () => (await routeOf(gateways[0] as StartedGateway)).route.comparisons === 6, 10_000)
+    // Each replica's comparisons reach the store within its flushMs: every replica reads all six once they have.
+    for (const gw of gateways) await until(async () => (await routeOf(gw)).route.comparisons === 6, 10_000)
     for (const gw of gateways) {
       const { scope, route } = await routeOf(gw)
       expect(scope).toBe('fleet')
