@@ -71,7 +71,7 @@ async function fetchMigration(base: URL, token: string | undefined, tenant: stri
   } catch {
     throw new AdminUnavailable(`the admin API answered 200 with a body that is not JSON (${response.headers.get('content-type') ?? 'no content-type'})`)
   }
-  if (answer === null || typeof answer !== 'object' || answer.schemaVersion !== 2) throw new AdminUnavailable(`the admin API answered schemaVersion ${String(answer.schemaVersion)}; this v4gw reads 2`)
+  if (answer?.schemaVersion !== 2) throw new AdminUnavailable(`the admin API answered schemaVersion ${String((answer as Partial<MigrationAnswer> | null)?.schemaVersion)}; this v4gw reads 2`)
   return answer
 }
 
