@@ -94,7 +94,14 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     await deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId)
     trace.sessionOutcome = 'stale-retry'
     trace.v4Path = V4_SESSIONS_START_PATH
-    const retry = await deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
+    let retry: ResolvedSession<UpstreamResponse>
+    try {
+      retry = await deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
+    } catch (error) {
+      // Requests that met the same stale session share one new start: its failure is counted once (SPEC 17).
+      if (!startedHere) trace.sharedStartFailed = true
+      throw error
+    }
     if (retry.result.rejection !== undefined) return { response: retry.result.rejection }
     sessionId = retry.result.sessionId
     target.onExecution?.()

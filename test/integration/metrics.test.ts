@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { refusingOrigin, resetConnection, useFaultUpstream } from '../helpers/fault-upstream.js'
+import { answerJson, refusingOrigin, resetConnection, useFaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
 import { answerAfter, useRecordingUpstream } from '../helpers/recording-upstream.js'
 import { LEGACY_V1_ROUTES } from '../../src/config/schema.js'
@@ -120,6 +120,30 @@ describe('SPEC 17 metrics', () => {
     for (const line of gateway.logs.lines().filter((entry) => entry.msg === 'request' && ids.includes(entry.requestId as string))) {
       expect(line).toMatchObject({ status: 502, error: 'UPSTREAM_UNAVAILABLE', cause: 'reset' })
     }
+  })
+
+  it('counts the new sessions.start that requests meeting one stale session share as one upstream failure', async () => {
+    const gateway = await startGateway(testConfig(faults.url))
+    const startsBefore = faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length
+    let starts = 0
+    faults.setHandler((exchange) => {
+      if (exchange.url === '/v4/sessions.start') {
+        starts++
+        // The first start maps the key; the one after the stale answers is reset once both requests joined it.
+        if (starts === 1) answerJson(exchange, 200, { sessionId: 'stale-one' })
+        else setTimeout(() => resetConnection(exchange), 300)
+        return
+      }
+      // SPEC 4 step 5: V4 no longer knows the mapped session.
+      answerJson(exchange, exchange.url.includes('stale-one') && starts > 1 ? 404 : 200, { output: 'ok' })
+    })
+    expect((await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'stale-shared' } })).status).toBe(200)
+    starts = 2
+    const answers = await Promise.all(Array.from({ length: 2 }, () => send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 2, stateId: 'stale-shared' } })))
+    expect(answers.map((answer) => answer.status)).toEqual([502, 502])
+    // One new start for both requests (SPEC 4 step 3), after the first request's.
+    expect(faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length - startsBefore).toBe(2)
+    expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="reset"')).toBe(1)
   })
 })
 
