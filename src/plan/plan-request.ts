@@ -127,7 +127,7 @@ function noFacts(): PlanFacts {
 export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?: PlanOptions): Plan {
   // SPEC 14: a request that carries this fleet's Via member went round; forwarding it again would
   // go round for good.
-  if (cameThroughFleet(head.headers.via, runtime.viaReceivedBy)) return planRefusal(runtime, head, new GatewayError('LOOP_DETECTED', LOOP_DETECTED_MESSAGE))
+  if (cameThroughFleet(head.headers.via, runtime.viaReceivedBy)) return planRefusal(runtime, head, new GatewayError('LOOP_DETECTED', LOOP_DETECTED_MESSAGE), options?.clientId)
   const facts = noFacts()
   try {
     const classification = classifyRequest(runtime, head, facts)
@@ -156,7 +156,7 @@ export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?
  * route and client for the log, the metrics and the registry. Classifying costs a tenant lookup, a
  * route match and the client id, paid only by refused requests. One that cannot be classified is refused as it is.
  */
-export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: GatewayError): RefusePlan {
+export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: GatewayError, clientIdGiven?: string): RefusePlan {
   const facts = noFacts()
   try {
     const classification = classifyRequest(runtime, head, facts)
@@ -166,7 +166,8 @@ export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: G
       facts.legacyRoute = route.label
       facts.action = route.action
       // SPEC 12: the registry records a refused call under its client like any other.
-      identifyClient(runtime, head, facts, classification.tenant, classification.target, undefined)
+      // `explain --client` names the client of a refused call too (SPEC 14).
+      identifyClient(runtime, head, facts, classification.tenant, classification.target, clientIdGiven)
       const successorPath = route.action === 'proxy' ? buildRewrittenPath(route, classification.match.params) : successorBeforeSession(route.action)
       return refuse(facts, legacyAnswerHeaders(head, classification.tenant, classification.tenant.deprecation.get(route.label) ?? null, successorPath), error)
     }

@@ -237,6 +237,14 @@ describe('SPEC 12 client ids in the brownout selection', () => {
     expect(exempt.facts.deprecation).toMatchObject({ clientId: 'hdr:contract-42', action: 'exempt' })
   })
 
+  it('names the client explain was given on a request refused as a loop, as on any other', () => {
+    const runtime = runtimeWith({}, byHeader)
+    const looped = headWith(['via', runtime.via, 'authorization', 'Bearer tok-1'])
+    expect(refusal(planRequest(runtime, looped))?.code).toBe('LOOP_DETECTED')
+    expect(planRequest(runtime, looped).facts.clientId).toBe(clientIdOf('tok-1'))
+    expect(planRequest(runtime, looped, { clientId: 'hdr:contract-42' }).facts.clientId).toBe('hdr:contract-42')
+  })
+
   it('gives an id to a request with two different credentials, from the first, and browns it out before the 400 (a conflict does not prevent an id)', () => {
     const runtime = runtimeWith({ brownouts: OPEN_WINDOW })
     const plan = planRequest(runtime, headWith(['authorization', 'Bearer tok-1', 'x-api-key', 'tok-2']))
