@@ -80,7 +80,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   } catch (error) {
     // A start that failed still had its outcome (SPEC 9): this request's own, or one it shared.
     trace.sessionOutcome = startedHere ? 'miss' : 'coalesced'
-    if (!startedHere) trace.sharedStartFailed = true
+    noteFailedStart(trace, startedHere)
     throw error
   }
   trace.sessionOutcome = first.outcome
@@ -98,8 +98,8 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     try {
       retry = await deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
     } catch (error) {
-      // Requests that met the same stale session share one new start: its failure is counted once (SPEC 17).
-      if (!startedHere) trace.sharedStartFailed = true
+      // Requests that met the same stale session share one new start.
+      noteFailedStart(trace, startedHere)
       throw error
     }
     if (retry.result.rejection !== undefined) return { response: retry.result.rejection }
@@ -110,6 +110,11 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   // A 401 evicts the entry, the retried one included, and is returned as it came.
   if (response.statusCode === 401) await deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId)
   return { response, sessionId }
+}
+
+/** SPEC 17: a failed start is one upstream failure, counted by the request that sent it, not by each request that shared it. */
+function noteFailedStart(trace: LegacyCallTarget['trace'], startedHere: boolean): void {
+  if (!startedHere) trace.sharedStartFailed = true
 }
 
 /** `cancelScope` is explicit: a default would also fill in an `undefined` passed on purpose. */
