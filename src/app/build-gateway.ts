@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyBaseLogger } from 'fastify'
 import { adminPlugin } from '../admin/admin-plugin.js'
 import { sendGatewayError } from '../admin/send-gateway-error.js'
 import { configHash } from '../config/config-hash.js'
+import { toGatewayError } from '../errors/registry.js'
 import { answerClientError, answerConnect } from '../kernel/client-error.js'
 import { createTrafficServer, listen } from '../kernel/traffic-server.js'
 import { createLogger } from '../observability/logger.js'
@@ -24,6 +25,7 @@ import { buildGatewayRuntime, randomFleetId, type GatewayRuntime } from '../tena
 import { resolveEffectiveStage } from '../tenancy/migration-policy.js'
 import { createLiveClaims } from '../traffic/run-idempotent.js'
 import { createTrafficHandler, type FinishedRequest } from '../traffic/traffic-handler.js'
+import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import { createUpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
 import type { Gateway, GatewayOptions } from './gateway.js'
 import { createConfigReloader } from './reload.js'
@@ -89,7 +91,15 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     // SPEC 17: a comparison's V4 side that gave no answer is an upstream failure labelled `shadow`.
     if (record.failureCause !== undefined) metrics.observeUpstreamFailure(tenant, 'shadow', record.failureCause)
   }
-  const sessions = createSessionMap<UpstreamResponse>(sessionStore, { onEvict: () => metrics.observeSessionEvent('evicted') })
+  const sessions = createSessionMap<UpstreamResponse>(sessionStore, {
+    onEvict: () => metrics.observeSessionEvent('evicted'),
+    // SPEC 17: a failed sessions.start is counted here, once, however many requests shared it and
+    // whether or not the client of the one that sent it stayed (its record may be reported already).
+    onStartFailed: (tenant, error) => {
+      const cause = upstreamFailureCause(toGatewayError(error))
+      if (cause !== undefined) metrics.observeUpstreamFailure(tenant, 'v4', cause)
+    }
+  })
   const reloader = createConfigReloader({
     startConfig: initial,
     runtime,
@@ -119,9 +129,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       upstreamMs: record.upstreamMs,
       errorCode: record.errorCode,
       shedReason: record.shedReason,
-      // Once per failed call (SPEC 17): requests that waited on another's sessions.start (SPEC 4
-      // step 3) report its failure without counting it again.
-      upstreamFailure: record.sharedStartFailed ? undefined : record.upstreamFailure,
+      // Once per failed call (SPEC 17): a failed sessions.start (SPEC 4 step 3) is counted by the
+      // session map, so the requests that sent or shared it report its cause without counting it.
+      upstreamFailure: record.failedStart === undefined ? record.upstreamFailure : undefined,
       deprecationAction: record.deprecationAction,
       idempotencyOutcome: record.idempotencyOutcome,
       servedBy: record.servedBy

@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors/registry.js'
+import type { FailedStart } from '../observability/access-record.js'
 import type { ResolvedSession, SessionMap, SessionOutcome, StartResult } from '../sessions/session-map.js'
 import type { CallTracer, CancelScope, UpstreamClient, UpstreamResponse, UpstreamTiming } from '../upstream/upstream-client.js'
 import { getAtPointer } from '../util/json-pointer.js'
@@ -8,8 +9,11 @@ import { V4_SESSIONS_START_PATH, type ExecuteCalls, type LegacyCalls, type Sessi
 export interface LegacyCallTrace extends UpstreamTiming {
   v4Path: string | undefined
   sessionOutcome: SessionOutcome | undefined
-  /** The request failed waiting on a `sessions.start` another request sent: the failure is that one's (SPEC 17's count). */
-  sharedStartFailed?: boolean
+  /**
+   * The request failed on a `sessions.start`, its own or one it shared. SPEC 17 counts each failed
+   * call once: the client session map counts its starts' failures itself; a comparison counts its own.
+   */
+  failedStart?: FailedStart
 }
 
 export interface LegacyCallResult {
@@ -80,7 +84,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   } catch (error) {
     // A start that failed still had its outcome (SPEC 9): this request's own, or one it shared.
     trace.sessionOutcome = startedHere ? 'miss' : 'coalesced'
-    noteFailedStart(trace, startedHere)
+    trace.failedStart = startedHere ? 'sent' : 'shared'
     throw error
   }
   trace.sessionOutcome = first.outcome
@@ -99,7 +103,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
       retry = await deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
     } catch (error) {
       // Requests that met the same stale session share one new start.
-      noteFailedStart(trace, startedHere)
+      trace.failedStart = startedHere ? 'sent' : 'shared'
       throw error
     }
     if (retry.result.rejection !== undefined) return { response: retry.result.rejection }
@@ -110,11 +114,6 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   // A 401 evicts the entry, the retried one included, and is returned as it came.
   if (response.statusCode === 401) await deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId)
   return { response, sessionId }
-}
-
-/** SPEC 17: a failed start is one upstream failure, counted by the request that sent it, not by each request that shared it. */
-function noteFailedStart(trace: LegacyCallTarget['trace'], startedHere: boolean): void {
-  if (!startedHere) trace.sharedStartFailed = true
 }
 
 /** `cancelScope` is explicit: a default would also fill in an `undefined` passed on purpose. */

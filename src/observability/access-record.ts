@@ -3,6 +3,9 @@ import type { SessionOutcome } from './session-events.js'
 /** Why a request was shed before any work (SPEC 10); the `reason` of v4gw_load_shed_total. */
 export type LoadShedReason = 'in_flight' | 'event_loop'
 
+/** Whose `sessions.start` a request failed on: its own, or one another request sent (SPEC 4 step 3). */
+export type FailedStart = 'sent' | 'shared'
+
 /** Which upstream a call that failed went to, and why it failed: SPEC 17's labels of v4gw_upstream_failures_total. */
 export interface UpstreamFailure {
   upstream: 'v4' | 'legacy' | 'shadow'
@@ -66,8 +69,8 @@ export class AccessRecord {
   shedReason: LoadShedReason | undefined = undefined
   /** Set when an upstream call of the request failed (SPEC 17). */
   upstreamFailure: UpstreamFailure | undefined = undefined
-  /** The request failed on a `sessions.start` another request sent, whose record counts the failure (SPEC 17). */
-  sharedStartFailed = false
+  /** The request failed on a `sessions.start`: one it sent, or one another request sent that it shared (SPEC 17 counts it once). */
+  failedStart: FailedStart | undefined = undefined
   /** The status of the upstream failure that cut a streamed answer midway (502, 504, 408). */
   brokenOffStatus: number | undefined = undefined
 }

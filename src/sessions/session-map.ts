@@ -28,15 +28,30 @@ function hit<TRejection>(entry: SessionEntry): ResolvedSession<TRejection> {
   return { result: { sessionId: entry.sessionId }, outcome: 'hit' }
 }
 
-export function createSessionMap<TRejection>(store: SessionStore, hooks: { onEvict?: () => void } = {}): SessionMap<TRejection> {
+export interface SessionMapHooks {
+  /** An entry left on a stale or 401 answer (once per entry). */
+  onEvict?: () => void
+  /**
+   * A start failed: once per start, however many requests shared it, and whether or not any of
+   * them is still waiting (SPEC 17 counts each failed call once; the request that sent it may be gone).
+   */
+  onStartFailed?: (tenant: string, error: unknown) => void
+}
+
+export function createSessionMap<TRejection>(store: SessionStore, hooks: SessionMapHooks = {}): SessionMap<TRejection> {
   const starts = createSingleFlight<StartedSession<TRejection>>()
 
   async function startAndStore(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<StartedSession<TRejection>> {
-    // A store shared by replicas also makes the start single across them (SPEC 4 step 3).
-    if (store.startLock !== undefined) return startAcrossReplicas(key, tenant, start, store, store.startLock)
-    const result = await start()
-    if (result.sessionId !== undefined) await store.set(key, { sessionId: result.sessionId, tenant })
-    return { result, startedHere: true }
+    try {
+      // A store shared by replicas also makes the start single across them (SPEC 4 step 3).
+      if (store.startLock !== undefined) return await startAcrossReplicas(key, tenant, start, store, store.startLock)
+      const result = await start()
+      if (result.sessionId !== undefined) await store.set(key, { sessionId: result.sessionId, tenant })
+      return { result, startedHere: true }
+    } catch (error) {
+      hooks.onStartFailed?.(tenant, error)
+      throw error
+    }
   }
 
   async function startOnce(key: string, tenant: string, start: () => Promise<StartResult<TRejection>>): Promise<ResolvedSession<TRejection>> {

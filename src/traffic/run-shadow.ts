@@ -202,8 +202,9 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
           candidate = gatewayAnswer(error, head.requestId)
         } else if (isGatewayError(error)) {
           // No HTTP answer from V4 (refused, reset, timeout, unreadable): SPEC 15's candidate_error.
-          // One failed call counts once (SPEC 17): a comparison that waited on another's sessions.start does not count it again.
-          const failureCause = timedOut ? 'timeout' : trace.sharedStartFailed === true ? undefined : upstreamFailureCause(error)
+          // One failed call counts once (SPEC 17): a comparison that waited on another's sessions.start
+          // does not count it again, even when its own timer fired while it waited.
+          const failureCause = trace.failedStart === 'shared' ? undefined : timedOut ? 'timeout' : upstreamFailureCause(error)
           return { ...comparison.recordOf('candidate_error', primary), failureCause }
         } else throw error
       } finally {

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { answerJson, refusingOrigin, resetConnection, useFaultUpstream } from '../helpers/fault-upstream.js'
@@ -120,6 +121,30 @@ describe('SPEC 17 metrics', () => {
     for (const line of gateway.logs.lines().filter((entry) => entry.msg === 'request' && ids.includes(entry.requestId as string))) {
       expect(line).toMatchObject({ status: 502, error: 'UPSTREAM_UNAVAILABLE', cause: 'reset' })
     }
+  })
+
+  it('counts a shared sessions.start that fails after the client of the request that sent it left, once', async () => {
+    const gateway = await startGateway(testConfig(faults.url))
+    let failStart: (() => void) | undefined
+    faults.setHandler((exchange) => {
+      failStart = () => resetConnection(exchange)
+    })
+    const startsBefore = faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length
+    // The request that sends the start, whose client leaves while the start is under way.
+    const leaving = new AbortController()
+    const sender = request(new URL('/v1/runs/invoke', gateway.url), { method: 'POST', headers: { ...ALICE, 'content-type': 'application/json' }, body: '{"input":1,"stateId":"left-start"}', signal: leaving.signal }).catch(() => undefined)
+    await until(() => failStart !== undefined)
+    const waiter = send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 2, stateId: 'left-start' } })
+    // Both in the gateway, and a moment for the waiter's small body: it joins the start (one start is asserted below).
+    await until(async () => /^v4gw_requests_in_flight 2$/m.test(await scrape(gateway)))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    leaving.abort()
+    await sender
+    await until(() => gateway.logs.lines().some((line) => line.msg === 'request' && line.status === 499))
+    failStart?.()
+    expect((await waiter).status).toBe(502)
+    expect(faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length - startsBefore).toBe(1)
+    expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="reset"')).toBe(1)
   })
 
   it('counts the new sessions.start that requests meeting one stale session share as one upstream failure', async () => {

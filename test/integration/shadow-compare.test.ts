@@ -5,7 +5,7 @@ import { send } from '../helpers/http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
-import { configSchema } from '../../src/config/schema.js'
+import { configSchema, LEGACY_V1_ROUTES } from '../../src/config/schema.js'
 
 const TOKEN = 'sess_shadow_secret_token_1'
 const EXECUTE = 'POST /v1/headless/runs'
@@ -218,6 +218,37 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     await until(async () => (await shadowOf(gw, INVOKE)).comparisons === 1)
     expect(await shadowOf(gw, INVOKE)).toMatchObject({ mismatches: 1, candidateErrors: 0 })
     expect(v4.requests.map((request) => request.url)).toEqual(['/v4/sessions.start'])
+  })
+
+  it('counts a shared V4 sessions.start that timed out once, though the timer of a comparison waiting on it fired first', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    // Two session-execute routes on one state share its session (SPEC 4 step 3), each with its own timeoutMs (SPEC 15).
+    const routes = [...LEGACY_V1_ROUTES, { method: 'POST', path: '/v1/runs/quick', action: 'session-execute', stateKey: 'body:/stateId' }]
+    const gw = await startGateway(
+      testConfig(v4.url, {
+        tenants: {
+          acme: {
+            upstream: { staging: v4.url, legacy: legacy.url },
+            legacy: { routes },
+            migration: { stage: 'shadow', shadow: { timeoutMs: 600 }, routes: { 'POST /v1/runs/quick': { shadow: { timeoutMs: 100 } } } }
+          }
+        }
+      })
+    )
+    try {
+      const invoke = (path: string) => send(gw.url, path, { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId: 'timed-shared-start' } })
+      // The slow route's comparison sends the start; the quick route's joins it, and its 100 ms timer fires while it waits.
+      expect((await invoke('/v1/runs/invoke')).status).toBe(200)
+      await until(() => v4Side.holding() === 1)
+      expect((await invoke('/v1/runs/quick')).status).toBe(200)
+      await until(async () => (await shadowOf(gw, INVOKE))?.candidateErrors === 1 && (await shadowOf(gw, 'POST /v1/runs/quick'))?.candidateErrors === 1)
+      expect(v4.requests.filter((request) => request.url === '/v4/sessions.start')).toHaveLength(1)
+      expect((await send(gw.adminUrl, '/metrics')).text).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="shadow",cause="timeout"} 1')
+    } finally {
+      v4Side.release()
+    }
   })
 
   it('gives up on a V4 side slower than timeoutMs: candidate_error', async () => {

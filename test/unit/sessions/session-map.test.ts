@@ -52,6 +52,22 @@ describe('createSessionMap', () => {
     expect(new Set(resolved.map((entry) => entry.result.sessionId))).toEqual(new Set(['ses_1']))
   })
 
+  it('reports a failed start once with its tenant, however many callers shared it, and not a rejection', async () => {
+    const store = createMemorySessionStore({ maxEntries: 100, ttlMs: 60_000 })
+    const failed: [string, unknown][] = []
+    const map = createSessionMap<{ status: number }>(store, { onStartFailed: (tenant, error) => failed.push([tenant, error]) })
+    const reset = new Error('reset')
+    const start = async (): Promise<StartResult<{ status: number }>> => {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      throw reset
+    }
+    const outcomes = await Promise.allSettled(Array.from({ length: 3 }, () => map.resolve('k', 'acme', start)))
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected', 'rejected'])
+    expect(failed).toEqual([['acme', reset]])
+    await map.resolve('k', 'acme', async () => ({ rejection: { status: 401 } }))
+    expect(failed).toHaveLength(1)
+  })
+
   it('hands a rejection to the caller and stores nothing', async () => {
     const { store, map } = newMap()
     const resolved = await map.resolve('k', 'acme', async () => ({ rejection: { status: 401 } }))
