@@ -1,3 +1,4 @@
+import type { CancelScope } from '../upstream/upstream-client.js'
 import { KeyWaiters } from './key-waiters.js'
 
 /**
@@ -52,8 +53,8 @@ export interface IdempotencyStore {
   complete(key: string, owner: string, answer: StoredAnswer | null, ttlMs: number, bounds: RecordBounds): boolean | 'local' | Promise<boolean | 'local'>
   /** Deletes `owner`'s claim (an answer not kept, SPEC 16), so that a retry runs. */
   release(key: string, owner: string): void | Promise<void>
-  /** Resolves when the key's record is completed or released here, or after `waitMs`. */
-  changed(key: string, waitMs: number): Promise<void>
+  /** Resolves when the key's record is completed or released here, after `waitMs`, or when `scope` is cancelled. */
+  changed(key: string, waitMs: number, scope?: CancelScope): Promise<void>
   /** The live record of `key`, read only (`explain`): no claim is made. */
   peek(key: string): IdempotencyRecord | undefined | Promise<IdempotencyRecord | undefined>
   /** Records held in this process. */
@@ -161,8 +162,8 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
       if (record?.owner === owner) drop(key, record)
       waiters.wake(key)
     },
-    changed(key, waitMs) {
-      return waiters.wait(key, waitMs)
+    changed(key, waitMs, scope) {
+      return waiters.wait(key, waitMs, scope)
     },
     sweep(max) {
       const time = now()

@@ -218,9 +218,9 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
       else await connection.run((client) => scripts(client).v4gwIdempotencyRelease(redisKey(key), owner)).catch(() => undefined)
       waiters.wake(key)
     },
-    changed(key, waitMs) {
+    changed(key, waitMs, scope) {
       // Another replica's answer is seen by looking again; this replica's wakes the waiter at once.
-      return waiters.wait(key, Math.min(waitMs, pollMs))
+      return waiters.wait(key, Math.min(waitMs, pollMs), scope)
     },
     async peek(key) {
       const local = memory.size > 0 ? memory.peek(key) : undefined

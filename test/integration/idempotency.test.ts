@@ -333,6 +333,27 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     await until(async () => (await send(gw.url, EXECUTE, { headers: keyed('k-after'), json: { input: 3 } })).status === 200)
   })
 
+  it('frees the in-flight slot (SPEC 10) of a duplicate whose client leaves while it waits for the first call', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, { waitMs: 10_000 }, {}, { limits: { maxInFlight: 2, upstreamTimeoutMs: 5_000 } })
+    const { request } = await import('undici')
+    const first = send(gw.url, EXECUTE, { headers: keyed('k-dup'), json: { input: 1 } })
+    const held = await upstream.nextExchange()
+    upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'other' }))
+    const controller = new AbortController()
+    const duplicate = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-dup'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    await until(async () => /^v4gw_requests_in_flight 2$/m.test((await send(gw.adminUrl, '/metrics')).text))
+    // The duplicate has claimed nothing and waits on the first call's record.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    controller.abort()
+    await duplicate
+    // Its slot is free at once, not after waitMs: a third request is served beside the first.
+    await until(async () => (await send(gw.url, EXECUTE, { headers: keyed('k-third'), json: { input: 3 } })).status === 200, 2_000)
+    answerJson(held, 200, { output: 'finished' })
+    expect((await first).json.output).toBe('finished')
+    expect(executions(upstream)).toHaveLength(2)
+  })
+
   it('never writes the token or the key into a log line', async () => {
     const upstream = await startFaultUpstream()
     const gw = await idempotentGateway(upstream.url)
