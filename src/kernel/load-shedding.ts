@@ -17,6 +17,8 @@ export interface InFlightLimiter {
   /** False when the request is over the limit; it then does not count and must not leave. */
   tryEnter(): boolean
   leave(): void
+  /** Requests counted now (SPEC 17's v4gw_requests_in_flight). */
+  count(): number
 }
 
 export function createInFlightLimiter(maxInFlight: () => number): InFlightLimiter {
@@ -29,7 +31,8 @@ export function createInFlightLimiter(maxInFlight: () => number): InFlightLimite
     },
     leave() {
       inFlight--
-    }
+    },
+    count: () => inFlight
   }
 }
 

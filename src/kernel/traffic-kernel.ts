@@ -38,7 +38,11 @@ export interface TrafficKernel {
   startSampling(): void
   /** Stops the event-loop sampler and the body-stall sweep. */
   stop(): void
-  /** Requests held now, from their first byte to their end (SPEC 17 v4gw_requests_in_flight). */
+  /**
+   * SPEC 17's v4gw_requests_in_flight: the requests SPEC 10 counts against `limits.maxInFlight`
+   * now, so that shedding starts where the gauge meets the limit. A keyed call whose client left
+   * is still one (SPEC 16: its calls go on); a request refused before admission is not.
+   */
   inFlight(): number
   /**
    * Resolves once every request has ended, its access line and metrics written. A cut
@@ -168,7 +172,7 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       bodyStalls.stop()
     },
     settled: () => (open === 0 ? Promise.resolve() : new Promise((resolve) => whenSettled.push(resolve))),
-    inFlight: () => open
+    inFlight: inFlight.count
   }
 }
 

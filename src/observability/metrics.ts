@@ -62,7 +62,7 @@ const GAUGES_NAMED_AS_COUNTERS = ['active_handles_total', 'active_requests_total
 
 export function createMetrics(options: {
   sessionEntries: () => number
-  /** Requests the traffic listener holds now (SPEC 17 v4gw_requests_in_flight), read at each scrape. */
+  /** Requests in flight as `limits.maxInFlight` counts them (SPEC 10, 17 v4gw_requests_in_flight), read at each scrape. */
   requestsInFlight?: () => number
   /** SPEC 17: the exact status as `code` on v4gw_requests_total (default true). */
   statusCodeLabel?: boolean
@@ -140,7 +140,7 @@ export function createMetrics(options: {
       : 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic) and status class',
     statusCodeLabel ? (['tenant', 'class', 'route', 'status_class', 'code'] as const) : (['tenant', 'class', 'route', 'status_class'] as const)
   )
-  gaugeAtScrape('v4gw_requests_in_flight', 'Requests the traffic listener holds now, from their first byte to their end', options.requestsInFlight)
+  gaugeAtScrape('v4gw_requests_in_flight', 'Requests in flight as limits.maxInFlight counts them: admitted and not ended, a keyed call whose client left included', options.requestsInFlight)
   const loadShed = counter(
     'v4gw_load_shed_total',
     'Requests answered 503 OVERLOADED before any work (SPEC 10), by reason: in_flight (limits.maxInFlight), event_loop (limits.maxEventLoopDelayMs)',

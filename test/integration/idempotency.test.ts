@@ -323,7 +323,8 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     controller.abort()
     await first
     await new Promise((resolve) => setTimeout(resolve, 50))
-    // The execution still runs: a new request would make two, over the limit.
+    // The execution still runs: a new request would make two, over the limit. The gauge says so (SPEC 17).
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_requests_in_flight 1$/m)
     const shed = await send(gw.url, EXECUTE, { headers: keyed('k-other'), json: { input: 2 } })
     expect(shed.status).toBe(503)
     expect(shed.json.error.code).toBe('OVERLOADED')
