@@ -148,7 +148,8 @@ describe('the access line and the log level (SPEC 9, 17)', () => {
 })
 
 describe('the access line’s clientId (SPEC 12, 17)', () => {
-  const { gw } = useSimulatorGateway((simUrl) => ({ tenants: { acme: { upstream: { staging: simUrl }, clients: { key: ['header:x-client-id', 'credential'] } } } }))
+  const adminToken = 'admin-token-for-client-ids-0123456789'
+  const { gw } = useSimulatorGateway((simUrl) => ({ admin: { token: adminToken }, tenants: { acme: { upstream: { staging: simUrl }, clients: { key: ['header:x-client-id', 'credential'] } } } }))
   const fingerprintOf = (token: string): string => `fp:${createHash('sha256').update(token).digest('hex').slice(0, 16)}`
 
   it('is the header id before the credential, the credential’s fp: id without the header, and never the credential', async () => {
@@ -160,7 +161,7 @@ describe('the access line’s clientId (SPEC 12, 17)', () => {
     expect(gw.logs.text()).not.toContain('demo-token-alice')
   })
 
-  it('is the id `v4gw fingerprint --header` prints for a header value sent as UTF-8', async () => {
+  it('is the id `v4gw fingerprint --header` prints, and explain shows, for a header value sent as UTF-8', async () => {
     const value = 'caf\u00e9 \u00fcber-batch'
     const body = JSON.stringify({ input: 1 })
     const request = Buffer.from(
@@ -174,6 +175,12 @@ describe('the access line’s clientId (SPEC 12, 17)', () => {
     expect(printed.stdout).toMatch(/^hdr#[0-9a-f]{16}\n$/)
     await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'utf8-client-id'))
     expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'utf8-client-id')).toMatchObject({ clientId: printed.stdout.trim() })
+    // explain takes the header as text, and plans the request a client sending it as UTF-8 makes.
+    const explained = await send(gw.adminUrl, '/admin/explain', {
+      headers: { authorization: `Bearer ${adminToken}` },
+      json: { method: 'POST', path: '/v1/headless/runs', headers: { ...AUTH, 'x-client-id': value }, body: { input: 1 } }
+    })
+    expect(explained.json.clientId).toBe(printed.stdout.trim())
   })
 
   it('is anonymous on a legacy request with neither, and absent from a native line', async () => {
