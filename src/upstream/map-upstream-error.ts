@@ -1,5 +1,16 @@
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 
+/**
+ * The code of the error the pool's calls fail with when the grace period ends (SPEC 9): the
+ * gateway cut them, no upstream failed, so none is an upstream failure (SPEC 17).
+ */
+export const CUT_AT_SHUTDOWN = 'V4GW_CUT_AT_SHUTDOWN'
+
+/** The error the gateway cuts its upstream calls with at the end of the grace period. */
+export function cutAtShutdownError(): Error {
+  return Object.assign(new Error('the gateway is shutting down'), { code: CUT_AT_SHUTDOWN })
+}
+
 /** undici and Node socket error codes, and what the client is told (SPEC 6). */
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'])
 const UNAVAILABLE_CODES = new Set([
@@ -78,6 +89,9 @@ const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN'])
  * is a reset.
  */
 export function upstreamFailureCause(error: GatewayError): UpstreamFailureCause | undefined {
+  // A call the gateway cut itself: since a call can outlive its client (a shared sessions.start,
+  // SPEC 4 step 3; a keyed call, SPEC 16), its client being gone does not say so.
+  if (error.cause !== undefined && errorCodes(error.cause).includes(CUT_AT_SHUTDOWN)) return undefined
   switch (error.code) {
     case 'UPSTREAM_TIMEOUT':
       return 'timeout'

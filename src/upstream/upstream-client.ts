@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable, Writable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { GatewayError } from '../errors/registry.js'
-import { mapUpstreamError, mapUpstreamErrorAfterHeaders } from './map-upstream-error.js'
+import { cutAtShutdownError, mapUpstreamError, mapUpstreamErrorAfterHeaders } from './map-upstream-error.js'
 import { connectorSkippingUnaskedContinue } from './skip-unasked-continue.js'
 
 /** Answers the gateway must read (sessions.start, executions) are capped: a V4 answer is small. */
@@ -151,7 +151,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       agent.dispatch(dispatchOptions(request), new StreamingHandler(target, request.method === 'HEAD', call))
     },
     close: () => agent.close(),
-    destroy: () => agent.destroy(new Error('the gateway is shutting down'))
+    destroy: () => agent.destroy(cutAtShutdownError())
   }
 }
 
