@@ -71,7 +71,15 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
   let open = 0
   let whenSettled: (() => void)[] = []
 
-  const leaveInFlight = (): void => inFlight.leave()
+  /** A request's end: its in-flight slot freed, its end reported (access line, metrics, span), the drain told. */
+  function end(exchange: Exchange, entered: boolean, statusCode: number): void {
+    if (entered) inFlight.leave()
+    deps.onFinished(exchange, statusCode)
+    if (--open === 0 && whenSettled.length > 0) {
+      for (const resolve of whenSettled) resolve()
+      whenSettled = []
+    }
+  }
 
   function handle(request: IncomingMessage, response: ServerResponse): void {
     // Read after an answer that closes the connection (RFC 9112 9.6): never served, and its
@@ -95,20 +103,18 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       queuedOn?.delete(finish)
       bodyStalls.unwatch(exchange)
       const aborted = !response.writableFinished
-      if (entered) {
-        // A keyed request's calls outlive a client that left (SPEC 16): they hold its slot until they end (SPEC 10).
-        const outliving = aborted ? exchange.outlivesClient : undefined
-        if (outliving === undefined) inFlight.leave()
-        else outliving.then(leaveInFlight, leaveInFlight)
-      }
+      // A keyed request's calls outlive a client that left (SPEC 16): they hold its slot until they
+      // end (SPEC 10), and its end is reported then, with what they came to (SPEC 17: its outcome, a failed call).
+      const outliving = aborted ? exchange.outlivesClient : undefined
       if (aborted) {
         exchange.cancelled = true
         exchange.cancel?.()
       } else if (!request.complete) noteAnsweredBeforeBody(request)
-      deps.onFinished(exchange, aborted ? (exchange.record.brokenOffStatus ?? CLIENT_CLOSED_REQUEST) : response.statusCode)
-      if (--open === 0 && whenSettled.length > 0) {
-        for (const resolve of whenSettled) resolve()
-        whenSettled = []
+      const statusCode = aborted ? (exchange.record.brokenOffStatus ?? CLIENT_CLOSED_REQUEST) : response.statusCode
+      if (outliving === undefined) end(exchange, entered, statusCode)
+      else {
+        const endLater = (): void => end(exchange, entered, statusCode)
+        outliving.then(endLater, endLater)
       }
     }
     try {

@@ -18,7 +18,8 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   const clientGone = exchange.clientGone
   // A client that left ends its request (499): the upstream call its leaving cancelled failed for
   // that reason, not the upstream's, so it is no upstream failure and no error of the request (SPEC 17).
-  if (!clientGone) {
+  // A keyed request's calls are not cancelled by it (SPEC 16): what they fail with is theirs.
+  if (!clientGone || exchange.outlivesClient !== undefined) {
     exchange.record.errorCode = gatewayError.code
     // The tenant's V4 upstream, or SPEC 14's legacy one when the plan chose that side.
     noteUpstreamFailure(exchange.record, gatewayError, exchange.record.servedBy === 'legacy' ? 'legacy' : 'v4')

@@ -102,7 +102,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     try {
       retry = await deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
     } catch (error) {
-      // Requests that met the same stale session share one new start.
+      // The new start, this request's or one that requests meeting the same stale session share.
       trace.failedStart = startedHere ? 'sent' : 'shared'
       throw error
     }

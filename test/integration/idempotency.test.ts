@@ -313,6 +313,27 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(executions(upstream)).toHaveLength(1)
   })
 
+  it('logs and counts a call its client gave up on when the call ends: its timeout is an upstream failure (SPEC 17)', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { upstreamTimeoutMs: 400 } })
+    const controller = new AbortController()
+    const { request } = await import('undici')
+    const first = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-late', 'late-failure'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    await upstream.nextExchange()
+    controller.abort()
+    await first
+    // The execution times out after its client left: the line comes then, with what the call came to.
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'late-failure'))
+    expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'late-failure')).toMatchObject({ status: 499, error: 'UPSTREAM_TIMEOUT', cause: 'timeout', idempotency: 'executed' })
+    const metrics = (await send(gw.adminUrl, '/metrics')).text
+    expect(metrics).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="v4",cause="timeout"} 1')
+    expect(metrics).toMatch(/^v4gw_idempotency_total\{tenant="acme",route="POST \/v1\/headless\/runs",outcome="executed"\} 1$/m)
+    // The kept answer is the retry's (SPEC 16: a timeout is kept).
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-late'), json: { input: 1 } })
+    expect(retry.status).toBe(504)
+    expect(retry.headers['idempotent-replayed']).toBe('true')
+  })
+
   it('holds the in-flight slot (SPEC 10) of a call its client gave up on until the call ends', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { maxInFlight: 1, upstreamTimeoutMs: 3_000 } })
