@@ -1,9 +1,6 @@
 import { ROOT_CONTEXT, trace, TraceFlags, type Link, type SpanContext } from '@opentelemetry/api'
 import { ExportResultCode, W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core'
-import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
-import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base'
-import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base/node-http'
-import { ProtobufTraceSerializer, TraceExporterMetricsHelper, type ISerializer, type IExportTraceServiceResponse } from '@opentelemetry/otlp-transformer'
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import {
   BatchSpanProcessor,
@@ -19,6 +16,7 @@ import type { SpanRecorder } from './ended-span.js'
 import { encodingAhead } from './encode-ahead.js'
 import { createSpanEncoder } from './otlp-protobuf.js'
 import { RecordedRequestSpan, UnrecordedRequestSpan, type RequestSpan } from './request-span.js'
+import { createThreadExporter, type ExportThreadSettings } from './thread-exporter.js'
 import { ratioBound, TraceIds } from './trace-ids.js'
 
 /** Why spans went unexported: SPEC 17's `v4gw_trace_spans_dropped_total{reason}`. */
@@ -67,8 +65,6 @@ export interface Tracing {
   shutdown(): Promise<void>
 }
 
-type ExporterOptions = NonNullable<ConstructorParameters<typeof OtlpJsonExporter>[0]>
-
 /**
  * Spans per OTLP/HTTP export, at most: twice the SDK's default (512). An export has a fixed price
  * (the HTTP call, the exporter's bookkeeping, run too seldom to be compiled) that fewer, larger
@@ -83,14 +79,12 @@ const EXPORT_TIMEOUT_MS = 10_000
 
 export function createTracing(deps: TracingDeps): Tracing {
   const { config } = deps
-  const exporterOptions: ExporterOptions = {
-    url: config.endpoint,
-    headers: { ...config.headers },
-    timeoutMillis: EXPORT_TIMEOUT_MS,
-    // Set, so that no OTEL_EXPORTER_OTLP_COMPRESSION in the environment changes what is sent.
-    compression: 'none' as ExporterOptions['compression']
-  }
-  const otlp: SpanExporter = config.protocol === 'http/json' ? new OtlpJsonExporter(exporterOptions) : protobufExporter(exporterOptions)
+  const settings: ExportThreadSettings = { url: config.endpoint, headers: { ...config.headers }, timeoutMillis: EXPORT_TIMEOUT_MS, protocol: config.protocol }
+  const onThreadStopped = (): void => deps.logger.warn('trace export thread stopped: its batches are dropped, and the next export starts it again')
+  const otlp: SpanExporter =
+    config.protocol === 'http/json'
+      ? createThreadExporter(settings, (spans) => JsonTraceSerializer.serializeRequest(spans) ?? undefined, onThreadStopped)
+      : protobufExporter(settings, onThreadStopped)
   const queue = new BoundedQueue(config.maxQueueSpans, deps.onSpansDropped)
   const exporter = new ReportingExporter(otlp, queue, deps.logger)
   queue.processor = new BatchSpanProcessor(exporter, {
@@ -121,22 +115,13 @@ export function createTracing(deps: TracingDeps): Tracing {
 }
 
 /**
- * OTLP/HTTP in protobuf: what `@opentelemetry/exporter-trace-otlp-proto`'s exporter is made of
- * (its options, transport, retries, timeout and export queue, from otlp-exporter-base's public
- * API for exporters), with the gateway's own span encoder in place of the library's serializer
- * (otlp-protobuf.ts: the same bytes, measured cheaper; docs/performance.md), which writes each
- * batch a step at a time before the library sends it (encode-ahead.ts). The collector's answer is
- * read by the library.
+ * OTLP/HTTP in protobuf, sent by the export thread (thread-exporter.ts), with the gateway's own
+ * span encoder in place of the library's serializer (otlp-protobuf.ts: the same bytes, measured
+ * cheaper; docs/performance.md), which writes each batch a step at a time (encode-ahead.ts).
  */
-function protobufExporter(options: ExporterOptions): SpanExporter {
+function protobufExporter(settings: ExportThreadSettings, onThreadStopped: () => void): SpanExporter {
   const encoding = encodingAhead(createSpanEncoder())
-  const serializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> = {
-    serializeRequest: encoding.serialize,
-    deserializeResponse: (bytes) => ProtobufTraceSerializer.deserializeResponse(bytes)
-  }
-  const http = convertLegacyHttpOptions(options, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' })
-  // No meter provider: the library's exporter self-metrics stay no-ops, as in its own exporter without one.
-  return encoding.exporter(new OTLPExporterBase(createOtlpHttpExportDelegate(http, serializer, 'otlp_http_span_exporter', TraceExporterMetricsHelper, undefined)))
+  return encoding.exporter(createThreadExporter(settings, encoding.serialize, onThreadStopped))
 }
 
 /**

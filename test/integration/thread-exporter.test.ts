@@ -1,0 +1,71 @@
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core'
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base'
+import { describe, expect, it } from 'vitest'
+import { createThreadExporter, type ExportThreadSettings } from '../../src/tracing/thread-exporter.js'
+import { answerJson, startFaultUpstream, type FaultExchange } from '../helpers/fault-upstream.js'
+
+/*
+ * The export thread (SPEC 17: export off the request path) against a real loopback collector:
+ * each batch's bytes arrive as encoded, with the configured headers; what the collector answers
+ * decides the result; shutdown waits for an export under way; a thread that cannot run fails
+ * its batches, says so, and is started again by the next export.
+ */
+
+const BODY = Uint8Array.from([10, 3, 1, 2, 3])
+const SPANS = [{}, {}] as unknown as ReadableSpan[]
+
+function settings(url: string): ExportThreadSettings {
+  return { url: `${url}/v1/traces`, headers: { 'x-collector-token': 'tok-collector-secret' }, timeoutMillis: 2_000, protocol: 'http/protobuf' }
+}
+
+function exported(exporter: SpanExporter): Promise<ExportResult> {
+  return new Promise((resolve) => exporter.export(SPANS, resolve))
+}
+
+function protobufAnswer(exchange: FaultExchange, status: number): void {
+  exchange.response.writeHead(status, { 'content-type': 'application/x-protobuf', 'content-length': 0 })
+  exchange.response.end()
+}
+
+describe('the export thread', () => {
+  it('posts each batch as encoded, with the configured headers, and says whether the collector took it', async () => {
+    const collector = await startFaultUpstream((exchange) => protobufAnswer(exchange, 200))
+    let stopped = 0
+    const exporter = createThreadExporter(settings(collector.url), () => BODY, () => stopped++)
+    expect((await exported(exporter)).code).toBe(ExportResultCode.SUCCESS)
+    const [first] = collector.exchanges
+    expect(first?.url).toBe('/v1/traces')
+    expect(first?.headers['content-type']).toBe('application/x-protobuf')
+    expect(first?.headers['x-collector-token']).toBe('tok-collector-secret')
+    expect([...(first?.body ?? [])]).toEqual([...BODY])
+
+    // A refusal the library does not retry (400) fails the batch, and tells nothing more.
+    collector.setHandler((exchange) => answerJson(exchange, 400, { message: 'tok-collector-secret' }))
+    const refused = await exported(exporter)
+    expect(refused.code).toBe(ExportResultCode.FAILED)
+    expect(String(refused.error)).not.toContain('tok-collector-secret')
+    await exporter.shutdown()
+    expect(stopped).toBe(0)
+  })
+
+  it('answers an export under way before shutdown resolves', async () => {
+    const collector = await startFaultUpstream((exchange) => setTimeout(() => protobufAnswer(exchange, 200), 300))
+    const exporter = createThreadExporter(settings(collector.url), () => BODY, () => undefined)
+    const pending = exported(exporter)
+    await collector.nextExchange()
+    await exporter.shutdown()
+    // Resolved already: the shutdown waited for the collector's answer.
+    const settled = await Promise.race([pending, new Promise((resolve) => setImmediate(() => resolve('pending')))])
+    expect(settled).toEqual({ code: ExportResultCode.SUCCESS })
+  })
+
+  it('fails the batches of a thread that cannot run, says so, and tries again with the next export', async () => {
+    let stopped = 0
+    const exporter = createThreadExporter(settings('http://127.0.0.1:9'), () => BODY, () => stopped++, new URL('./no-such-thread.js', import.meta.url))
+    expect((await exported(exporter)).code).toBe(ExportResultCode.FAILED)
+    expect(stopped).toBe(1)
+    expect((await exported(exporter)).code).toBe(ExportResultCode.FAILED)
+    expect(stopped).toBe(2)
+    await exporter.shutdown()
+  })
+})
