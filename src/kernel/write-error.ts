@@ -15,16 +15,16 @@ import type { Exchange } from './exchange.js'
  */
 export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<Logger, 'debug' | 'info' | 'error'>): void {
   const gatewayError = toGatewayError(error)
-  const clientGone = exchange.clientGone
   // A client that left ends its request (499): the upstream call its leaving cancelled failed for
   // that reason, not the upstream's, so it is no upstream failure and no error of the request (SPEC 17).
   // A keyed request's calls are not cancelled by it (SPEC 16): what they fail with is theirs.
-  if (!clientGone || exchange.outlivesClient !== undefined) {
+  const failureIsTheRequests = !exchange.clientGone || exchange.outlivesClient !== undefined
+  if (failureIsTheRequests) {
     exchange.record.errorCode = gatewayError.code
     // The tenant's V4 upstream, or SPEC 14's legacy one when the plan chose that side.
     noteUpstreamFailure(exchange.record, gatewayError, exchange.record.servedBy === 'legacy' ? 'legacy' : 'v4')
   }
-  logGatewayError(log, gatewayError, clientGone, exchange.id)
+  logGatewayError(log, gatewayError, !failureIsTheRequests, exchange.id)
   const response = exchange.response
   // A socket already destroyed (a cut connection) takes no answer; its response reports its end a turn later.
   if (response.headersSent || response.destroyed || response.socket?.destroyed === true) {

@@ -140,7 +140,7 @@ export function createMetrics(options: {
       : 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic) and status class',
     statusCodeLabel ? (['tenant', 'class', 'route', 'status_class', 'code'] as const) : (['tenant', 'class', 'route', 'status_class'] as const)
   )
-  gaugeAtScrape('v4gw_requests_in_flight', 'Requests in flight as limits.maxInFlight counts them: admitted and not ended, a keyed call whose client left included', options.requestsInFlight)
+  gaugeAtScrape('v4gw_requests_in_flight', 'Requests in flight as limits.maxInFlight counts them: admitted and not ended, a keyed call whose client left included, an event-loop shed until its 503 is written', options.requestsInFlight)
   const loadShed = counter(
     'v4gw_load_shed_total',
     'Requests answered 503 OVERLOADED before any work (SPEC 10), by reason: in_flight (limits.maxInFlight), event_loop (limits.maxEventLoopDelayMs)',

@@ -112,8 +112,8 @@ export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, de
     if (remainingMs <= 0 || exchange.clientGone) throw stillRunning(exchange, run, settings.keyHeader)
     // The first call ended (kept or not) or the wait is over: look again.
     waited = true
-    // The client leaving ends the wait: its in-flight slot (SPEC 10) is not held for nobody, and
-    // nothing is claimed or executed for it (a run outlives its client only once it has calls under way).
+    // The client leaving ends the wait: its in-flight slot (SPEC 10) is not held for nobody, nor is
+    // the key claimed again for it afterwards.
     await store.changed(recordKey, remainingMs, exchange)
     if (exchange.clientGone) throw stillRunning(exchange, run, settings.keyHeader)
   }

@@ -41,7 +41,7 @@ export function runPlan(plan: Plan, exchange: Exchange, deps: RunDeps): void {
       runCalls(exchange, plan, deps).catch((error: unknown) => deps.answerError(exchange, error))
       return
     case 'idempotent':
-      runKeyed(exchange, plan, deps).catch((error: unknown) => deps.answerError(exchange, error))
+      void runKeyed(exchange, plan, deps)
       return
   }
 }
@@ -69,9 +69,12 @@ async function readAndRunLegacyCall(exchange: Exchange, plan: ReadBodyPlan, deps
   else await runCalls(exchange, planned, deps)
 }
 
-/** SPEC 16's run, which a client that leaves does not cut: the kernel keeps its in-flight slot until it ends. */
+/**
+ * SPEC 16's run, which a client that leaves does not cut: the kernel keeps its in-flight slot,
+ * and reports its end, once the run has ended, its error answered (so recorded) included. Never rejects.
+ */
 function runKeyed(exchange: Exchange, plan: IdempotentPlan, deps: RunDeps): Promise<void> {
-  const running = runIdempotent(exchange, plan, deps)
+  const running = runIdempotent(exchange, plan, deps).catch((error: unknown) => deps.answerError(exchange, error))
   exchange.outlivesClient = running
   return running
 }

@@ -5,6 +5,8 @@ import { configSchema } from '../../src/config/schema.js'
 import { deepFreeze } from '../../src/util/deep-freeze.js'
 import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
+import { startOtlpReceiver } from '../helpers/otlp-receiver.js'
+import { useRedisServer } from '../helpers/redis-server.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
 
@@ -334,6 +336,26 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(retry.headers['idempotent-replayed']).toBe('true')
   })
 
+  it('logs the error a keyed call its client gave up on ends with, when it is not kept (SPEC 16, 17)', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url)
+    const controller = new AbortController()
+    const { request } = await import('undici')
+    const first = request(new URL('/v1/runs/invoke', gw.url), { method: 'POST', headers: { ...keyed('k-start', 'late-start'), 'content-type': 'application/json' }, body: '{"input":1,"stateId":"late"}', signal: controller.signal }).catch(() => undefined)
+    const start = await upstream.nextExchange()
+    expect(start.url).toBe('/v4/sessions.start')
+    controller.abort()
+    await first
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    // The start fails after the client left: no execution was sent, so nothing is kept, and the error is thrown.
+    resetConnection(start)
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'late-start'))
+    expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'late-start')).toMatchObject({ status: 499, error: 'UPSTREAM_UNAVAILABLE', cause: 'reset', idempotency: 'not_kept' })
+    // The access line is the only line of it at info (SPEC 17).
+    expect(gw.logs.lines().filter((line) => line.requestId === 'late-start').map((line) => line.msg)).toEqual(['request'])
+    expect((await send(gw.adminUrl, '/metrics')).text).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="v4",cause="reset"} 1')
+  })
+
   it('holds the in-flight slot (SPEC 10) of a call its client gave up on until the call ends', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { maxInFlight: 1, upstreamTimeoutMs: 3_000 } })
@@ -408,4 +430,37 @@ describe('SPEC 16 outcomes on the access line and in v4gw_idempotency_total (SPE
     expect(checked.error, 'promtool is not installed').toBeUndefined()
     expect(`${checked.stdout}${checked.stderr}`).toBe('')
   })
+})
+
+/**
+ * A keyed call its client gave up on ends within the grace period, its answer kept, its line
+ * written and its span exported before the gateway closes (SPEC 9, 16, 17); `store` may make keeping
+ * the answer a round trip.
+ */
+async function keyedCallAtClose(top: Record<string, unknown>): Promise<void> {
+  const receiver = await startOtlpReceiver()
+  const upstream = await startFaultUpstream(() => {})
+  // Spans leave only when the gateway closes (the batch delay outlasts the test).
+  const gw = await idempotentGateway(upstream.url, {}, {}, { ...top, shutdown: { graceMs: 5_000 }, tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 600_000 } })
+  const controller = new AbortController()
+  const { request } = await import('undici')
+  const first = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-closing', 'keyed-at-close'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+  const held = await upstream.nextExchange()
+  controller.abort()
+  await first
+  const closing = gw.close()
+  // The call ends past the first wait for requests to settle (1 s), within the grace period.
+  setTimeout(() => answerJson(held, 200, { output: 'finished' }), 1_500)
+  await closing
+  expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'keyed-at-close')).toMatchObject({ status: 499, idempotency: 'executed' })
+  expect(receiver.spans.filter((span) => span.kind === 'SERVER' && span.name === 'POST /v1/headless/runs')).toHaveLength(1)
+}
+
+describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
+  const redis = useRedisServer()
+
+  it('ends one within the grace period, logged and its span exported, with store: memory', () => keyedCallAtClose({}))
+
+  it('ends one within the grace period, logged and its span exported, with store: redis (keeping the answer is a round trip)', () =>
+    keyedCallAtClose({ store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'v4gw-keyed-close:' } } }))
 })
