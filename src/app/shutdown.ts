@@ -87,7 +87,7 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
         await admin.close()
         await Promise.race([upstream.close().catch(() => undefined), cutCome])
         // The calls have ended or been cut: a keyed request that outlived its client keeps its
-        // answer (a store round trip) and writes its line, span and counts within a few turns.
+        // answer (a store round trip) and writes its line, span and counts, waited for up to the guard.
         await Promise.race([trafficHandler.settled(), sleep(SETTLE_GUARD_MS, undefined, { ref: false })])
         // Every request has ended, so has its span: the queue goes to the collector now, unless the
         // grace period ends first (a collector away or slow never holds the exit past it).

@@ -16,6 +16,9 @@ export interface EncodedBatch {
   spans: number
 }
 
+/** How long a thread that stopped again without answering stays stopped before an export starts it once more. */
+const THREAD_RESTART_PAUSE_MS = 30_000
+
 export type ToExportThread = { kind: 'export'; id: number; batch: EncodedBatch } | { kind: 'shutdown' }
 export type FromExportThread = { kind: 'exported'; id: number; ok: boolean } | { kind: 'shut' }
 
@@ -25,16 +28,28 @@ export type FromExportThread = { kind: 'exported'; id: number; ok: boolean } | {
  * Why a thread: a process that makes the export's network calls on its own event loop served
  * about 3 % fewer requests at `sampleRatio: 0.01`, however few the exports, and whatever made
  * them (node:http, undici, the gateway's own pool); with the calls in a thread it did not
- * (docs/performance.md). The thread starts with the first export, and again after one it failed.
+ * (docs/performance.md). The thread starts with the first export, and again after it stopped
+ * (its batches failed; `onThreadStopped` hears of it once until the thread answers again).
  * No answer from the collector, nor any error of the thread, crosses back: only whether the
  * batch went (a header may carry a credential, and a collector may echo it).
  */
-export function createThreadExporter(settings: ExportThreadSettings, encode: (spans: ReadableSpan[]) => Uint8Array | undefined, onThreadStopped: () => void, threadFile: URL = exportThreadFile()): SpanExporter {
+export function createThreadExporter(
+  settings: ExportThreadSettings,
+  encode: (spans: ReadableSpan[]) => Uint8Array | undefined,
+  onThreadStopped: (code: string | undefined) => void,
+  threadFile: URL = exportThreadFile()
+): SpanExporter {
   let thread: Worker | undefined
   let nextId = 0
   const waiting = new Map<number, (result: ExportResult) => void>()
   let whenIdle: Array<() => void> = []
   let shut: (() => void) | undefined
+  let closing: Promise<void> | undefined
+  // Stops since the thread last answered: a thread that cannot start says so once, and is started
+  // again only after a pause (its batches meanwhile fail at once), not for every batch.
+  let stopsSinceAnswer = 0
+  let restartAt = 0
+  let stopCode: string | undefined
 
   function answer(id: number, ok: boolean): void {
     const done = waiting.get(id)
@@ -47,22 +62,29 @@ export function createThreadExporter(settings: ExportThreadSettings, encode: (sp
     }
   }
 
-  function started(): Worker {
+  function started(): Worker | undefined {
     if (thread !== undefined) return thread
+    if (performance.now() < restartAt) return undefined
     const worker = new Worker(threadFile, { workerData: settings })
     // The export never keeps the process alive; shutdown flushes what waits (SPEC 17).
     worker.unref()
     worker.on('message', (message: FromExportThread) => {
+      stopsSinceAnswer = 0
       if (message.kind === 'exported') answer(message.id, message.ok)
       else shut?.()
     })
-    // An error of the thread is followed by its exit, which answers what it held.
-    worker.on('error', () => undefined)
+    // An error of the thread is followed by its exit, which answers what it held. Only its code
+    // is told (MODULE_NOT_FOUND, ERR_WORKER_OUT_OF_MEMORY): a message could quote a header.
+    worker.on('error', (error: Error & { code?: unknown }) => {
+      stopCode = typeof error.code === 'string' ? error.code : error.name
+    })
     worker.on('exit', () => {
       if (thread === worker) thread = undefined
       for (const id of [...waiting.keys()]) answer(id, false)
-      if (shut === undefined) onThreadStopped()
-      else shut()
+      if (shut !== undefined) return shut()
+      if (stopsSinceAnswer++ > 0) restartAt = performance.now() + THREAD_RESTART_PAUSE_MS
+      else onThreadStopped(stopCode)
+      stopCode = undefined
     })
     thread = worker
     return worker
@@ -70,25 +92,40 @@ export function createThreadExporter(settings: ExportThreadSettings, encode: (sp
 
   return {
     export(spans, done) {
+      const failed = (why: string): void => done({ code: ExportResultCode.FAILED, error: new Error(why) })
+      if (closing !== undefined) return failed('the exporter is shut down')
       const body = encode(spans)
-      if (body === undefined || body.length === 0) return done({ code: ExportResultCode.FAILED, error: new Error('nothing to send') })
+      if (body === undefined || body.length === 0) return failed('nothing to send')
+      let worker: Worker | undefined
+      try {
+        worker = started()
+      } catch {
+        // A thread that cannot even be made (out of memory, too many threads): the batch fails, the request path never sees it.
+        worker = undefined
+      }
+      if (worker === undefined) return failed('the export thread is not running')
       const id = nextId++
       waiting.set(id, done)
       const message: ToExportThread = { kind: 'export', id, batch: { body, spans: spans.length } }
-      started().postMessage(message)
+      worker.postMessage(message)
     },
     forceFlush() {
       return waiting.size === 0 ? Promise.resolve() : new Promise((resolve) => whenIdle.push(resolve))
     },
-    async shutdown() {
-      const worker = thread
-      if (worker === undefined) return
-      await new Promise<void>((resolve) => {
-        shut = resolve
-        const message: ToExportThread = { kind: 'shutdown' }
-        worker.postMessage(message)
-      })
-      await worker.terminate()
+    shutdown() {
+      closing ??= (async () => {
+        const worker = thread
+        if (worker === undefined) return
+        // Held while it answers what it holds: a caller of close() (an embedder) may have nothing else keeping the process up.
+        worker.ref()
+        await new Promise<void>((resolve) => {
+          shut = resolve
+          const message: ToExportThread = { kind: 'shutdown' }
+          worker.postMessage(message)
+        })
+        await worker.terminate()
+      })()
+      return closing
     }
   }
 }

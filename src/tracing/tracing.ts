@@ -80,7 +80,7 @@ const EXPORT_TIMEOUT_MS = 10_000
 export function createTracing(deps: TracingDeps): Tracing {
   const { config } = deps
   const settings: ExportThreadSettings = { url: config.endpoint, headers: { ...config.headers }, timeoutMillis: EXPORT_TIMEOUT_MS, protocol: config.protocol }
-  const onThreadStopped = (): void => deps.logger.warn('trace export thread stopped: its batches are dropped, and the next export starts it again')
+  const onThreadStopped = (code: string | undefined): void => deps.logger.warn({ code }, 'trace export thread stopped: its batches are dropped until it runs again')
   const otlp: SpanExporter =
     config.protocol === 'http/json'
       ? createThreadExporter(settings, (spans) => JsonTraceSerializer.serializeRequest(spans) ?? undefined, onThreadStopped)
@@ -119,7 +119,7 @@ export function createTracing(deps: TracingDeps): Tracing {
  * span encoder in place of the library's serializer (otlp-protobuf.ts: the same bytes, measured
  * cheaper; docs/performance.md), which writes each batch a step at a time (encode-ahead.ts).
  */
-function protobufExporter(settings: ExportThreadSettings, onThreadStopped: () => void): SpanExporter {
+function protobufExporter(settings: ExportThreadSettings, onThreadStopped: (code: string | undefined) => void): SpanExporter {
   const encoding = encodingAhead(createSpanEncoder())
   return encoding.exporter(createThreadExporter(settings, encoding.serialize, onThreadStopped))
 }

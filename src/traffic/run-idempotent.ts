@@ -109,21 +109,24 @@ export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, de
       return
     }
     const remainingMs = waitUntil - performance.now()
-    if (remainingMs <= 0 || exchange.clientGone) throw stillRunning(exchange, run, settings.keyHeader)
-    // The first call ended (kept or not) or the wait is over: look again.
-    waited = true
+    if (remainingMs <= 0 && !exchange.clientGone) {
+      note(exchange, run, 'in_progress')
+      exchange.answerHeaders['retry-after'] = '1'
+      throw new GatewayError('IDEMPOTENCY_IN_PROGRESS', `a request with this ${settings.keyHeader} is still being executed; retry later`)
+    }
     // The client leaving ends the wait: its in-flight slot (SPEC 10) is not held for nobody, nor is
     // the key claimed again for it afterwards.
-    await store.changed(recordKey, remainingMs, exchange)
-    if (exchange.clientGone) throw stillRunning(exchange, run, settings.keyHeader)
+    if (!exchange.clientGone) {
+      // The first call ended (kept or not) or the wait is over: look again.
+      waited = true
+      await store.changed(recordKey, remainingMs, exchange)
+    }
+    if (exchange.clientGone) {
+      // Nobody to answer. Its line says the first call was still running, with no error: no call of its own failed.
+      note(exchange, run, 'in_progress')
+      return
+    }
   }
-}
-
-/** SPEC 16: the first call of the key still runs, past this request's wait: 409 with `Retry-After: 1`. */
-function stillRunning(exchange: Exchange, run: KeyedRun, keyHeader: string): GatewayError {
-  note(exchange, run, 'in_progress')
-  exchange.answerHeaders['retry-after'] = '1'
-  return new GatewayError('IDEMPOTENCY_IN_PROGRESS', `a request with this ${keyHeader} is still being executed; retry later`)
 }
 
 /** The first call of a key: runs the calls under a renewed claim, then keeps the answer or lets the key go. */

@@ -385,7 +385,7 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     const held = await upstream.nextExchange()
     upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'other' }))
     const controller = new AbortController()
-    const duplicate = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-dup'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    const duplicate = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-dup', 'dup-left'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
     await until(async () => /^v4gw_requests_in_flight 2$/m.test((await send(gw.adminUrl, '/metrics')).text))
     // The duplicate has claimed nothing and waits on the first call's record.
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -396,6 +396,10 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     answerJson(held, 200, { output: 'finished' })
     expect((await first).json.output).toBe('finished')
     expect(executions(upstream)).toHaveLength(2)
+    // Its line: it left while the first call ran, and no call of its own failed.
+    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'dup-left')
+    expect(line).toMatchObject({ status: 499, idempotency: 'in_progress' })
+    expect(line?.error).toBeUndefined()
   })
 
   it('never writes the token or the key into a log line', async () => {

@@ -59,13 +59,28 @@ describe('the export thread', () => {
     expect(settled).toEqual({ code: ExportResultCode.SUCCESS })
   })
 
-  it('fails the batches of a thread that cannot run, says so, and tries again with the next export', async () => {
-    let stopped = 0
-    const exporter = createThreadExporter(settings('http://127.0.0.1:9'), () => BODY, () => stopped++, new URL('./no-such-thread.js', import.meta.url))
+  it('fails the batches of a thread that cannot run, says so once with its code, and pauses before starting it again', async () => {
+    const stops: (string | undefined)[] = []
+    const exporter = createThreadExporter(settings('http://127.0.0.1:9'), () => BODY, (code) => stops.push(code), new URL('./no-such-thread.js', import.meta.url))
     expect((await exported(exporter)).code).toBe(ExportResultCode.FAILED)
-    expect(stopped).toBe(1)
+    expect(stops).toEqual(['MODULE_NOT_FOUND'])
+    // Started once more at once (a thread that ran and stopped comes back with the next batch), then paused.
     expect((await exported(exporter)).code).toBe(ExportResultCode.FAILED)
-    expect(stopped).toBe(2)
+    const paused = await exported(exporter)
+    expect(paused.code).toBe(ExportResultCode.FAILED)
+    expect(paused.error?.message).toBe('the export thread is not running')
+    expect(stops).toHaveLength(1)
     await exporter.shutdown()
+  })
+
+  it('shuts down once, however often asked, at once when it never exported, and takes no batch after', async () => {
+    const collector = await startFaultUpstream((exchange) => protobufAnswer(exchange, 200))
+    const idle = createThreadExporter(settings(collector.url), () => BODY, () => undefined)
+    await idle.shutdown()
+    const exporter = createThreadExporter(settings(collector.url), () => BODY, () => undefined)
+    expect((await exported(exporter)).code).toBe(ExportResultCode.SUCCESS)
+    await Promise.all([exporter.shutdown(), exporter.shutdown()])
+    expect((await exported(exporter)).code).toBe(ExportResultCode.FAILED)
+    expect(collector.exchanges).toHaveLength(1)
   })
 })
