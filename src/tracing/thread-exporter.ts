@@ -30,8 +30,9 @@ export type FromExportThread = { kind: 'exported'; id: number; ok: boolean } | {
  * them (node:http, undici, the gateway's own pool); with the calls in a thread it did not
  * (docs/performance.md). The thread starts with the first export, and again after it stopped
  * (its batches failed; `onThreadStopped` hears of it once until the thread answers again).
- * No answer from the collector, nor any error of the thread, crosses back: only whether the
- * batch went (a header may carry a credential, and a collector may echo it).
+ * No answer from the collector, nor any error message of the thread, crosses back: only whether
+ * the batch went, and why a thread stopped by its error's code (a header may carry a credential,
+ * and a collector may echo it).
  */
 export function createThreadExporter(
   settings: ExportThreadSettings,
