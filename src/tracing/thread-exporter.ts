@@ -66,9 +66,9 @@ export function createThreadExporter(
   function started(): Worker | undefined {
     if (thread !== undefined) return thread
     if (performance.now() < restartAt) return undefined
-    const worker = new Worker(threadFile, { workerData: settings })
-    // The export never keeps the process alive; shutdown flushes what waits (SPEC 17).
-    worker.unref()
+    // None of the process's Node options: a `--require`d agent has nothing to do in the thread, and
+    // some options (`--input-type`, set by a host that evaluates its entry) refuse a thread's file.
+    const worker = new Worker(threadFile, { workerData: settings, execArgv: [] })
     worker.on('message', (message: FromExportThread) => {
       stopsSinceAnswer = 0
       if (message.kind === 'exported') answer(message.id, message.ok)
@@ -87,6 +87,9 @@ export function createThreadExporter(
       else onThreadStopped(stopCode)
       stopCode = undefined
     })
+    // The export never keeps the process alive; shutdown flushes what waits (SPEC 17). After the
+    // listeners: adding a 'message' listener refs the thread again.
+    worker.unref()
     thread = worker
     return worker
   }

@@ -1,5 +1,6 @@
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core'
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { createThreadExporter, type ExportThreadSettings } from '../../src/tracing/thread-exporter.js'
 import { answerJson, startFaultUpstream, type FaultExchange } from '../helpers/fault-upstream.js'
@@ -82,5 +83,50 @@ describe('the export thread', () => {
     await Promise.all([exporter.shutdown(), exporter.shutdown()])
     expect((await exported(exporter)).code).toBe(ExportResultCode.FAILED)
     expect(collector.exchanges).toHaveLength(1)
+  })
+
+  it('keeps a process with nothing else to do alive until shutdown has the last answer of the thread (close() by an embedder)', async () => {
+    const collector = await startFaultUpstream((exchange) => setTimeout(() => protobufAnswer(exchange, 200), 300))
+    const built = fileURLToPath(new URL('../../dist/tracing/thread-exporter.js', import.meta.url))
+    // The child's only handle is the thread (its output is not even a pipe): without it held, the
+    // child would exit before shutdown resolves, with the exit code it set first. Started as a host
+    // that evaluates its entry (`--input-type`), an option a thread refuses.
+    const script = `
+      process.exitCode = 3
+      const { createThreadExporter } = await import(${JSON.stringify(built)})
+      const exporter = createThreadExporter(${JSON.stringify(settings(collector.url))}, () => Uint8Array.from([1]), () => {})
+      let exported
+      exporter.export([{}], (result) => (exported = result.code))
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      await exporter.shutdown()
+      process.exitCode = exported === 0 ? 0 : 4
+    `
+    // Async: the collector answers from this process while the child runs.
+    const { spawn } = await import('node:child_process')
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' })
+    expect(await new Promise((resolve) => child.on('exit', resolve))).toBe(0)
+    expect(collector.exchanges).toHaveLength(1)
+  })
+
+  it('never keeps a process alive by itself: one that exported and has nothing else to do exits', async () => {
+    const collector = await startFaultUpstream((exchange) => protobufAnswer(exchange, 200))
+    const built = fileURLToPath(new URL('../../dist/tracing/thread-exporter.js', import.meta.url))
+    const script = `
+      const { createThreadExporter } = await import(${JSON.stringify(built)})
+      const exporter = createThreadExporter(${JSON.stringify(settings(collector.url))}, () => Uint8Array.from([1]), () => {})
+      process.exitCode = 3
+      // Held by a timer of its own until the batch is answered; then nothing but the thread is left.
+      const held = setTimeout(() => {}, 60_000)
+      exporter.export([{}], (result) => {
+        clearTimeout(held)
+        process.exitCode = result.code === 0 ? 0 : 4
+      })
+    `
+    const { spawn } = await import('node:child_process')
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' })
+    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    const exit = await new Promise<[number | null, string | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])))
+    clearTimeout(killer)
+    expect(exit).toEqual([0, null])
   })
 })
