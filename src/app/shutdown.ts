@@ -53,6 +53,8 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
     announceCut = resolve
   })
   let claimsCut: Promise<void> = Promise.resolve()
+  /** Every request has ended, or the guard's time has passed. */
+  const settledOrGuard = (): Promise<unknown> => Promise.race([trafficHandler.settled(), sleep(SETTLE_GUARD_MS, undefined, { ref: false })])
 
   return {
     isDraining: () => draining,
@@ -82,13 +84,13 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
         // Every connection has ended or been cut, so every response closes within a turn or two;
         // the bound is a guard, and the wait for a keyed request whose client left (SPEC 16: it
         // ends when its calls do), which the one below waits for.
-        await Promise.race([trafficHandler.settled(), sleep(SETTLE_GUARD_MS, undefined, { ref: false })])
+        await settledOrGuard()
         trafficHandler.stop()
         await admin.close()
         await Promise.race([upstream.close().catch(() => undefined), cutCome])
         // The calls have ended or been cut: a keyed request that outlived its client keeps its
         // answer (a store round trip) and writes its line, span and counts, waited for up to the guard.
-        await Promise.race([trafficHandler.settled(), sleep(SETTLE_GUARD_MS, undefined, { ref: false })])
+        await settledOrGuard()
         // Every request has ended, so has its span: the queue goes to the collector now, unless the
         // grace period ends first (a collector away or slow never holds the exit past it).
         if (deps.tracing !== undefined) {

@@ -108,24 +108,23 @@ export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, de
       writeAnswer(exchange, replayed(exchange, plan.calls, record.answer), deps.isDraining())
       return
     }
-    const remainingMs = waitUntil - performance.now()
-    if (remainingMs <= 0 && !exchange.clientGone) {
-      note(exchange, run, 'in_progress')
-      exchange.answerHeaders['retry-after'] = '1'
-      throw new GatewayError('IDEMPOTENCY_IN_PROGRESS', `a request with this ${settings.keyHeader} is still being executed; retry later`)
-    }
     // The client leaving ends the wait: its in-flight slot (SPEC 10) is not held for nobody, nor is
     // the key claimed again for it afterwards.
     if (!exchange.clientGone) {
+      const remainingMs = waitUntil - performance.now()
+      if (remainingMs <= 0) {
+        note(exchange, run, 'in_progress')
+        exchange.answerHeaders['retry-after'] = '1'
+        throw new GatewayError('IDEMPOTENCY_IN_PROGRESS', `a request with this ${settings.keyHeader} is still being executed; retry later`)
+      }
       // The first call ended (kept or not) or the wait is over: look again.
       waited = true
       await store.changed(recordKey, remainingMs, exchange)
+      if (!exchange.clientGone) continue
     }
-    if (exchange.clientGone) {
-      // Nobody to answer. Its line says the first call was still running, with no error: no call of its own failed.
-      note(exchange, run, 'in_progress')
-      return
-    }
+    // Nobody to answer. Its line says the first call was still running, with no error: no call of its own failed.
+    note(exchange, run, 'in_progress')
+    return
   }
 }
 

@@ -4,7 +4,7 @@ import { GatewayError, isGatewayError } from '../errors/registry.js'
  * The code of the error the pool's calls fail with when the grace period ends (SPEC 9): the
  * gateway cut them, no upstream failed, so none is an upstream failure (SPEC 17).
  */
-export const CUT_AT_SHUTDOWN = 'V4GW_CUT_AT_SHUTDOWN'
+const CUT_AT_SHUTDOWN = 'V4GW_CUT_AT_SHUTDOWN'
 
 /** The error the gateway cuts its upstream calls with at the end of the grace period. */
 export function cutAtShutdownError(): Error {
