@@ -15,8 +15,15 @@ export function cutAtShutdownError(): Error {
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT'])
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
-  'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED'
+  'UND_ERR_SOCKET'
 ])
+
+/**
+ * undici's codes for a call dispatched into a pool already closed or destroyed, which only the
+ * gateway's shutdown does (SPEC 9): the call was never sent. A call that outlived its client (a
+ * keyed one, SPEC 16; one waiting on a shared `sessions.start`) can come to its next call then.
+ */
+const POOL_GONE_CODES = new Set(['UND_ERR_CLOSED', 'UND_ERR_DESTROYED'])
 
 /**
  * An answer undici would not take: it came, so the upstream was reached, but it cannot be read
@@ -58,6 +65,9 @@ function errorCodes(error: unknown): string[] {
 export function mapUpstreamError(error: unknown): GatewayError {
   if (isGatewayError(error)) return error
   const codes = errorCodes(error)
+  if (codes.some((code) => POOL_GONE_CODES.has(code))) {
+    return new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; the upstream call was not sent', { cause: error })
+  }
   if (codes.some((code) => TIMEOUT_CODES.has(code))) {
     return new GatewayError('UPSTREAM_TIMEOUT', 'the upstream did not answer in time', { cause: error })
   }
@@ -109,10 +119,12 @@ export function upstreamFailureCause(error: GatewayError): UpstreamFailureCause 
 }
 
 /**
- * Whether a failed call never reached the upstream: refused, a name that did not resolve, or a
- * connection not made in time. SPEC 16 keeps no answer of such a call, so that a retry runs it.
+ * Whether a failed call never reached the upstream: refused, a name that did not resolve, a
+ * connection not made in time, or not sent because the gateway was shutting down. SPEC 16 keeps
+ * no answer of such a call, so that a retry runs it.
  */
 export function failedBeforeSending(error: GatewayError): boolean {
+  if (error.code === 'SHUTTING_DOWN') return true
   if (error.code !== 'UPSTREAM_UNAVAILABLE' && error.code !== 'UPSTREAM_TIMEOUT') return false
   const codes = errorCodes(error.cause)
   return codes.includes('ECONNREFUSED') || codes.includes('UND_ERR_CONNECT_TIMEOUT') || codes.some((code) => DNS_CODES.has(code))

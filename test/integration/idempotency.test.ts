@@ -467,4 +467,28 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
 
   it('ends one within the grace period, logged and its span exported, with store: redis (keeping the answer is a round trip)', () =>
     keyedCallAtClose({ store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'v4gw-keyed-close:' } } }))
+
+  it('keeps nothing of one whose execution would go out after the pool closed: never sent, its claim deleted, no upstream failure', async () => {
+    const prefix = 'v4gw-keyed-not-sent:'
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, {}, {}, { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: prefix } }, shutdown: { graceMs: 5_000 } })
+    const controller = new AbortController()
+    const { request } = await import('undici')
+    const first = request(new URL('/v1/runs/invoke', gw.url), { method: 'POST', headers: { ...keyed('k-not-sent', 'not-sent'), 'content-type': 'application/json' }, body: '{"input":1,"stateId":"late"}', signal: controller.signal }).catch(() => undefined)
+    const start = await upstream.nextExchange()
+    expect(start.url).toBe('/v4/sessions.start')
+    controller.abort()
+    await first
+    const closing = gw.close()
+    // The start answers past the first wait for requests to settle (1 s): the pool is closed by then.
+    setTimeout(() => answerJson(start, 200, { sessionId: 'sess-late' }), 1_500)
+    await closing
+    expect(executions(upstream)).toHaveLength(0)
+    // SPEC 16: no execution call was sent, so the claim is deleted and a retry on any replica runs it.
+    expect(await redis.client().keys(`${prefix}i:*`)).toEqual([])
+    // The gateway's own shutdown, not an upstream failure (SPEC 17): no cause on the line.
+    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'not-sent')
+    expect(line).toMatchObject({ status: 499, error: 'SHUTTING_DOWN', idempotency: 'not_kept' })
+    expect(line).not.toHaveProperty('cause')
+  })
 })
