@@ -38,7 +38,6 @@ export interface ServerSpanFacts {
   readonly path: string | undefined
   /** The query as sent (without its `?`); the query credential (SPEC 5) is removed before it is recorded. */
   readonly rawQuery: string
-  readonly queryCredential: string | null
   readonly httpVersion: string
   /** From the `Host` the kernel checked; undefined for a request refused before that. */
   readonly serverAddress: string | undefined
@@ -129,7 +128,12 @@ export class RecordedRequestSpan implements RequestSpan {
     /** The untrusted client's context, as a link. */
     private readonly links: Link[] | undefined,
     private readonly method: string,
-    private readonly startedAt: number
+    private readonly startedAt: number,
+    /**
+     * SPEC 5's query credential parameter under the config the request started with (SPEC 8: it
+     * finishes under that config), removed from `url.query` whenever the span ends.
+     */
+    private readonly queryCredential: string | null
   ) {
     this.spanId = recorder.newSpanId()
     this.context = { traceId, spanId: this.spanId, traceFlags: TraceFlags.SAMPLED }
@@ -157,7 +161,7 @@ export class RecordedRequestSpan implements RequestSpan {
         kind: SpanKind.SERVER,
         // Until its facts are known a SERVER span is named by its method (SPEC 17).
         name: facts?.name ?? this.method,
-        attributes: facts === undefined ? {} : serverAttributes(facts),
+        attributes: facts === undefined ? {} : serverAttributes(facts, this.queryCredential),
         links: this.links,
         // Semantic conventions: a SERVER span is an error for a 5xx only (a 4xx is the client's).
         error: facts !== undefined && facts.statusCode >= 500,
@@ -312,12 +316,12 @@ function clientAttributes(call: ClientCallStart): Attributes {
   return attributes
 }
 
-function serverAttributes(facts: ServerSpanFacts): Attributes {
+function serverAttributes(facts: ServerSpanFacts, queryCredential: string | null): Attributes {
   const attributes: Attributes = {}
   methodAttributes(facts.name.split(' ', 1)[0] as string, attributes)
   attributes[ATTR_URL_SCHEME] = facts.scheme
   set(attributes, ATTR_URL_PATH, facts.path)
-  const query = safeQuery(facts.rawQuery, facts.queryCredential)
+  const query = safeQuery(facts.rawQuery, queryCredential)
   if (query !== '') attributes[ATTR_URL_QUERY] = attributeText(query)
   set(attributes, ATTR_HTTP_ROUTE, facts.route)
   attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = facts.statusCode

@@ -60,7 +60,7 @@ export interface TracingDeps {
  */
 export interface Tracing {
   /** The SERVER span of one request on the traffic listener (SPEC 17), with its W3C parent or link. */
-  startRequest(start: ServerSpanStart, settings: TracingRequestSettings): RequestSpan
+  startRequest(start: ServerSpanStart, settings: TracingRequestSettings, queryCredential: string | null): RequestSpan
   /** Exports what is queued and stops; resolves when the last batch is answered or failed. */
   shutdown(): Promise<void>
 }
@@ -106,9 +106,9 @@ export function createTracing(deps: TracingDeps): Tracing {
   const make: SpanMaking = { recorder, propagator: new W3CTraceContextPropagator(), ids }
 
   return {
-    startRequest(start, settings) {
+    startRequest(start, settings, queryCredential) {
       // `sampleRatio` reloads (SPEC 17): its bound is read per request.
-      return startServerSpan(make, start, settings.trustIncoming, ratioBound(settings.sampleRatio))
+      return startServerSpan(make, start, settings.trustIncoming, ratioBound(settings.sampleRatio), queryCredential)
     },
     shutdown: () => queue.shutdown()
   }
@@ -131,7 +131,7 @@ function protobufExporter(settings: ExportThreadSettings, onThreadStopped: (code
  * link (a client can neither force sampling nor graft the gateway's spans onto a trace of its
  * choosing; docs/decisions.md).
  */
-function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming: boolean, sampleBound: number): RequestSpan {
+function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming: boolean, sampleBound: number, queryCredential: string | null): RequestSpan {
   let parent: SpanContext | undefined
   let links: Link[] | undefined
   if (start.headers.traceparent !== undefined) {
@@ -156,7 +156,7 @@ function startServerSpan(make: SpanMaking, start: ServerSpanStart, trustIncoming
     sampled = (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED
   }
   if (!sampled) return new UnrecordedRequestSpan(traceId, make.ids.spanId(), make.ids.spanId)
-  return new RecordedRequestSpan(make.recorder, traceId, parent, links, start.method, start.startedAt)
+  return new RecordedRequestSpan(make.recorder, traceId, parent, links, start.method, start.startedAt, queryCredential)
 }
 
 interface SpanMaking {

@@ -30,7 +30,7 @@ export interface TracedRequests {
  */
 export function createTracedRequests(tracing: Tracing): TracedRequests {
   function start(exchange: Exchange, runtime: GatewayRuntime): RequestSpan {
-    const span = tracing.startRequest(exchange.head, runtime.config.tracing)
+    const span = tracing.startRequest(exchange.head, runtime.config.tracing, runtime.config.credentials.queryParam)
     exchange.span = span
     return span
   }
@@ -49,7 +49,7 @@ export function createTracedRequests(tracing: Tracing): TracedRequests {
       const served = exchange.span !== undefined
       const span = exchange.span ?? start(exchange, runtime)
       // Facts only for a sampled span: most requests (sampleRatio 0.01) build none.
-      span.end(span.recording ? serverSpanFacts(exchange, statusCode, runtime, served) : undefined, performance.now())
+      span.end(span.recording ? serverSpanFacts(exchange, statusCode, served) : undefined, performance.now())
       return span
     }
   }
@@ -100,7 +100,7 @@ function v4CallNamer(): CallNames['buffered'] {
 /** The credential kinds of SPEC 5 as SPEC 17's `v4gw.credential.type` names them. */
 const CREDENTIAL_TYPES: Readonly<Record<string, string>> = { 'session-token': 'session', 'service-key': 'service-key', 'service-account-id': 'service-account-id', none: 'none' }
 
-function serverSpanFacts(exchange: Exchange, statusCode: number, runtime: GatewayRuntime, served: boolean): ServerSpanFacts {
+function serverSpanFacts(exchange: Exchange, statusCode: number, served: boolean): ServerSpanFacts {
   const { head, record } = exchange
   const route = record.trafficClass === 'native' ? NATIVE_ROUTE : record.legacyRoute?.slice(record.legacyRoute.indexOf(' ') + 1)
   const queryAt = head.url.indexOf('?')
@@ -114,7 +114,6 @@ function serverSpanFacts(exchange: Exchange, statusCode: number, runtime: Gatewa
     scheme: head.protocol,
     path: pathOf(head.url),
     rawQuery: queryAt === -1 ? '' : head.url.slice(queryAt + 1).split('#', 1)[0] as string,
-    queryCredential: runtime.config.credentials.queryParam,
     httpVersion: head.httpVersion,
     serverAddress: host?.address,
     serverPort: host?.port,

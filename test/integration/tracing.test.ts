@@ -1,10 +1,15 @@
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
+import { answerJson, startFaultUpstream } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
-import { useOtlpReceiver, type ExportedSpan, type OtlpReceiver } from '../helpers/otlp-receiver.js'
+import { startOtlpReceiver, useOtlpReceiver, type ExportedSpan, type OtlpReceiver } from '../helpers/otlp-receiver.js'
 import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
 import { useStaleableV4Upstream } from '../helpers/stale-v4-upstream.js'
 import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
-import { testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
+import { startGateway, testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
+import { useTempDir } from '../helpers/temp-dir.js'
 import { until } from '../helpers/until.js'
 
 // Issue 30 points 1, 2, 5 and 7 (SPEC 17): the spans a traced gateway exports, read back from a
@@ -405,5 +410,29 @@ describe('tracing on, a request in stage shadow (SPEC 15, 17)', () => {
     expect(legacyCall).toMatchObject({ kind: 'CLIENT', name: 'POST /v1/headless/runs', parentSpanId: server.spanId })
     expect(legacyCall.attributes).not.toHaveProperty('v4gw.shadow')
     expect(server.attributes).toMatchObject({ 'v4gw.migration.stage': 'shadow', 'v4gw.served_by': 'legacy' })
+  })
+})
+
+describe('tracing on, a reload while a request runs', () => {
+  const dir = useTempDir('v4gw-tracing-reload-')
+
+  it('keeps the query credential of the config the request started with out of url.query, whatever a reload changes meanwhile (SPEC 5, 8, 17)', async () => {
+    const token = 'tok-reload-secret-7c1'
+    const upstream = await startFaultUpstream(() => {})
+    const receiver = await startOtlpReceiver()
+    const path = join(dir.path, 'gateway.yaml')
+    const config = (queryParam: string | null) => tracedConfig(upstream.url, receiver, {}, { credentials: { queryParam } })
+    await writeFile(path, stringify(config('access_token')))
+    const gw = await startGateway(config('access_token'), { configPath: path })
+    const answer = send(gw.url, `/v1/headless/runs?access_token=${token}&page=2`, { json: { input: 1 } })
+    const held = await upstream.nextExchange()
+    // The request read its credential from the query; the reload now names no query credential.
+    await writeFile(path, stringify(config(null)))
+    expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    answerJson(held, 200, { output: 'done' })
+    expect((await answer).status).toBe(200)
+    await until(() => receiver.spans.some((span) => span.kind === 'SERVER'))
+    expect(receiver.spans.find((span) => span.kind === 'SERVER')?.attributes['url.query']).toBe('page=2')
+    for (const body of receiver.bodies) expect(body.includes(token)).toBe(false)
   })
 })

@@ -96,7 +96,6 @@ const FACTS: ServerSpanFacts = {
   scheme: 'http',
   path: LONG_PATH,
   rawQuery: 'page=2&access_token=secret-value',
-  queryCredential: 'access_token',
   httpVersion: '1.1',
   serverAddress: 'gateway.internal',
   serverPort: 8080,
@@ -123,7 +122,7 @@ describe('the spans the gateway records, against the SDK making the same spans',
   it('a new root with a link, an error answer, a failed call and a long path serialise to the same bytes', () => {
     const spans = recorder()
     const link: SpanContext = { traceId: 'c'.repeat(32), spanId: 'd'.repeat(16), traceFlags: TraceFlags.SAMPLED, isRemote: true }
-    const request = new RecordedRequestSpan(spans, 'a'.repeat(31) + '1', undefined, [{ context: link }], 'POST', performance.now())
+    const request = new RecordedRequestSpan(spans, 'a'.repeat(31) + '1', undefined, [{ context: link }], 'POST', performance.now(), 'access_token')
     const calls = request.callTracer(() => NAMES)
     const answered = calls.traceCall(call('/v4/sessions.start?access_token=secret-value&x=1'), false)
     answered.answered(503)
@@ -154,7 +153,7 @@ describe('the spans the gateway records, against the SDK making the same spans',
 
   it('ignores what a call hears after its span ended, and records a call started after its request ended under the request', () => {
     const spans = recorder()
-    const request = new RecordedRequestSpan(spans, '1'.repeat(32), undefined, undefined, 'POST', performance.now())
+    const request = new RecordedRequestSpan(spans, '1'.repeat(32), undefined, undefined, 'POST', performance.now(), 'access_token')
     const calls = request.callTracer(() => NAMES)
     const answered = calls.traceCall(call('/v4/sessions.start'), false)
     answered.answered(200)
@@ -186,7 +185,7 @@ describe('the spans the gateway records, against the SDK making the same spans',
     const spans = recorder()
     // Readings of the past, as a request's are when its spans are made (the SDK takes a later one for a date).
     const startedAt = performance.now() - 2_000
-    const request = new RecordedRequestSpan(spans, 'b'.repeat(32), undefined, undefined, 'GET', startedAt)
+    const request = new RecordedRequestSpan(spans, 'b'.repeat(32), undefined, undefined, 'GET', startedAt, 'access_token')
     const endedAt = startedAt + 1234.5
     request.end(undefined, endedAt)
     const [ours] = spans.spans as [ReadableSpan]
@@ -204,7 +203,7 @@ describe('the spans the gateway records, against the SDK making the same spans',
   it('ends a span whose end reading comes before its start at its start, as the SDK does, and gives the same times on every read', () => {
     const spans = recorder()
     const startedAt = performance.now() - 1_000
-    const request = new RecordedRequestSpan(spans, 'c'.repeat(32), undefined, undefined, 'GET', startedAt)
+    const request = new RecordedRequestSpan(spans, 'c'.repeat(32), undefined, undefined, 'GET', startedAt, 'access_token')
     request.end(undefined, startedAt - 5)
     const [ours] = spans.spans as [ReadableSpan]
     const provider = new BasicTracerProvider({ resource: RESOURCE, sampler: new AlwaysOnSampler() })
@@ -222,7 +221,7 @@ describe('the spans the gateway records, against the SDK making the same spans',
   it('a SERVER span under a trusted parent, ended before its facts were known, serialises to the same bytes', () => {
     const spans = recorder()
     const parent: SpanContext = { traceId: 'e'.repeat(32), spanId: 'f'.repeat(16), traceFlags: TraceFlags.SAMPLED, isRemote: true }
-    const request = new RecordedRequestSpan(spans, parent.traceId, parent, undefined, 'GET', performance.now())
+    const request = new RecordedRequestSpan(spans, parent.traceId, parent, undefined, 'GET', performance.now(), 'access_token')
     request.end(undefined, performance.now())
     // Ended again (a second end is ignored, as the SDK's span ignores it): recorded once.
     request.end(undefined, performance.now())

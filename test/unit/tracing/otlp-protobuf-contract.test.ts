@@ -173,7 +173,7 @@ describe('the gateway\'s OTLP protobuf encoder (contract with @opentelemetry/otl
     const recorded: ReadableSpan[] = []
     let next = 0
     const recorder = { resource, scope: SCOPE, newSpanId: () => (++next).toString(16).padStart(16, '0'), record: (span: ReadableSpan) => recorded.push(span) }
-    const request = new RecordedRequestSpan(recorder, REMOTE.traceId, REMOTE, [{ context: LOCAL }], 'POST', performance.now())
+    const request = new RecordedRequestSpan(recorder, REMOTE.traceId, REMOTE, [{ context: LOCAL }], 'POST', performance.now(), 'access_token')
     const names: CallNames = { buffered: () => ({ name: 'POST /v4/sessions/{sessionId}/executions.execute', resendCount: 1 }), streamed: () => 'POST /v4/*', queryCredential: 'access_token' }
     const tracer = request.callTracer(() => names)
     const call = tracer.traceCall({ method: 'POST', origin: 'http://127.0.0.1:4010', path: '/v4/sessions/s-1/executions.execute?access_token=secret&x=1', headers: {} } as unknown as UpstreamRequest, false)
@@ -187,7 +187,6 @@ describe('the gateway\'s OTLP protobuf encoder (contract with @opentelemetry/otl
       scheme: 'http',
       path: '/v1/headless/runs',
       rawQuery: 'a=1&access_token=secret',
-      queryCredential: 'access_token',
       httpVersion: '1.1',
       serverAddress: 'gateway.internal',
       serverPort: 8080,

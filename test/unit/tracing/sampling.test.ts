@@ -41,7 +41,7 @@ describe('sampling a new root', () => {
   it('records exactly the requests whose trace id TraceIdRatioBased samples, in the trace the ratio was asked about', () => {
     const ratio = new TraceIdRatioBasedSampler(0.5)
     const gateway = started(0.5)
-    const requests = Array.from({ length: 400 }, () => gateway.startRequest(HEAD, { sampleRatio: 0.5, trustIncoming: false }))
+    const requests = Array.from({ length: 400 }, () => gateway.startRequest(HEAD, { sampleRatio: 0.5, trustIncoming: false }, null))
     for (const request of requests) {
       const sampled = ratio.shouldSample(ROOT_CONTEXT, request.traceId).decision === SamplingDecision.RECORD_AND_SAMPLED
       expect(request.recording).toBe(sampled)
@@ -59,7 +59,7 @@ describe('sampling a new root', () => {
 
   it('gives every unsampled request and call its own ids', () => {
     const gateway = started(0)
-    const requests = Array.from({ length: 50 }, () => gateway.startRequest(HEAD, { sampleRatio: 0, trustIncoming: false }))
+    const requests = Array.from({ length: 50 }, () => gateway.startRequest(HEAD, { sampleRatio: 0, trustIncoming: false }, null))
     expect(requests.every((request) => !request.recording)).toBe(true)
     expect(new Set(requests.map((request) => request.traceId)).size).toBe(50)
     const calls = requests[0]?.callTracer(() => NAMES)
@@ -73,9 +73,9 @@ describe('a trusted parent', () => {
   it('decides by its sampled flag, whatever the ratio', () => {
     const gateway = started(0)
     const parent = (flags: string): { traceparent: string } => ({ traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-${flags}` })
-    const sampled = gateway.startRequest({ ...HEAD, headers: parent('01') }, { sampleRatio: 0, trustIncoming: true })
+    const sampled = gateway.startRequest({ ...HEAD, headers: parent('01') }, { sampleRatio: 0, trustIncoming: true }, null)
     expect(sampled).toMatchObject({ recording: true, traceId: 'a'.repeat(32) })
-    const unsampled = gateway.startRequest({ ...HEAD, headers: parent('00') }, { sampleRatio: 1, trustIncoming: true })
+    const unsampled = gateway.startRequest({ ...HEAD, headers: parent('00') }, { sampleRatio: 1, trustIncoming: true }, null)
     expect(unsampled).toMatchObject({ recording: false, traceId: 'a'.repeat(32) })
   })
 })
