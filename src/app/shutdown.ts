@@ -7,6 +7,8 @@ import type { SessionStore } from '../sessions/session-store.js'
 import type { TrafficHandler } from '../traffic/traffic-handler.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 
+const done = (): true => true
+
 /** How long `close` waits at most for the last responses to report their end. */
 const SETTLE_GUARD_MS = 1_000
 
@@ -25,7 +27,7 @@ export interface ShutdownDeps {
   /** How long an idle kept-alive traffic connection may stay once closing starts (read at close). */
   idleCloseMs: () => number
   /** SPEC 17: the spans still queued are exported once the requests are done, within the grace period. */
-  tracing?: { shutdown(): Promise<void> } | undefined
+  tracing?: { shutdown(): Promise<void>; abandon(): void } | undefined
   /** `shutdown.graceMs`, read at close: what is left of it bounds the last export. */
   graceMs?: () => number
 }
@@ -95,7 +97,10 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
         // grace period ends first (a collector away or slow never holds the exit past it).
         if (deps.tracing !== undefined) {
           const graceLeftMs = Math.max(0, (deps.graceMs?.() ?? 0) - (performance.now() - closeStartedAt))
-          await Promise.race([deps.tracing.shutdown().catch(() => undefined), cutCome, sleep(graceLeftMs, undefined, { ref: false })])
+          const flushed = await Promise.race([deps.tracing.shutdown().then(done, done), cutCome.then(() => false), sleep(graceLeftMs, false, { ref: false })])
+          // Past the grace period the export is let go: an embedder's close() returns now, and what
+          // is still being sent must not hold its process up to the export's own timeout.
+          if (!flushed) deps.tracing.abandon()
         }
         if (deps.ownsSessionStore) await sessionStore.close?.()
         await claimsCut

@@ -19,6 +19,16 @@ export interface EncodedBatch {
 /** How long a thread that stopped again without answering stays stopped before an export starts it once more. */
 const THREAD_RESTART_PAUSE_MS = 30_000
 
+/** The span exporter, and a way to let go of its thread when there is no time left to wait for it. */
+export interface ThreadExporter extends SpanExporter {
+  /**
+   * The grace period ended before the shutdown did (SPEC 9): the thread is stopped now, the
+   * batches it still held fail (counted as dropped), and nothing of it keeps the process alive,
+   * since an embedder's `close()` has returned. No batch is taken after.
+   */
+  abandon(): void
+}
+
 export type ToExportThread = { kind: 'export'; id: number; batch: EncodedBatch } | { kind: 'shutdown' }
 export type FromExportThread = { kind: 'exported'; id: number; ok: boolean } | { kind: 'shut' }
 
@@ -39,7 +49,7 @@ export function createThreadExporter(
   encode: (spans: ReadableSpan[]) => Uint8Array | undefined,
   onThreadStopped: (code: string | undefined) => void,
   threadFile: URL = exportThreadFile()
-): SpanExporter {
+): ThreadExporter {
   let thread: Worker | undefined
   let nextId = 0
   const waiting = new Map<number, (result: ExportResult) => void>()
@@ -130,6 +140,14 @@ export function createThreadExporter(
         await worker.terminate()
       })()
       return closing
+    },
+    abandon() {
+      closing ??= Promise.resolve()
+      const worker = thread
+      if (worker === undefined) return
+      worker.unref()
+      // Its exit answers what it held (failed) and ends a shutdown under way.
+      void worker.terminate()
     }
   }
 }

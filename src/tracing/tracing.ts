@@ -63,6 +63,8 @@ export interface Tracing {
   startRequest(start: ServerSpanStart, settings: TracingRequestSettings, queryCredential: string | null): RequestSpan
   /** Exports what is queued and stops; resolves when the last batch is answered or failed. */
   shutdown(): Promise<void>
+  /** The grace period ended first: what is still queued or being sent is dropped, and nothing of tracing keeps the process alive. */
+  abandon(): void
 }
 
 /**
@@ -81,10 +83,12 @@ export function createTracing(deps: TracingDeps): Tracing {
   const { config } = deps
   const settings: ExportThreadSettings = { url: config.endpoint, headers: { ...config.headers }, timeoutMillis: EXPORT_TIMEOUT_MS, protocol: config.protocol }
   const onThreadStopped = (code: string | undefined): void => deps.logger.warn({ code }, 'trace export thread stopped: its batches are dropped until it runs again')
-  const otlp: SpanExporter =
-    config.protocol === 'http/json'
-      ? createThreadExporter(settings, (spans) => JsonTraceSerializer.serializeRequest(spans) ?? undefined, onThreadStopped)
-      : protobufExporter(settings, onThreadStopped)
+  // OTLP/HTTP in protobuf with the gateway's own span encoder in place of the library's serializer
+  // (otlp-protobuf.ts: the same bytes, measured cheaper; docs/performance.md), which writes each
+  // batch a step at a time (encode-ahead.ts); JSON with the library's. The thread sends them.
+  const encoding = config.protocol === 'http/json' ? undefined : encodingAhead(createSpanEncoder())
+  const thread = createThreadExporter(settings, encoding?.serialize ?? ((spans) => JsonTraceSerializer.serializeRequest(spans) ?? undefined), onThreadStopped)
+  const otlp: SpanExporter = encoding === undefined ? thread : encoding.exporter(thread)
   const queue = new BoundedQueue(config.maxQueueSpans, deps.onSpansDropped)
   const exporter = new ReportingExporter(otlp, queue, deps.logger)
   queue.processor = new BatchSpanProcessor(exporter, {
@@ -110,18 +114,9 @@ export function createTracing(deps: TracingDeps): Tracing {
       // `sampleRatio` reloads (SPEC 17): its bound is read per request.
       return startServerSpan(make, start, settings.trustIncoming, ratioBound(settings.sampleRatio), queryCredential)
     },
-    shutdown: () => queue.shutdown()
+    shutdown: () => queue.shutdown(),
+    abandon: () => thread.abandon()
   }
-}
-
-/**
- * OTLP/HTTP in protobuf, sent by the export thread (thread-exporter.ts), with the gateway's own
- * span encoder in place of the library's serializer (otlp-protobuf.ts: the same bytes, measured
- * cheaper; docs/performance.md), which writes each batch a step at a time (encode-ahead.ts).
- */
-function protobufExporter(settings: ExportThreadSettings, onThreadStopped: (code: string | undefined) => void): SpanExporter {
-  const encoding = encodingAhead(createSpanEncoder())
-  return encoding.exporter(createThreadExporter(settings, encoding.serialize, onThreadStopped))
 }
 
 /**

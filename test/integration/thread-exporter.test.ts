@@ -85,6 +85,19 @@ describe('the export thread', () => {
     expect(collector.exchanges).toHaveLength(1)
   })
 
+  it('abandon(): the batch a silent collector holds fails at once, a shutdown under way ends, and no batch is taken after', async () => {
+    const collector = await startFaultUpstream(() => {})
+    const exporter = createThreadExporter({ ...settings(collector.url), timeoutMillis: 60_000 }, () => BODY, () => {})
+    const held = exported(exporter)
+    await collector.nextExchange()
+    const shutting = exporter.shutdown()
+    exporter.abandon()
+    expect((await held).code).toBe(ExportResultCode.FAILED)
+    await shutting
+    expect((await exported(exporter)).code).toBe(ExportResultCode.FAILED)
+    expect(collector.exchanges).toHaveLength(1)
+  })
+
   it('keeps a process with nothing else to do alive until shutdown has the last answer of the thread (close() by an embedder)', async () => {
     const collector = await startFaultUpstream((exchange) => setTimeout(() => protobufAnswer(exchange, 200), 300))
     const built = fileURLToPath(new URL('../../dist/tracing/thread-exporter.js', import.meta.url))

@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process'
 import { createServer, type AddressInfo } from 'node:net'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
@@ -120,5 +122,38 @@ describe('SIGTERM with spans queued', () => {
     expect(await gateway.exited).toBe(0)
     expect(receiver.spans.filter((span) => span.kind === 'SERVER').map((span) => span.name).sort()).toEqual(['GET /v4/*', 'POST /v1/headless/runs'])
     expect(receiver.spans.filter((span) => span.kind === 'CLIENT')).toHaveLength(2)
+  })
+})
+
+describe('an embedder closing a gateway whose collector never answers', () => {
+  const upstream = useRecordingUpstream()
+
+  it('lets go of the export at the end of the grace period: once close() has returned, nothing of tracing keeps the process alive', async () => {
+    const receiver = await startOtlpReceiver({ kind: 'hang' })
+    const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../../dist/${path}`, import.meta.url)))
+    const config = testConfig(upstream.url, { shutdown: { graceMs: 1_500 }, tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 600_000 } })
+    // The embedder's own handles are gone once close() returns; the export's timeout (10 s) is
+    // what would hold the process if the export thread were still held.
+    const script = `
+      process.exitCode = 3
+      const { buildGateway } = await import(${dist('app.js')})
+      const { configSchema } = await import(${dist('config/schema.js')})
+      const { createLogger } = await import(${dist('observability/logger.js')})
+      const { Writable } = await import('node:stream')
+      const logger = createLogger({ level: 'silent', destination: new Writable({ write: (chunk, encoding, done) => done() }) })
+      const gateway = await buildGateway({ config: configSchema.parse(${JSON.stringify(config)}), logger })
+      const { trafficUrl } = await gateway.listen({ host: '127.0.0.1', trafficPort: 0, adminPort: 0 })
+      const answer = await fetch(new URL('/v1/headless/runs', trafficUrl), { method: 'POST', headers: { authorization: 'Bearer demo-token-alice', 'content-type': 'application/json' }, body: '{"input":1}' })
+      await answer.text()
+      await gateway.close()
+      process.exitCode = answer.status === 200 ? 0 : 4
+    `
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' })
+    const killer = setTimeout(() => child.kill('SIGKILL'), 6_000)
+    const exit = await new Promise<[number | null, string | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])))
+    clearTimeout(killer)
+    expect(exit).toEqual([0, null])
+    // The flush did reach the collector, which held it.
+    expect(receiver.held).toBe(1)
   })
 })
