@@ -53,6 +53,8 @@ export interface LegacyCallInput {
   call: LegacyCall
   /** The parsed body, for a `body:` state key. */
   body: Record<string, unknown>
+  /** The body's text when it is the V4 execution body as it stands (prepare-legacy-call.ts `asV4ExecuteBody`). */
+  asSent?: string | undefined
   requestHeaders: Record<string, string | string[] | undefined>
   /** Headers of every V4 call: `authorization`, `x-request-id`, `x-forwarded-*`, … (runtime-call-headers.ts). */
   headers: Record<string, string>
@@ -76,7 +78,8 @@ export function buildLegacyCalls(input: LegacyCallInput): LegacyCalls {
   const extra = input.executionHeader
   const executionHeaders = extra === undefined ? headers : { ...headers, [extra.name]: extra.value }
   if (input.route.action === 'execute') {
-    return { action: 'execute', execution: { method: 'POST', path: V4_EXECUTE_PATH, headers: executionHeaders, body: toJsonBody(translateExecute(input.call)) } }
+    const body = input.asSent ?? toJsonBody(translateExecute(input.call))
+    return { action: 'execute', execution: { method: 'POST', path: V4_EXECUTE_PATH, headers: executionHeaders, body } }
   }
   const defaults = translateSessionDefaults(input.call)
   const stateKey = readStateKey(input)

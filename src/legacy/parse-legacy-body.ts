@@ -123,6 +123,11 @@ function endOfString(text: string, start: number): number {
 }
 
 export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
+  return parseJsonObjectText(bytes).object
+}
+
+/** `parseJsonObject`, with the text it parsed. */
+export function parseJsonObjectText(bytes: Buffer): { object: Record<string, unknown>; text: string } {
   let document: unknown
   let text: string
   try {
@@ -135,7 +140,7 @@ export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
   if (document === null || typeof document !== 'object' || Array.isArray(document)) {
     throw new GatewayError('INVALID_REQUEST', 'request body must be a JSON object', { details: [{ pointer: '', message: 'expected a JSON object' }] })
   }
-  return document as Record<string, unknown>
+  return { object: document as Record<string, unknown>, text }
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { CredentialsConfig, LegacyAction, LegacyFields } from '../config/schema.js'
 import { extractCredential, resolveRuntimeAuthorization, type PresentedCredential } from '../credentials/index.js'
 import { GatewayError } from '../errors/registry.js'
-import { isLegacyBodyContentType, parseJsonObject, parseLegacyCall, type LegacyCall } from './parse-legacy-body.js'
+import { topLevelMemberCount } from '../util/json-members.js'
+import { isLegacyBodyContentType, parseJsonObjectText, parseLegacyCall, type LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
 
 /**
@@ -59,13 +60,40 @@ export interface BodyProfile {
   readonly unknownFields: 'keep' | 'drop'
 }
 
+/** A runtime legacy body, parsed and validated. */
+export interface RuntimeBody {
+  body: Record<string, unknown>
+  call: LegacyCall
+  /** The body's text, when it is already the V4 execution body (`asV4ExecuteBody`). */
+  asSent: string | undefined
+}
+
 /** Parses and validates a runtime legacy body through the tenant's field map (SPEC 4). */
-export function parseRuntimeBody(bytes: Buffer, tenant: BodyProfile, route: CompiledRoute): { body: Record<string, unknown>; call: LegacyCall } {
-  const body = parseJsonObject(bytes)
+export function parseRuntimeBody(bytes: Buffer, tenant: BodyProfile, route: CompiledRoute): RuntimeBody {
+  const { object: body, text } = parseJsonObjectText(bytes)
   const bodyStatePointer = route.stateKey?.startsWith('body:') === true ? route.stateKey.slice('body:'.length) : undefined
   // The default `body:/stateId` is read where `legacy.fields.stateId` points (readStateKey), which
   // the field map consumes already: a member the client calls `stateId` is then an unknown field.
   const consumedStatePointer = bodyStatePointer === '/stateId' ? undefined : bodyStatePointer
   const action = route.action as Exclude<LegacyAction, 'proxy'>
-  return { body, call: parseLegacyCall(body, action, tenant.fields, tenant.unknownFields, consumedStatePointer) }
+  const call = parseLegacyCall(body, action, tenant.fields, tenant.unknownFields, consumedStatePointer)
+  return { body, call, asSent: asV4ExecuteBody(text, body, tenant, route) }
+}
+
+/** Nesting past this goes through JSON.stringify, which refuses what it cannot serialise (to-json-body.ts). */
+const MAX_DEPTH_SENT_AS_IS = 256
+
+/**
+ * SPEC 4's `execute` body is `{ input, policy?, route?, risk? }` and the unknown members. Where the
+ * field map reads each field at its own name and unknown members are kept, that is every member
+ * of the legacy body, unchanged (member order aside, which a JSON object does not have: RFC 8259
+ * 4): its text goes on as sent, with no serialisation per request (docs/performance.md). Not when
+ * a name repeats (JSON.parse kept one value, the text holds both) or it nests past
+ * `MAX_DEPTH_SENT_AS_IS`; numbers JSON.parse would change were refused already (parse-legacy-body.ts).
+ */
+function asV4ExecuteBody(text: string, body: Record<string, unknown>, tenant: BodyProfile, route: CompiledRoute): string | undefined {
+  if (route.action !== 'execute' || tenant.unknownFields !== 'keep' || route.stateKey !== undefined) return undefined
+  const fields = tenant.fields
+  if (fields.input !== '/input' || fields.policy !== '/policy' || fields.route !== '/route' || fields.risk !== '/risk') return undefined
+  return topLevelMemberCount(text, MAX_DEPTH_SENT_AS_IS) === Object.keys(body).length ? text : undefined
 }

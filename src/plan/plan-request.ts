@@ -280,7 +280,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
         try {
           // The listener reads at most this much; `explain` is handed the bytes whole.
           if (bytes.length > limitBytes) throw new GatewayError('PAYLOAD_TOO_LARGE', `request body is larger than ${limitBytes} bytes`)
-          const { body, call } = parseRuntimeBody(bytes, tenant, route)
+          const { body, call, asSent } = parseRuntimeBody(bytes, tenant, route)
           const headers = runtimeCallHeaders(head.headers, head.clientAddress, head.protocol, head.requestId, authorization, runtime.config.tracing.forwardBaggage)
           headers.via = withVia(head.headers.via, runtime.via)
           // SPEC 16 `forwardHeader`: the key goes on to V4's executions too, for a backend that deduplicates itself.
@@ -292,6 +292,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
             params: match.params,
             call,
             body,
+            asSent,
             requestHeaders: head.headers,
             headers,
             executionHeader: forwardHeader == null ? undefined : { name: forwardHeader, value: (keyed as { key: string }).key },

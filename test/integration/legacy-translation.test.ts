@@ -403,3 +403,34 @@ describe('legacy answers passed through from a recording upstream (SPEC 6)', () 
     expect(answer.headers.get('link')).toBe('</v4/docs>; rel="help", <https://example.com/v4-migration>; rel="deprecation", </v4/execute>; rel="successor-version"')
   })
 })
+
+describe('the V4 execute body when it is the legacy body as sent (SPEC 4; RFC 8259 4)', () => {
+  const upstream = useRecordingUpstream()
+  const gw = useGateway(() =>
+    testConfig(upstream.url, { tenants: { acme: { upstream: { staging: upstream.url } }, dropper: { upstream: { staging: upstream.url }, legacy: { unknownFields: 'drop' } } } })
+  )
+
+  async function executeBody(text: string, tenant = 'acme'): Promise<string> {
+    const before = upstream.requests.length
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...as(tenant), 'content-type': 'application/json' }, body: text })
+    expect(answer.status).toBe(200)
+    const [call] = upstream.requests.slice(before)
+    expect(call?.url).toBe('/v4/execute')
+    return (call?.body as Buffer).toString('utf8')
+  }
+
+  it('goes on as the client wrote it when every member goes on unchanged: spacing, member order and escapes kept', async () => {
+    const text = '{ "trace" : "a\\"b{,[", "input": {"x": [1, 2.50, "\\u00e9"]}, "policy":"p" }'
+    expect(await executeBody(text)).toBe(text)
+  })
+
+  it('is serialised when a member name repeats: one member, the value JSON.parse kept (the last)', async () => {
+    const sent = await executeBody('{"input":1,"x":{"input":0},"input":2}')
+    expect(JSON.parse(sent)).toEqual({ input: 2, x: { input: 0 } })
+    expect(sent.match(/"input"/g)).toHaveLength(2)
+  })
+
+  it('is serialised when the tenant drops unknown members', async () => {
+    expect(await executeBody('{ "input": 1, "trace": "abc" }', 'dropper')).toBe('{"input":1}')
+  })
+})
