@@ -1,7 +1,7 @@
 import type { CredentialsConfig, LegacyAction, LegacyFields } from '../config/schema.js'
 import { extractCredential, resolveRuntimeAuthorization, type PresentedCredential } from '../credentials/index.js'
 import { GatewayError } from '../errors/registry.js'
-import { topLevelMemberCount } from '../util/json-members.js'
+import { parsedMemberCount, readJsonTextMembers } from '../util/json-members.js'
 import { isLegacyBodyContentType, parseJsonObjectText, parseLegacyCall, type LegacyCall } from './parse-legacy-body.js'
 import type { CompiledRoute } from './route-table.js'
 
@@ -86,14 +86,37 @@ const MAX_DEPTH_SENT_AS_IS = 256
 /**
  * SPEC 4's `execute` body is `{ input, policy?, route?, risk? }` and the unknown members. Where the
  * field map reads each field at its own name and unknown members are kept, that is every member
- * of the legacy body, unchanged (member order aside, which a JSON object does not have: RFC 8259
- * 4): its text goes on as sent, with no serialisation per request (docs/performance.md). Not when
- * a name repeats (JSON.parse kept one value, the text holds both) or it nests past
- * `MAX_DEPTH_SENT_AS_IS`; numbers JSON.parse would change were refused already (parse-legacy-body.ts).
+ * of the legacy body, unchanged: its text goes on as sent, with no serialisation per request
+ * (docs/performance.md), when it says what the serialised translation would say to any reader:
+ * - no name repeats, at any depth (JSON.parse kept one value of it; RFC 8259 4: readers differ);
+ * - its numbers are written as JSON.stringify writes them (no `1.0`, `1e2`, `-0`), so a reader
+ *   that types them strictly reads the same; lossy ones were refused already (parse-legacy-body.ts);
+ * - no other top-level name could be read as one of the fields the gateway checked by a reader
+ *   that matches names without case (`Policy`, `riſk`): the translation writes those fields last;
+ * - it nests at most `MAX_DEPTH_SENT_AS_IS` deep.
+ * What is left to differ is spacing, member order (which a JSON object does not have: RFC 8259 4)
+ * and how strings are escaped.
  */
 function asV4ExecuteBody(text: string, body: Record<string, unknown>, tenant: BodyProfile, route: CompiledRoute): string | undefined {
   if (route.action !== 'execute' || tenant.unknownFields !== 'keep' || route.stateKey !== undefined) return undefined
   const fields = tenant.fields
   if (fields.input !== '/input' || fields.policy !== '/policy' || fields.route !== '/route' || fields.risk !== '/risk') return undefined
-  return topLevelMemberCount(text, MAX_DEPTH_SENT_AS_IS) === Object.keys(body).length ? text : undefined
+  const members = readJsonTextMembers(text, MAX_DEPTH_SENT_AS_IS)
+  // As many names written as JSON.parse kept: none repeats, anywhere.
+  if (members === undefined || members.all !== parsedMemberCount(body)) return undefined
+  const names = members.topLevelNames
+  for (let index = 0; index < names.length; index++) if (mayReadAsCheckedField(names[index] as string)) return undefined
+  return text
+}
+
+const CHECKED_FIELDS: ReadonlySet<string> = new Set(['input', 'policy', 'route', 'risk'])
+
+/**
+ * A top-level name, as written, that a reader matching names without case (Go's encoding/json,
+ * .NET's web defaults) could take for a checked field: `Policy`, `riſk` (ſ folds to s), or any
+ * name written with an escape, which is not decoded here.
+ */
+function mayReadAsCheckedField(name: string): boolean {
+  if (CHECKED_FIELDS.has(name)) return false
+  return name.includes('\\') || CHECKED_FIELDS.has(name.toUpperCase().toLowerCase())
 }

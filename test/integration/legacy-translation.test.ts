@@ -420,7 +420,7 @@ describe('the V4 execute body when it is the legacy body as sent (SPEC 4; RFC 82
   }
 
   it('goes on as the client wrote it when every member goes on unchanged: spacing, member order and escapes kept', async () => {
-    const text = '{ "trace" : "a\\"b{,[", "input": {"x": [1, 2.50, "\\u00e9"]}, "policy":"p" }'
+    const text = '{ "trace" : "a\\"b{,[1.5]", "input": {"x": [1, -250, "\\u00e9", true]}, "policy":"p" }'
     expect(await executeBody(text)).toBe(text)
   })
 
@@ -428,6 +428,18 @@ describe('the V4 execute body when it is the legacy body as sent (SPEC 4; RFC 82
     const sent = await executeBody('{"input":1,"x":{"input":0},"input":2}')
     expect(JSON.parse(sent)).toEqual({ input: 2, x: { input: 0 } })
     expect(sent.match(/"input"/g)).toHaveLength(2)
+  })
+
+  it('is serialised when a name repeats deeper down: V4 gets one member, as readers that keep the first or refuse repeats would not', async () => {
+    expect(await executeBody('{"input":{"amount":1,"amount":1000}}')).toBe('{"input":{"amount":1000}}')
+  })
+
+  it('is serialised when a number is written another way than JSON writes its value (1.0, 1e2, -0)', async () => {
+    expect(await executeBody('{"input":{"count":1.0,"limit":1e2,"offset":-0}}')).toBe('{"input":{"count":1,"limit":100,"offset":0}}')
+  })
+
+  it('is serialised, the checked fields last, when another name could read as one of them without case (Policy, riſk)', async () => {
+    expect(await executeBody('{"input":1,"policy":"p","Policy":{"x":1},"riſk":"high"}')).toBe('{"Policy":{"x":1},"riſk":"high","input":1,"policy":"p"}')
   })
 
   it('is serialised when the tenant drops unknown members', async () => {

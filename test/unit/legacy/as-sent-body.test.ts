@@ -20,42 +20,64 @@ function random(seed: number): () => number {
   }
 }
 
-const NAMES = ['input', 'policy', 'route', 'risk', 'state', 'stateId', 'trace', 'a"b', 'c\\d', '{', ',', '__proto__', '', 'é']
-const STRINGS = ['', 'x', 'a"b', 'c\\', '\\"', '{[,:]}', 'é\u2028', '\u0000']
+const NAMES = ['input', 'policy', 'route', 'risk', 'state', 'stateId', 'trace', 'a"b', 'c\\d', '{', ',', '__proto__', '', 'é', 'Policy', 'riſk', 'INPUT']
+const STRINGS = ['', 'x', 'a"b', 'c\\', '\\"', '{[,:]}', 'é\u2028', '\u0000', '1.5e3']
+const FOLDED = new Set(['Policy', 'riſk', 'INPUT'])
 
-function value(next: () => number, depth: number): string {
+/** A generated JSON text, and whether it is as JSON.stringify would write its value but for spacing, order and escapes. */
+interface Generated {
+  text: string
+  plain: boolean
+}
+
+function value(next: () => number, depth: number): Generated {
   const pick = next()
-  if (depth > 3 || pick < 0.3) return JSON.stringify(STRINGS[Math.floor(next() * STRINGS.length)])
-  if (pick < 0.45) return String(Math.round(next() * 2000 - 1000) / 8)
-  if (pick < 0.5) return ['true', 'false', 'null'][Math.floor(next() * 3)] as string
-  if (pick < 0.7) return `[${Array.from({ length: Math.floor(next() * 4) }, () => value(next, depth + 1)).join(spacing(next))}]`
-  return object(next, depth + 1)
+  if (depth > 3 || pick < 0.3) return { text: JSON.stringify(STRINGS[Math.floor(next() * STRINGS.length)]), plain: true }
+  if (pick < 0.4) return { text: String(Math.round(next() * 2000 - 1000)), plain: true }
+  if (pick < 0.45) return ['1.5', '1e2', '-0', '2.0', '-0.25'].map((text) => ({ text, plain: false }))[Math.floor(next() * 5)] as Generated
+  if (pick < 0.5) return { text: ['true', 'false', 'null'][Math.floor(next() * 3)] as string, plain: true }
+  if (pick < 0.7) {
+    const items = Array.from({ length: Math.floor(next() * 4) }, () => value(next, depth + 1))
+    return { text: `[${items.map((item) => item.text).join(spacing(next))}]`, plain: items.every((item) => item.plain) }
+  }
+  return object(members(next, depth + 1))
 }
 
 function spacing(next: () => number): string {
   return next() < 0.5 ? ',' : ' ,\n\t'
 }
 
-function object(next: () => number, depth: number): string {
-  return `{${members(next, depth).map((member) => member.text).join(spacing(next))}}`
+interface Member extends Generated {
+  name: string
 }
 
-function members(next: () => number, depth: number): { name: string; text: string }[] {
+function members(next: () => number, depth: number): Member[] {
   return Array.from({ length: Math.floor(next() * 5) }, () => {
     const name = NAMES[Math.floor(next() * NAMES.length)] as string
-    return { name, text: `${JSON.stringify(name)}${next() < 0.5 ? ':' : ' : '}${value(next, depth + 1)}` }
+    const inner = value(next, depth + 1)
+    return { name, text: `${JSON.stringify(name)}${next() < 0.5 ? ':' : ' : '}${inner.text}`, plain: inner.plain }
   })
 }
 
+/** An object of `list`: plain when its members are and no name repeats. */
+function object(list: Member[]): Generated {
+  const plain = list.every((member) => member.plain) && new Set(list.map((member) => member.name)).size === list.length
+  return { text: `{${list.map((member) => member.text).join(',')}}`, plain }
+}
+
 describe('the legacy body sent as the V4 execute body (prepare-legacy-call.ts asV4ExecuteBody)', () => {
-  it('is taken for every body without a repeated top-level name, and says what the serialised translation says (2,000 generated bodies)', () => {
+  it('is taken exactly for the bodies any reader reads as the serialised translation, and says what it says (2,000 generated bodies)', () => {
     let sentAsIs = 0
     for (let seed = 1; seed <= 2_000; seed++) {
       const next = random(seed)
-      // Every body has an input first; some repeat a name at the top, some have a policy that is not a string (a 400).
-      const top = [{ name: 'input', text: `"input":${value(next, 1)}` }, ...members(next, 1)]
-      const text = `{${top.map((member) => member.text).join(spacing(next))}}`
-      const repeats = new Set(top.map((member) => member.name)).size !== top.length
+      // Every body has an input first; some repeat a name, some write a number another way, some have a
+      // name a case-blind reader takes for a checked field, some a policy that is not a string (a 400).
+      const top = [{ name: 'input', ...value(next, 1) }, ...members(next, 1)]
+      top[0] = { ...(top[0] as Member), text: `"input":${(top[0] as Member).text}` }
+      const generated = object(top)
+      const text = generated.text
+      // A top-level name written with an escape is not decoded to be compared: such a body is serialised too.
+      const expected = generated.plain && !top.some((member) => FOLDED.has(member.name) || JSON.stringify(member.name).includes('\\'))
       let parsed: ReturnType<typeof parseRuntimeBody>
       try {
         parsed = parseRuntimeBody(Buffer.from(text), TENANT, ROUTE)
@@ -65,10 +87,10 @@ describe('the legacy body sent as the V4 execute body (prepare-legacy-call.ts as
       const serialised = toJsonBody(translateExecute(parsed.call))
       const calls = buildLegacyCalls({ tenant: 'acme', upstreamOrigin: 'http://v4', route: ROUTE, params: {}, call: parsed.call, body: parsed.body, asSent: parsed.asSent, requestHeaders: {}, headers: {}, tokenFingerprint: 'f', sessions: { staleStatuses: [404], sessionIdPaths: ['/sessionId'] } }) as ExecuteCalls
       expect(JSON.parse(calls.execution.body), `seed ${seed}: ${text}`).toEqual(JSON.parse(serialised))
-      // Sent as written exactly when no top-level name repeats: the values the gateway checked are the ones V4 reads.
-      expect(parsed.asSent, `seed ${seed}: ${text}`).toBe(repeats ? undefined : text)
+      // Sent as written exactly when any reader reads from it what the serialised translation says.
+      expect(parsed.asSent, `seed ${seed}: ${text}`).toBe(expected ? text : undefined)
       if (parsed.asSent !== undefined) sentAsIs++
     }
-    expect(sentAsIs).toBeGreaterThan(300)
+    expect(sentAsIs).toBeGreaterThan(200)
   })
 })

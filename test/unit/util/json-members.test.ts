@@ -1,25 +1,37 @@
 import { describe, expect, it } from 'vitest'
-import { topLevelMemberCount } from '../../../src/util/json-members.js'
+import { parsedMemberCount, readJsonTextMembers } from '../../../src/util/json-members.js'
 
-describe('topLevelMemberCount', () => {
+describe('readJsonTextMembers and parsedMemberCount', () => {
   it.each([
-    ['{}', 0],
-    ['{"a":1}', 1],
-    [' { "a" : 1 , "b" : [ 1 , { "c" : 2 , "d" : 3 } ] } ', 2],
-    ['{"a":1,"a":2}', 2],
-    ['{"a":"x,\\"y\\":1","b":{"c":"}{"}}', 2],
-    ['{"a\\\\":"\\\\","b":"\\\\\\""}', 2],
-    ['{"a":[],"b":{},"c":"[{"}', 3],
-    ['{"":1,"__proto__":{}}', 2]
-  ])('%s has %i', (text, count) => {
-    // The texts are JSON.parse's to accept; the count agrees with it wherever no name repeats.
-    const object = JSON.parse(text) as Record<string, unknown>
-    expect(topLevelMemberCount(text, 64)).toBe(count)
-    if (!/"a":1,"a"/.test(text)) expect(Object.keys(object)).toHaveLength(count)
+    ['{}', 0, []],
+    ['{"a":1}', 1, ['a']],
+    [' { "a" : 1 , "b" : [ 1 , { "c" : 2 , "d" : -3 } ] } ', 4, ['a', 'b']],
+    ['{"a":"x,\\"y\\":1.5e3","b":{"c":"}{"}}', 3, ['a', 'b']],
+    ['{"a\\\\":"\\\\","b":"\\\\\\""}', 2, ['a\\\\', 'b']],
+    ['{"a":[],"b":{},"c":"[{", "d":[true,false,null]}', 4, ['a', 'b', 'c', 'd']],
+    ['{"":1,"__proto__":{"x":0}}', 3, ['', '__proto__']]
+  ])('%s: %i names, the top-level ones as written, as many as JSON.parse kept', (text, all, names) => {
+    expect(readJsonTextMembers(text, 64)).toEqual({ all, topLevelNames: names })
+    expect(parsedMemberCount(JSON.parse(text))).toBe(all)
   })
 
-  it('says -1 past maxDepth', () => {
-    expect(topLevelMemberCount('{"a":[[[1]]]}', 4)).toBe(1)
-    expect(topLevelMemberCount('{"a":[[[[1]]]]}', 4)).toBe(-1)
+  it('counts a repeated name each time it is written, where JSON.parse keeps one', () => {
+    expect(readJsonTextMembers('{"a":1,"a":2}', 64)?.all).toBe(2)
+    expect(parsedMemberCount(JSON.parse('{"a":1,"a":2}'))).toBe(1)
+    expect(readJsonTextMembers('{"a":{"b":1,"b":2}}', 64)?.all).toBe(3)
+    expect(parsedMemberCount(JSON.parse('{"a":{"b":1,"b":2}}'))).toBe(2)
+  })
+
+  it.each(['{"a":1.0}', '{"a":[1e2]}', '{"a":1E2}', '{"a":-0}', '{"a":{"b":-0.5}}'])('says undefined for %s, a number JSON.stringify writes otherwise', (text) => {
+    expect(readJsonTextMembers(text, 64)).toBeUndefined()
+  })
+
+  it('takes integers, negative ones, and true and false as they are', () => {
+    expect(readJsonTextMembers('{"a":[0,-1,10,-20],"b":true,"c":false}', 64)).toEqual({ all: 3, topLevelNames: ['a', 'b', 'c'] })
+  })
+
+  it('says undefined past maxDepth', () => {
+    expect(readJsonTextMembers('{"a":[[[1]]]}', 4)?.all).toBe(1)
+    expect(readJsonTextMembers('{"a":[[[[1]]]]}', 4)).toBeUndefined()
   })
 })
