@@ -5,20 +5,10 @@ import { parseRuntimeBody } from '../../../src/legacy/prepare-legacy-call.js'
 import type { CompiledRoute } from '../../../src/legacy/route-table.js'
 import { toJsonBody } from '../../../src/legacy/to-json-body.js'
 import { translateExecute } from '../../../src/legacy/translate.js'
+import { seededRandom } from '../../helpers/seeded-random.js'
 
 const ROUTE = { method: 'POST', path: '/v1/headless/runs', label: 'POST /v1/headless/runs', action: 'execute', stateKey: undefined, rewrite: undefined, segments: [], staticMatch: undefined } as CompiledRoute
 const TENANT = { fields: legacyFieldsSchema.parse({}), unknownFields: 'keep' as const }
-
-/** A small deterministic generator (mulberry32), so that a failure names its seed. */
-function random(seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const NAMES = ['input', 'policy', 'route', 'risk', 'state', 'stateId', 'trace', 'a"b', 'c\\d', '{', ',', '__proto__', '', 'é', 'Policy', 'riſk', 'INPUT']
 const STRINGS = ['', 'x', 'a"b', 'c\\', '\\"', '{[,:]}', 'é\u2028', '\u0000', '1.5e3']
@@ -69,7 +59,7 @@ describe('the legacy body sent as the V4 execute body (prepare-legacy-call.ts as
   it('is taken exactly for the bodies any reader reads as the serialised translation, and says what it says (2,000 generated bodies)', () => {
     let sentAsIs = 0
     for (let seed = 1; seed <= 2_000; seed++) {
-      const next = random(seed)
+      const next = seededRandom(seed)
       // Every body has an input first; some repeat a name, some write a number another way, some have a
       // name a case-blind reader takes for a checked field, some a policy that is not a string (a 400).
       const top = [{ name: 'input', ...value(next, 1) }, ...members(next, 1)]

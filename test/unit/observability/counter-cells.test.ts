@@ -2,6 +2,7 @@ import { Counter, Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
 import { CounterCells } from '../../../src/observability/counter-cells.js'
 import { createMetrics, type RequestSample } from '../../../src/observability/metrics.js'
+import { seededRandom } from '../../helpers/seeded-random.js'
 
 const LABELS = ['tenant', 'route', 'code'] as const
 type Label = (typeof LABELS)[number]
@@ -24,17 +25,6 @@ function pair(): { cells: CounterCells<Label>; batched: Registry; direct: Regist
   return { cells, batched, direct, plain }
 }
 
-/** A small deterministic generator (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state + 0x6d2b79f5) | 0
-    let t = Math.imul(state ^ (state >>> 15), 1 | state)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 // Label values as a config and a request can give them: empty, quoted, escaped, a newline.
 const VALUES = ['', 'acme', 'beta', 'a"b', 'back\\slash', 'new\nline', 'POST /v1/headless/runs', 'native', '200', '404']
 
@@ -42,7 +32,7 @@ describe('CounterCells', () => {
   it('a scrape shows what prom-client’s own inc per call shows, with scrapes between the counts', async () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const { cells, batched, direct, plain } = pair()
-      const next = random(seed)
+      const next = seededRandom(seed)
       const pick = (): string => VALUES[Math.floor(next() * VALUES.length)] as string
       for (let step = 0; step < 2_000; step++) {
         const values = [pick(), pick(), pick()]
