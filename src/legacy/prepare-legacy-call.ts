@@ -89,10 +89,12 @@ const MAX_DEPTH_SENT_AS_IS = 256
  * of the legacy body, unchanged: its text goes on as sent, with no serialisation per request
  * (docs/performance.md), when it says what the serialised translation would say to any reader:
  * - no name repeats, at any depth (JSON.parse kept one value of it; RFC 8259 4: readers differ);
- * - its numbers are written as JSON.stringify writes them (no `1.0`, `1e2`, `-0`), so a reader
- *   that types them strictly reads the same; lossy ones were refused already (parse-legacy-body.ts);
+ * - its numbers are written as JSON.stringify writes them (no `1.0`, `1e2`, `-0`, no integer of
+ *   22 digits, which it writes `1e+21`), so a reader that types them strictly reads the same;
+ *   lossy ones were refused already (parse-legacy-body.ts);
  * - no other top-level name could be read as one of the fields the gateway checked by a reader
- *   that matches names without case (`Policy`, `riſk`): the translation writes those fields last;
+ *   that matches names without case (`Policy`, `riſk`, `İnput`): the translation writes those
+ *   fields last;
  * - it nests at most `MAX_DEPTH_SENT_AS_IS` deep.
  * What is left to differ is spacing, member order (which a JSON object does not have: RFC 8259 4)
  * and how strings are escaped.
@@ -113,10 +115,16 @@ const CHECKED_FIELDS: ReadonlySet<string> = new Set(['input', 'policy', 'route',
 
 /**
  * A top-level name, as written, that a reader matching names without case (Go's encoding/json,
- * .NET's web defaults) could take for a checked field: `Policy`, `riſk` (ſ folds to s), or any
- * name written with an escape, which is not decoded here.
+ * .NET's web defaults, Java's equalsIgnoreCase) could take for a checked field: `Policy`, `riſk`
+ * (ſ folds to s), any name written with an escape (not decoded here), and any name as long as a
+ * checked field with a letter outside ASCII (`İnput`: folded one letter at a time, as Java does,
+ * it reads `input`; JavaScript folds whole strings otherwise).
  */
 function mayReadAsCheckedField(name: string): boolean {
   if (CHECKED_FIELDS.has(name)) return false
+  if (name.length >= 4 && name.length <= 6 && NOT_ASCII.test(name)) return true
   return name.includes('\\') || CHECKED_FIELDS.has(name.toUpperCase().toLowerCase())
 }
+
+// Written names hold no control character (JSON escapes them), so this is "outside ASCII".
+const NOT_ASCII = /[^\x20-\x7e]/

@@ -14,7 +14,8 @@ export interface JsonTextMembers {
  * The members of a JSON text JSON.parse accepted as an object, or undefined when the text is not
  * as JSON.stringify would write its value but for spacing, member order and string escapes: a
  * number with a fraction or an exponent, or `-0` (`1.0`, `1e2`, `-0` would go out as `1`, `100`,
- * `0`), or nesting deeper than `maxDepth`. It reads brackets, commas, the ends of strings and the
+ * `0`), an integer of 22 digits or more (JSON.stringify writes 10^21 and up with an exponent:
+ * `1e+21`), or nesting deeper than `maxDepth`. It reads brackets, commas, the ends of strings and the
  * characters of numbers, nothing else.
  */
 export function readJsonTextMembers(text: string, maxDepth: number): JsonTextMembers | undefined {
@@ -25,8 +26,15 @@ export function readJsonTextMembers(text: string, maxDepth: number): JsonTextMem
   let nameNext = false
   // The object (true) or array (false) open at each depth.
   const inObject: boolean[] = []
+  // Digits in a row, outside strings.
+  let digits = 0
   for (let index = 0; index < text.length; index++) {
     const char = text.charCodeAt(index)
+    if (isDigit(char)) {
+      if (++digits >= EXPONENT_FROM_DIGITS) return undefined
+      continue
+    }
+    digits = 0
     if (char === QUOTE) {
       const end = closingQuote(text, index)
       if (nameNext) {
@@ -66,6 +74,9 @@ export function parsedMemberCount(value: unknown): number {
   for (const name in value) count += 1 + parsedMemberCount((value as Record<string, unknown>)[name])
   return count
 }
+
+/** Integers from 10^21 (22 digits) on are written by JSON.stringify with an exponent. */
+const EXPONENT_FROM_DIGITS = 22
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c

@@ -10,9 +10,9 @@ import { seededRandom } from '../../helpers/seeded-random.js'
 const ROUTE = { method: 'POST', path: '/v1/headless/runs', label: 'POST /v1/headless/runs', action: 'execute', stateKey: undefined, rewrite: undefined, segments: [], staticMatch: undefined } as CompiledRoute
 const TENANT = { fields: legacyFieldsSchema.parse({}), unknownFields: 'keep' as const }
 
-const NAMES = ['input', 'policy', 'route', 'risk', 'state', 'stateId', 'trace', 'a"b', 'c\\d', '{', ',', '__proto__', '', 'é', 'Policy', 'riſk', 'INPUT']
+const NAMES = ['input', 'policy', 'route', 'risk', 'state', 'stateId', 'trace', 'a"b', 'c\\d', '{', ',', '__proto__', '', 'é', 'Policy', 'riſk', 'INPUT', 'İnput', 'naïve!!']
 const STRINGS = ['', 'x', 'a"b', 'c\\', '\\"', '{[,:]}', 'é\u2028', '\u0000', '1.5e3']
-const FOLDED = new Set(['Policy', 'riſk', 'INPUT'])
+const FOLDED = new Set(['Policy', 'riſk', 'INPUT', 'İnput'])
 
 /** A generated JSON text, and whether it is as JSON.stringify would write its value but for spacing, order and escapes. */
 interface Generated {
@@ -24,7 +24,7 @@ function value(next: () => number, depth: number): Generated {
   const pick = next()
   if (depth > 3 || pick < 0.3) return { text: JSON.stringify(STRINGS[Math.floor(next() * STRINGS.length)]), plain: true }
   if (pick < 0.4) return { text: String(Math.round(next() * 2000 - 1000)), plain: true }
-  if (pick < 0.45) return ['1.5', '1e2', '-0', '2.0', '-0.25'].map((text) => ({ text, plain: false }))[Math.floor(next() * 5)] as Generated
+  if (pick < 0.45) return ['1.5', '1e2', '-0', '2.0', '-0.25', '1000000000000000000000'].map((text) => ({ text, plain: false }))[Math.floor(next() * 6)] as Generated
   if (pick < 0.5) return { text: ['true', 'false', 'null'][Math.floor(next() * 3)] as string, plain: true }
   if (pick < 0.7) {
     const items = Array.from({ length: Math.floor(next() * 4) }, () => value(next, depth + 1))

@@ -22,12 +22,14 @@ describe('readJsonTextMembers and parsedMemberCount', () => {
     expect(parsedMemberCount(JSON.parse('{"a":{"b":1,"b":2}}'))).toBe(2)
   })
 
-  it.each(['{"a":1.0}', '{"a":[1e2]}', '{"a":1E2}', '{"a":-0}', '{"a":{"b":-0.5}}'])('says undefined for %s, a number JSON.stringify writes otherwise', (text) => {
+  it.each(['{"a":1.0}', '{"a":[1e2]}', '{"a":1E2}', '{"a":-0}', '{"a":{"b":-0.5}}', '{"a":1000000000000000000000}'])('says undefined for %s, a number JSON.stringify writes otherwise', (text) => {
     expect(readJsonTextMembers(text, 64)).toBeUndefined()
   })
 
-  it('takes integers, negative ones, and true and false as they are', () => {
+  it('takes integers up to 21 digits, negative ones, digits in strings, and true and false as they are', () => {
     expect(readJsonTextMembers('{"a":[0,-1,10,-20],"b":true,"c":false}', 64)).toEqual({ all: 3, topLevelNames: ['a', 'b', 'c'] })
+    // 10^20 is written as it is; 10^21 (above) is not.
+    expect(readJsonTextMembers('{"a":100000000000000000000,"b":"1234567890123456789012345"}', 64)).toEqual({ all: 2, topLevelNames: ['a', 'b'] })
   })
 
   it('says undefined past maxDepth', () => {
