@@ -28,6 +28,17 @@ function keyed(key: string, requestId?: string): Record<string, string> {
   return { ...AUTH, 'idempotency-key': key, ...(requestId === undefined ? {} : { 'x-request-id': requestId }) }
 }
 
+/** Sends a keyed request, and its client leaves once its first upstream call has arrived: that call, held. */
+async function sendAndLeave(gatewayUrl: string, upstream: FaultUpstream, path: string, headers: Record<string, string>, body: string): Promise<FaultExchange> {
+  const controller = new AbortController()
+  const { request } = await import('undici')
+  const sent = request(new URL(path, gatewayUrl), { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body, signal: controller.signal }).catch(() => undefined)
+  const held = await upstream.nextExchange()
+  controller.abort()
+  await sent
+  return held
+}
+
 describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   it('replays a finished answer byte for byte with idempotent-replayed: true and the new x-request-id, sending nothing upstream', async () => {
     const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 201, { output: 'ran', meta: { executionId: 'ex-1' } }))
@@ -299,12 +310,7 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   it('finishes the first call when its client gives up, so that the retry gets its answer without a second execution', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url)
-    const controller = new AbortController()
-    const { request } = await import('undici')
-    const first = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-15'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
-    const held = await upstream.nextExchange()
-    controller.abort()
-    await first
+    const held = await sendAndLeave(gw.url, upstream, EXECUTE, keyed('k-15'), '{"input":1}')
     await new Promise((resolve) => setTimeout(resolve, 50))
     expect(held.finished()).toBe(false)
     answerJson(held, 200, { output: 'finished' })
@@ -318,12 +324,7 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   it('logs and counts a call its client gave up on when the call ends: its timeout is an upstream failure (SPEC 17)', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { upstreamTimeoutMs: 400 } })
-    const controller = new AbortController()
-    const { request } = await import('undici')
-    const first = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-late', 'late-failure'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
-    await upstream.nextExchange()
-    controller.abort()
-    await first
+    await sendAndLeave(gw.url, upstream, EXECUTE, keyed('k-late', 'late-failure'), '{"input":1}')
     // The execution times out after its client left: the line comes then, with what the call came to.
     await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'late-failure'))
     expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'late-failure')).toMatchObject({ status: 499, error: 'UPSTREAM_TIMEOUT', cause: 'timeout', idempotency: 'executed' })
@@ -339,13 +340,8 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   it('logs the error a keyed call its client gave up on ends with, when it is not kept (SPEC 16, 17)', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url)
-    const controller = new AbortController()
-    const { request } = await import('undici')
-    const first = request(new URL('/v1/runs/invoke', gw.url), { method: 'POST', headers: { ...keyed('k-start', 'late-start'), 'content-type': 'application/json' }, body: '{"input":1,"stateId":"late"}', signal: controller.signal }).catch(() => undefined)
-    const start = await upstream.nextExchange()
+    const start = await sendAndLeave(gw.url, upstream, '/v1/runs/invoke', keyed('k-start', 'late-start'), '{"input":1,"stateId":"late"}')
     expect(start.url).toBe('/v4/sessions.start')
-    controller.abort()
-    await first
     await new Promise((resolve) => setTimeout(resolve, 50))
     // The start fails after the client left: no execution was sent, so nothing is kept, and the error is thrown.
     resetConnection(start)
@@ -359,12 +355,7 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   it('holds the in-flight slot (SPEC 10) of a call its client gave up on until the call ends', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { maxInFlight: 1, upstreamTimeoutMs: 3_000 } })
-    const controller = new AbortController()
-    const { request } = await import('undici')
-    const first = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-slot'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
-    const held = await upstream.nextExchange()
-    controller.abort()
-    await first
+    const held = await sendAndLeave(gw.url, upstream, EXECUTE, keyed('k-slot'), '{"input":1}')
     await new Promise((resolve) => setTimeout(resolve, 50))
     // The execution still runs: a new request would make two, over the limit. The gauge says so (SPEC 17).
     expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_requests_in_flight 1$/m)
@@ -446,12 +437,7 @@ async function keyedCallAtClose(top: Record<string, unknown>): Promise<void> {
   const upstream = await startFaultUpstream(() => {})
   // Spans leave only when the gateway closes (the batch delay outlasts the test).
   const gw = await idempotentGateway(upstream.url, {}, {}, { ...top, shutdown: { graceMs: 5_000 }, tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 600_000 } })
-  const controller = new AbortController()
-  const { request } = await import('undici')
-  const first = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-closing', 'keyed-at-close'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
-  const held = await upstream.nextExchange()
-  controller.abort()
-  await first
+  const held = await sendAndLeave(gw.url, upstream, EXECUTE, keyed('k-closing', 'keyed-at-close'), '{"input":1}')
   const closing = gw.close()
   // The call ends past the first wait for requests to settle (1 s), within the grace period.
   setTimeout(() => answerJson(held, 200, { output: 'finished' }), 1_500)
@@ -472,13 +458,8 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
     const prefix = 'v4gw-keyed-not-sent:'
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, {}, { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: prefix } }, shutdown: { graceMs: 5_000 } })
-    const controller = new AbortController()
-    const { request } = await import('undici')
-    const first = request(new URL('/v1/runs/invoke', gw.url), { method: 'POST', headers: { ...keyed('k-not-sent', 'not-sent'), 'content-type': 'application/json' }, body: '{"input":1,"stateId":"late"}', signal: controller.signal }).catch(() => undefined)
-    const start = await upstream.nextExchange()
+    const start = await sendAndLeave(gw.url, upstream, '/v1/runs/invoke', keyed('k-not-sent', 'not-sent'), '{"input":1,"stateId":"late"}')
     expect(start.url).toBe('/v4/sessions.start')
-    controller.abort()
-    await first
     const closing = gw.close()
     // The start answers past the first wait for requests to settle (1 s): the pool is closed by then.
     setTimeout(() => answerJson(start, 200, { sessionId: 'sess-late' }), 1_500)
