@@ -122,11 +122,7 @@ function endOfString(text: string, start: number): number {
   return index
 }
 
-export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
-  return parseJsonObjectText(bytes).object
-}
-
-/** `parseJsonObject`, with the text it parsed. */
+/** A legacy body as a JSON object (a clear 400 otherwise), with the text it was parsed from. */
 export function parseJsonObjectText(bytes: Buffer): { object: Record<string, unknown>; text: string } {
   let document: unknown
   let text: string

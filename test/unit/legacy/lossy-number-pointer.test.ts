@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import type { GatewayError } from '../../../src/errors/registry.js'
-import { parseJsonObject, pointerAtOffset } from '../../../src/legacy/parse-legacy-body.js'
+import { parseJsonObjectText, pointerAtOffset } from '../../../src/legacy/parse-legacy-body.js'
 
-/** The pointer parseJsonObject names for a body with one number JSON cannot carry. */
+/** The pointer parseJsonObjectText names for a body with one number JSON cannot carry. */
 function refusedAt(text: string): string | undefined {
   try {
-    parseJsonObject(Buffer.from(text))
+    parseJsonObjectText(Buffer.from(text))
   } catch (error) {
     return (error as GatewayError).details?.[0]?.pointer
   }
@@ -33,7 +33,7 @@ describe('a number JSON cannot carry is refused at its JSON pointer', () => {
   it('still says what was sent, cut to 24 characters', () => {
     const error = (() => {
       try {
-        parseJsonObject(Buffer.from(`{"input":${'9'.repeat(40)}}`))
+        parseJsonObjectText(Buffer.from(`{"input":${'9'.repeat(40)}}`))
       } catch (caught) {
         return caught as GatewayError
       }

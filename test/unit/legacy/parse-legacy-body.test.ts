@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { legacyFieldsSchema, type LegacyFields } from '../../../src/config/schema.js'
 import { GatewayError } from '../../../src/errors/registry.js'
-import { isJsonContentType, isLegacyBodyContentType, parseJsonObject, parseLegacyCall, validateWithSchema } from '../../../src/legacy/parse-legacy-body.js'
+import { isJsonContentType, isLegacyBodyContentType, parseJsonObjectText, parseLegacyCall, validateWithSchema } from '../../../src/legacy/parse-legacy-body.js'
 
 const DEFAULT_FIELDS: LegacyFields = legacyFieldsSchema.parse({})
 const REMAPPED_FIELDS: LegacyFields = legacyFieldsSchema.parse({ input: '/payload/data', policy: '/governance/policy', state: '/client/state' })
@@ -43,25 +43,25 @@ describe('isJsonContentType (an answer says JSON)', () => {
   })
 })
 
-describe('parseJsonObject', () => {
+describe('parseJsonObjectText', () => {
   it('returns a JSON object body', () => {
-    expect(parseJsonObject(Buffer.from('{"input":1}'))).toEqual({ input: 1 })
+    expect(parseJsonObjectText(Buffer.from('{"input":1}')).object).toEqual({ input: 1 })
   })
 
   it('answers 400 INVALID_REQUEST with pointer "" when the body is not JSON', () => {
-    const error = failure(() => parseJsonObject(Buffer.from('{"input":')))
+    const error = failure(() => parseJsonObjectText(Buffer.from('{"input":')).object)
     expect(error).toMatchObject({ code: 'INVALID_REQUEST', statusCode: 400 })
     expect(pointersOf(error)).toEqual([''])
   })
 
   it.each(['[1,2]', 'null', '"text"', '42', 'true'])('answers 400 INVALID_REQUEST when the body is JSON but not an object: %s', (text) => {
-    const error = failure(() => parseJsonObject(Buffer.from(text)))
+    const error = failure(() => parseJsonObjectText(Buffer.from(text)).object)
     expect(error).toMatchObject({ code: 'INVALID_REQUEST', statusCode: 400 })
     expect(pointersOf(error)).toEqual([''])
   })
 
   it('answers 400 INVALID_REQUEST for an empty body', () => {
-    expect(failure(() => parseJsonObject(Buffer.alloc(0)))).toMatchObject({ code: 'INVALID_REQUEST' })
+    expect(failure(() => parseJsonObjectText(Buffer.alloc(0)).object)).toMatchObject({ code: 'INVALID_REQUEST' })
   })
 
   // "Unchanged" is by value (docs/decisions.md): these are carried re-serialised, equal to what was sent.
@@ -71,7 +71,7 @@ describe('parseJsonObject', () => {
     ['1e2', '100'],
     ['-0.0e5', '0']
   ])('accepts %s, which goes on as %s, the same number', (numeral, sent) => {
-    expect(JSON.stringify(parseJsonObject(Buffer.from(`{"input":${numeral}}`)))).toBe(`{"input":${sent}}`)
+    expect(JSON.stringify(parseJsonObjectText(Buffer.from(`{"input":${numeral}}`)).object)).toBe(`{"input":${sent}}`)
   })
 })
 
