@@ -81,6 +81,11 @@ export interface CallNames {
   streamed(): string
   /** SPEC 5's query credential parameter, never recorded. */
   readonly queryCredential: string | null
+  /**
+   * SPEC 15: the calls are a comparison's (SPEC 17: `v4gw.shadow: true`). Known from who makes
+   * them, never read from their `x-v4gw-shadow`: a client's own header travels on native traffic.
+   */
+  readonly shadow: boolean
 }
 
 /**
@@ -182,9 +187,7 @@ class NamedCalls implements CallTracer {
 
   traceCall(request: UpstreamRequest, streamed: boolean): TracedCall {
     const { name, resendCount } = streamed ? { name: this.names.streamed(), resendCount: undefined } : this.names.buffered(request)
-    // SPEC 15: a comparison's V4 calls carry `x-v4gw-shadow: 1`; their spans say so (SPEC 17).
-    const shadow = request.headers['x-v4gw-shadow'] === '1'
-    return this.span.startCall({ name, method: request.method, origin: request.origin, target: request.path, queryCredential: this.names.queryCredential, resendCount, shadow })
+    return this.span.startCall({ name, method: request.method, origin: request.origin, target: request.path, queryCredential: this.names.queryCredential, resendCount, shadow: this.names.shadow })
   }
 }
 

@@ -69,17 +69,18 @@ function callNames(plan: Plan, method: string, runtime: GatewayRuntime): CallNam
       const route = runtime.tenancy.tenants.get(facts.tenant)?.routes.find((candidate) => candidate.label === facts.legacyRoute)
       return route?.rewrite === undefined ? facts.legacyRoute : `${route.method} ${route.rewrite}`
     },
-    queryCredential: runtime.config.credentials.queryParam
+    queryCredential: runtime.config.credentials.queryParam,
+    shadow: false
   }
 }
 
 /**
  * SPEC 15's comparison of a request in stage shadow: its V4 calls are CLIENT spans of the
- * request's SERVER span (SPEC 17: `v4gw.shadow: true`, from the `x-v4gw-shadow` they carry),
- * named by the same templates as a translated request's calls.
+ * request's SERVER span (SPEC 17: `v4gw.shadow: true`), named by the same templates as a
+ * translated request's calls.
  */
 export function shadowCallNames(runtime: GatewayRuntime): CallNames {
-  return { buffered: v4CallNamer(), streamed: () => 'POST', queryCredential: runtime.config.credentials.queryParam }
+  return { buffered: v4CallNamer(), streamed: () => 'POST', queryCredential: runtime.config.credentials.queryParam, shadow: true }
 }
 
 /** Names one request's V4 calls by their templates (SPEC 17), counting an execution sent again as a resend. */

@@ -144,6 +144,18 @@ describe('tracing on, OTLP/HTTP protobuf (the default)', () => {
     expect((await accessLine(gw, 'native-traced-1')).spanId).toBe(server.spanId)
   })
 
+  it('native passthrough with a client’s own x-v4gw-shadow: the header goes on unchanged, and the call’s span is not marked a comparison’s', async () => {
+    const before = upstream.requests.length
+    expect((await send(gw.url, '/v4/things/7', { headers: { ...ALICE, 'x-v4gw-shadow': '1' } })).status).toBe(200)
+    const call = upstream.requests[before]
+    expect(call?.headers['x-v4gw-shadow']).toBe('1')
+    const sent = parsedTraceparent(call)
+    const client = (await traceOf(receiver, sent.traceId)).find((span) => span.kind === 'CLIENT') as ExportedSpan
+    expect(client).toMatchObject({ spanId: sent.spanId, name: 'GET /v4/*' })
+    // SPEC 17: only a comparison's calls (SPEC 15) are shadow calls.
+    expect(client.attributes).not.toHaveProperty('v4gw.shadow')
+  })
+
   it('a proxy route: the CLIENT span is named by its rewrite template', async () => {
     const { made } = await run(gw, upstream, () => send(gw.url, '/v1/policies/p-7', { headers: ALICE }))
     const sent = parsedTraceparent(made[0])

@@ -112,7 +112,7 @@ const FACTS: ServerSpanFacts = {
   idempotencyOutcome: undefined
 }
 
-const NAMES: CallNames = { buffered: () => ({ name: 'POST /v4/sessions.start' }), streamed: () => 'POST /v4/*', queryCredential: 'access_token' }
+const NAMES: CallNames = { buffered: () => ({ name: 'POST /v4/sessions.start' }), streamed: () => 'POST /v4/*', queryCredential: 'access_token', shadow: false }
 
 function call(path: string): UpstreamRequest {
   return { origin: 'http://127.0.0.1:9000', method: 'POST', path, headers: {}, body: null, timeoutMs: 1_000 }

@@ -174,7 +174,7 @@ describe('the gateway\'s OTLP protobuf encoder (contract with @opentelemetry/otl
     let next = 0
     const recorder = { resource, scope: SCOPE, newSpanId: () => (++next).toString(16).padStart(16, '0'), record: (span: ReadableSpan) => recorded.push(span) }
     const request = new RecordedRequestSpan(recorder, REMOTE.traceId, REMOTE, [{ context: LOCAL }], 'POST', performance.now(), 'access_token')
-    const names: CallNames = { buffered: () => ({ name: 'POST /v4/sessions/{sessionId}/executions.execute', resendCount: 1 }), streamed: () => 'POST /v4/*', queryCredential: 'access_token' }
+    const names: CallNames = { buffered: () => ({ name: 'POST /v4/sessions/{sessionId}/executions.execute', resendCount: 1 }), streamed: () => 'POST /v4/*', queryCredential: 'access_token', shadow: true }
     const tracer = request.callTracer(() => names)
     const call = tracer.traceCall({ method: 'POST', origin: 'http://127.0.0.1:4010', path: '/v4/sessions/s-1/executions.execute?access_token=secret&x=1', headers: {} } as unknown as UpstreamRequest, false)
     call.answered(502)

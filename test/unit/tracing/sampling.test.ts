@@ -31,7 +31,7 @@ afterEach(async () => {
 
 const HEAD = { method: 'POST', startedAt: 0, headers: {} }
 
-const NAMES: CallNames = { buffered: (request) => ({ name: `${request.method} ${request.path}` }), streamed: () => 'GET /v4/*', queryCredential: null }
+const NAMES: CallNames = { buffered: (request) => ({ name: `${request.method} ${request.path}` }), streamed: () => 'GET /v4/*', queryCredential: null, shadow: false }
 
 function call(method: string, path: string): UpstreamRequest {
   return { origin: 'http://127.0.0.1:1', method, path, headers: {}, body: null, timeoutMs: 1_000 }
