@@ -2,7 +2,8 @@ import type { Logger } from 'pino'
 import { buildErrorBody } from '../errors/error-body.js'
 import { toGatewayError, type GatewayError } from '../errors/registry.js'
 import type { AccessRecord } from '../observability/access-record.js'
-import { logGatewayError } from '../observability/log-gateway-error.js'
+import { logGatewayError, type RequestLogIds } from '../observability/log-gateway-error.js'
+import { traceIdOf } from '../observability/trace-context.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import { roundMs } from '../util/round-ms.js'
 import { markClosing } from './connection-close.js'
@@ -24,7 +25,8 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
     // The tenant's V4 upstream, or SPEC 14's legacy one when the plan chose that side.
     noteUpstreamFailure(exchange.record, gatewayError, exchange.record.servedBy === 'legacy' ? 'legacy' : 'v4')
   }
-  logGatewayError(log, gatewayError, !failureIsTheRequests, exchange.id)
+  const ids = logIds(exchange)
+  logGatewayError(log, gatewayError, !failureIsTheRequests, ids)
   const response = exchange.response
   // A socket already destroyed (a cut connection) takes no answer; its response reports its end a turn later.
   if (response.headersSent || response.destroyed || response.socket?.destroyed === true) {
@@ -43,7 +45,7 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
     response.writeHead(gatewayError.statusCode, { ...exchange.answerHeaders, ...close, ...envelope })
   } catch (headerError) {
     // A header the gateway set could not be written: the envelope alone still answers.
-    log.error({ requestId: exchange.id, err: headerError }, 'gateway error headers could not be written')
+    log.error({ ...ids, err: headerError }, 'gateway error headers could not be written')
     try {
       response.writeHead(gatewayError.statusCode, { ...close, ...envelope })
     } catch {
@@ -54,6 +56,14 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   response.end(body)
   // An answer to HEAD has no body: Node sends none (RFC 9110 9.3.2).
   if (exchange.head.method !== 'HEAD') exchange.record.bytesOut += bytes
+}
+
+/** The ids the request's access line will carry (traffic-handler.ts), so that its other lines join it and its trace. */
+function logIds(exchange: Exchange): RequestLogIds {
+  const span = exchange.span
+  if (span !== undefined) return { requestId: exchange.id, traceId: span.traceId, spanId: span.spanId }
+  const traceId = traceIdOf(exchange.head.headers.traceparent)
+  return traceId === undefined ? { requestId: exchange.id } : { requestId: exchange.id, traceId }
 }
 
 /** SPEC 17: an upstream failure the request's answer reports, for its access line's `cause` and the failures metric. */

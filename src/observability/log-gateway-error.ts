@@ -10,10 +10,20 @@ const DELIBERATE_5XX = new Set(['OVERLOADED', 'SHUTTING_DOWN'])
  */
 const UPSTREAM_FAILURES = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_BAD_RESPONSE'])
 
+/**
+ * The request a line is about, as its access line names it: its id, its trace, and with tracing
+ * on its SERVER span (SPEC 17: logs and traces join on `traceId` and `spanId`).
+ */
+export interface RequestLogIds {
+  readonly requestId: string
+  readonly traceId?: string | undefined
+  readonly spanId?: string | undefined
+}
+
 /** Logs gateway-side failures; a client that broke off or went away is not one, whatever the error it left. */
-export function logGatewayError(log: Pick<Logger, 'debug' | 'info' | 'error'>, error: GatewayError, clientGone: boolean, requestId?: string): void {
+export function logGatewayError(log: Pick<Logger, 'debug' | 'info' | 'error'>, error: GatewayError, clientGone: boolean, request?: RequestLogIds): void {
   if (error.statusCode < 500 || DELIBERATE_5XX.has(error.code)) return
-  if (clientGone) log.info({ requestId, error: error.code }, 'client went away before its answer')
-  else if (UPSTREAM_FAILURES.has(error.code)) log.debug({ requestId, err: error }, 'upstream failure')
-  else log.error({ requestId, err: error }, 'gateway error')
+  if (clientGone) log.info({ ...request, error: error.code }, 'client went away before its answer')
+  else if (UPSTREAM_FAILURES.has(error.code)) log.debug({ ...request, err: error }, 'upstream failure')
+  else log.error({ ...request, err: error }, 'gateway error')
 }

@@ -112,13 +112,17 @@ describe('an unreachable upstream on the access line (SPEC 17)', () => {
     expect(gateway.logs.text()).not.toContain('"stack"')
   })
 
-  it('at debug: the failure with its stack on a line of its own as well', async () => {
+  it('at debug: the failure with its stack on a line of its own as well, with the trace id the access line has', async () => {
     const gateway = await startGateway(testConfig(await refusingOrigin(), { log: { level: 'debug' } }))
-    const answer = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
-    await accessLineOf(gateway, answer)
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+    const answer = await send(gateway.url, '/v1/headless/runs', { headers: { ...AUTH, traceparent }, json: { input: 1 } })
+    const line = await accessLineOf(gateway, answer)
     const failure = gateway.logs.lines().find((one) => one.msg === 'upstream failure' && one.requestId === answer.headers['x-request-id'])
     expect(failure?.level).toBe(20)
     expect(JSON.stringify(failure)).toContain('"stack"')
+    // SPEC 17: with tracing off, the client's trace, as on the access line.
+    expect(line.traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736')
+    expect(failure?.traceId).toBe(line.traceId)
   })
 })
 

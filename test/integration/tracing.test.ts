@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { answerJson, startFaultUpstream } from '../helpers/fault-upstream.js'
+import { answerJson, refusingOrigin, startFaultUpstream } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { startOtlpReceiver, useOtlpReceiver, type ExportedSpan, type OtlpReceiver } from '../helpers/otlp-receiver.js'
 import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
@@ -422,6 +422,21 @@ describe('tracing on, a request in stage shadow (SPEC 15, 17)', () => {
     expect(legacyCall).toMatchObject({ kind: 'CLIENT', name: 'POST /v1/headless/runs', parentSpanId: server.spanId })
     expect(legacyCall.attributes).not.toHaveProperty('v4gw.shadow')
     expect(server.attributes).toMatchObject({ 'v4gw.migration.stage': 'shadow', 'v4gw.served_by': 'legacy' })
+  })
+})
+
+describe('tracing on, the lines a request writes besides its access line', () => {
+  const receiver = useOtlpReceiver()
+
+  it('carry the traceId and spanId of its SERVER span, as its access line does (issue 30 point 7)', async () => {
+    const gw = await startGateway(tracedConfig(await refusingOrigin(), receiver, {}, { log: { level: 'debug' } }))
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-request-id': 'traced-failure-1' }, json: { input: 1 } })
+    expect(answer.status).toBe(502)
+    const line = await accessLine(gw, 'traced-failure-1')
+    const failure = gw.logs.lines().find((entry) => entry.msg === 'upstream failure' && entry.requestId === 'traced-failure-1')
+    expect(failure).toMatchObject({ traceId: line.traceId, spanId: line.spanId })
+    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER')
+    expect(server?.spanId).toBe(line.spanId)
   })
 })
 
