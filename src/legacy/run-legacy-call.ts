@@ -37,7 +37,10 @@ export interface LegacyCallTarget {
   trace: LegacyCallTrace
   /** SPEC 17: what traces the calls, while tracing is on. */
   tracer: CallTracer | undefined
-  /** Hears each execution call as it goes out (SPEC 16: an answer after one is kept, the call may have run). */
+  /**
+   * Hears each execution call as it goes out, once its connection is made (SPEC 16: an answer
+   * after one is kept, the call may have run; one that failed before it was sent is not).
+   */
   onExecution?: () => void
   /**
    * `cancelScope` cancels a `sessions.start` this request sent, too. Only where every request
@@ -56,8 +59,7 @@ export function runLegacyCalls(calls: LegacyCalls, target: LegacyCallTarget, dep
 }
 
 async function runExecute(calls: ExecuteCalls, target: LegacyCallTarget, deps: LegacyCallDeps): Promise<LegacyCallResult> {
-  target.onExecution?.()
-  return { response: await send(deps, target, calls.execution, target.cancelScope) }
+  return { response: await send(deps, target, calls.execution, target.cancelScope, target.onExecution) }
 }
 
 async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallTarget, deps: LegacyCallDeps): Promise<LegacyCallResult> {
@@ -90,8 +92,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   trace.sessionOutcome = first.outcome
   if (first.result.rejection !== undefined) return { response: first.result.rejection }
   let sessionId = first.result.sessionId
-  target.onExecution?.()
-  let response = await send(deps, target, calls.execution(sessionId), target.cancelScope)
+  let response = await send(deps, target, calls.execution(sessionId), target.cancelScope, target.onExecution)
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
   if (first.outcome !== 'miss' && calls.staleStatuses.includes(response.statusCode)) {
@@ -108,16 +109,15 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     }
     if (retry.result.rejection !== undefined) return { response: retry.result.rejection }
     sessionId = retry.result.sessionId
-    target.onExecution?.()
-    response = await send(deps, target, calls.execution(sessionId), target.cancelScope)
+    response = await send(deps, target, calls.execution(sessionId), target.cancelScope, target.onExecution)
   }
   // A 401 evicts the entry, the retried one included, and is returned as it came.
   if (response.statusCode === 401) await deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId)
   return { response, sessionId }
 }
 
-/** `cancelScope` is explicit: a default would also fill in an `undefined` passed on purpose. */
-function send(deps: LegacyCallDeps, target: LegacyCallTarget, call: V4Call, cancelScope: CancelScope | undefined): Promise<UpstreamResponse> {
+/** `cancelScope` is explicit: a default would also fill in an `undefined` passed on purpose. `onSent`: an execution's. */
+function send(deps: LegacyCallDeps, target: LegacyCallTarget, call: V4Call, cancelScope: CancelScope | undefined, onSent?: () => void): Promise<UpstreamResponse> {
   target.trace.v4Path = call.path
   return deps.upstream.request({
     origin: target.origin,
@@ -129,7 +129,8 @@ function send(deps: LegacyCallDeps, target: LegacyCallTarget, call: V4Call, canc
     timing: target.trace,
     timeoutMs: target.timeoutMs,
     tracer: target.tracer,
-    maxBodyBytes: target.maxAnswerBytes
+    maxBodyBytes: target.maxAnswerBytes,
+    onSent
   })
 }
 

@@ -3,12 +3,10 @@ import { buildErrorBody } from '../errors/error-body.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { Exchange } from '../kernel/exchange.js'
 import { markMadeByGateway, noteUpstreamFailure } from '../kernel/write-error.js'
-import { V4_SESSIONS_START_PATH } from '../legacy/legacy-calls.js'
 import { runLegacyCalls, type LegacyCallDeps } from '../legacy/run-legacy-call.js'
 import type { IdempotencyOutcome } from '../observability/access-record.js'
 import type { CallsPlan, IdempotentPlan } from '../plan/plan-request.js'
 import type { IdempotencyStore, RecordBounds, StoredAnswer } from '../sessions/idempotency-store.js'
-import { failedBeforeSending } from '../upstream/map-upstream-error.js'
 import { roundMs } from '../util/round-ms.js'
 import { legacyAnswer, writeAnswer, type LegacyAnswer } from './legacy-answer.js'
 
@@ -170,8 +168,17 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
       }
       stored = storedAnswer(answer, result.sessionId, settings.maxBodyBytes)
     } catch (error) {
-      if (!isGatewayError(error) || !keepsError(error, live.executions, exchange.record.v4Path)) {
+      // SPEC 16: no execution call went out (a failed sessions.start, a connection that failed
+      // before the call was written): not kept, so that a retry runs.
+      if (!isGatewayError(error) || live.executions === 0) {
         await release()
+        note(exchange, run, 'not_kept')
+        throw error
+      }
+      // A later call met the pool the shutdown closed (SPEC 9): the request is cut at shutdown
+      // after an execution went out, so the claim is left to its expiry (SPEC 16), and the
+      // gateway's own refusal is no answer to keep.
+      if (error.code === 'SHUTTING_DOWN') {
         note(exchange, run, 'not_kept')
         throw error
       }
@@ -190,14 +197,6 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
   }
 }
 
-/**
- * SPEC 16: the gateway's error is kept when an execution call had been sent, unless that very
- * call failed before it reached the upstream (refused, not resolved, not connected in time).
- */
-function keepsError(error: GatewayError, executions: number, lastPath: string | undefined): boolean {
-  const sent = executions - (lastPath !== undefined && lastPath !== V4_SESSIONS_START_PATH && failedBeforeSending(error) ? 1 : 0)
-  return sent > 0
-}
 
 function storedAnswer(answer: LegacyAnswer, sessionId: string | undefined, maxBodyBytes: number): StoredAnswer | null {
   const body = answer.payload === undefined ? Buffer.alloc(0) : typeof answer.payload === 'string' ? Buffer.from(answer.payload) : answer.payload

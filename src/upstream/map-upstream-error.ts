@@ -117,15 +117,3 @@ export function upstreamFailureCause(error: GatewayError): UpstreamFailureCause 
       return undefined
   }
 }
-
-/**
- * Whether a failed call never reached the upstream: refused, a name that did not resolve, a
- * connection not made in time, or not sent because the gateway was shutting down. SPEC 16 keeps
- * no answer of such a call, so that a retry runs it.
- */
-export function failedBeforeSending(error: GatewayError): boolean {
-  if (error.code === 'SHUTTING_DOWN') return true
-  if (error.code !== 'UPSTREAM_UNAVAILABLE' && error.code !== 'UPSTREAM_TIMEOUT') return false
-  const codes = errorCodes(error.cause)
-  return codes.includes('ECONNREFUSED') || codes.includes('UND_ERR_CONNECT_TIMEOUT') || codes.some((code) => DNS_CODES.has(code))
-}

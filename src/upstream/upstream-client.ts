@@ -25,6 +25,12 @@ export interface UpstreamRequest {
   tracer?: CallTracer | undefined
   /** A buffered answer larger than this fails with AnswerTooLargeError (default MAX_UPSTREAM_BODY_BYTES). */
   maxBodyBytes?: number
+  /**
+   * Heard once the call goes out (buffered calls): its connection is made (TLS included) and
+   * undici writes it next. A call that failed before (refused, unreachable, a name not resolved,
+   * a certificate refused, not connected in time, not sent at shutdown) never reached the upstream.
+   */
+  onSent?: (() => void) | undefined
 }
 
 /** A buffered answer over its call's `maxBodyBytes`: a bad upstream answer (SPEC 6), which SPEC 15's comparisons skip. */
@@ -143,7 +149,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     request(request) {
       const call = traceCall(request, false)
       return new Promise((resolve, reject) => {
-        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.method === 'HEAD', request.cancelScope, request.timing, call, request.maxBodyBytes ?? MAX_UPSTREAM_BODY_BYTES))
+        agent.dispatch(dispatchOptions(request), new BufferingHandler(resolve, reject, request.method === 'HEAD', request.cancelScope, request.timing, call, request.maxBodyBytes ?? MAX_UPSTREAM_BODY_BYTES, request.onSent))
       })
     },
     stream(request, target) {
@@ -187,15 +193,20 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
     private readonly cancelScope: CancelScope | undefined,
     private readonly timing: UpstreamTiming | undefined,
     private readonly call: TracedCall | undefined,
-    private readonly maxBytes: number
+    private readonly maxBytes: number,
+    private readonly onSent: (() => void) | undefined
   ) {}
 
+  // undici calls it on a connected socket, right before it writes the request (client-h1.js
+  // `writeH1`); a call aborted here is not written.
   onRequestStart(controller: Dispatcher.DispatchController): void {
     const scope = this.cancelScope
-    if (scope === undefined) return
-    const cancel = (): void => controller.abort(new Error('the client went away'))
-    if (scope.cancelled) cancel()
-    else scope.cancel = cancel
+    if (scope !== undefined) {
+      const cancel = (): void => controller.abort(new Error('the client went away'))
+      if (scope.cancelled) return cancel()
+      scope.cancel = cancel
+    }
+    this.onSent?.()
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { configSchema } from '../../src/config/schema.js'
 import { deepFreeze } from '../../src/util/deep-freeze.js'
@@ -26,6 +27,28 @@ function executions(upstream: FaultUpstream): FaultExchange[] {
 
 function keyed(key: string, requestId?: string): Record<string, string> {
   return { ...AUTH, 'idempotency-key': key, ...(requestId === undefined ? {} : { 'x-request-id': requestId }) }
+}
+
+/** A loopback TCP server that does `onSocket` with each connection: an upstream that fails below HTTP. */
+async function tcpOrigin(onSocket: (socket: Socket) => void): Promise<{ origin: string; connections: () => number; close: () => Promise<void> }> {
+  let connections = 0
+  const sockets = new Set<Socket>()
+  const server: TcpServer = createTcpServer((socket) => {
+    connections++
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket)).on('error', () => {})
+    onSocket(socket)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address() as { port: number }
+  return {
+    origin: `127.0.0.1:${address.port}`,
+    connections: () => connections,
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
 }
 
 /** Sends a keyed request, and its client leaves once its first upstream call has arrived: that call, held. */
@@ -202,6 +225,24 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     } finally {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+
+  it('keeps nothing when the connection failed in its TLS handshake, before the request was sent: the retry runs', async () => {
+    // An https upstream whose server hangs up on every connection: no request is ever written.
+    const { origin, connections, close } = await tcpOrigin((socket) => socket.destroy())
+    try {
+      const gw = await idempotentGateway(`https://${origin}`)
+      const first = await send(gw.url, EXECUTE, { headers: keyed('k-tls'), json: { input: 1 } })
+      expect(first.status).toBe(502)
+      expect(first.json.error.code).toBe('UPSTREAM_UNAVAILABLE')
+      const retry = await send(gw.url, EXECUTE, { headers: keyed('k-tls'), json: { input: 1 } })
+      expect(retry.status).toBe(502)
+      // Run again, not replayed: SPEC 16 keeps no answer of a call that never went out.
+      expect(retry.headers['idempotent-replayed']).toBeUndefined()
+      expect(connections()).toBe(2)
+    } finally {
+      await close()
     }
   })
 
@@ -471,5 +512,53 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
     const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'not-sent')
     expect(line).toMatchObject({ status: 499, error: 'SHUTTING_DOWN', idempotency: 'not_kept' })
     expect(line).not.toHaveProperty('cause')
+  })
+
+  it('keeps no 503 of one cut by the closed pool after an execution went out: the claim is left to its expiry, not replaced by the refusal', async () => {
+    const prefix = 'v4gw-keyed-cut-after-execution:'
+    const store = { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: prefix } } }
+    const upstream = await startFaultUpstream((exchange) => {
+      if (exchange.url === '/v4/sessions.start') answerJson(exchange, 200, { sessionId: 'sess-mapped' })
+    })
+    const gw = await idempotentGateway(upstream.url, {}, {}, { ...store, shutdown: { graceMs: 5_000 } })
+    // The state's session is mapped by a first request (its execution answered at once).
+    const mapping = send(gw.url, '/v1/runs/invoke', { headers: keyed('k-map'), json: { input: 1, stateId: 'st-cut' } })
+    await until(() => executions(upstream).length === 1)
+    answerJson(executions(upstream)[0] as FaultExchange, 200, { output: 'ran' })
+    expect((await mapping).status).toBe(200)
+    const held = await sendAndLeave(gw.url, upstream, '/v1/runs/invoke', keyed('k-cut', 'cut-after-execution'), '{"input":2,"stateId":"st-cut"}')
+    expect(held.url).toBe('/v4/sessions/sess-mapped/executions.execute')
+    const closing = gw.close()
+    // Past the first settle wait the pool is closed: the stale answer's new sessions.start cannot go.
+    setTimeout(() => answerJson(held, 404, { error: 'no such session' }), 1_500)
+    await closing
+    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'cut-after-execution')
+    expect(line).toMatchObject({ error: 'SHUTTING_DOWN', idempotency: 'not_kept' })
+    // SPEC 16: an execution went out, so the claim stays to its expiry; a retry elsewhere waits, and is not answered the refusal.
+    const other = await idempotentGateway(upstream.url, { waitMs: 100 }, {}, store)
+    const retry = await send(other.url, '/v1/runs/invoke', { headers: keyed('k-cut'), json: { input: 2, stateId: 'st-cut' } })
+    expect(retry.status).toBe(409)
+    expect(retry.json.error.code).toBe('IDEMPOTENCY_IN_PROGRESS')
+    expect(retry.headers['idempotent-replayed']).toBeUndefined()
+  })
+
+  it('deletes the claim of one whose execution was still connecting when the grace period ended: nothing was sent', async () => {
+    const prefix = 'v4gw-keyed-connecting:'
+    // An https upstream that accepts and never answers the TLS handshake: the call stays connecting.
+    const { origin, connections, close } = await tcpOrigin(() => {})
+    try {
+      const gw = await idempotentGateway(`https://${origin}`, {}, {}, { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: prefix } }, limits: { connectTimeoutMs: 10_000 } })
+      const answer = send(gw.url, EXECUTE, { headers: keyed('k-connecting'), json: { input: 1 } }).catch(() => undefined)
+      await until(() => connections() === 1)
+      expect(await redis.client().keys(`${prefix}i:*`)).toHaveLength(1)
+      const closing = gw.close()
+      // The grace period ends (main.ts cuts what remains then) while the call still connects.
+      gw.gateway.cutRemaining()
+      await closing
+      await answer
+      expect(await redis.client().keys(`${prefix}i:*`)).toEqual([])
+    } finally {
+      await close()
+    }
   })
 })

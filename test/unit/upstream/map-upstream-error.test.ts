@@ -1,6 +1,6 @@
 import { errors } from 'undici'
 import { describe, expect, it } from 'vitest'
-import { failedBeforeSending, mapUpstreamError, upstreamFailureCause } from '../../../src/upstream/map-upstream-error.js'
+import { mapUpstreamError, upstreamFailureCause } from '../../../src/upstream/map-upstream-error.js'
 
 /** undici's own error classes: a connect timeout cannot be produced over loopback, where TCP handshakes never stall. */
 function withCode(code: string): Error {
@@ -42,11 +42,10 @@ describe('mapUpstreamError', () => {
   it.each([
     ['a closed pool', new errors.ClientClosedError()],
     ['a destroyed pool', new errors.ClientDestroyedError()]
-  ])('answers 503 SHUTTING_DOWN for a call dispatched into %s (only the shutdown does that): not sent, no upstream failure', (_name, error) => {
+  ])('answers 503 SHUTTING_DOWN for a call dispatched into %s (only the shutdown does that): no upstream failure', (_name, error) => {
     const mapped = mapUpstreamError(error)
     expect(mapped.code).toBe('SHUTTING_DOWN')
     expect(mapped.statusCode).toBe(503)
-    expect(failedBeforeSending(mapped)).toBe(true)
     expect(upstreamFailureCause(mapped)).toBeUndefined()
   })
 
