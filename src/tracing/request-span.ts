@@ -31,7 +31,17 @@ export interface ServerSpanFacts {
   readonly name: string
   /** `http.route`: the template the name ends with, when there is one. */
   readonly route: string | undefined
-  readonly statusCode: number
+  /**
+   * The status the client was sent; none when nothing was (a client that left first: its access
+   * line's 499 is the log's word, not an HTTP status the semantic conventions record).
+   */
+  readonly statusCode: number | undefined
+  /**
+   * The request failed on the gateway's side (semantic conventions: the SERVER span's status is
+   * an error): a 5xx sent, an answer whose body was cut after its head went, or a failure before
+   * anything was sent. A 4xx is the client's.
+   */
+  readonly failed: boolean
   /** The gateway's error code, when it answered one or an upstream call failed. */
   readonly errorCode: string | undefined
   readonly scheme: string
@@ -168,8 +178,7 @@ export class RecordedRequestSpan implements RequestSpan {
         name: facts?.name ?? this.method,
         attributes: facts === undefined ? {} : serverAttributes(facts, this.queryCredential),
         links: this.links,
-        // Semantic conventions: a SERVER span is an error for a 5xx only (a 4xx is the client's).
-        error: facts !== undefined && facts.statusCode >= 500,
+        error: facts?.failed === true,
         startedAt: this.startedAt,
         endedAt,
         offset: this.offset
@@ -327,13 +336,13 @@ function serverAttributes(facts: ServerSpanFacts, queryCredential: string | null
   const query = safeQuery(facts.rawQuery, queryCredential)
   if (query !== '') attributes[ATTR_URL_QUERY] = attributeText(query)
   set(attributes, ATTR_HTTP_ROUTE, facts.route)
-  attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = facts.statusCode
+  if (facts.statusCode !== undefined) attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = facts.statusCode
   attributes[ATTR_NETWORK_PROTOCOL_VERSION] = facts.httpVersion
   set(attributes, ATTR_SERVER_ADDRESS, facts.serverAddress)
   if (facts.serverPort !== undefined) attributes[ATTR_SERVER_PORT] = facts.serverPort
   set(attributes, ATTR_CLIENT_ADDRESS, facts.clientAddress)
   set(attributes, ATTR_USER_AGENT_ORIGINAL, facts.userAgent)
-  const errorType = facts.errorCode ?? (facts.statusCode >= 500 ? String(facts.statusCode) : undefined)
+  const errorType = facts.errorCode ?? (facts.statusCode !== undefined && facts.statusCode >= 500 ? String(facts.statusCode) : undefined)
   set(attributes, ATTR_ERROR_TYPE, errorType)
   set(attributes, 'v4gw.tenant', facts.tenant)
   set(attributes, 'v4gw.traffic_class', facts.trafficClass)

@@ -20,7 +20,7 @@ export interface TracedRequests {
   /** Starts the request's SERVER span, then plans and runs it, its upstream calls traced by the span (CLIENT spans). */
   serve(exchange: Exchange, runtime: GatewayRuntime, run: RunDeps): void
   /** Ends the SERVER span (making it now for a request the kernel refused before serving it); its ids go on the access line. */
-  end(exchange: Exchange, statusCode: number, runtime: GatewayRuntime): RequestSpan
+  end(exchange: Exchange, runtime: GatewayRuntime): RequestSpan
 }
 
 /**
@@ -44,12 +44,12 @@ export function createTracedRequests(tracing: Tracing): TracedRequests {
       exchange.callTracer = span.callTracer(() => callNames(plan, exchange.head.method, runtime))
       runPlan(plan, exchange, run)
     },
-    end(exchange, statusCode, runtime) {
+    end(exchange, runtime) {
       // A request the kernel refused (draining, a bad head, load shedding) was never served.
       const served = exchange.span !== undefined
       const span = exchange.span ?? start(exchange, runtime)
       // Facts only for a sampled span: most requests (sampleRatio 0.01) build none.
-      span.end(span.recording ? serverSpanFacts(exchange, statusCode, served) : undefined, performance.now())
+      span.end(span.recording ? serverSpanFacts(exchange, served) : undefined, performance.now())
       return span
     }
   }
@@ -101,8 +101,13 @@ function v4CallNamer(): CallNames['buffered'] {
 /** The credential kinds of SPEC 5 as SPEC 17's `v4gw.credential.type` names them. */
 const CREDENTIAL_TYPES: Readonly<Record<string, string>> = { 'session-token': 'session', 'service-key': 'service-key', 'service-account-id': 'service-account-id', none: 'none' }
 
-function serverSpanFacts(exchange: Exchange, statusCode: number, served: boolean): ServerSpanFacts {
-  const { head, record } = exchange
+function serverSpanFacts(exchange: Exchange, served: boolean): ServerSpanFacts {
+  const { head, record, response } = exchange
+  // SPEC 17's `http.response.status_code` as the semantic conventions define it: the status
+  // sent, not the access line's (499 for a client that left first, the cause's status for a
+  // body cut after its head: docs/decisions.md).
+  const statusCode = response.headersSent ? response.statusCode : undefined
+  const failed = statusCode === undefined ? record.errorCode !== undefined : statusCode >= 500 || record.brokenOffStatus !== undefined
   const route = record.trafficClass === 'native' ? NATIVE_ROUTE : record.legacyRoute?.slice(record.legacyRoute.indexOf(' ') + 1)
   const queryAt = head.url.indexOf('?')
   // Only a Host the kernel accepted (RFC 9112 3.2): a refused one may be anything, a password included.
@@ -111,6 +116,7 @@ function serverSpanFacts(exchange: Exchange, statusCode: number, served: boolean
     name: record.trafficClass === 'native' ? `${head.method} ${NATIVE_ROUTE}` : (record.legacyRoute ?? head.method),
     route,
     statusCode,
+    failed,
     errorCode: record.errorCode,
     scheme: head.protocol,
     path: pathOf(head.url),

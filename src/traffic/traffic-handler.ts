@@ -84,7 +84,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       traced === undefined
         ? logRequest
         : function logTracedRequest(exchange, statusCode) {
-            logRequest(exchange, statusCode, traced.end(exchange, statusCode, deps.getRuntime()))
+            logRequest(exchange, statusCode, traced.end(exchange, deps.getRuntime()))
           }
   })
   const run: RunDeps = {

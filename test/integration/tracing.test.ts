@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { request as undiciRequest } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { answerJson, refusingOrigin, startFaultUpstream } from '../helpers/fault-upstream.js'
@@ -437,6 +438,43 @@ describe('tracing on, the lines a request writes besides its access line', () =>
     expect(failure).toMatchObject({ traceId: line.traceId, spanId: line.spanId })
     const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER')
     expect(server?.spanId).toBe(line.spanId)
+  })
+})
+
+describe('tracing on, an answer cut or never sent (semantic conventions: the status the client got)', () => {
+  const receiver = useOtlpReceiver()
+
+  it('a native answer whose body the upstream cut: the 200 that was sent, error.type, and the span an error', async () => {
+    const upstream = await startFaultUpstream((exchange) => {
+      exchange.response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' })
+      exchange.response.write('{"output":', () => exchange.socket.destroy())
+    })
+    const gw = await startGateway(tracedConfig(upstream.url, receiver))
+    const answer = await rawExchange(gw.url, buildRawRequest('GET /v4/things/cut HTTP/1.1', [['Host', 'gateway.test'], ['Authorization', ALICE.authorization], ['X-Request-Id', 'cut-body-1']]))
+    expect(answer.response?.status).toBe(200)
+    expect(answer.response?.complete).toBe(false)
+    const line = await accessLine(gw, 'cut-body-1')
+    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server.attributes).toMatchObject({ 'http.response.status_code': 200, 'error.type': line.error })
+    expect(line.error).toEqual(expect.any(String))
+    expect(server.statusCode).toBe(2)
+  })
+
+  it('a legacy request whose client left before its answer: no status on the span (its access line says 499), and no error', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await startGateway(tracedConfig(upstream.url, receiver))
+    const controller = new AbortController()
+    const headers = { ...ALICE, 'x-request-id': 'left-early-1', 'content-type': 'application/json' }
+    const sent = undiciRequest(new URL('/v1/headless/runs', gw.url), { method: 'POST', headers, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    await upstream.nextExchange()
+    controller.abort()
+    await sent
+    const line = await accessLine(gw, 'left-early-1')
+    expect(line.status).toBe(499)
+    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server.attributes).not.toHaveProperty('http.response.status_code')
+    expect(server.attributes).not.toHaveProperty('error.type')
+    expect(server.statusCode).toBe(0)
   })
 })
 

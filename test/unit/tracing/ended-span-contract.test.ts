@@ -92,6 +92,7 @@ const FACTS: ServerSpanFacts = {
   name: 'POST /v1/headless/runs',
   route: '/v1/headless/runs',
   statusCode: 502,
+  failed: true,
   errorCode: 'UPSTREAM_UNAVAILABLE',
   scheme: 'http',
   path: LONG_PATH,

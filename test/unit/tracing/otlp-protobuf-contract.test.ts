@@ -183,6 +183,7 @@ describe('the gateway\'s OTLP protobuf encoder (contract with @opentelemetry/otl
       name: 'POST /v1/headless/runs',
       route: '/v1/headless/runs',
       statusCode: 502,
+      failed: true,
       errorCode: 'UPSTREAM_ERROR',
       scheme: 'http',
       path: '/v1/headless/runs',
