@@ -426,6 +426,45 @@ describe('tracing on, a request in stage shadow (SPEC 15, 17)', () => {
   })
 })
 
+describe('tracing on, deprecation, idempotency and credential kinds on the SERVER span (SPEC 13, 16, 5)', () => {
+  const { upstream } = v4Upstream()
+  const receiver = useOtlpReceiver()
+  const day = 24 * 3_600_000
+  const gw = useGateway(() =>
+    tracedConfig(upstream.url, receiver, {}, {
+      tenants: {
+        acme: {
+          upstream: { staging: upstream.url },
+          legacy: { deprecation: { date: new Date(Date.now() - day).toISOString(), sunset: new Date(Date.now() + 30 * day).toISOString() }, idempotency: {} }
+        }
+      }
+    })
+  )
+
+  async function serverSpanOf(headers: Record<string, string>, requestId: string): Promise<ExportedSpan> {
+    await send(gw.url, '/v1/headless/runs', { headers: { ...headers, 'x-request-id': requestId }, json: { input: 1 } })
+    const line = await accessLine(gw, requestId)
+    return (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
+  }
+
+  it('names the deprecation action and the idempotency outcome: executed, then replayed', async () => {
+    const keyed = { ...ALICE, 'idempotency-key': 'span-key-1' }
+    expect((await serverSpanOf(keyed, 'span-keyed-1')).attributes).toMatchObject({ 'v4gw.deprecation.action': 'header', 'v4gw.idempotency.outcome': 'executed' })
+    expect((await serverSpanOf(keyed, 'span-keyed-2')).attributes).toMatchObject({ 'v4gw.deprecation.action': 'header', 'v4gw.idempotency.outcome': 'replayed' })
+  })
+
+  it('names a refused credential by its kind, never its value', async () => {
+    const serviceKey = await serverSpanOf({ authorization: 'Bearer key_span_secret_1' }, 'span-key-kind')
+    expect(serviceKey.attributes).toMatchObject({ 'v4gw.credential.type': 'service-key', 'http.response.status_code': 401 })
+    const account = await serverSpanOf({ authorization: 'Bearer sa_span_secret_2' }, 'span-sa-kind')
+    expect(account.attributes).toMatchObject({ 'v4gw.credential.type': 'service-account-id', 'http.response.status_code': 401 })
+    for (const body of receiver.bodies) {
+      expect(body.includes('key_span_secret_1')).toBe(false)
+      expect(body.includes('sa_span_secret_2')).toBe(false)
+    }
+  })
+})
+
 describe('tracing on, the lines a request writes besides its access line', () => {
   const receiver = useOtlpReceiver()
 
