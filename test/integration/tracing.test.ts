@@ -517,6 +517,44 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
   })
 })
 
+describe('tracing on, a reload of the tracing keys (SPEC 8, 17)', () => {
+  const { upstream } = v4Upstream()
+  const receiver = useOtlpReceiver()
+  const dir = useTempDir('v4gw-tracing-keys-')
+
+  it('applies sampleRatio, trustIncoming and forwardBaggage from the next request, and says the restart-only keys need a restart', async () => {
+    const path = join(dir.path, 'gateway.yaml')
+    const before = { sampleRatio: 1, trustIncoming: false, forwardBaggage: false }
+    await writeFile(path, stringify(tracedConfig(upstream.url, receiver, before)))
+    const gw = await startGateway(tracedConfig(upstream.url, receiver, before), { configPath: path })
+    const clientHeaders = { ...ALICE, traceparent: `00-${CLIENT_TRACE_ID}-${CLIENT_PARENT_ID}-01`, baggage: 'tier=gold' }
+
+    const { made: untrusted } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: clientHeaders, json: { input: 1 } }))
+    expect(parsedTraceparent(untrusted[0]).traceId).not.toBe(CLIENT_TRACE_ID)
+    expect(untrusted[0]?.headers).not.toHaveProperty('baggage')
+
+    const after = { sampleRatio: 0, trustIncoming: true, forwardBaggage: true, endpoint: 'http://127.0.0.1:9/v1/traces', headers: { 'x-collector-tenant': 'other' } }
+    await writeFile(path, stringify(tracedConfig(upstream.url, receiver, after)))
+    const reload = await send(gw.adminUrl, '/admin/reload', { method: 'POST' })
+    expect(reload.status).toBe(200)
+    expect(reload.json.restartRequired).toEqual(expect.arrayContaining(['tracing.endpoint', 'tracing.headers']))
+    expect(reload.json.restartRequired).not.toContain('tracing.sampleRatio')
+
+    // Trusted now: the client's trace and sampled flag, its baggage forwarded; exported to the endpoint the gateway started with.
+    const { made: trusted } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: clientHeaders, json: { input: 1 } }))
+    const sent = parsedTraceparent(trusted[0])
+    expect(sent).toMatchObject({ traceId: CLIENT_TRACE_ID, flags: '01' })
+    expect(trusted[0]?.headers.baggage).toBe('tier=gold')
+    const server = (await traceOf(receiver, CLIENT_TRACE_ID)).find((span) => span.kind === 'SERVER')
+    expect(server?.parentSpanId).toBe(CLIENT_PARENT_ID)
+
+    // A new root is sampled by the new ratio: none.
+    const { made: unsampled, line } = await run(gw, upstream, () => send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } }))
+    expect(parsedTraceparent(unsampled[0]).flags).toBe('00')
+    expect(line.traceId).toBe(parsedTraceparent(unsampled[0]).traceId)
+  })
+})
+
 describe('tracing on, a reload while a request runs', () => {
   const dir = useTempDir('v4gw-tracing-reload-')
 
