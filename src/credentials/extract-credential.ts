@@ -30,6 +30,7 @@ interface Presentation {
 // RFC 9110 11.4: credentials = auth-scheme 1*SP token68; legacy clients also send tabs.
 const SUPPORTED_SCHEME = /^(?:bearer|token)[ \t]+/i
 const SCHEME_ONLY = /^(?:bearer|token)$/i
+const NO_TOKEN = 'has a scheme but no token'
 const HAS_WHITESPACE = /[ \t]/
 // SPEC 5 forbids whitespace and control characters; visible ASCII is the safe superset of that rule.
 const VISIBLE_ASCII = /^[\x21-\x7e]*$/
@@ -55,15 +56,20 @@ export function extractCredential(
 }
 
 /**
- * The value of the first source that presents one, scheme stripped, without any check: SPEC 12's
- * client id is taken from it even when two sources conflict or the value is malformed.
+ * The first token presented, scheme stripped, without any other check: SPEC 12's client id is
+ * taken from it even when two sources conflict or the value is malformed ("the first source with
+ * a value"). An empty value, or a scheme with no token (`Authorization: Bearer `), presents none:
+ * the id comes from the next source, or is `anonymous`, never the hash of nothing.
  */
-export function firstPresentedValue(
+export function firstPresentedToken(
   headers: Record<string, string[] | undefined>,
   query: URLSearchParams | null,
   config: CredentialsConfig
-): string | undefined {
-  return collectPresentations(headers, query, config)[0]?.value
+): { value: string; origin: CredentialOrigin } | undefined {
+  for (const presentation of collectPresentations(headers, query, config)) {
+    if (presentation.value !== '' && presentation.malformed !== NO_TOKEN) return { value: presentation.value, origin: presentation.origin }
+  }
+  return undefined
 }
 
 function collectPresentations(
@@ -98,7 +104,7 @@ function collectPresentations(
 function parseAuthorization(raw: string): { value: string; malformed: string | null } {
   const scheme = SUPPORTED_SCHEME.exec(raw)
   if (scheme !== null) return { value: raw.slice(scheme[0].length), malformed: null }
-  if (SCHEME_ONLY.test(raw)) return { value: raw, malformed: 'has a scheme but no token' }
+  if (SCHEME_ONLY.test(raw)) return { value: raw, malformed: NO_TOKEN }
   if (HAS_WHITESPACE.test(raw)) return { value: raw, malformed: 'expected Bearer <token>, Token <token> or a bare token' }
   return { value: raw, malformed: null }
 }

@@ -1,6 +1,6 @@
 export { classifyCredential } from './classify-credential.js'
 export type { CredentialKind } from './classify-credential.js'
-export { extractCredential, firstPresentedValue, MAX_CREDENTIAL_BYTES } from './extract-credential.js'
+export { extractCredential, firstPresentedToken, MAX_CREDENTIAL_BYTES } from './extract-credential.js'
 export { ANONYMOUS, clientIdOfFingerprint, credentialClientId, headerClientId, resolveClientId, type ClientKeySource } from './client-id.js'
 export type { CredentialOrigin, PresentedCredential } from './extract-credential.js'
 export { redactQueryCredential, removeQueryCredential, resolveRuntimeAuthorization, rewriteProxyCredentialHeaders } from './normalize-credential.js'

@@ -1,5 +1,5 @@
 import type { LegacyAction } from '../config/schema.js'
-import { firstPresentedValue, removeQueryCredential, resolveClientId, rewriteProxyCredentialHeaders, type CredentialKind, type PresentedCredential } from '../credentials/index.js'
+import { firstPresentedToken, removeQueryCredential, resolveClientId, rewriteProxyCredentialHeaders, type CredentialKind, type PresentedCredential } from '../credentials/index.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import { buildLegacyCalls, sessionExecutePath, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH, type LegacyCalls } from '../legacy/legacy-calls.js'
@@ -366,13 +366,13 @@ function headerValue(head: RequestHead, name: string): string | undefined {
 /** SPEC 12: the SHA-256 of the first credential presented, for a request whose credential is refused (two of them, or malformed). */
 function unreadableFingerprint(presented: Record<string, string[] | undefined>, rawQuery: string, credentials: GatewayRuntime['config']['credentials']): string | undefined {
   const query = credentials.queryParam !== null && rawQuery !== '' ? new URLSearchParams(rawQuery) : null
-  const value = firstPresentedValue(presented, query, credentials)
-  return value === undefined ? undefined : fingerprintToken(value)
+  const token = firstPresentedToken(presented, query, credentials)
+  return token === undefined ? undefined : fingerprintToken(token.value, token.origin === 'query' ? 'text' : 'header')
 }
 
 function noteCredential(facts: PlanFacts, credential: PresentedCredential | null, head: RequestHead): void {
   facts.credential = credential === null ? 'none' : credential.kind
-  facts.clientFingerprint = credential === null ? undefined : fingerprintToken(credential.value, head.memo?.credentialFingerprint)
+  facts.clientFingerprint = credential === null ? undefined : fingerprintToken(credential.value, credential.origins[0] === 'query' ? 'text' : 'header', head.memo?.credentialFingerprint)
 }
 
 function stream(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>>, call: StreamCall): StreamPlan {

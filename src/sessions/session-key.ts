@@ -11,14 +11,25 @@ export interface SessionKeyDefaults {
 /**
  * SHA-256 of a token: the only form of a credential that may be kept, logged or counted. With
  * `memo` (the connection's, kernel/connection-memo.ts), a token hashed last time is not hashed again.
+ * `held`: how the string holds the client's bytes. A header value has one character per byte, as
+ * Node's HTTP parser gives it; a query parameter is text, percent-decoded as UTF-8. Either way a
+ * token the client sent as UTF-8 hashes as `v4gw fingerprint` hashes the same line (SPEC 12).
  */
-export function fingerprintToken(token: string, memo?: OneEntryMemo): string {
-  return memo === undefined ? sha256Hex(token) : memo.of(token, sha256Hex)
+export function fingerprintToken(token: string, held: 'header' | 'text', memo?: OneEntryMemo): string {
+  const sha256 = held === 'header' ? sha256OfHeaderValue : sha256OfText
+  return memo === undefined ? sha256(token) : memo.of(token, sha256)
 }
 
-function sha256Hex(token: string): string {
+const NOT_ASCII = /[\u0080-\uffff]/
+
+function sha256OfHeaderValue(value: string): string {
+  // An ASCII value's characters are its bytes: hashed as it is, with no Buffer made.
+  return hash('sha256', NOT_ASCII.test(value) ? Buffer.from(value, 'latin1') : value, 'hex')
+}
+
+function sha256OfText(text: string): string {
   // One-shot crypto.hash (Node 20.12+): no Hash object per request.
-  return hash('sha256', token, 'hex')
+  return hash('sha256', text, 'hex')
 }
 
 /**

@@ -151,6 +151,26 @@ describe('the access line and the log level (SPEC 9, 17)', () => {
   })
 })
 
+describe('the access line’s clientId when the credential comes first and presents no token (SPEC 12)', () => {
+  const { gw } = useSimulatorGateway((simUrl) => ({ tenants: { acme: { upstream: { staging: simUrl }, clients: { key: ['credential', 'header:x-client-id'] } } } }))
+
+  it.each([
+    ['an empty X-Api-Key', ['X-Api-Key: ']],
+    ['an Authorization scheme with no token', ['Authorization: Bearer ']]
+  ])('is the next source’s id for %s, and anonymous without one, never the hash of nothing', async (_name, credentialLines) => {
+    const body = JSON.stringify({ input: 1 })
+    const ids: unknown[] = []
+    for (const extra of [['x-client-id: batch-7'], []]) {
+      const { 'x-request-id': requestId } = ownRequestId()
+      const lines = [...credentialLines, ...extra, `x-request-id: ${requestId}`]
+      const request = `POST /v1/headless/runs HTTP/1.1\r\nHost: gateway.test\r\n${lines.join('\r\n')}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`
+      expect((await rawExchange(gw.url, request, { timeoutMs: 3_000 })).response?.status).toBe(401)
+      ids.push((await accessLineOf(gw, { headers: {} } as Answer, requestId)).clientId)
+    }
+    expect(ids).toEqual(['hdr:batch-7', 'anonymous'])
+  })
+})
+
 describe('the access line’s clientId (SPEC 12, 17)', () => {
   const adminToken = 'admin-token-for-client-ids-0123456789'
   const { gw } = useSimulatorGateway((simUrl) => ({ admin: { token: adminToken }, tenants: { acme: { upstream: { staging: simUrl }, clients: { key: ['header:x-client-id', 'credential'] } } } }))
@@ -185,6 +205,21 @@ describe('the access line’s clientId (SPEC 12, 17)', () => {
       json: { method: 'POST', path: '/v1/headless/runs', headers: { ...AUTH, 'x-client-id': value }, body: { input: 1 } }
     })
     expect(explained.json.clientId).toBe(printed.stdout.trim())
+  })
+
+  it('is the fp: id `v4gw fingerprint` prints for a credential header sent as UTF-8', async () => {
+    const token = 't\u00f6k\u00e9n-utf8-1'
+    const body = JSON.stringify({ input: 1 })
+    const request = Buffer.from(
+      `POST /v1/headless/runs HTTP/1.1\r\nHost: gateway.test\r\nX-Api-Key: ${token}\r\nx-request-id: utf8-credential-id\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+      'utf8'
+    )
+    expect((await rawExchange(gw.url, request, { timeoutMs: 3_000 })).response).toBeDefined()
+    const printed = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'fingerprint'], { input: `${token}\n`, encoding: 'utf8', timeout: 10_000 })
+    expect(printed.stdout).toBe(`${fingerprintOf(token)}\n`)
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'utf8-credential-id'))
+    expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'utf8-credential-id')).toMatchObject({ clientId: printed.stdout.trim() })
   })
 
   it('is anonymous on a legacy request with neither, and absent from a native line', async () => {

@@ -20,7 +20,7 @@ function invoke(replica: StartedGateway, stateId: string, headers: Record<string
 }
 
 function sessionKeyOf(keyPrefix: string, stateId: string, tenant = 'acme', upstreamUrl = sim.url): string {
-  return buildRedisKeys(keyPrefix).session(tenant, buildSessionKey(tenant, new URL(upstreamUrl).origin, fingerprintToken(PLANTED_TOKEN), stateId, {}))
+  return buildRedisKeys(keyPrefix).session(tenant, buildSessionKey(tenant, new URL(upstreamUrl).origin, fingerprintToken(PLANTED_TOKEN, 'header'), stateId, {}))
 }
 
 async function allKeys(pattern: string): Promise<string[]> {

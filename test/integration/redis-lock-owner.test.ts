@@ -18,7 +18,7 @@ function invoke(replica: StartedGateway, stateId: string): Promise<Answer> {
 
 /** The start lock the gateway takes for a call on `stateId` without state (SPEC 4 step 1 key). */
 function lockKeyOf(stateId: string, upstreamUrl: string): string {
-  const mapKey = buildSessionKey('acme', new URL(upstreamUrl).origin, fingerprintToken(TOKEN), stateId, {})
+  const mapKey = buildSessionKey('acme', new URL(upstreamUrl).origin, fingerprintToken(TOKEN, 'header'), stateId, {})
   return buildRedisKeys(KEY_PREFIX).lock('acme', mapKey)
 }
 

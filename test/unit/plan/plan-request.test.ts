@@ -75,7 +75,7 @@ describe('planRequest', () => {
 
   it('asks for the body of a runtime route, then plans its execute call with exactly one credential', () => {
     const plan = planRequest(runtime, head('POST', '/v1/headless/runs', [...runtimeHeaders, ['x-api-key', 'tok-1'], ['user-agent', 'sdk/1']]))
-    expect(plan).toMatchObject({ kind: 'read-body', limitBytes: 64, facts: { credential: 'session-token', clientFingerprint: fingerprintToken('tok-1') } })
+    expect(plan).toMatchObject({ kind: 'read-body', limitBytes: 64, facts: { credential: 'session-token', clientFingerprint: fingerprintToken('tok-1', 'header') } })
     const planned = withBody(plan, JSON.stringify({ input: 1, policy: 'p' }))
     expect(planned.kind).toBe('calls')
     if (planned.kind !== 'calls' || planned.calls.action !== 'execute') throw new Error('expected an execute plan')

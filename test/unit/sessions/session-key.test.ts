@@ -3,17 +3,25 @@ import { describe, expect, it } from 'vitest'
 import { buildSessionKey, canonicalDefaults, fingerprintToken, SessionKeyMemo, sessionKeyPrefix, type SessionKeyDefaults } from '../../../src/sessions/session-key.js'
 
 const TOKEN = 'demo-token-alice'
-const FINGERPRINT = fingerprintToken(TOKEN)
+const FINGERPRINT = fingerprintToken(TOKEN, 'header')
 const DEFAULTS: SessionKeyDefaults = { policy: 'strict', risk: 'high' }
 const ORIGIN = 'http://127.0.0.1:4010'
 
 describe('fingerprintToken', () => {
   it('is the SHA-256 hex digest of the token', () => {
-    expect(fingerprintToken(TOKEN)).toBe(createHash('sha256').update(TOKEN).digest('hex'))
+    expect(fingerprintToken(TOKEN, 'header')).toBe(createHash('sha256').update(TOKEN).digest('hex'))
   })
 
   it('gives different fingerprints for different tokens', () => {
-    expect(fingerprintToken('demo-token-alice')).not.toBe(fingerprintToken('demo-token-bob'))
+    expect(fingerprintToken('demo-token-alice', 'header')).not.toBe(fingerprintToken('demo-token-bob', 'header'))
+  })
+
+  it('hashes the bytes the client sent: a header value as Node holds it (a character per byte), a query value as text', () => {
+    const token = 't\u00f6k\u00e9n'
+    const utf8Digest = createHash('sha256').update(Buffer.from(token, 'utf8')).digest('hex')
+    // Node's parser gives the UTF-8 bytes of a header value one character each.
+    expect(fingerprintToken(Buffer.from(token, 'utf8').toString('latin1'), 'header')).toBe(utf8Digest)
+    expect(fingerprintToken(token, 'text')).toBe(utf8Digest)
   })
 })
 
@@ -43,7 +51,7 @@ describe('buildSessionKey', () => {
   })
 
   it('differs per token fingerprint', () => {
-    expect(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS)).not.toBe(buildSessionKey('acme', ORIGIN, fingerprintToken('demo-token-bob'), 'state-1', DEFAULTS))
+    expect(buildSessionKey('acme', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS)).not.toBe(buildSessionKey('acme', ORIGIN, fingerprintToken('demo-token-bob', 'header'), 'state-1', DEFAULTS))
   })
 
   it('differs per state key, the empty state key included', () => {
@@ -69,7 +77,7 @@ describe('buildSessionKey', () => {
   })
 
   it('never contains the token or its fingerprint', () => {
-    const key = buildSessionKey('acme', ORIGIN, fingerprintToken(TOKEN), 'state-1', DEFAULTS)
+    const key = buildSessionKey('acme', ORIGIN, fingerprintToken(TOKEN, 'header'), 'state-1', DEFAULTS)
     expect(key).not.toContain(TOKEN)
     expect(key).not.toContain(FINGERPRINT)
     // The upstream's tag, then the SHA-256 in base64url.
@@ -82,7 +90,7 @@ describe('with a connection memo', () => {
     const keys = new SessionKeyMemo()
     for (const token of ['demo-token-alice', 'demo-token-alice', 'demo-token-bob', 'demo-token-alice', 'demo-token-bob', 'demo-token-bob']) {
       for (const stateKey of ['state-1', 'state-1', '', '\ud800', '\ufffd', 'state-1']) {
-        const fingerprint = fingerprintToken(token)
+        const fingerprint = fingerprintToken(token, 'header')
         expect(buildSessionKey('acme', ORIGIN, fingerprint, stateKey, DEFAULTS, keys)).toBe(buildSessionKey('acme', ORIGIN, fingerprint, stateKey, DEFAULTS))
       }
     }
@@ -95,7 +103,7 @@ describe('with a connection memo', () => {
       [...base, DEFAULTS],
       ['beta', ORIGIN, FINGERPRINT, 'state-1', DEFAULTS],
       ['acme', 'https://v4.example.com', FINGERPRINT, 'state-1', DEFAULTS],
-      ['acme', ORIGIN, fingerprintToken('demo-token-bob'), 'state-1', DEFAULTS],
+      ['acme', ORIGIN, fingerprintToken('demo-token-bob', 'header'), 'state-1', DEFAULTS],
       ['acme', ORIGIN, FINGERPRINT, 'state-2', DEFAULTS],
       [...base, { ...DEFAULTS, policy: 'lenient' }],
       [...base, { ...DEFAULTS, route: 'eu-west' }],
