@@ -131,7 +131,8 @@ describe('an embedder closing a gateway whose collector never answers', () => {
   it('lets go of the export at the end of the grace period: once close() has returned, nothing of tracing keeps the process alive', async () => {
     const receiver = await startOtlpReceiver({ kind: 'hang' })
     const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../../dist/${path}`, import.meta.url)))
-    const config = testConfig(upstream.url, { shutdown: { graceMs: 1_500 }, tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 600_000 } })
+    // A grace period long enough for the export thread to start and send under a busy machine's load (CI).
+    const config = testConfig(upstream.url, { shutdown: { graceMs: 4_000 }, tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 600_000 } })
     // The embedder's own handles are gone once close() returns; the export's timeout (10 s) is
     // what would hold the process if the export thread were still held.
     const script = `
@@ -149,7 +150,8 @@ describe('an embedder closing a gateway whose collector never answers', () => {
       process.exitCode = answer.status === 200 ? 0 : 4
     `
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' })
-    const killer = setTimeout(() => child.kill('SIGKILL'), 6_000)
+    // Past the grace period, short of the export's own timeout (10 s from the flush at close).
+    const killer = setTimeout(() => child.kill('SIGKILL'), 9_000)
     const exit = await new Promise<[number | null, string | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])))
     clearTimeout(killer)
     expect(exit).toEqual([0, null])
