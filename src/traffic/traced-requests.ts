@@ -1,4 +1,7 @@
+import type { ServerResponse } from 'node:http'
+import { ERROR_STATUS, type ErrorCode } from '../errors/registry.js'
 import type { Exchange } from '../kernel/exchange.js'
+import type { AccessRecord } from '../observability/access-record.js'
 import { V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy/legacy-calls.js'
 import { planRequest, type Plan } from '../plan/plan-request.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
@@ -103,11 +106,7 @@ const CREDENTIAL_TYPES: Readonly<Record<string, string>> = { 'session-token': 's
 
 function serverSpanFacts(exchange: Exchange, served: boolean): ServerSpanFacts {
   const { head, record, response } = exchange
-  // SPEC 17's `http.response.status_code` as the semantic conventions define it: the status
-  // sent, not the access line's (499 for a client that left first, the cause's status for a
-  // body cut after its head: docs/decisions.md).
-  const statusCode = response.headersSent ? response.statusCode : undefined
-  const failed = statusCode === undefined ? record.errorCode !== undefined : statusCode >= 500 || record.brokenOffStatus !== undefined
+  const { statusCode, failed } = serverSpanStatus(response, record)
   const route = record.trafficClass === 'native' ? NATIVE_ROUTE : record.legacyRoute?.slice(record.legacyRoute.indexOf(' ') + 1)
   const queryAt = head.url.indexOf('?')
   // Only a Host the kernel accepted (RFC 9112 3.2): a refused one may be anything, a password included.
@@ -137,6 +136,24 @@ function serverSpanFacts(exchange: Exchange, served: boolean): ServerSpanFacts {
     deprecationAction: record.deprecationAction,
     idempotencyOutcome: record.idempotencyOutcome
   }
+}
+
+/**
+ * SPEC 17's `http.response.status_code` as the semantic conventions define it: the status sent,
+ * not the access line's (499 for a client that left first, the cause's status for a body cut
+ * after its head: docs/decisions.md); and whether the SERVER span is an error: a 5xx sent, a body
+ * cut after its head, or, with nothing sent, a failure of the gateway's side (a 5xx code; a 4xx
+ * is the client's).
+ */
+export function serverSpanStatus(
+  response: Pick<ServerResponse, 'headersSent' | 'writableFinished' | 'socket' | 'statusCode'>,
+  record: Pick<AccessRecord, 'errorCode' | 'brokenOffStatus'>
+): { statusCode: number | undefined; failed: boolean } {
+  // A pipelined answer whose connection closed while it waited its turn had its head written into
+  // Node's buffer only, never on a socket.
+  const sent = response.headersSent && (response.writableFinished || response.socket !== null)
+  if (!sent) return { statusCode: undefined, failed: record.errorCode !== undefined && Object.hasOwn(ERROR_STATUS, record.errorCode) && ERROR_STATUS[record.errorCode as ErrorCode] >= 500 }
+  return { statusCode: response.statusCode, failed: response.statusCode >= 500 || record.brokenOffStatus !== undefined }
 }
 
 /** The last `Host` read and what it gave: a gateway's clients mostly name it one way (a regex per sampled request otherwise). */

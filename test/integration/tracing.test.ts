@@ -494,8 +494,9 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     expect(answer.response?.complete).toBe(false)
     const line = await accessLine(gw, 'cut-body-1')
     const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
-    expect(server.attributes).toMatchObject({ 'http.response.status_code': 200, 'error.type': line.error })
-    expect(line.error).toEqual(expect.any(String))
+    // The access line says whose failure it was (502, SPEC 6's code for an answer cut short).
+    expect(line).toMatchObject({ status: 502, error: 'UPSTREAM_BAD_RESPONSE' })
+    expect(server.attributes).toMatchObject({ 'http.response.status_code': 200, 'error.type': 'UPSTREAM_BAD_RESPONSE' })
     expect(server.statusCode).toBe(2)
   })
 
@@ -514,6 +515,25 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     expect(server.attributes).not.toHaveProperty('http.response.status_code')
     expect(server.attributes).not.toHaveProperty('error.type')
     expect(server.statusCode).toBe(0)
+  })
+
+  it('a keyed request whose client left and whose execution then timed out: no status, error.type, and the span an error (SPEC 16)', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await startGateway(
+      tracedConfig(upstream.url, receiver, {}, { limits: { upstreamTimeoutMs: 300 }, tenants: { acme: { upstream: { staging: upstream.url }, legacy: { idempotency: {} } } } })
+    )
+    const controller = new AbortController()
+    const headers = { ...ALICE, 'idempotency-key': 'left-then-timeout', 'x-request-id': 'left-keyed-1', 'content-type': 'application/json' }
+    const sent = undiciRequest(new URL('/v1/headless/runs', gw.url), { method: 'POST', headers, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    await upstream.nextExchange()
+    controller.abort()
+    await sent
+    const line = await accessLine(gw, 'left-keyed-1')
+    expect(line).toMatchObject({ status: 499, error: 'UPSTREAM_TIMEOUT' })
+    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server.attributes).not.toHaveProperty('http.response.status_code')
+    expect(server.attributes).toMatchObject({ 'error.type': 'UPSTREAM_TIMEOUT', 'v4gw.idempotency.outcome': 'executed' })
+    expect(server.statusCode).toBe(2)
   })
 })
 
