@@ -231,9 +231,10 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         if (Array.isArray(tenant)) throw new GatewayError('INVALID_REQUEST', 'name one tenant, or none for all', { details: [{ pointer: 'query:tenant', message: 'given more than once' }] })
         const clients = parseClientsListed(request.query.clients)
         const runtime = deps.runtime()
-        const routes = migrationRoutes(runtime, tenant === undefined || tenant === '' ? undefined : tenant)
+        const only = tenant === undefined || tenant === '' ? undefined : tenant
+        const routes = migrationRoutes(runtime, only)
         // SPEC 12's answer: the registry (the fleet's with Redis) with the running config's stages, deprecations and pauses.
-        return buildMigrationAnswer(runtime, deps.stageOverrides, await deps.migration.view(routes, clients), routes, Date.now())
+        return buildMigrationAnswer(runtime, deps.stageOverrides, await deps.migration.view(routes, clients), { routesOf: routes, only }, Date.now())
       })
     },
     { prefix: '/admin' }

@@ -5,6 +5,8 @@ import { DAY_MS } from '../fleet/registry-data.js'
 import { EMPTY_ROUTE, type ClientView, type RegistryView } from '../fleet/registry-view.js'
 import type { BrownoutPause } from '../tenancy/brownout-pauses.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
+import { pauseSuspendedReason } from '../tenancy/pause-brownouts.js'
+import { suspendedReason } from '../tenancy/set-stage-override.js'
 import type { StageOverrideRecords } from '../tenancy/stage-override-records.js'
 import { routeStageView, tenantStageView } from '../tenancy/stage-view.js'
 
@@ -46,7 +48,14 @@ const iso = (ms: number): string => new Date(ms).toISOString()
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))
 
 /** SPEC 12's `GET /admin/migration` answer (`schemaVersion: 2`) from what the registry knows and the running config. */
-export function buildMigrationAnswer(runtime: GatewayRuntime, overrides: StageOverrideRecords, view: RegistryView, routesOf: ReadonlyMap<string, readonly string[]>, nowMs: number): Record<string, unknown> {
+export function buildMigrationAnswer(
+  runtime: GatewayRuntime,
+  overrides: StageOverrideRecords,
+  view: RegistryView,
+  asked: { routesOf: ReadonlyMap<string, readonly string[]>; only: string | undefined },
+  nowMs: number
+): Record<string, unknown> {
+  const routesOf = asked.routesOf
   const pauses = runtime.brownoutPauses.list(nowMs)
   const tenants: Record<string, unknown> = {}
   for (const [name, labels] of routesOf) {
@@ -83,7 +92,27 @@ export function buildMigrationAnswer(runtime: GatewayRuntime, overrides: StageOv
       routes
     }
   }
-  return { schemaVersion: 2, generatedAt: iso(view.generatedAtMs), scope: view.scope, configHashes: view.configHashes, tenants }
+  return { schemaVersion: 2, generatedAt: iso(view.generatedAtMs), scope: view.scope, configHashes: view.configHashes, tenants, suspended: suspendedElsewhere(runtime, overrides, pauses, asked.only, nowMs) }
+}
+
+/**
+ * SPEC 14: an override or pause whose tenant or route a reload removed is not applied, and is
+ * listed with `suspended` until its `until`. A tenant's overrides (its removed routes' included)
+ * are listed with the tenant; what has no configured tenant or route to be listed under is listed
+ * here: overrides of removed tenants, pauses of removed tenants and routes. With `?tenant=`, only
+ * that tenant's.
+ */
+function suspendedElsewhere(runtime: GatewayRuntime, overrides: StageOverrideRecords, pauses: readonly BrownoutPause[], only: string | undefined, nowMs: number): Record<string, unknown> {
+  const asked = (tenant: string): boolean => only === undefined || tenant === only
+  return {
+    overrides: overrides
+      .list(nowMs)
+      .filter((override) => !runtime.tenancy.tenants.has(override.tenant) && asked(override.tenant))
+      .map((override) => ({ ...override, suspended: suspendedReason(runtime, override) })),
+    brownoutPauses: pauses
+      .map((pause) => ({ ...(pauseShown(pause) as BrownoutPause), suspended: pauseSuspendedReason(runtime, pause) }))
+      .filter((pause) => pause.suspended !== null && asked(pause.tenant))
+  }
 }
 
 function routeDeprecation(tenant: TenantConfig, label: string): DeprecationConfig | null {

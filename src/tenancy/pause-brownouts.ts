@@ -26,10 +26,30 @@ export async function pauseBrownouts(runtime: GatewayRuntime, request: PauseRequ
   return { pause, scope: await runtime.brownoutPauses.set(pause) }
 }
 
-/** `DELETE /admin/brownouts/pause`: the pause removed, or null when there was none, and the change's scope. */
+/**
+ * `DELETE /admin/brownouts/pause`: the pause removed, or null when there was none, and the change's
+ * scope. As an override may (SPEC 13: pauses follow section 14's rules), a pause whose tenant or
+ * route a reload removed may still be removed; with none in force, the tenant and route must be
+ * the config's (404 for either unknown).
+ */
 export async function resumeBrownouts(runtime: GatewayRuntime, tenant: string, route: string | null, nowMs: number): Promise<{ pause: BrownoutPause | null; scope: FleetScope }> {
-  const { removed, scope } = await runtime.brownoutPauses.remove(tenant, checkPauseTarget(runtime, tenant, route), nowMs)
+  const pauses = runtime.brownoutPauses
+  // Chosen from the store's state, not a copy up to a refresh old.
+  await pauses.current()
+  if (pauses.inForce(tenant, route, nowMs) === undefined) checkPauseTarget(runtime, tenant, route)
+  const { removed, scope } = await pauses.remove(tenant, route, nowMs)
   return { pause: removed ?? null, scope }
+}
+
+/**
+ * SPEC 13 and 14: why a pause is not applied under the running config (its tenant or route is
+ * gone), or null when it is. Listed with it until its `until`.
+ */
+export function pauseSuspendedReason(runtime: GatewayRuntime, pause: BrownoutPause): string | null {
+  const tenant = runtime.tenancy.tenants.get(pause.tenant)
+  if (tenant === undefined) return 'the tenant is not in the running config'
+  if (pause.route !== null && !tenant.routes.some((known) => known.label === pause.route)) return 'the route is not in the running config'
+  return null
 }
 
 function checkPauseTarget(runtime: GatewayRuntime, tenant: string, route: string | null): string | null {

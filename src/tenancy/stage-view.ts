@@ -1,6 +1,6 @@
 import { resolveEffectiveStage } from './migration-policy.js'
 import type { GatewayRuntime } from './gateway-runtime.js'
-import { suspendedReason } from './set-stage-override.js'
+import { appliesAnywhere, suspendedReason } from './set-stage-override.js'
 import type { StageOverrideRecords, StoredStageOverride } from './stage-override-records.js'
 
 /** A route's stage as SPEC 14 decides it now, as `/admin/migration` shows it (SPEC 12). */
@@ -33,7 +33,8 @@ export function tenantStageView(runtime: GatewayRuntime, records: StageOverrideR
     .list(nowMs)
     .filter((override) => override.tenant === tenantName)
     .map((override) => ({ ...override, suspended: suspendedReason(runtime, override) }))
-  const tenantWide = overrides.find((override) => override.route === null && override.suspended === null)
+  // Applied on every route, or on some while the config disallows it on others (SPEC 14: each route is judged alone).
+  const tenantWide = overrides.find((override) => override.route === null && (override.suspended === null || appliesAnywhere(runtime, override)))
   const configured = runtime.config.tenants[tenantName]?.migration.stage ?? 'translate'
   return { stage: tenantWide?.stage ?? configured, overrides }
 }

@@ -194,6 +194,82 @@ describe('an override the config no longer allows (SPEC 14: suspended, never mis
   })
 })
 
+describe('overrides and pauses whose tenant or route a reload removed (SPEC 13, 14: suspended, listed, removable)', () => {
+  const dir = useTempDir('v4gw-orphans-')
+  const INVOKE = 'POST /v1/runs/invoke'
+
+  function config(withRemoved: boolean): Record<string, unknown> {
+    const upstream = { staging: sim.url, legacy: legacy.url }
+    const routes = [{ method: 'POST', path: '/v1/headless/runs', action: 'execute' }, ...(withRemoved ? [{ method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/stateId' }] : [])]
+    return {
+      log: { level: 'silent' },
+      tenancy: { default: 'acme' },
+      tenants: { acme: { upstream, legacy: { routes } }, ...(withRemoved ? { old: { upstream, legacy: { routes } } } : {}) }
+    }
+  }
+
+  it('lists each with why it is not applied, and lets it be removed, as long as it is in force', async () => {
+    const configPath = join(dir.path, 'gateway.yaml')
+    await writeFile(configPath, stringify(config(true)))
+    const gw = await startGateway(config(true), { configPath })
+    expect((await putOverride(gw, { tenant: 'old', stage: 'legacy', reason: 'old rollback' })).status).toBe(200)
+    const until = new Date(Date.now() + HOUR).toISOString()
+    expect((await send(gw.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'acme', route: INVOKE, until, reason: 'route pause' } })).status).toBe(200)
+    expect((await send(gw.adminUrl, '/admin/brownouts/pause', { json: { tenant: 'old', until, reason: 'tenant pause' } })).status).toBe(200)
+    expect((await send(gw.adminUrl, '/admin/migration')).json.suspended).toEqual({ overrides: [], brownoutPauses: [] })
+
+    await writeFile(configPath, stringify(config(false)))
+    expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    const listed = (await send(gw.adminUrl, '/admin/migration')).json
+    expect(listed.tenants).not.toHaveProperty('old')
+    expect(listed.suspended.overrides).toEqual([expect.objectContaining({ tenant: 'old', route: null, stage: 'legacy', suspended: 'the tenant is not in the running config' })])
+    expect(listed.suspended.brownoutPauses).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ tenant: 'acme', route: INVOKE, reason: 'route pause', suspended: 'the route is not in the running config' }),
+        expect.objectContaining({ tenant: 'old', route: null, reason: 'tenant pause', suspended: 'the tenant is not in the running config' })
+      ])
+    )
+    expect(listed.suspended.brownoutPauses).toHaveLength(2)
+    // One tenant asked for: only what is its own.
+    expect((await send(gw.adminUrl, '/admin/migration?tenant=acme')).json.suspended).toEqual({ overrides: [], brownoutPauses: [expect.objectContaining({ tenant: 'acme', route: INVOKE })] })
+
+    const resumed = await send(gw.adminUrl, `/admin/brownouts/pause?tenant=acme&route=${encodeURIComponent(INVOKE)}`, { method: 'DELETE' })
+    expect(resumed.status).toBe(200)
+    expect(resumed.json.pause).toMatchObject({ tenant: 'acme', route: INVOKE })
+    expect((await send(gw.adminUrl, '/admin/brownouts/pause?tenant=old', { method: 'DELETE' })).json.pause).toMatchObject({ tenant: 'old', route: null })
+    expect((await send(gw.adminUrl, '/admin/migration/stage?tenant=old', { method: 'DELETE' })).json.override).toMatchObject({ tenant: 'old', stage: 'legacy' })
+    expect((await send(gw.adminUrl, '/admin/migration')).json.suspended).toEqual({ overrides: [], brownoutPauses: [] })
+    // Once gone, the route and tenant are unknown again.
+    expect((await send(gw.adminUrl, `/admin/brownouts/pause?tenant=acme&route=${encodeURIComponent(INVOKE)}`, { method: 'DELETE' })).json.error.code).toBe('ROUTE_NOT_FOUND')
+    expect((await send(gw.adminUrl, '/admin/brownouts/pause?tenant=old', { method: 'DELETE' })).json.error.code).toBe('TENANT_UNKNOWN')
+  })
+})
+
+describe('a tenant-wide override a reload disallows on one route (SPEC 14: each route judged alone)', () => {
+  const dir = useTempDir('v4gw-partial-')
+
+  it('still applies on the other routes, and the tenant’s stage says so, with the skipped route named', async () => {
+    const routes = [{ method: 'POST', path: '/v1/headless/runs', action: 'execute' }, { method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/stateId' }]
+    const config = (invokeStage: string | undefined): Record<string, unknown> => ({
+      log: { level: 'silent' },
+      tenancy: { default: 'acme' },
+      tenants: { acme: { upstream: { staging: sim.url, legacy: legacy.url }, legacy: { routes }, migration: { stage: 'translate', ...(invokeStage === undefined ? {} : { routes: { 'POST /v1/runs/invoke': { stage: invokeStage } } }) } } }
+    })
+    const configPath = join(dir.path, 'gateway.yaml')
+    await writeFile(configPath, stringify(config(undefined)))
+    const gw = await startGateway(config(undefined), { configPath })
+    expect((await putOverride(gw, { tenant: 'acme', stage: 'shadow', reason: 'tenant rollback' })).status).toBe(200)
+    await writeFile(configPath, stringify(config('legacy')))
+    expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    const listed = (await send(gw.adminUrl, '/admin/migration?tenant=acme')).json.tenants.acme
+    expect(listed.routes[ROUTE]).toMatchObject({ stage: 'shadow', stageSource: 'override' })
+    expect(listed.routes['POST /v1/runs/invoke']).toMatchObject({ stage: 'legacy', stageSource: 'config' })
+    expect(listed.stage).toBe('shadow')
+    expect(listed.overrides).toEqual([expect.objectContaining({ route: null, stage: 'shadow', suspended: 'not applied to POST /v1/runs/invoke: the config sets an earlier stage' })])
+    expect((await call(gw)).headers['x-v4gw-served-by']).toBe('legacy')
+  })
+})
+
 describe('stage overrides shared by the fleet through Redis (SPEC 14)', () => {
   const redis = useRedisServer()
   const replica = (): Promise<StartedGateway> =>
