@@ -188,15 +188,51 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     if (report.schemaVersion !== 2) parts.push('schemaVersion ' + String(report.schemaVersion) + ': this page reads 2, some parts may be missing');
     if (report.scope === 'local') parts.push('the shared store is not answering: this replica\'s data only');
     statusLine.textContent = parts.join(' · ');
-    if (names.length === 0) {
-      main.appendChild(note('No tenant has legacy routes.'));
-      return;
-    }
+    if (names.length === 0) main.appendChild(note('No tenant has legacy routes.'));
     names.forEach(function (name, index) {
       var anchor = 'tenant-' + index;
       nav.appendChild(el('a', { href: '#' + anchor }, name));
       main.appendChild(renderTenant(name, anchor, isObject(tenants[name]) ? tenants[name] : {}, shadowOf(shadow, name), report.generatedAt));
     });
+    var suspended = renderSuspended(isObject(report.suspended) ? report.suspended : {});
+    if (suspended) main.appendChild(suspended);
+  }
+
+  /** Overrides and pauses whose tenant or route the running config no longer has (SPEC 14): not applied, still in force until their until. */
+  function renderSuspended(suspended) {
+    var overrides = list(suspended.overrides);
+    var pauses = list(suspended.brownoutPauses);
+    if (overrides.length === 0 && pauses.length === 0) return null;
+    var section = el('section', { class: 'suspended', 'aria-labelledby': 'suspended-name' });
+    section.appendChild(el('h2', { id: 'suspended-name' }, 'Not applied: tenant or route no longer configured'));
+    if (overrides.length > 0) {
+      section.appendChild(el('h3', null, 'Stage overrides'));
+      section.appendChild(table(['tenant', 'scope', 'stage', 'reason', 'until', 'why'], overrides.map(function (override) {
+        if (!isObject(override)) return null;
+        return el('tr', null, [
+          el('td', null, String(override.tenant)),
+          el('td', null, override.route ? el('code', null, override.route) : 'whole tenant'),
+          el('td', null, stageBadge(override.stage)),
+          el('td', null, typeof override.reason === 'string' ? override.reason : ''),
+          el('td', null, when(override.until)),
+          el('td', null, typeof override.suspended === 'string' ? override.suspended : '')
+        ]);
+      })));
+    }
+    if (pauses.length > 0) {
+      section.appendChild(el('h3', null, 'Brownout pauses'));
+      section.appendChild(table(['tenant', 'scope', 'reason', 'until', 'why'], pauses.map(function (pause) {
+        if (!isObject(pause)) return null;
+        return el('tr', null, [
+          el('td', null, String(pause.tenant)),
+          el('td', null, pause.route ? el('code', null, pause.route) : 'whole tenant'),
+          el('td', null, typeof pause.reason === 'string' ? pause.reason : ''),
+          el('td', null, when(pause.until)),
+          el('td', null, typeof pause.suspended === 'string' ? pause.suspended : '')
+        ]);
+      })));
+    }
+    return section;
   }
 
   function shadowOf(shadow, tenant) {

@@ -1,10 +1,12 @@
 import { hash } from 'node:crypto'
 import { existsSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
-import { testConfig, useGateway } from '../helpers/start-gateway.js'
+import { startGateway, testConfig, useGateway } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 import { useTempDir } from '../helpers/temp-dir.js'
 
@@ -135,6 +137,32 @@ describe('the migration page /admin/ui in chromium', () => {
     expect(problems).toEqual([])
 
     await page.screenshot({ path: join(dir.path, 'migration-page.png'), fullPage: true })
+    await context.close()
+  })
+
+  it('shows, as text, a pause whose route a reload removed: not applied, and why (SPEC 13, 14)', { timeout: 60_000 }, async () => {
+    const routes = [{ method: 'POST', path: '/v1/headless/runs', action: 'execute' }, { method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/stateId' }]
+    const config = (withInvoke: boolean) => testConfig(sim.url, { admin: { token: ADMIN_TOKEN }, tenants: { acme: { upstream: { staging: sim.url }, legacy: { routes: withInvoke ? routes : routes.slice(0, 1) } } } })
+    const configPath = join(dir.path, 'reloaded.yaml')
+    await writeFile(configPath, stringify(config(true)))
+    const reloaded = await startGateway(config(true), { configPath })
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const paused = await send(reloaded.adminUrl, '/admin/brownouts/pause', { headers: admin, json: { tenant: 'acme', route: 'POST /v1/runs/invoke', until: iso(Date.now() + DAY), reason: 'partner freeze <i>x</i>' } })
+    expect(paused.status).toBe(200)
+    await writeFile(configPath, stringify(config(false)))
+    expect((await send(reloaded.adminUrl, '/admin/reload', { method: 'POST', headers: admin })).status).toBe(200)
+
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(`${reloaded.adminUrl}/admin/ui`)
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    const suspended = page.locator('section.suspended')
+    await suspended.waitFor()
+    const row = suspended.locator('tr', { hasText: 'POST /v1/runs/invoke' })
+    await expect(row.textContent()).resolves.toContain('the route is not in the running config')
+    await expect(row.textContent()).resolves.toContain('partner freeze <i>x</i>')
+    expect(await suspended.locator('i').count()).toBe(0)
     await context.close()
   })
 })
