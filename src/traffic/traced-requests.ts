@@ -147,11 +147,12 @@ function serverSpanFacts(exchange: Exchange, served: boolean): ServerSpanFacts {
  */
 export function serverSpanStatus(
   response: Pick<ServerResponse, 'headersSent' | 'writableFinished' | 'socket' | 'statusCode'>,
-  record: Pick<AccessRecord, 'errorCode' | 'brokenOffStatus'>
+  record: Pick<AccessRecord, 'errorCode' | 'brokenOffStatus' | 'bytesOut'>
 ): { statusCode: number | undefined; failed: boolean } {
-  // A pipelined answer whose connection closed while it waited its turn had its head written into
-  // Node's buffer only, never on a socket.
-  const sent = response.headersSent && (response.writableFinished || response.socket !== null)
+  // Node writes a head with the first body bytes or the end, not at `writeHead` (a streamed answer
+  // whose client left before its first chunk sent nothing); and a pipelined answer whose
+  // connection closed while it waited its turn had its head buffered only, never on a socket.
+  const sent = response.headersSent && (response.writableFinished || (response.socket !== null && record.bytesOut > 0))
   if (!sent) return { statusCode: undefined, failed: record.errorCode !== undefined && Object.hasOwn(ERROR_STATUS, record.errorCode) && ERROR_STATUS[record.errorCode as ErrorCode] >= 500 }
   return { statusCode: response.statusCode, failed: response.statusCode >= 500 || record.brokenOffStatus !== undefined }
 }

@@ -517,6 +517,29 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     expect(server.statusCode).toBe(0)
   })
 
+  it('a streamed native answer whose client left before its first body bytes: no status on the span (Node had not written the head), and no error', async () => {
+    let headersOut: () => void = () => {}
+    const headed = new Promise<void>((resolve) => (headersOut = resolve))
+    const upstream = await startFaultUpstream((exchange) => {
+      exchange.response.writeHead(200, { 'content-type': 'text/event-stream' })
+      exchange.response.flushHeaders()
+      headersOut()
+    })
+    const gw = await startGateway(tracedConfig(upstream.url, receiver))
+    const controller = new AbortController()
+    const sent = undiciRequest(new URL('/v4/events', gw.url), { headers: { ...ALICE, 'x-request-id': 'left-before-body-1' }, signal: controller.signal }).catch(() => undefined)
+    await headed
+    // The gateway has its head from the upstream; give it a moment to pass it on (it writes it with the first bytes).
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    controller.abort()
+    await sent
+    const line = await accessLine(gw, 'left-before-body-1')
+    expect(line.status).toBe(499)
+    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
+    expect(server.attributes).not.toHaveProperty('http.response.status_code')
+    expect(server.statusCode).toBe(0)
+  })
+
   it('a keyed request whose client left and whose execution then timed out: no status, error.type, and the span an error (SPEC 16)', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await startGateway(
