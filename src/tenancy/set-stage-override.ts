@@ -88,27 +88,15 @@ export async function removeStageOverrides(
  * tenant-wide one: on every route). Listed as `suspended` until its `until`.
  */
 export function suspendedReason(runtime: GatewayRuntime, override: StoredStageOverride): string | null {
-  return overrideStatus(runtime, override).suspended
-}
-
-/**
- * Whether an override applies on at least one route under the running config: a tenant-wide one
- * the config disallows on some routes still applies on the others (each route is judged alone).
- */
-export function appliesAnywhere(runtime: GatewayRuntime, override: StoredStageOverride): boolean {
-  return overrideStatus(runtime, override).applied > 0
-}
-
-function overrideStatus(runtime: GatewayRuntime, override: StoredStageOverride): { suspended: string | null; applied: number } {
   const tenant = runtime.tenancy.tenants.get(override.tenant)
-  if (tenant === undefined) return { suspended: 'the tenant is not in the running config', applied: 0 }
-  if (override.route !== null && !tenant.migration.has(override.route)) return { suspended: 'the route is not in the running config', applied: 0 }
+  if (tenant === undefined) return 'the tenant is not in the running config'
+  if (override.route !== null && !tenant.migration.has(override.route)) return 'the route is not in the running config'
   const hasLegacy = tenant.legacyOrigin !== undefined
   const routes = override.route === null ? [...tenant.migration.keys()] : [override.route]
   const refused = routes.filter((label) => !isAllowedOverride(tenant.migration.get(label)?.stage ?? 'translate', override.stage, hasLegacy))
-  if (refused.length === 0) return { suspended: null, applied: routes.length }
+  if (refused.length === 0) return null
   const why = !hasLegacy && STAGES_NEEDING_LEGACY.has(override.stage) ? 'the tenant has no upstream.legacy' : 'the config sets an earlier stage'
-  return { suspended: `not applied to ${refused.join(', ')}: ${why}`, applied: routes.length - refused.length }
+  return `not applied to ${refused.join(', ')}: ${why}`
 }
 
 function refusalOf(route: string, configured: MigrationStage, stage: MigrationStage, hasLegacy: boolean): string {

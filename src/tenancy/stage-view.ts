@@ -1,6 +1,6 @@
-import { resolveEffectiveStage } from './migration-policy.js'
+import { isAllowedOverride, resolveEffectiveStage } from './migration-policy.js'
 import type { GatewayRuntime } from './gateway-runtime.js'
-import { appliesAnywhere, suspendedReason } from './set-stage-override.js'
+import { suspendedReason } from './set-stage-override.js'
 import type { StageOverrideRecords, StoredStageOverride } from './stage-override-records.js'
 
 /** A route's stage as SPEC 14 decides it now, as `/admin/migration` shows it (SPEC 12). */
@@ -33,8 +33,10 @@ export function tenantStageView(runtime: GatewayRuntime, records: StageOverrideR
     .list(nowMs)
     .filter((override) => override.tenant === tenantName)
     .map((override) => ({ ...override, suspended: suspendedReason(runtime, override) }))
-  // Applied on every route, or on some while the config disallows it on others (SPEC 14: each route is judged alone).
-  const tenantWide = overrides.find((override) => override.route === null && (override.suspended === null || appliesAnywhere(runtime, override)))
   const configured = runtime.config.tenants[tenantName]?.migration.stage ?? 'translate'
+  // The stage of a route that sets none of its own: the tenant-wide override where it applies to
+  // such a route (SPEC 14: each route is judged alone), even when the config disallows it on others.
+  const hasLegacy = runtime.tenancy.tenants.get(tenantName)?.legacyOrigin !== undefined
+  const tenantWide = overrides.find((override) => override.route === null && isAllowedOverride(configured, override.stage, hasLegacy))
   return { stage: tenantWide?.stage ?? configured, overrides }
 }

@@ -250,10 +250,10 @@ describe('a tenant-wide override a reload disallows on one route (SPEC 14: each 
 
   it('still applies on the other routes, and the tenant’s stage says so, with the skipped route named', async () => {
     const routes = [{ method: 'POST', path: '/v1/headless/runs', action: 'execute' }, { method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/stateId' }]
-    const config = (invokeStage: string | undefined): Record<string, unknown> => ({
+    const config = (invokeStage: string | undefined, tenantStage = 'translate'): Record<string, unknown> => ({
       log: { level: 'silent' },
       tenancy: { default: 'acme' },
-      tenants: { acme: { upstream: { staging: sim.url, legacy: legacy.url }, legacy: { routes }, migration: { stage: 'translate', ...(invokeStage === undefined ? {} : { routes: { 'POST /v1/runs/invoke': { stage: invokeStage } } }) } } }
+      tenants: { acme: { upstream: { staging: sim.url, legacy: legacy.url }, legacy: { routes }, migration: { stage: tenantStage, ...(invokeStage === undefined ? {} : { routes: { 'POST /v1/runs/invoke': { stage: invokeStage } } }) } } }
     })
     const configPath = join(dir.path, 'gateway.yaml')
     await writeFile(configPath, stringify(config(undefined)))
@@ -267,6 +267,15 @@ describe('a tenant-wide override a reload disallows on one route (SPEC 14: each 
     expect(listed.stage).toBe('shadow')
     expect(listed.overrides).toEqual([expect.objectContaining({ route: null, stage: 'shadow', suspended: 'not applied to POST /v1/runs/invoke: the config sets an earlier stage' })])
     expect((await call(gw)).headers['x-v4gw-served-by']).toBe('legacy')
+
+    // The tenant moved back to legacy, one route kept in translate: the override applies on that
+    // route only, and the tenant's stage (a route without its own) is its configured legacy.
+    await writeFile(configPath, stringify(config('translate', 'legacy')))
+    expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).toBe(200)
+    const moved = (await send(gw.adminUrl, '/admin/migration?tenant=acme')).json.tenants.acme
+    expect(moved.stage).toBe('legacy')
+    expect(moved.routes['POST /v1/runs/invoke']).toMatchObject({ stage: 'shadow', stageSource: 'override' })
+    expect(moved.routes[ROUTE]).toMatchObject({ stage: 'legacy', stageSource: 'config' })
   })
 })
 
