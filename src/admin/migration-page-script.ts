@@ -195,7 +195,10 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
       main.appendChild(renderTenant(name, anchor, isObject(tenants[name]) ? tenants[name] : {}, shadowOf(shadow, name), report.generatedAt));
     });
     var suspended = renderSuspended(isObject(report.suspended) ? report.suspended : {});
-    if (suspended) main.appendChild(suspended);
+    if (suspended) {
+      nav.appendChild(el('a', { href: '#suspended' }, 'not applied'));
+      main.appendChild(suspended);
+    }
   }
 
   /** Overrides and pauses whose tenant or route the running config no longer has (SPEC 14): not applied, still in force until their until. */
@@ -203,7 +206,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     var overrides = list(suspended.overrides);
     var pauses = list(suspended.brownoutPauses);
     if (overrides.length === 0 && pauses.length === 0) return null;
-    var section = el('section', { class: 'suspended', 'aria-labelledby': 'suspended-name' });
+    var section = el('section', { class: 'suspended', id: 'suspended', 'aria-labelledby': 'suspended-name' });
     section.appendChild(el('h2', { id: 'suspended-name' }, 'Not applied: tenant or route no longer configured'));
     if (overrides.length > 0) {
       section.appendChild(el('h3', null, 'Stage overrides'));
@@ -211,7 +214,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
         if (!isObject(override)) return null;
         return el('tr', null, [
           el('td', null, String(override.tenant)),
-          el('td', null, override.route ? el('code', null, override.route) : 'whole tenant'),
+          el('td', null, typeof override.route === 'string' ? el('code', null, override.route) : 'whole tenant'),
           el('td', null, stageBadge(override.stage)),
           el('td', null, typeof override.reason === 'string' ? override.reason : ''),
           el('td', null, when(override.until)),
@@ -225,7 +228,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
         if (!isObject(pause)) return null;
         return el('tr', null, [
           el('td', null, String(pause.tenant)),
-          el('td', null, pause.route ? el('code', null, pause.route) : 'whole tenant'),
+          el('td', null, typeof pause.route === 'string' ? el('code', null, pause.route) : 'whole tenant'),
           el('td', null, typeof pause.reason === 'string' ? pause.reason : ''),
           el('td', null, when(pause.until)),
           el('td', null, typeof pause.suspended === 'string' ? pause.suspended : '')

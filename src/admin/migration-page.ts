@@ -28,7 +28,7 @@ button:hover { border-color: var(--muted); }
 #tenant-nav:empty { display: none; }
 #tenant-nav a { color: var(--accent); }
 main { padding: 0 24px 32px; }
-.tenant { border-top: 1px solid var(--line); padding-top: 8px; margin-top: 16px; }
+.tenant, .suspended { border-top: 1px solid var(--line); padding-top: 8px; margin-top: 16px; }
 .tenant:first-child { border-top: 0; }
 h2 { font-size: 20px; margin: 12px 0 4px; }
 h3 { font-size: 15px; margin: 20px 0 6px; }

@@ -163,6 +163,7 @@ describe('the migration page /admin/ui in chromium', () => {
     await expect(row.textContent()).resolves.toContain('the route is not in the running config')
     await expect(row.textContent()).resolves.toContain('partner freeze <i>x</i>')
     expect(await suspended.locator('i').count()).toBe(0)
+    expect(await page.locator('#tenant-nav a[href="#suspended"]').count()).toBe(1)
     await context.close()
   })
 })
