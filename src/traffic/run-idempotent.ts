@@ -197,7 +197,6 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
   }
 }
 
-
 function storedAnswer(answer: LegacyAnswer, sessionId: string | undefined, maxBodyBytes: number): StoredAnswer | null {
   const body = answer.payload === undefined ? Buffer.alloc(0) : typeof answer.payload === 'string' ? Buffer.from(answer.payload) : answer.payload
   if (body.length > maxBodyBytes) return null

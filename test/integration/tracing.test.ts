@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { request as undiciRequest } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
-import { answerJson, refusingOrigin, startFaultUpstream } from '../helpers/fault-upstream.js'
+import { answerJson, refusingOrigin, startFaultUpstream, type FaultUpstream } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { startOtlpReceiver, useOtlpReceiver, type ExportedSpan, type OtlpReceiver } from '../helpers/otlp-receiver.js'
 import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
@@ -483,6 +483,22 @@ describe('tracing on, the lines a request writes besides its access line', () =>
 describe('tracing on, an answer cut or never sent (semantic conventions: the status the client got)', () => {
   const receiver = useOtlpReceiver()
 
+  /** Sends a legacy request whose client leaves once its call has reached `upstream`. */
+  async function leaveOnceCalled(gw: StartedGateway, upstream: FaultUpstream, headers: Record<string, string>): Promise<void> {
+    const controller = new AbortController()
+    const sent = undiciRequest(new URL('/v1/headless/runs', gw.url), { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    await upstream.nextExchange()
+    controller.abort()
+    await sent
+  }
+
+  /** A request's access line and SERVER span, once both are in. */
+  async function endOf(gw: StartedGateway, requestId: string): Promise<{ line: Record<string, unknown>; server: ExportedSpan }> {
+    const line = await accessLine(gw, requestId)
+    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
+    return { line, server }
+  }
+
   it('a native answer whose body the upstream cut: the 200 that was sent, error.type, and the span an error', async () => {
     const upstream = await startFaultUpstream((exchange) => {
       exchange.response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' })
@@ -492,8 +508,7 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     const answer = await rawExchange(gw.url, buildRawRequest('GET /v4/things/cut HTTP/1.1', [['Host', 'gateway.test'], ['Authorization', ALICE.authorization], ['X-Request-Id', 'cut-body-1']]))
     expect(answer.response?.status).toBe(200)
     expect(answer.response?.complete).toBe(false)
-    const line = await accessLine(gw, 'cut-body-1')
-    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
+    const { line, server } = await endOf(gw, 'cut-body-1')
     // The access line says whose failure it was (502, SPEC 6's code for an answer cut short).
     expect(line).toMatchObject({ status: 502, error: 'UPSTREAM_BAD_RESPONSE' })
     expect(server.attributes).toMatchObject({ 'http.response.status_code': 200, 'error.type': 'UPSTREAM_BAD_RESPONSE' })
@@ -503,15 +518,9 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
   it('a legacy request whose client left before its answer: no status on the span (its access line says 499), and no error', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await startGateway(tracedConfig(upstream.url, receiver))
-    const controller = new AbortController()
-    const headers = { ...ALICE, 'x-request-id': 'left-early-1', 'content-type': 'application/json' }
-    const sent = undiciRequest(new URL('/v1/headless/runs', gw.url), { method: 'POST', headers, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
-    await upstream.nextExchange()
-    controller.abort()
-    await sent
-    const line = await accessLine(gw, 'left-early-1')
+    await leaveOnceCalled(gw, upstream, { ...ALICE, 'x-request-id': 'left-early-1' })
+    const { line, server } = await endOf(gw, 'left-early-1')
     expect(line.status).toBe(499)
-    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
     expect(server.attributes).not.toHaveProperty('http.response.status_code')
     expect(server.attributes).not.toHaveProperty('error.type')
     expect(server.statusCode).toBe(0)
@@ -533,9 +542,8 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     await new Promise((resolve) => setTimeout(resolve, 100))
     controller.abort()
     await sent
-    const line = await accessLine(gw, 'left-before-body-1')
+    const { line, server } = await endOf(gw, 'left-before-body-1')
     expect(line.status).toBe(499)
-    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
     expect(server.attributes).not.toHaveProperty('http.response.status_code')
     expect(server.statusCode).toBe(0)
   })
@@ -545,15 +553,9 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     const gw = await startGateway(
       tracedConfig(upstream.url, receiver, {}, { limits: { upstreamTimeoutMs: 300 }, tenants: { acme: { upstream: { staging: upstream.url }, legacy: { idempotency: {} } } } })
     )
-    const controller = new AbortController()
-    const headers = { ...ALICE, 'idempotency-key': 'left-then-timeout', 'x-request-id': 'left-keyed-1', 'content-type': 'application/json' }
-    const sent = undiciRequest(new URL('/v1/headless/runs', gw.url), { method: 'POST', headers, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
-    await upstream.nextExchange()
-    controller.abort()
-    await sent
-    const line = await accessLine(gw, 'left-keyed-1')
+    await leaveOnceCalled(gw, upstream, { ...ALICE, 'idempotency-key': 'left-then-timeout', 'x-request-id': 'left-keyed-1' })
+    const { line, server } = await endOf(gw, 'left-keyed-1')
     expect(line).toMatchObject({ status: 499, error: 'UPSTREAM_TIMEOUT' })
-    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
     expect(server.attributes).not.toHaveProperty('http.response.status_code')
     expect(server.attributes).toMatchObject({ 'error.type': 'UPSTREAM_TIMEOUT', 'v4gw.idempotency.outcome': 'executed' })
     expect(server.statusCode).toBe(2)
