@@ -135,8 +135,9 @@ function send(deps: LegacyCallDeps, target: LegacyCallTarget, call: V4Call, canc
 }
 
 /**
- * A `sessions.start` answered in JSON without a session id the gateway can use: V4 did answer
- * (SPEC 15 compares this 502 with the legacy answer, where an unreadable answer is a candidate_error).
+ * A `sessions.start` answered whole, but without a session id the gateway can use (a body that is
+ * not JSON, no id at the paths, an id that cannot be sent): V4 did answer over HTTP, so SPEC 15
+ * compares translate's 502 with the legacy answer; no answer at all is a candidate_error.
  */
 export class UnusableSessionIdError extends GatewayError {
   constructor(message: string) {
@@ -151,7 +152,7 @@ function readSessionId(response: UpstreamResponse, paths: readonly string[]): st
     document = JSON.parse(response.body.toString('utf8'))
   } catch {
     // No cause: V8's message quotes the body, and an upstream may echo the token into it (SPEC 9).
-    throw new GatewayError('UPSTREAM_BAD_RESPONSE', 'sessions.start answered with a body that is not JSON')
+    throw new UnusableSessionIdError('sessions.start answered with a body that is not JSON')
   }
   for (const path of paths) {
     const value = getAtPointer(document, path)

@@ -110,8 +110,11 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       // Sampled by state, which the body holds: nothing is counted before the body has come in
       // whole and the state is known (SPEC 15: a state is compared on every request or on none).
       // One whose state cannot be known within the limits (a body over maxBodyBytes, or caps
-      // already full, where its body is not copied) is not compared and not counted (docs/decisions.md).
-      return undefined
+      // already full, where its body is not copied) is not compared, and counted only where every
+      // state is sampled (percent 100), so that the count is never a guess (docs/decisions.md).
+      if (policy.sampleBound < 10_000) return undefined
+      if (!policy.mayForwardCredentials || oversized) return note('skipped')
+      return note('dropped')
     }
     const comparison = new Comparison(tenantName, route, facts.action, facts.clientId ?? 'anonymous', policy, runtime, head, exchange.span)
     if (facts.action === 'session-execute') {
@@ -131,7 +134,9 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
         return
       }
       // The legacy answer has gone out whole (or failed): the V4 side starts only now, off the client's path.
-      const primary = comparison.primaryAnswer(exchange.response.writableFinished)
+      // A request whose body had not come in whole (answered before it ended) is not what translate
+      // would have read: not compared (skipped).
+      const primary = exchange.request.complete ? comparison.primaryAnswer(exchange.response.writableFinished) : 'skipped'
       if (primary === 'skipped' || primary === 'primary_error') {
         release(comparison)
         record(comparison, comparison.recordOf(primary))

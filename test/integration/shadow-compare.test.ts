@@ -1,7 +1,9 @@
-import type { ServerResponse } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { rawExchange } from '../helpers/raw-http.js'
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
@@ -157,6 +159,45 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     await until(async () => (await shadowOf(gw)).matches === 1)
   })
 
+  it('at 100 %, counts a session-execute request past maxInFlight as dropped and one over maxBodyBytes as skipped (every state is sampled)', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { maxInFlight: 1, maxBodyBytes: 256 }))
+    const invoke = (body: unknown) => send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: body })
+    try {
+      expect((await invoke({ input: 1, stateId: 'st-1' })).status).toBe(200)
+      await until(() => v4Side.holding() === 1)
+      expect((await invoke({ input: 2, stateId: 'st-2' })).status).toBe(200)
+      await until(async () => (await shadowOf(gw, INVOKE)).dropped === 1)
+    } finally {
+      v4Side.release()
+    }
+    await until(async () => (await shadowOf(gw, INVOKE)).comparisons === 1)
+    expect((await invoke({ input: 'x'.repeat(300), stateId: 'st-3' })).status).toBe(200)
+    await until(async () => (await shadowOf(gw, INVOKE)).skipped === 1)
+  })
+
+  it('skips an execute request answered before its body came in whole: translate would have read it all', async () => {
+    const v4 = await startRecordingUpstream()
+    // The legacy side answers from the head, before the body has come.
+    const legacy = createServer((_request, response) => json(response, 401, { error: 'unauthorized' }))
+    await new Promise<void>((resolve) => legacy.listen(0, '127.0.0.1', resolve))
+    try {
+      const legacyUrl = `http://127.0.0.1:${(legacy.address() as AddressInfo).port}`
+      const gw = await startGateway(testConfig(v4.url, { tenants: { acme: { upstream: { staging: v4.url, legacy: legacyUrl }, migration: { stage: 'shadow' } } } }))
+      const request = `POST /v1/headless/runs HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n{"input":\r\n`
+      const answer = await rawExchange(gw.url, request, { timeoutMs: 3_000, stopAfterResponse: true })
+      expect(answer.response?.status).toBe(401)
+      await until(async () => (await shadowOf(gw)).skipped === 1)
+      expect(await shadowOf(gw)).toMatchObject({ comparisons: 0 })
+      expect(v4.requests).toHaveLength(0)
+    } finally {
+      legacy.closeAllConnections()
+      await new Promise<void>((resolve) => legacy.close(() => resolve()))
+    }
+  })
+
   it('skips a request larger than maxBodyBytes, and one whose shadow upstream may not get the credential', async () => {
     const v4 = await startRecordingUpstream()
     const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
@@ -218,6 +259,18 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     await until(async () => (await shadowOf(gw, INVOKE)).comparisons === 1)
     expect(await shadowOf(gw, INVOKE)).toMatchObject({ mismatches: 1, candidateErrors: 0 })
     expect(v4.requests.map((request) => request.url)).toEqual(['/v4/sessions.start'])
+  })
+
+  it('compares the 502 translate would answer when sessions.start answers with a body that is not JSON, and counts no candidate_error', async () => {
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') response.writeHead(200, { 'content-type': 'text/html' }).end('OK')
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId: 'not-json' } })
+    await until(async () => (await shadowOf(gw, INVOKE)).comparisons === 1)
+    expect(await shadowOf(gw, INVOKE)).toMatchObject({ mismatches: 1, candidateErrors: 0 })
   })
 
   it('counts a shared V4 sessions.start that timed out once, though the timer of a comparison waiting on it fired first', async () => {
