@@ -26,7 +26,10 @@ export function configHash(config: GatewayConfig): string {
   return hash
 }
 
-/** The config with `admin.token` and the Redis URL's user and password as markers. */
+/**
+ * The config with `admin.token`, the Redis URL's user and password and the values of
+ * `tracing.headers` (sent to the collector, often its credential: SPEC 17) as markers.
+ */
 function withoutSecrets(config: GatewayConfig): unknown {
   // One Redis, under both spellings of the store (SPEC 12).
   const redisUrl = config.store.redis.url
@@ -35,7 +38,8 @@ function withoutSecrets(config: GatewayConfig): unknown {
     ...config,
     admin: { ...config.admin, token: config.admin.token === null ? null : SECRET_SET },
     sessions: { ...config.sessions, redis },
-    store: { ...config.store, redis }
+    store: { ...config.store, redis },
+    tracing: { ...config.tracing, headers: Object.fromEntries(Object.keys(config.tracing.headers).map((name) => [name, SECRET_SET])) }
   }
 }
 
