@@ -87,7 +87,17 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
     return { sessionsDropped, restartRequired }
   }
 
-  async function reload(): Promise<ReloadResult> {
+  // One reload at a time, each reading the file when its turn comes: a SIGHUP and a POST
+  // /admin/reload close together must not let the older read apply last (SPEC 8).
+  let reloading: Promise<unknown> = Promise.resolve()
+
+  function reload(): Promise<ReloadResult> {
+    const turn = reloading.then(reloadOnce)
+    reloading = turn
+    return turn
+  }
+
+  async function reloadOnce(): Promise<ReloadResult> {
     if (configPath === undefined) return { ok: false, problems: ['this gateway was not started from a config file'] }
     try {
       const config = await loadConfig(configPath)

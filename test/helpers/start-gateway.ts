@@ -26,6 +26,8 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, unknow
 
 export interface GatewayOptions {
   configPath?: string
+  /** What starts the embedded simulator when a reloaded config first needs it (main.ts passes the real one). */
+  startEmbedded?: () => Promise<string>
 }
 
 /**
@@ -38,7 +40,7 @@ async function launchGateway(rawConfig: Record<string, unknown>, options: Gatewa
   const logs = createLogSink()
   // The production logger (main.ts makes the same), so the access line is written as in production.
   const logger = createLogger({ level: config.log.level, destination: logs.stream })
-  const gateway = await buildGateway({ config, logger, configPath: options.configPath })
+  const gateway = await buildGateway({ config, logger, configPath: options.configPath, startEmbedded: options.startEmbedded })
   const { trafficUrl, adminUrl } = await gateway.listen({ host: '127.0.0.1', trafficPort: 0, adminPort: 0 })
   return { url: trafficUrl, adminUrl, gateway, config, logs, close: once(() => gateway.close()) }
 }

@@ -87,6 +87,35 @@ describe('hot reload', () => {
     expect(await reload(running)).toEqual({ restartRequired: [], warned: [] })
   })
 
+  it('runs reloads one at a time: a reload that starts while another waits reads the file after it, so the newer file is the one in force', async () => {
+    let startCalled = false
+    let release: (origin: string) => void = () => {}
+    const embeddedStarted = new Promise<string>((resolve) => (release = resolve))
+    await writeConfig(testConfig(simA.url))
+    const gw = await startGateway(testConfig(simA.url), {
+      configPath: configPath(),
+      startEmbedded: () => {
+        startCalled = true
+        return embeddedStarted
+      }
+    })
+    // The first reload's file needs the embedded simulator: that reload waits on its start.
+    await writeConfig(testConfig(simA.url, { tenants: { acme: { upstream: { staging: 'embedded' } } } }))
+    const first = send(gw.adminUrl, '/admin/reload', { method: 'POST' })
+    await until(() => startCalled)
+    // Meanwhile the file changes again and a second reload is asked for.
+    await writeConfig(testConfig(simB.url, { tenancy: { default: 'newer' }, tenants: { newer: { upstream: { staging: simB.url } } } }))
+    const second = send(gw.adminUrl, '/admin/reload', { method: 'POST' })
+    // The second has arrived (its admin change line), and had time to read and apply the file if nothing held it.
+    await until(() => gw.logs.lines().filter((line) => line.msg === 'admin change' && line.endpoint === 'POST /admin/reload').length === 2)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    release(simA.url)
+    expect((await first).json.tenants).toEqual(['acme'])
+    expect((await second).json.tenants).toEqual(['newer'])
+    // The newer file is in force, whichever read finished first.
+    expect(Object.keys((await send(gw.adminUrl, '/admin/migration')).json.tenants)).toEqual(['newer'])
+  })
+
   it('drops the session-map entries of a tenant whose upstream changed and keeps the others', async () => {
     const two = (acmeUrl: string) => testConfig(simA.url, { tenants: { acme: { upstream: { staging: acmeUrl } }, beta: { upstream: { staging: simA.url } } } })
     const gateway = await start(two(simA.url))
