@@ -60,6 +60,8 @@ export function createForwarder(
     const incoming = requestBody(request)
     if (incoming !== null) continueIfExpected(request, response)
     const body = incoming === null || tap === undefined ? incoming : tapped(incoming, tap)
+    // A request without a body has it whole at once (SPEC 15: a session-execute request's sampling is settled then).
+    if (incoming === null) tap?.onRequestEnd()
     upstream.stream(
       {
         origin: call.origin,

@@ -178,6 +178,16 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     await until(async () => (await shadowOf(gw, INVOKE)).skipped === 1)
   })
 
+  it('compares a session-execute request without a body: translate’s 415 against the legacy answer', async () => {
+    const v4 = await startRecordingUpstream()
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    expect((await send(gw.url, '/v1/runs/invoke', { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200)
+    await until(async () => (await shadowOf(gw, INVOKE)).comparisons === 1)
+    expect(await shadowOf(gw, INVOKE)).toMatchObject({ mismatches: 1 })
+    expect(v4.requests).toHaveLength(0)
+  })
+
   it('skips an execute request answered before its body came in whole: translate would have read it all', async () => {
     const v4 = await startRecordingUpstream()
     // The legacy side answers from the head, before the body has come.
