@@ -14,6 +14,7 @@ import type { DeprecationFacts } from './deprecation-step.js'
 import type { MigrationFacts } from './migration-step.js'
 import type { IdempotencyRequest } from './idempotency-step.js'
 import { planRequest, type Plan, type PlanFacts } from './plan-request.js'
+import { asReceivedHeaderValue } from '../util/header-value-bytes.js'
 
 export interface ExplainInput {
   method: string
@@ -210,11 +211,13 @@ function headFromInput(runtime: GatewayRuntime, input: ExplainInput): RequestHea
   const method = input.method.toUpperCase()
   const rawHeaders: string[] = []
   const tenancyHeader = runtime.tenancy.header
+  // Header values are text here; the listener holds a value sent as UTF-8 as its bytes, so each is
+  // made what the live request's is: its client id (SPEC 12) and forwarded bytes are the same.
   for (const [name, value] of Object.entries(input.headers ?? {})) {
     if (input.tenant !== undefined && name.toLowerCase() === tenancyHeader) continue
-    for (const one of typeof value === 'string' ? [value] : value) rawHeaders.push(name, asReceived(one))
+    for (const one of typeof value === 'string' ? [value] : value) rawHeaders.push(name, asReceivedHeaderValue(one))
   }
-  if (input.tenant !== undefined) rawHeaders.push(tenancyHeader, asReceived(input.tenant))
+  if (input.tenant !== undefined) rawHeaders.push(tenancyHeader, asReceivedHeaderValue(input.tenant))
   // A body is sent as JSON unless said otherwise; GET and HEAD bodies are never sent (request-body.ts).
   const sendsBody = (input.rawBody !== undefined || input.body !== undefined) && method !== 'GET' && method !== 'HEAD'
   if (sendsBody && !rawHeaders.some((name, index) => index % 2 === 0 && name.toLowerCase() === 'content-type')) rawHeaders.push('content-type', 'application/json')
@@ -233,17 +236,6 @@ function headFromInput(runtime: GatewayRuntime, input: ExplainInput): RequestHea
     protocol: 'http'
   }
 }
-
-/**
- * A header value given as text, as the listener reads it from a client that sends it as UTF-8:
- * Node's parser gives each byte as one character. So a value that is not ASCII gets the client id
- * (SPEC 12's `hdr#` hash of its bytes) the live request gets, and the bytes it would be forwarded with.
- */
-function asReceived(value: string): string {
-  return NOT_ASCII.test(value) ? Buffer.from(value, 'utf8').toString('latin1') : value
-}
-
-const NOT_ASCII = /[\u0080-\uffff]/
 
 /** The body's bytes when the listener would read one (GET and HEAD bodies never are), made on demand. */
 function bodyBytes(input: ExplainInput, head: RequestHead): (() => string) | undefined {

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import { headerValueBytes } from '../util/header-value-bytes.js'
 import type { OneEntryMemo } from '../util/one-entry-memo.js'
 
 /** The session defaults a key is made with (SPEC 4 session-execute step 1). */
@@ -20,11 +21,8 @@ export function fingerprintToken(token: string, held: 'header' | 'text', memo?: 
   return memo === undefined ? sha256(token) : memo.of(token, sha256)
 }
 
-const NOT_ASCII = /[\u0080-\uffff]/
-
 function sha256OfHeaderValue(value: string): string {
-  // An ASCII value's characters are its bytes: hashed as it is, with no Buffer made.
-  return hash('sha256', NOT_ASCII.test(value) ? Buffer.from(value, 'latin1') : value, 'hex')
+  return hash('sha256', headerValueBytes(value), 'hex')
 }
 
 function sha256OfText(text: string): string {

@@ -1,0 +1,16 @@
+/**
+ * Node's HTTP parser gives each byte of a header value as one character (latin1). A value sent as
+ * UTF-8 outside ASCII is therefore held as its bytes, one character each; an ASCII value is the
+ * same either way, and needs no conversion.
+ */
+const NOT_ASCII = /[\u0080-\uffff]/
+
+/** The bytes a header value was sent as: the string itself when ASCII (its characters are its bytes). */
+export function headerValueBytes(value: string): string | Buffer {
+  return NOT_ASCII.test(value) ? Buffer.from(value, 'latin1') : value
+}
+
+/** A value given as text, as the listener holds it from a client that sends it as UTF-8. */
+export function asReceivedHeaderValue(text: string): string {
+  return NOT_ASCII.test(text) ? Buffer.from(text, 'utf8').toString('latin1') : text
+}
