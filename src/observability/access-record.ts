@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../errors/registry.js'
 import type { SessionOutcome } from './session-events.js'
 
 /** Why a request was shed before any work (SPEC 10); the `reason` of v4gw_load_shed_total. */
@@ -64,7 +65,8 @@ export class AccessRecord {
   upstreamMs: number | undefined = undefined
   /** Response body bytes written to the client, by whichever step wrote them (SPEC 17). */
   bytesOut = 0
-  errorCode: string | undefined = undefined
+  /** The gateway's own error code the request ended with (SPEC 6). */
+  errorCode: ErrorCode | undefined = undefined
   /** Set when the request was shed (SPEC 10). */
   shedReason: LoadShedReason | undefined = undefined
   /** Set when an upstream call of the request failed (SPEC 17). */

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http'
-import { ERROR_STATUS, type ErrorCode } from '../errors/registry.js'
+import { ERROR_STATUS } from '../errors/registry.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { AccessRecord } from '../observability/access-record.js'
 import { V4_EXECUTE_PATH, V4_SESSIONS_START_PATH } from '../legacy/legacy-calls.js'
@@ -153,7 +153,7 @@ export function serverSpanStatus(
   // whose client left before its first chunk sent nothing); and a pipelined answer whose
   // connection closed while it waited its turn had its head buffered only, never on a socket.
   const sent = response.headersSent && (response.writableFinished || (response.socket !== null && record.bytesOut > 0))
-  if (!sent) return { statusCode: undefined, failed: record.errorCode !== undefined && Object.hasOwn(ERROR_STATUS, record.errorCode) && ERROR_STATUS[record.errorCode as ErrorCode] >= 500 }
+  if (!sent) return { statusCode: undefined, failed: record.errorCode !== undefined && ERROR_STATUS[record.errorCode] >= 500 }
   return { statusCode: response.statusCode, failed: response.statusCode >= 500 || record.brokenOffStatus !== undefined }
 }
 
