@@ -46,15 +46,21 @@ export async function resumeBrownouts(runtime: GatewayRuntime, tenant: string, r
  * gone), or null when it is. Listed with it until its `until`.
  */
 export function pauseSuspendedReason(runtime: GatewayRuntime, pause: BrownoutPause): string | null {
-  const tenant = runtime.tenancy.tenants.get(pause.tenant)
-  if (tenant === undefined) return 'the tenant is not in the running config'
-  if (pause.route !== null && !tenant.routes.some((known) => known.label === pause.route)) return 'the route is not in the running config'
-  return null
+  const missing = missingFromConfig(runtime, pause.tenant, pause.route)
+  return missing === undefined ? null : `the ${missing} is not in the running config`
 }
 
 function checkPauseTarget(runtime: GatewayRuntime, tenant: string, route: string | null): string | null {
-  const tenantRuntime = runtime.tenancy.tenants.get(tenant)
-  if (tenantRuntime === undefined) throw new GatewayError('TENANT_UNKNOWN', 'no such tenant is configured')
-  if (route !== null && !tenantRuntime.routes.some((known) => known.label === route)) throw new GatewayError('ROUTE_NOT_FOUND', 'the tenant has no such legacy route ("METHOD /path" as in its route table)')
+  const missing = missingFromConfig(runtime, tenant, route)
+  if (missing === 'tenant') throw new GatewayError('TENANT_UNKNOWN', 'no such tenant is configured')
+  if (missing === 'route') throw new GatewayError('ROUTE_NOT_FOUND', 'the tenant has no such legacy route ("METHOD /path" as in its route table)')
   return route
+}
+
+/** Which of a pause's tenant and route the running config lacks, if either. */
+function missingFromConfig(runtime: GatewayRuntime, tenant: string, route: string | null): 'tenant' | 'route' | undefined {
+  const tenantRuntime = runtime.tenancy.tenants.get(tenant)
+  if (tenantRuntime === undefined) return 'tenant'
+  if (route !== null && !tenantRuntime.routes.some((known) => known.label === route)) return 'route'
+  return undefined
 }
