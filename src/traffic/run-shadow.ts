@@ -112,7 +112,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       // One whose state cannot be known within the limits (a body over maxBodyBytes, or caps
       // already full, where its body is not copied) is not compared, and counted only where every
       // state is sampled (percent 100), so that the count is never a guess (docs/decisions.md).
-      if (policy.sampleBound < 10_000) return undefined
+      if (policy.sampleBound < EVERY_KEY) return undefined
       if (!policy.mayForwardCredentials || oversized) return note('skipped')
       return note('dropped')
     }
@@ -353,9 +353,12 @@ class Comparison {
   }
 }
 
+/** `percent × 100` at 100 %: every key is sampled. */
+const EVERY_KEY = 10_000
+
 /** SPEC 15's sampling: `(first 8 bytes of SHA-256("shadow\0" + tenant + "\0" + key)) mod 10000` below `percent × 100`. */
 function sampled(policy: ShadowPolicy, tenant: string, key: string): boolean {
-  if (policy.sampleBound >= 10_000) return true
+  if (policy.sampleBound >= EVERY_KEY) return true
   if (policy.sampleBound <= 0) return false
   const digest = hash('sha256', `shadow\u0000${tenant}\u0000${key}`, 'hex')
   return Number(BigInt(`0x${digest.slice(0, 16)}`) % 10_000n) < policy.sampleBound
