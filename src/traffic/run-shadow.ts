@@ -54,20 +54,40 @@ const SHADOW_HEADER = 'x-v4gw-shadow'
  * `maxBodyBytes`), and the candidate is planned and called after the answer has been sent.
  * Bounded by `maxInFlight` per tenant and `limits.shadowInFlight` for the replica: past them a
  * comparison is dropped, never queued. Shadow session-execute uses a session map of its own per
- * tenant (`maxSessions`), dropped when the shadow upstream's origin changes.
+ * tenant and shadow origin (`maxSessions`), dropped when no route names that origin any more.
  */
 export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
   const running = new Set<Comparison>()
   const perTenant = new Map<string, number>()
-  const sessionMaps = new Map<string, { origin: string; maxSessions: number; ttlMs: number; map: SessionMap<UpstreamResponse> }>()
+  // Per tenant and shadow origin: routes of one tenant may name different shadow upstreams.
+  const sessionMaps = new Map<string, { maxSessions: number; ttlMs: number; map: SessionMap<UpstreamResponse> }>()
+  let mapsPrunedFor: GatewayRuntime | undefined
 
-  function sessionsFor(tenant: string, policy: ShadowPolicy, ttlMs: number): SessionMap<UpstreamResponse> {
-    const current = sessionMaps.get(tenant)
-    if (current !== undefined && current.origin === policy.origin && current.maxSessions === policy.settings.maxSessions && current.ttlMs === ttlMs) return current.map
-    // A new origin (or bounds): the entries of the old one go (SPEC 15), as the client map's do on a reload.
-    const map = createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: policy.settings.maxSessions, ttlMs }))
-    sessionMaps.set(tenant, { origin: policy.origin, maxSessions: policy.settings.maxSessions, ttlMs, map })
+  function sessionsFor(comparison: Comparison): SessionMap<UpstreamResponse> {
+    const { tenant, policy, runtime } = comparison
+    const now = deps.currentRuntime?.() ?? runtime
+    if (now !== mapsPrunedFor) {
+      mapsPrunedFor = now
+      pruneSessionMaps(now)
+    }
+    const key = `${tenant}\u0000${policy.origin}`
+    const { maxSessions } = policy.settings
+    const { ttlMs } = runtime.config.sessions
+    const current = sessionMaps.get(key)
+    if (current !== undefined && current.maxSessions === maxSessions && current.ttlMs === ttlMs) return current.map
+    const map = createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: maxSessions, ttlMs }))
+    // A comparison begun before a reload that took its origin away does not bring the old map back.
+    if (now === runtime || shadowOriginsOf(now).has(key)) sessionMaps.set(key, { maxSessions, ttlMs, map })
     return map
+  }
+
+  /**
+   * SPEC 15: a shadow origin the runtime now in effect no longer names loses its entries, as the
+   * client map's do on a reload; checked at the first comparison under each new runtime.
+   */
+  function pruneSessionMaps(now: GatewayRuntime): void {
+    const kept = shadowOriginsOf(now)
+    for (const key of sessionMaps.keys()) if (!kept.has(key)) sessionMaps.delete(key)
   }
 
   /** Counts a comparison's end, unless it was abandoned or a reload took its route away. */
@@ -189,7 +209,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
           },
           {
             upstream: deps.upstream,
-            sessions: sessionsFor(comparison.tenant, policy, runtime.config.sessions.ttlMs)
+            sessions: sessionsFor(comparison)
           }
         )
         const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, { requestId: head.requestId, totalMs: 0, sessionId: result.sessionId, responseFields: calls.responseFields })
@@ -351,6 +371,22 @@ class Comparison {
   recordOf(outcome: ShadowOutcome, primary?: ComparedAnswer, candidateStatus?: number, pointers?: readonly string[]): ShadowRecord {
     return { tenant: this.tenant, route: this.route, outcome, requestId: this.head.requestId, atMs: Date.now(), primaryStatus: primary?.statusCode ?? this.#status, candidateStatus, pointers }
   }
+}
+
+const shadowOrigins = new WeakMap<GatewayRuntime, ReadonlySet<string>>()
+
+/** `tenant\0origin` of every shadow upstream a session-execute route of the runtime may compare against. */
+function shadowOriginsOf(runtime: GatewayRuntime): ReadonlySet<string> {
+  let origins = shadowOrigins.get(runtime)
+  if (origins === undefined) {
+    const found = new Set<string>()
+    for (const tenant of runtime.tenancy.tenants.values()) {
+      for (const route of tenant.routes) if (route.action === 'session-execute') found.add(`${tenant.name}\u0000${shadowPolicyFor(runtime, tenant, route.label).origin}`)
+    }
+    origins = found
+    shadowOrigins.set(runtime, origins)
+  }
+  return origins
 }
 
 /** `percent × 100` at 100 %: every key is sampled. */

@@ -393,6 +393,38 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect(starts(v4)).toBe(5)
   })
 
+  it('keeps one shadow session map per shadow upstream: routes of one tenant that name different ones do not replace each other’s', async () => {
+    let started = 0
+    const v4Handler = (request: RecordedRequest, response: ServerResponse): void => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: `ses_${++started}`, defaults: {}, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    }
+    const staging = await startRecordingUpstream(v4Handler)
+    const production = await startRecordingUpstream(v4Handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const byRun = 'POST /v1/runs/:runId/invoke'
+    const gw = await startGateway(
+      testConfig(staging.url, {
+        tenants: {
+          acme: {
+            upstream: { staging: staging.url, production: production.url, legacy: legacy.url },
+            migration: { stage: 'shadow', shadow: {}, routes: { [byRun]: { shadow: { upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true } } } }
+          }
+        }
+      })
+    )
+    const starts = (upstream: RecordingUpstream): number => upstream.requests.filter((request) => request.url === '/v4/sessions.start').length
+    for (let round = 1; round <= 3; round++) {
+      await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: round, stateId: 'state-1' } })
+      await until(async () => (await shadowOf(gw, INVOKE)).matches === round)
+      await send(gw.url, '/v1/runs/run-1/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: round } })
+      await until(async () => (await shadowOf(gw, byRun)).matches === round)
+    }
+    // Each shadow upstream started one session for its state, and served the later calls from it.
+    expect([starts(staging), starts(production)]).toEqual([1, 1])
+    expect(production.requests.filter((request) => request.url.endsWith('/executions.execute'))).toHaveLength(3)
+  })
+
   it('samples session-execute per state: a state is compared on every request or on none', async () => {
     const v4 = await startRecordingUpstream((request, response) => {
       if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_1', defaults: {}, meta: {} })
