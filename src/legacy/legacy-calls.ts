@@ -97,7 +97,7 @@ export function buildLegacyCalls(input: LegacyCallInput): LegacyCalls {
 }
 
 /** The route's `stateKey` source (SPEC 4): a path parameter, a header or a body pointer; "" when absent. */
-export function readStateKey(input: Pick<LegacyCallInput, 'route' | 'params' | 'requestHeaders' | 'call' | 'body'>): string {
+export function readStateKey(input: Pick<LegacyCallInput, 'route' | 'params' | 'requestHeaders' | 'body'> & { call: Pick<LegacyCall, 'stateId'> }): string {
   const source = input.route.stateKey
   if (source === undefined) return ''
   if (source.startsWith('param:')) return input.params[source.slice('param:'.length)] ?? ''

@@ -28,6 +28,8 @@ export interface ShadowRunnerDeps {
   upstream: UpstreamClient
   results: ShadowResults
   planCandidate: PlanCandidate
+  /** The state key of a session-execute request the candidate refuses, where the request shows one (plan/shadow-candidate.ts). */
+  refusedStateKey: (runtime: GatewayRuntime, head: RequestHead, body: Buffer) => string | undefined
   /** The runtime now: a comparison whose route a reload removed is discarded (SPEC 17). */
   currentRuntime?: () => GatewayRuntime
 }
@@ -139,7 +141,9 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     const comparison = new Comparison(tenantName, route, facts.action, facts.clientId ?? 'anonymous', policy, runtime, head, exchange.span)
     if (facts.action === 'session-execute') {
       comparison.onBodyEnd = () => {
-        const verdict = comparison.settleSampling(deps.planCandidate(runtime, head, comparison.requestBody(), policy.origin))
+        const body = comparison.requestBody()
+        const planned = deps.planCandidate(runtime, head, body, policy.origin)
+        const verdict = comparison.settleSampling(planned, planned.kind === 'refuse' ? deps.refusedStateKey(runtime, head, body) : undefined)
         if (verdict === 'compare') return
         release(comparison)
         if (verdict === 'skipped') record(comparison, comparison.recordOf('skipped'))
@@ -328,12 +332,14 @@ class Comparison {
 
   /**
    * SPEC 15's sampling of a session-execute request, from the candidate's plan of its body: by
-   * (client id, state key), or, for a request the gateway would refuse before it has a state, by
-   * request id. Not compared: its copies go at once and it taps no more.
+   * (client id, state key), the state key of a refused request included where it shows one
+   * (`refusedStateKey`), so a state is compared on every request or on none; by request id for a
+   * refused request that shows none. Not compared: its copies go at once and it taps no more.
    */
-  settleSampling(planned: ReturnType<PlanCandidate>): 'compare' | 'unsampled' | 'skipped' {
+  settleSampling(planned: ReturnType<PlanCandidate>, refusedStateKey: string | undefined): 'compare' | 'unsampled' | 'skipped' {
     const calls = planned.kind === 'refuse' ? undefined : planned.kind === 'idempotent' ? planned.calls.calls : planned.calls
-    const key = calls?.action === 'session-execute' ? `${this.clientId}\u0000${calls.stateKey}` : this.head.requestId
+    const stateKey = calls?.action === 'session-execute' ? calls.stateKey : refusedStateKey
+    const key = stateKey !== undefined ? `${this.clientId}\u0000${stateKey}` : this.head.requestId
     this.settled = !sampled(this.policy, this.tenant, key) ? 'unsampled' : this.policy.mayForwardCredentials ? 'compare' : 'skipped'
     if (this.settled === 'compare') this.planned = planned
     else this.#drop()

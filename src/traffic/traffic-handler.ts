@@ -7,7 +7,7 @@ import { createAccessLog, writesAccessLines } from '../observability/access-log.
 import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRefusal, planRequest } from '../plan/plan-request.js'
-import { planShadowCandidate } from '../plan/shadow-candidate.js'
+import { planShadowCandidate, refusedStateKey } from '../plan/shadow-candidate.js'
 import type { ShadowResults } from '../fleet/shadow-results.js'
 import { createMemoryIdempotencyStore, type IdempotencyStore } from '../sessions/idempotency-store.js'
 import type { SessionMap } from '../sessions/session-map.js'
@@ -97,7 +97,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     isDraining: deps.isDraining
   }
   // SPEC 15: the runner of stage shadow's comparisons; the planner's candidate is translate's plan.
-  const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate, currentRuntime: deps.getRuntime })
+  const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate, refusedStateKey, currentRuntime: deps.getRuntime })
   if (shadow !== undefined) run.shadow = (exchange, plan) => shadow.begin(deps.getRuntime(), exchange, plan)
 
   /** `span`: the request's SERVER span's ids, when tracing is on (SPEC 17: logs and traces join). */

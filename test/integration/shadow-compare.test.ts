@@ -447,6 +447,42 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     for (const state of statesCompared) expect(executed).toEqual(expect.arrayContaining([`${state}-1`, `${state}-2`]))
   })
 
+  it('samples a session-execute request translate would refuse by its state where it shows one: a state’s refused calls are compared with its others or not at all', async () => {
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_1', defaults: {}, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { percent: 50 }))
+    const byRun = 'POST /v1/runs/:runId/invoke'
+    const auth = { authorization: `Bearer ${TOKEN}` }
+    const runs = Array.from({ length: 8 }, (_unused, index) => index)
+    for (const run of runs) {
+      // The state in the path: a body translate refuses (400) still names it.
+      await send(gw.url, `/v1/runs/run-${run}/invoke`, { headers: { ...auth, 'x-request-id': `param-${run}-ok` }, json: { input: 1 } })
+      await send(gw.url, `/v1/runs/run-${run}/invoke`, { headers: { ...auth, 'x-request-id': `param-${run}-refused` }, json: { input: 1, policy: 42 } })
+      // The state in the body: one sent as text/plain (translate's 415) still parses.
+      await send(gw.url, '/v1/runs/invoke', { headers: { ...auth, 'x-request-id': `body-${run}-ok` }, json: { input: 1, stateId: `state-${run}` } })
+      await send(gw.url, '/v1/runs/invoke', { headers: { ...auth, 'x-request-id': `body-${run}-refused`, 'content-type': 'text/plain' }, body: JSON.stringify({ input: 1, stateId: `state-${run}` }) })
+    }
+    await until(async () => legacy.requests.length === 32)
+    const executed = (): string[] => v4.requests.filter((request) => request.url !== '/v4/sessions.start').map((request) => request.headers['x-request-id'] as string)
+    // Every comparison has ended: each compared request that translate serves made its one V4 execution, each refused one is a mismatch.
+    await until(async () => {
+      const [param, body] = [await shadowOf(gw, byRun), await shadowOf(gw, INVOKE)]
+      return param.matches + body.matches === executed().length && param.mismatches === param.samples.length && body.mismatches === body.samples.length
+    })
+    const [param, body] = [await shadowOf(gw, byRun), await shadowOf(gw, INVOKE)]
+    const refusedCompared = new Set([...param.samples, ...body.samples].map((sample: { requestId: string }) => sample.requestId))
+    const served = new Set(executed())
+    for (const source of ['param', 'body']) {
+      const compared = runs.filter((run) => served.has(`${source}-${run}-ok`))
+      expect(compared.length).toBeGreaterThan(0)
+      expect(compared.length).toBeLessThan(runs.length)
+      expect(runs.filter((run) => refusedCompared.has(`${source}-${run}-refused`))).toEqual(compared)
+    }
+  })
+
   it('counts a session-execute request only when its state is sampled, whatever it comes to', async () => {
     const v4 = await startRecordingUpstream((request, response) => {
       if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_1', defaults: {}, meta: {} })
