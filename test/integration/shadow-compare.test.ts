@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto'
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
@@ -50,6 +51,16 @@ function shadowConfig(v4: RecordingUpstream, legacy: RecordingUpstream, shadow: 
 
 async function shadowOf(gw: StartedGateway, route = EXECUTE): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any -- the answer's shape is what is asserted
   return (await send(gw.adminUrl, '/admin/shadow?tenant=acme')).json.tenants.acme[route]
+}
+
+/** SPEC 15's sampling, written out from the SPEC: the first 8 bytes of SHA-256("shadow\0" + tenant + "\0" + key), mod 10000, below percent × 100. */
+function sampledBySpec(tenant: string, key: string, percent: number): boolean {
+  return Number(BigInt(`0x${hash('sha256', `shadow\u0000${tenant}\u0000${key}`, 'hex').slice(0, 16)}`) % 10_000n) < percent * 100
+}
+
+/** SPEC 12's client id of a bearer credential: `fp:` and 16 hex digits of its SHA-256. */
+function clientIdOf(token: string): string {
+  return `fp:${hash('sha256', token, 'hex').slice(0, 16)}`
 }
 
 function execute(gw: StartedGateway, headers: Record<string, string> = {}, body: unknown = { input: { q: 1 } }) {
@@ -157,6 +168,88 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
       v4Side.release()
     }
     await until(async () => (await shadowOf(gw)).matches === 1)
+  })
+
+  it('drops a comparison past limits.shadowInFlight, the replica’s cap over all tenants, though the tenant’s maxInFlight has room', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { maxInFlight: 100 }, { limits: { shadowInFlight: 1 } }))
+    try {
+      expect((await execute(gw)).status).toBe(200)
+      await until(() => v4Side.holding() === 1)
+      expect((await execute(gw)).status).toBe(200)
+      expect(await shadowOf(gw)).toMatchObject({ dropped: 1 })
+      expect(v4.requests).toHaveLength(1)
+    } finally {
+      v4Side.release()
+    }
+    await until(async () => (await shadowOf(gw)).matches === 1)
+  })
+
+  it('samples execute by request id as SPEC 15 writes it: the requests compared are exactly those whose bucket is below percent × 100', async () => {
+    const v4 = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { percent: 37.5 }))
+    const ids = Array.from({ length: 24 }, (_unused, index) => `sampling-${index}`)
+    for (const id of ids) expect((await execute(gw, { 'x-request-id': id })).status).toBe(200)
+    const expected = ids.filter((id) => sampledBySpec('acme', id, 37.5))
+    expect(expected.length).toBeGreaterThan(0)
+    expect(expected.length).toBeLessThan(ids.length)
+    await until(async () => (await shadowOf(gw)).matches === expected.length)
+    expect(v4.requests.map((request) => request.headers['x-request-id']).sort()).toEqual([...expected].sort())
+  })
+
+  it('samples session-execute by client id and state as SPEC 15 writes it: two clients with the same states are sampled apart', async () => {
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_1', defaults: {}, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { percent: 50 }))
+    const tokens = ['sess_shadow_client_a_1', 'sess_shadow_client_b_1']
+    const states = Array.from({ length: 10 }, (_unused, index) => `state-${index}`)
+    const expected: string[] = []
+    for (const [client, token] of tokens.entries()) {
+      for (const stateId of states) {
+        const id = `${stateId}-client-${client}`
+        await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${token}`, 'x-request-id': id }, json: { input: 1, stateId } })
+        if (sampledBySpec('acme', `${clientIdOf(token)}\u0000${stateId}`, 50)) expected.push(id)
+      }
+    }
+    // The two clients' samples differ: a key without the client id would sample both alike.
+    const perClient = (client: number): string[] => expected.filter((id) => id.endsWith(`-client-${client}`)).map((id) => id.replace(/-client-\d$/, ''))
+    expect(perClient(0)).not.toEqual(perClient(1))
+    await until(async () => (await shadowOf(gw, INVOKE)).matches === expected.length)
+    const executed = v4.requests.filter((request) => request.url !== '/v4/sessions.start').map((request) => request.headers['x-request-id'])
+    expect(executed.sort()).toEqual([...expected].sort())
+  })
+
+  it('discards a comparison whose route a reload removed while it ran: no count, no metric series brought back', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_1', defaults: {}, meta: {} })
+      else if (request.url === '/v4/execute') v4Side.handler(request, response)
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    try {
+      expect((await execute(gw)).status).toBe(200)
+      await until(() => v4Side.holding() === 1)
+      // The execute route goes; the session-execute route stays.
+      const withoutExecute = shadowConfig(v4, legacy)
+      ;(withoutExecute.tenants as Record<string, Record<string, unknown>>).acme!.legacy = { routes: LEGACY_V1_ROUTES.filter((route) => `${route.method} ${route.path}` !== EXECUTE) }
+      await gw.gateway.applyConfig(configSchema.parse(withoutExecute))
+    } finally {
+      v4Side.release()
+    }
+    await until(() => v4Side.holding() === 0)
+    // A comparison on the route that stayed, made after the discarded one's V4 answer came in, ends after it.
+    await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId: 'after-reload' } })
+    await until(async () => (await shadowOf(gw, INVOKE))?.matches === 1)
+    expect(await shadowOf(gw)).toBeUndefined()
+    expect((await send(gw.adminUrl, '/metrics')).text).not.toContain(`v4gw_shadow_comparisons_total{tenant="acme",route="${EXECUTE}"`)
   })
 
   it('at 100 %, counts a session-execute request past maxInFlight as dropped and one over maxBodyBytes as skipped (every state is sampled)', async () => {
