@@ -33,5 +33,12 @@ describe('a Redis URL whose password the two URL parsers read differently', () =
     expect(answer.status).toBe(200)
     expect(gateway.output()).not.toContain('redis-url-secret')
     expect(gateway.output()).not.toContain('DEP0170')
+    // The lines of an outage and of the recovery name the server too (SPEC 12: once per change of state), never its password.
+    await redis.kill()
+    await until(() => gateway.output().includes('store redis is down'))
+    await redis.restart()
+    await until(() => gateway.output().split('store redis is up').length > 2)
+    expect(gateway.output()).toContain('127.0.0.1')
+    expect(gateway.output()).not.toContain('redis-url-secret')
   })
 })
