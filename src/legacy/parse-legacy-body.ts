@@ -160,7 +160,7 @@ export function parseLegacyCall(
           policy: getAtPointer(body, fields.policy),
           route: getAtPointer(body, fields.route),
           risk: getAtPointer(body, fields.risk),
-          state: getAtPointer(body, fields.state),
+          state: stateWithoutConsumed(getAtPointer(body, fields.state), fields, extraConsumedPointer),
           stateId: getAtPointer(body, fields.stateId)
         }
   const call = validateWithSchema(raw, action, fields)
@@ -242,6 +242,33 @@ function consumedBy(pointers: readonly string[]): ConsumedMembers {
     inner.set(head, [...(inner.get(head) ?? []), rest])
   }
   return { all: tokenLists.some((tokens) => tokens.length === 0), whole, inner }
+}
+
+/** Per field map and `body:` state key ("" for none): the paths inside `state` that other fields read. */
+const insideStateByFields = new WeakMap<LegacyFields, Map<string, readonly (readonly string[])[]>>()
+
+/**
+ * `state` without what another field, or the route's `body:` state key, reads from inside it
+ * (`legacy.fields.stateId: /state/id`): those members are that field's, and `state` is checked
+ * as SPEC 4's `{ policy, route, risk }`, which refuses any other member.
+ */
+function stateWithoutConsumed(state: unknown, fields: LegacyFields, statePointer = ''): unknown {
+  let byPointer = insideStateByFields.get(fields)
+  if (byPointer === undefined) insideStateByFields.set(fields, (byPointer = new Map()))
+  let inside = byPointer.get(statePointer)
+  if (inside === undefined) {
+    const stateTokens = pointerTokens(fields.state)
+    const others = EXECUTE_FIELDS.map((name) => fields[name]).concat(fields.stateId, statePointer === '' ? [] : [statePointer])
+    inside = others
+      .map(pointerTokens)
+      .filter((tokens) => tokens.length > stateTokens.length && stateTokens.every((token, index) => tokens[index] === token))
+      .map((tokens) => tokens.slice(stateTokens.length))
+    byPointer.set(statePointer, inside)
+  }
+  if (inside.length === 0) return state
+  const rest = withoutPaths(state, inside)
+  // It held only what the other fields read: no defaults of its own.
+  return rest === EMPTIED ? {} : rest
 }
 
 /** What `withoutPaths` gives for an object that held only what the field map consumed. */

@@ -35,6 +35,7 @@ function tenantsOn(upstreamUrl: string): Record<string, unknown> {
     },
     remap: { upstream, legacy: { fields: { input: '/payload/data', policy: '/governance/policy' } } },
     restate: { upstream, legacy: { fields: { stateId: '/sid', state: '/st' } } },
+    inner: { upstream, legacy: { fields: { stateId: '/state/id' } } },
     dropper: { upstream, legacy: { unknownFields: 'drop' } },
     copies: {
       upstream,
@@ -181,6 +182,18 @@ describe('legacy translation on the simulator', () => {
         { stateId: 'legacy-thing', state: { note: 'mine' }, input: 1 },
         { stateId: 'other-thing', input: 2 }
       ])
+    })
+  })
+
+  describe('a stateId read from inside state (SPEC 4)', () => {
+    it('keys the session by it and starts the session with the rest of state as its defaults', async () => {
+      const first = await post('/v1/runs/invoke', { input: 1, state: { id: 'c-1', policy: 'strict' } }, as('inner'))
+      const again = await post('/v1/runs/invoke', { input: 2, state: { id: 'c-1', policy: 'strict' } }, as('inner'))
+      const other = await post('/v1/runs/invoke', { input: 3, state: { id: 'c-2', policy: 'strict' } }, as('inner'))
+      expect([first.status, again.status, other.status]).toEqual([200, 200, 200])
+      expect(again.headers['x-v4-session-id']).toBe(first.headers['x-v4-session-id'])
+      expect(other.headers['x-v4-session-id']).not.toBe(first.headers['x-v4-session-id'])
+      expect(bodiesAt(START_PATH)).toEqual([{ policy: 'strict' }, { policy: 'strict' }])
     })
   })
 

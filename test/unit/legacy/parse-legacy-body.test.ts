@@ -170,6 +170,21 @@ describe('parseLegacyCall with remapped legacy.fields', () => {
     expect(pointersOf(error)).toEqual(['/client/state/risk'])
   })
 
+  it('reads a field the map points inside state there, and checks the rest of state as SPEC 4 does', () => {
+    const fields = legacyFieldsSchema.parse({ stateId: '/state/id' })
+    const call = parseLegacyCall({ input: 1, state: { id: 'c1', policy: 'p' } }, 'session-execute', fields, 'keep')
+    expect(call).toMatchObject({ stateId: 'c1', state: { policy: 'p' }, unknown: {} })
+    expect(call.state).not.toHaveProperty('id')
+    // A state that held only the id has no defaults; another member is still refused under /state.
+    expect(parseLegacyCall({ input: 1, state: { id: 'c1' } }, 'session-execute', fields, 'keep').state).toEqual({})
+    expect(pointersOf(failure(() => parseLegacyCall({ input: 1, state: { id: 'c1', colour: 'red' } }, 'session-execute', fields, 'keep')))).toEqual(['/state'])
+  })
+
+  it('takes a body: state key that points inside state out of state before checking it', () => {
+    const call = parseLegacyCall({ input: 1, state: { session: { key: 'k1' }, risk: 'low' } }, 'session-execute', DEFAULT_FIELDS, 'keep', '/state/session')
+    expect(call.state).toEqual({ risk: 'low' })
+  })
+
   it('treats a default field name that is no longer mapped as an unknown field', () => {
     const call = parseLegacyCall({ payload: { data: 1 }, stateId: 'old-name' }, 'execute', REMAPPED_FIELDS, 'keep')
     expect(call.unknown).toEqual({ stateId: 'old-name' })
