@@ -97,9 +97,13 @@ function resolveBearerAdminIdentity (authorization: string, lookup: CredentialLo
 
 /**
  * Admin/config endpoints: an `x-service-api-key` service key or a bearer session token, exactly one.
- * Two credentials are refused so that gateway tests can prove exactly one reached the upstream (SPEC 5).
+ * Two credentials are refused so that gateway tests can prove exactly one reached the upstream (SPEC 5),
+ * after rule 3: an `sa_*` sent as the API key fails as such whatever else came with it, as on runtime routes.
  */
 export function resolveAdminIdentity (presented: PresentedCredentials, lookup: CredentialLookup): SimulatorIdentity {
+  if (presented.serviceApiKey?.trim().startsWith(SERVICE_ACCOUNT_PREFIX) === true) {
+    throw new SimulatorError('INVALID_CREDENTIAL_TYPE', 'invalid API key: an sa_* service-account identifier is never a credential; send a key_* service-account token')
+  }
   if (presented.serviceApiKey !== undefined && presented.authorization !== undefined) {
     throw new SimulatorError('CREDENTIALS_AMBIGUOUS', 'send exactly one credential: x-service-api-key or Authorization, not both')
   }

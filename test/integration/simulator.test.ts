@@ -243,6 +243,14 @@ describe('simulator admin/config auth (contract part 5)', () => {
     expect(answer.body.error?.code).toBe('CREDENTIALS_AMBIGUOUS')
   })
 
+  it('answers 401 INVALID_CREDENTIAL_TYPE to an sa_* id sent as x-service-api-key on an admin route, even beside a bearer token (contract 5, rule 3)', async () => {
+    for (const headers of [{ 'x-service-api-key': 'sa_demo' }, { ...ALICE, 'x-service-api-key': 'sa_demo' }]) {
+      const answer = await send(baseUrl, 'GET', '/v4/policies', { headers })
+      expect(answer.status).toBe(401)
+      expect(answer.body.error?.code).toBe('INVALID_CREDENTIAL_TYPE')
+    }
+  })
+
   it('answers 401 INVALID_CREDENTIAL_TYPE to an sa_* id sent as x-service-api-key on a runtime route, even beside a valid bearer token', async () => {
     for (const headers of [{ 'x-service-api-key': 'sa_demo' }, { ...ALICE, 'x-service-api-key': 'sa_demo' }]) {
       const answer = await send(baseUrl, 'POST', '/v4/execute', { headers, json: { input: 1 } })
