@@ -6,9 +6,11 @@ import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
+import { startRecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig, useGateway } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 import { useTempDir } from '../helpers/temp-dir.js'
+import { until } from '../helpers/until.js'
 
 /** Debian's chromium package (.ci/run installs it); playwright-core brings no browser of its own. */
 const CHROMIUM = '/usr/bin/chromium'
@@ -137,6 +139,38 @@ describe('the migration page /admin/ui in chromium', () => {
     expect(problems).toEqual([])
 
     await page.screenshot({ path: join(dir.path, 'migration-page.png'), fullPage: true })
+    await context.close()
+  })
+
+  it('shows the shadow verdict of a route in stage shadow: its counts and its top differing pointers, as text (SPEC 12, 15)', { timeout: 60_000 }, async () => {
+    const answer = (text: string) => JSON.stringify({ output: { text }, effective: { policy: 'p', route: 'r', risk: 'low' }, meta: { requestId: 'x' } })
+    const reply = (text: string) => startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end(answer(text))
+    })
+    const [v4, legacy] = [await reply('from V4'), await reply('from the legacy side')]
+    const shadowed = await startGateway(testConfig(v4.url, { admin: { token: ADMIN_TOKEN }, tenants: { acme: { upstream: { staging: v4.url, legacy: legacy.url }, migration: { stage: 'shadow' } } } }))
+    for (let call = 0; call < 3; call++) {
+      expect((await send(shadowed.url, '/v1/headless/runs', { headers: { authorization: 'Bearer sess_page_shadow_1' }, json: { input: call } })).status).toBe(200)
+    }
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    await until(async () => (await send(shadowed.adminUrl, '/admin/shadow?tenant=acme', { headers: admin })).json?.tenants?.acme?.['POST /v1/headless/runs']?.mismatches === 3)
+
+    const context = await browser.newContext({ viewport: { width: 1600, height: 900 } })
+    const page = await context.newPage()
+    await page.goto(`${shadowed.adminUrl}/admin/ui`)
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    const tenant = page.locator('section.tenant', { hasText: 'acme' })
+    await tenant.waitFor()
+    const row = tenant.locator('tr', { hasText: 'POST /v1/headless/runs' }).filter({ hasText: 'mismatch' })
+    await row.waitFor()
+    const cells = (await row.locator('td').allTextContents()).map((text) => text.trim())
+    // Verdict, last 24 h, comparisons, matches, mismatches, …, the pointers that differed.
+    expect(cells[0]).toMatch(/^100(\.0)?\s?% mismatch$/)
+    expect(cells.slice(2, 5)).toEqual(['3', '0', '3'])
+    expect(cells.at(-1)).toBe('/output/text ×3')
+    await expect(tenant.textContent()).resolves.not.toContain('No shadow comparisons.')
     await context.close()
   })
 
