@@ -188,15 +188,21 @@ describe('the client registry of a fleet on one Redis (SPEC 12)', () => {
 
   it('answers scope local while Redis is away, counts the requests it served without it, and adds them to the store when it is back', async () => {
     const before = (await headless(a)).requests
+    // Answering from the fleet, b writes what it held first: its own counts start again from here.
+    const flushedFrom = Date.now()
+    expect((await headless(b)).scope).toBe('fleet')
+    const killedAt = Date.now()
     await redis.kill()
     await until(async () => (await headless(a)).scope === 'local', 5_000)
-    const outageStart = Date.now()
     await call(a, ALICE)
     await call(b, BOB)
     await call(b, { authorization: 'Bearer demo-token-carol' })
     const local = await headless(b)
     expect(local).toMatchObject({ scope: 'local', requests: 2, distinctClients: 2 })
-    expect(Date.parse(local.since as string)).toBeLessThanOrEqual(outageStart)
+    // SPEC 12: a local answer holds what this replica has not written to the store: complete from
+    // its last write before the outage, not from its process start.
+    expect(Date.parse(local.since as string)).toBeGreaterThanOrEqual(flushedFrom)
+    expect(Date.parse(local.since as string)).toBeLessThanOrEqual(killedAt)
     const metrics = (await send(b.adminUrl, '/metrics')).text
     expect(Number(/^v4gw_store_unavailable_total\{feature="registry"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(2)
 
