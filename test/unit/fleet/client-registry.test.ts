@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { ClientRegistry, type LegacySample, type RegistryBounds } from '../../../src/fleet/client-registry.js'
 import { HyperLogLog } from '../../../src/fleet/hyperloglog.js'
 import { DAY_MS, RegistryData } from '../../../src/fleet/registry-data.js'
+import { viewOfData } from '../../../src/fleet/registry-view.js'
 import { memorySharedStore } from '../../../src/store/shared-store.js'
 
 const ROUTE = 'POST /v1/runs/invoke'
@@ -114,6 +115,66 @@ describe('the client registry in memory (SPEC 12)', () => {
       { day: day(now), legacy: 2, native: 1 }
     ])
     await registry.close()
+  })
+
+  it('leaves traffic of a UTC day older than the last 30 out of the days and the legacy share it answers', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    const now = Date.now()
+    // Within the 90 days' retention: the route and its client stay, only the day is too old to list.
+    const longAgo = now - 40 * DAY_MS
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', longAgo))
+    registry.recordNative('acme', longAgo)
+    registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb', now))
+    const { view, route } = await viewOf(registry)
+    const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
+    expect(route?.days).toEqual([{ day: day(now), requests: 1, clients: 1 }])
+    expect(view.tenants.get('acme')?.share).toEqual([{ day: day(now), legacy: 1, native: 0 }])
+    expect(route).toMatchObject({ requests: 2, distinctClients: 2 })
+    await registry.close()
+  })
+
+  it('keeps the days of the last 30 (today and the 29 before) in memory and in the answer, and drops older ones as new days come and at each sweep', () => {
+    // Noon UTC, fixed: each sample lands a whole number of days from the answer's day.
+    const now = Date.parse('2026-11-26T12:00:00Z')
+    const day = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
+    const daysHeld = (data: RegistryData) => ({
+      route: [...(data.tenants.get('acme')?.routes.get(ROUTE)?.days.keys() ?? [])].sort((a, b) => a - b).map((number) => day(number * DAY_MS)),
+      share: [...(data.tenants.get('acme')?.share.keys() ?? [])].sort((a, b) => a - b).map((number) => day(number * DAY_MS))
+    })
+    const oldestKept = now - 29 * DAY_MS
+    const firstDropped = now - 30 * DAY_MS
+
+    // In order of time: each new day pushes out the one that fell out of the 30.
+    const flowing = new RegistryData(now - 60 * DAY_MS, bounds())
+    for (const atMs of [now - 40 * DAY_MS, firstDropped, oldestKept, now]) {
+      flowing.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', atMs))
+      flowing.recordNative('acme', atMs)
+    }
+    expect(daysHeld(flowing)).toEqual({ route: [day(oldestKept), day(now)], share: [day(oldestKept), day(now)] })
+    const answer = viewOfData(flowing, ['acme'], 100, now).get('acme')
+    expect(answer?.routes.get(ROUTE)?.days).toEqual([
+      { day: day(oldestKept), requests: 1, clients: 1 },
+      { day: day(now), requests: 1, clients: 1 }
+    ])
+    expect(answer?.share).toEqual([
+      { day: day(oldestKept), legacy: 1, native: 1 },
+      { day: day(now), legacy: 1, native: 1 }
+    ])
+    // The totals are not per day: the requests of the dropped days still count.
+    expect(answer?.routes.get(ROUTE)?.requests).toBe(4)
+
+    // No traffic since: the sweep alone lets the days go, as the clock passes them.
+    const quiet = new RegistryData(now - 60 * DAY_MS, bounds())
+    quiet.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', firstDropped))
+    quiet.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', oldestKept))
+    quiet.recordNative('acme', oldestKept)
+    quiet.sweep(now)
+    expect(daysHeld(quiet)).toEqual({ route: [day(oldestKept)], share: [day(oldestKept)] })
+    quiet.sweep(now + DAY_MS)
+    expect(daysHeld(quiet)).toEqual({ route: [], share: [] })
+    // The route and its client are within the retention (90 days): kept, with their totals.
+    expect(quiet.tenants.get('acme')?.routes.get(ROUTE)?.requests).toBe(2)
+    expect(quiet.clientCount).toBe(1)
   })
 
   it('cuts a user agent to 256 characters', async () => {
