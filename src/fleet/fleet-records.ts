@@ -101,8 +101,12 @@ export class FleetRecords<T extends ExpiringRecord> {
   /** Every record in force at `nowMs`, by key. */
   entries(nowMs: number): Array<[string, T]> {
     const listed: Array<[string, T]> = []
+    // Without a store no refresh drops what has ended: a listing does (the gauges list every
+    // scrape), so that `size` comes back to 0 and the request path skips its lookups again.
+    const prune = this.#store.connection === undefined
     for (const [key, record] of this.#local) {
       if (record.v !== null && record.until > nowMs) listed.push([key, record.v])
+      else if (prune && record.until <= nowMs) this.#local.delete(key)
     }
     return listed
   }
@@ -204,8 +208,13 @@ export class FleetRecords<T extends ExpiringRecord> {
   }
 
   async #change(key: string, record: Versioned<T>): Promise<FleetScope> {
+    if (this.#store.connection === undefined) {
+      // No other replica holds an older copy: a removal needs no tombstone.
+      if (record.v === null) this.#local.delete(key)
+      else this.#local.set(key, record)
+      return 'replica'
+    }
     this.#local.set(key, record)
-    if (this.#store.connection === undefined) return 'replica'
     // While the store is away the change holds here; the refresh after it answers writes it.
     if (!this.#store.isUp()) return 'local'
     try {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { FleetRecords } from '../../../src/fleet/fleet-records.js'
-import { createSharedStore } from '../../../src/store/shared-store.js'
+import { createSharedStore, memorySharedStore } from '../../../src/store/shared-store.js'
 import { useRedisServer } from '../../helpers/redis-server.js'
 import { ownedByTest } from '../../helpers/teardown.js'
 
@@ -141,5 +141,24 @@ describe('FleetRecords between replicas (real redis-server)', () => {
     await records.set('k', record('set on b'))
     expect((await stored(prefix, 'k'))?.v).toEqual(later)
     expect(records.get('k', Date.now())).toEqual(later)
+  })
+})
+
+describe('shared records with store memory (one process)', () => {
+  it('holds nothing once its records are removed or have ended, so the request path skips its lookups again', async () => {
+    const records = new FleetRecords<Rec>({ store: memorySharedStore(), family: 'test', logger: QUIET })
+    await records.start()
+    expect(await records.set('removed', record('a'))).toBe('replica')
+    expect((await records.remove('removed', Date.now())).removed?.value).toBe('a')
+    // No tombstone: no other replica holds a copy to bring it back.
+    expect(records.size).toBe(0)
+
+    const now = Date.now()
+    await records.set('ending', { until: new Date(now + 1_000).toISOString(), value: 'b' })
+    expect(records.entries(now).map(([key]) => key)).toEqual(['ending'])
+    expect(records.size).toBe(1)
+    // Listed once it has ended (the gauges list at every scrape): gone.
+    expect(records.entries(now + 1_000)).toEqual([])
+    expect(records.size).toBe(0)
   })
 })
