@@ -322,7 +322,7 @@ async function onFailure(error: unknown): Promise<void> {
     console.error(error.message)
     process.exit(2)
   }
-  if (error instanceof UsageError || error instanceof MigrationUsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true) {
+  if (error instanceof UsageError || error instanceof MigrationUsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
     console.error(`${(error as Error).message}\n\n${USAGE}`)
     process.exit(64)
   }

@@ -42,6 +42,12 @@ function adminToken(tokenFile: string | undefined): string | undefined {
   }
 }
 
+/** Why a fetch or its body failed, by its cause's code (`ECONNREFUSED`, `UND_ERR_SOCKET`) or its name (`TimeoutError`): never its message. */
+function failureCause(error: unknown): string {
+  const code = (error as { cause?: { code?: unknown } }).cause?.code
+  return typeof code === 'string' ? code : (error as Error).name
+}
+
 /** GET /admin/migration; never prints or echoes the token. */
 async function fetchMigration(base: URL, token: string | undefined, tenant: string | undefined): Promise<MigrationAnswer> {
   const url = new URL('/admin/migration', base)
@@ -51,10 +57,15 @@ async function fetchMigration(base: URL, token: string | undefined, tenant: stri
   try {
     response = await fetch(url, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(ADMIN_TIMEOUT_MS) })
   } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name
-    throw new AdminUnavailable(`the admin API at ${base.origin} could not be reached (${cause})`)
+    throw new AdminUnavailable(`the admin API at ${base.origin} could not be reached (${failureCause(error)})`)
   }
-  const text = await response.text()
+  let text: string
+  try {
+    text = await response.text()
+  } catch (error) {
+    // Cut after its head (a replica restarting) or past the timeout while the body came: no answer to judge.
+    throw new AdminUnavailable(`the admin API's answer broke off before its end (${failureCause(error)})`)
+  }
   if (response.status !== 200) {
     let code = ''
     try {

@@ -219,6 +219,25 @@ describe('v4gw sunset-check (SPEC 12)', () => {
     expect(reportNoFile.code).toBe(1)
     expect(reportNoFile.stderr).toContain('could not be read (ENOENT)')
   }, 60_000)
+
+  it('exits 2 for an answer that breaks off after its head (a replica restarting), not 1 as if a client had called; report exits 1', async () => {
+    const cut = await startHttpServer((request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '5000' })
+      response.write('{"schemaVersion":2,"scope":"fleet","tenants":{"acme":')
+      // The head and part of the body are out: then the connection goes.
+      setTimeout(() => request.socket.destroy(), 50)
+    })
+    const [check, report] = await Promise.all([runCli(['sunset-check', '--admin', cut.url, '--tenant', 'acme'], env), runCli(['report', '--admin', cut.url], env)])
+    expect(check.code).toBe(2)
+    expect(check.stderr).toContain("cannot tell (exit 2): the admin API's answer broke off before its end (UND_ERR_SOCKET)")
+    expect(report.code).toBe(1)
+    expect(report.stderr).toContain("the admin API's answer broke off before its end")
+    for (const output of [check.stderr, report.stderr]) {
+      expect(output).not.toContain(ADMIN_TOKEN)
+      // A clear line, not a stack trace.
+      expect(output).not.toMatch(/\n\s+at /)
+    }
+  }, 60_000)
 })
 
 describe('v4gw calendar (SPEC 13)', () => {
