@@ -68,7 +68,7 @@ export class ClientRegistry {
 
   /** One legacy request (brownout and gone answers included). Memory only. */
   recordLegacy(sample: LegacySample): void {
-    if (this.#shared && !this.#store.isUp()) this.#store.countUnavailable('registry')
+    if (this.#shared && (this.#writeFailed || !this.#store.isUp())) this.#store.countUnavailable('registry')
     this.#data.recordLegacy(sample)
   }
 
@@ -79,7 +79,7 @@ export class ClientRegistry {
 
   scope(): FleetScope {
     if (!this.#shared) return 'replica'
-    return this.#store.isUp() ? 'fleet' : 'local'
+    return this.#store.isUp() && !this.#writeFailed ? 'fleet' : 'local'
   }
 
   /** Drops the tenants and routes a reload removed (in memory; in Redis they expire with the retention). */
@@ -97,6 +97,10 @@ export class ClientRegistry {
     if (connection !== undefined && this.#store.isUp()) {
       try {
         await this.flush()
+        // A store that answers but refuses this replica's writes (full with noeviction, a
+        // read-only replica after a failover) holds the fleet's counts only up to the first
+        // refusal: this replica's own are complete, and said to be `local`.
+        if (this.#writeFailed) return this.#localView(routesOf, clientsPerRoute)
         const nowMs = Date.now()
         const fleet = await readFleet(connection, this.#store.keyPrefix, routesOf, clientsPerRoute, nowMs)
         const own = this.#configHash()
@@ -106,6 +110,11 @@ export class ClientRegistry {
         this.#logger.warn({ store: 'redis', reason: error instanceof Error ? error.message : String(error) }, "the registry could not be read from the store: answering with this replica's counts")
       }
     }
+    return this.#localView(routesOf, clientsPerRoute)
+  }
+
+  /** This replica's counts: all of them in memory, what it has not written with Redis. */
+  #localView(routesOf: ReadonlyMap<string, readonly string[]>, clientsPerRoute: number): RegistryView {
     const nowMs = Date.now()
     this.#data.sweep(nowMs)
     return {
@@ -130,7 +139,11 @@ export class ClientRegistry {
     this.#stopped = true
     clearTimeout(this.#flushTimer)
     clearInterval(this.#sweepTimer)
-    if (this.#shared) await this.flush()
+    if (this.#shared) {
+      // A write under way took only what was counted before it: what came after goes now.
+      await this.#flushing
+      await this.flush()
+    }
   }
 
   async #write(): Promise<void> {

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest'
+import { ClientRegistry, type LegacySample, type RegistryBounds } from '../../../src/fleet/client-registry.js'
+import { createSharedStore, type SharedStore } from '../../../src/store/shared-store.js'
+import { useRedisServer } from '../../helpers/redis-server.js'
+import { ownedByTest } from '../../helpers/teardown.js'
+
+/**
+ * SPEC 12's registry on a real redis-server, one replica: what its answers and its last write
+ * hold when the store misbehaves in ways a socket can show (a full store that refuses writes, a
+ * write still under way when the replica stops). No flush runs on a timer (an hour apart).
+ */
+const ROUTE = 'POST /v1/runs/invoke'
+const QUIET = { info: () => undefined, warn: () => undefined }
+const HOUR = 3_600_000
+const BOUNDS: RegistryBounds = { maxTotal: 100_000, forTenant: () => ({ maxPerRoute: 10_000, retentionDays: 90 }) }
+const redis = useRedisServer()
+let prefixes = 0
+
+function sample(clientId: string): LegacySample {
+  return { tenant: 'acme', route: ROUTE, clientId, userAgent: 'old-sdk/1.0', exempt: false, brownout: false, atMs: Date.now() }
+}
+
+async function replica(prefix: string): Promise<{ store: SharedStore; registry: ClientRegistry; unavailable: () => number }> {
+  let unavailable = 0
+  const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET, onUnavailable: () => unavailable++ }), (shared) => shared.close())
+  const registry = new ClientRegistry({ store, bounds: BOUNDS, flushMs: HOUR, configHash: () => 'h', logger: QUIET })
+  return { store, registry, unavailable: () => unavailable }
+}
+
+async function routeOf(registry: ClientRegistry) {
+  const view = await registry.view(new Map([['acme', [ROUTE]]]), 100)
+  return { scope: view.scope, sinceMs: view.sinceMs, route: view.tenants.get('acme')?.routes.get(ROUTE) }
+}
+
+describe('the client registry on Redis (SPEC 12)', () => {
+  it('answers local, not fleet, while the store answers reads but refuses its writes (full with noeviction), and writes what it held once it takes them', async () => {
+    const { registry, unavailable } = await replica(`crr${++prefixes}:`)
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa'))
+    expect(await routeOf(registry)).toMatchObject({ scope: 'fleet', route: { requests: 1 } })
+    const refusedFrom = Date.now()
+    await redis.client().config('SET', 'maxmemory', '1')
+    try {
+      registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb'))
+      const refused = await routeOf(registry)
+      // The store still holds the first request only; this replica's own count since its last write is what it can vouch for.
+      expect(refused).toMatchObject({ scope: 'local', route: { requests: 1, distinctClients: 1 } })
+      expect(refused.sinceMs).toBeLessThanOrEqual(refusedFrom)
+      registry.recordLegacy(sample('fp:cccccccccccccccc'))
+      expect(unavailable()).toBe(1)
+    } finally {
+      await redis.client().config('SET', 'maxmemory', '0')
+    }
+    expect(await routeOf(registry)).toMatchObject({ scope: 'fleet', route: { requests: 3, distinctClients: 3 } })
+    await registry.close()
+  })
+
+  it('writes, when it stops, what it counted while a write was under way, not only what that write took', async () => {
+    const prefix = `crr${++prefixes}:`
+    const { registry } = await replica(prefix)
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa'))
+    // The write of the first request waits on a server that does not answer yet (under the 1 s command timeout).
+    redis.pause()
+    const underWay = registry.flush()
+    registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb'))
+    const closing = registry.close()
+    setTimeout(() => redis.resume(), 200)
+    await Promise.all([underWay, closing])
+    const { registry: reader } = await replica(prefix)
+    expect(await routeOf(reader)).toMatchObject({ scope: 'fleet', route: { requests: 2, distinctClients: 2 } })
+    await reader.close()
+  })
+})
