@@ -9,6 +9,7 @@ import { runCli } from '../helpers/spawn-cli.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 import { useTempDir } from '../helpers/temp-dir.js'
+import { until } from '../helpers/until.js'
 
 /** SPEC 13 against the real gateway and the built-in simulator, with dates computed from now. */
 const HOUR = 3_600_000
@@ -129,8 +130,16 @@ describe('after an enforced sunset (SPEC 13)', () => {
   }))
 
   it('answers 410 LEGACY_GONE with error.migration without windowEnd to a client not exempt, and serves an exempt one', async () => {
-    const gone = await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1 } })
+    const gone = await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-request-id': 'gone-line-1' }, json: { input: 1 } })
     expect(gone.status).toBe(410)
+    // SPEC 13/17: the action is `gone`, not `brownout`, on the access line and the metric.
+    const goneLine = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'gone-line-1')
+    await until(() => goneLine() !== undefined)
+    expect(goneLine()).toMatchObject({ deprecation: 'gone', status: 410, error: 'LEGACY_GONE' })
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_legacy_deprecation_total\{tenant="acme",route="POST \/v1\/runs\/invoke",action="gone"\} 1$/m)
+    // SPEC 12: a gone answer is no brownout, so the registry keeps no lastBrownout for it.
+    const clients = (await send(gw.adminUrl, '/admin/migration')).json.tenants.acme.routes['POST /v1/runs/invoke'].clients
+    expect(clients.find((client: { clientId: string }) => client.clientId === clientIdOf('demo-token-alice'))).toMatchObject({ lastBrownout: null })
     expect(gone.json.error).toMatchObject({ code: 'LEGACY_GONE', migration: { sunset: iso(NOW - DAY), successor: '/v4/sessions.start' } })
     expect(gone.json.error.migration.windowEnd).toBeUndefined()
     expect(gone.headers['retry-after']).toBeUndefined()

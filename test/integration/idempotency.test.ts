@@ -4,6 +4,7 @@ import { createServer as createTcpServer, type Server as TcpServer, type Socket 
 import { describe, expect, it } from 'vitest'
 import { configSchema } from '../../src/config/schema.js'
 import { deepFreeze } from '../../src/util/deep-freeze.js'
+import { arrivalBarrier } from '../helpers/arrival-barrier.js'
 import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
 import { startOtlpReceiver } from '../helpers/otlp-receiver.js'
@@ -95,20 +96,29 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(executions(upstream)).toHaveLength(1)
   })
 
-  it('answers a retry that arrives while the first call runs with the first call\'s answer, once it has one', async () => {
+  it('answers a retry that arrives while the first call runs with the first call\'s answer, once it has one, its outcome waited', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url)
+    // The first call and the retry, each read whole by the gateway.
+    const bothIn = arrivalBarrier(2)
+    bothIn.watch([gw])
     const first = send(gw.url, EXECUTE, { headers: keyed('k-2'), json: { input: 1 } })
     const held = await upstream.nextExchange()
     const retry = send(gw.url, EXECUTE, { headers: keyed('k-2', 'retry-id'), json: { input: 1 } })
-    // The retry is waiting on the claim: nothing of it reached the upstream.
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    // From its body's end the retry reaches its wait on the claim with no I/O between, while the
+    // first call's answer needs a socket read: the retry waits for certain, not by luck of timing.
+    await bothIn.arrived
     answerJson(held, 200, { output: 'once' })
     const [firstAnswer, retryAnswer] = await Promise.all([first, retry])
     expect(retryAnswer.status).toBe(200)
     expect(retryAnswer.text).toBe(firstAnswer.text)
     expect(retryAnswer.headers['idempotent-replayed']).toBe('true')
     expect(executions(upstream)).toHaveLength(1)
+    // SPEC 16: a replay after waiting for the first call is `waited`, not `replayed`, on the line and the metric.
+    const retryLine = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'retry-id')
+    await until(() => retryLine() !== undefined)
+    expect(retryLine()).toMatchObject({ status: 200, idempotency: 'waited' })
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_idempotency_total\{tenant="acme",route="POST \/v1\/headless\/runs",outcome="waited"\} 1$/m)
   })
 
   it('answers 409 IDEMPOTENCY_IN_PROGRESS with Retry-After: 1 when the first call outlasts waitMs, and never runs it twice', async () => {
@@ -116,13 +126,17 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     const gw = await idempotentGateway(upstream.url, { waitMs: 50 })
     const first = send(gw.url, EXECUTE, { headers: keyed('k-3'), json: { input: 1 } })
     const held = await upstream.nextExchange()
-    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-3'), json: { input: 1 } })
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-3', 'in-progress-id'), json: { input: 1 } })
     expect(retry.status).toBe(409)
     expect(retry.json.error.code).toBe('IDEMPOTENCY_IN_PROGRESS')
     expect(retry.headers['retry-after']).toBe('1')
     answerJson(held, 200, { output: 'once' })
     expect((await first).status).toBe(200)
     expect(executions(upstream)).toHaveLength(1)
+    // It waited, but got no answer: `in_progress`, not `waited` (SPEC 16).
+    const retryLine = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'in-progress-id')
+    await until(() => retryLine() !== undefined)
+    expect(retryLine()).toMatchObject({ status: 409, error: 'IDEMPOTENCY_IN_PROGRESS', idempotency: 'in_progress' })
   })
 
   it('answers 422 IDEMPOTENCY_KEY_REUSED, sending nothing, when the key comes again with another body', async () => {
@@ -292,10 +306,15 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     const gw = await idempotentGateway(upstream.url, { maxBodyBytes: 100 })
     const first = await send(gw.url, EXECUTE, { headers: keyed('k-11'), json: { input: 1 } })
     expect(first.json.output).toHaveLength(500)
-    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-11'), json: { input: 1 } })
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-11', 'too-large-id'), json: { input: 1 } })
     expect(retry.status).toBe(409)
     expect(retry.json.error.code).toBe('IDEMPOTENCY_RESULT_TOO_LARGE')
     expect(executions(upstream)).toHaveLength(1)
+    // A record without its body is no replay: the line and the metric say `too_large` (SPEC 16).
+    const retryLine = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'too-large-id')
+    await until(() => retryLine() !== undefined)
+    expect(retryLine()).toMatchObject({ status: 409, idempotency: 'too_large' })
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_idempotency_total\{tenant="acme",route="POST \/v1\/headless\/runs",outcome="too_large"\} 1$/m)
   })
 
   it('answers 400 INVALID_REQUEST naming the header for a key that is not 1-255 visible ASCII characters, sending nothing', async () => {

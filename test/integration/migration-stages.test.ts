@@ -158,7 +158,11 @@ describe('SPEC 14 Via and loops', () => {
 })
 
 describe('SPEC 14 stage native-only', () => {
-  it('answers 410 LEGACY_GONE and forwards nothing', async () => {
+  it('answers 410 LEGACY_GONE and forwards nothing, counted as deprecation action gone (SPEC 13), not a brownout', async () => {
+    // The suite's gateway is shared: what this request adds to the count.
+    const goneCount = async (): Promise<number> =>
+      Number(/^v4gw_legacy_deprecation_total\{tenant="retired",route="POST \/v1\/headless\/runs",action="gone"\} (\d+)$/m.exec((await send(gw.adminUrl, '/metrics')).text)?.[1] ?? 0)
+    const goneBefore = await goneCount()
     sim.simulator.resetCalls()
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...runtime, 'x-tenant-id': 'retired' }, json: { input: 1 } })
     expect(answer.status).toBe(410)
@@ -166,6 +170,10 @@ describe('SPEC 14 stage native-only', () => {
     expect(answer.json.error.migration).toEqual({ successor: '/v4/execute' })
     expect(answer.headers.deprecation).toBeDefined()
     expect(sim.simulator.calls).toEqual([])
+    expect(await goneCount()).toBe(goneBefore + 1)
+    // SPEC 12: the registry keeps no lastBrownout for a gone answer.
+    const clients = (await send(gw.adminUrl, '/admin/migration?tenant=retired')).json.tenants.retired.routes['POST /v1/headless/runs'].clients
+    expect(clients.find((client: { clientId: string }) => client.clientId === fp(TOKEN))).toMatchObject({ lastBrownout: null })
   })
 
   it('serves an exempt client as in translate, its deprecation action exempt (SPEC 13)', async () => {
