@@ -60,9 +60,11 @@ export function viewOfData(data: RegistryData, tenants: readonly string[], clien
     const routes = new Map<string, RouteView>()
     for (const [label, route] of tenant.routes) {
       const clients: ClientView[] = []
-      // The Map is least recent first: read it from the end.
-      const records = [...route.clients.values()]
-      for (let index = records.length - 1; index >= 0 && clients.length < clientsPerRoute; index--) {
+      // Most recently seen first (SPEC 12). The Map is in the order requests were recorded, as
+      // they finished: one that took long was seen before those it finished after. Reversed
+      // first, so that a tie keeps the later-recorded client first.
+      const records = [...route.clients.values()].reverse().sort((a, b) => b.lastSeenMs - a.lastSeenMs)
+      for (let index = 0; index < records.length && clients.length < clientsPerRoute; index++) {
         const client = records[index]!
         clients.push({ clientId: client.id, userAgent: client.userAgent, requests: client.requests, firstSeenMs: client.firstSeenMs, lastSeenMs: client.lastSeenMs, lastBrownoutMs: client.lastBrownoutMs === 0 ? null : client.lastBrownoutMs })
       }

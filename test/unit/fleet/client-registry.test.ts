@@ -42,6 +42,17 @@ describe('the client registry in memory (SPEC 12)', () => {
     await registry.close()
   })
 
+  it('lists clients by when they were last seen, not by when their request finished: a long call seen first is listed after a short one seen later', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    const now = Date.now()
+    // B arrived 10 s after A and finished first: recorded first.
+    registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb', now - 20_000))
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 30_000))
+    expect((await viewOf(registry)).route?.clients.map((client) => client.clientId)).toEqual(['fp:bbbbbbbbbbbbbbbb', 'fp:aaaaaaaaaaaaaaaa'])
+    expect((await viewOf(registry, 1)).route?.clients.map((client) => client.clientId)).toEqual(['fp:bbbbbbbbbbbbbbbb'])
+    await registry.close()
+  })
+
   it('keeps lastSeenNonExempt at the last request of a client that was not exempt then', async () => {
     const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
     const now = Date.now()
