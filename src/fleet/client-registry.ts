@@ -19,13 +19,23 @@ export interface ClientRegistryOptions {
   logger: StoreLogger
   /** How often retention is applied in memory; default once a minute. */
   sweepMs?: number
+  /** Client records per write to the store at most (RegistryData.parts); default WRITE_PART_CLIENTS. */
+  writePartClients?: number
 }
+
+/**
+ * Client records per write: each costs the store a few commands in one script (about 10 µs),
+ * so a part takes milliseconds, far inside the 1 s command timeout that a whole delta gathered
+ * over a long outage could outlast, and re-sent, be counted again at every flush.
+ */
+const WRITE_PART_CLIENTS = 1_000
 
 /**
  * SPEC 12's client registry. Recording a request touches memory only (a few Map operations); no
  * request waits on the store. With `store: memory` the counts are this process's since it started
  * (`scope: "replica"`). With Redis each replica keeps the delta it has not written yet and writes
- * it in one pipeline every `flushMs`; an answer reads the fleet's counts from Redis (`fleet`).
+ * it in one pipeline every `flushMs` (a delta of over WRITE_PART_CLIENTS clients, gathered in an
+ * outage, in several, one after another); an answer reads the fleet's counts from Redis (`fleet`).
  * While Redis is away the delta keeps growing, answers show it (`local`: this replica since the
  * outage began) and requests are counted in `v4gw_store_unavailable_total{feature="registry"}`;
  * when Redis answers again the delta is added to it (counts summed, last seen the later, distinct
@@ -45,6 +55,7 @@ export class ClientRegistry {
   #sweepTimer: NodeJS.Timeout | undefined
   #stopped = false
   #writeFailed = false
+  readonly #writePartClients: number
 
   constructor(options: ClientRegistryOptions) {
     this.#store = options.store
@@ -52,6 +63,7 @@ export class ClientRegistry {
     this.#flushMs = options.flushMs
     this.#configHash = options.configHash
     this.#logger = options.logger
+    this.#writePartClients = options.writePartClients ?? WRITE_PART_CLIENTS
     this.#shared = options.store.connection !== undefined
     this.#data = new RegistryData(Date.now(), this.#bounds, this.#shared)
     const sweepMs = options.sweepMs ?? 60_000
@@ -152,13 +164,16 @@ export class ClientRegistry {
     const delta = this.#data
     const nowMs = Date.now()
     this.#data = new RegistryData(nowMs, this.#bounds, true)
+    const parts = delta.parts(this.#writePartClients)
+    let written = 0
     try {
-      await writeDelta(connection, this.#store.keyPrefix, delta, this.#bounds, this.#configHash(), nowMs)
+      for (; written < parts.length; written++) await writeDelta(connection, this.#store.keyPrefix, parts[written] as RegistryData, this.#bounds, this.#configHash(), nowMs)
       if (this.#writeFailed) this.#logger.info({ store: 'redis' }, 'the registry counts held on this replica were written to the store')
       this.#writeFailed = false
     } catch (error) {
-      // Kept for the next write: the counts made since go on top of them.
-      this.#data.absorb(delta)
+      // Kept for the next write, the counts made since on top of them: the part that failed and
+      // those after it, not the parts the store took (only the failed one may have half-applied).
+      for (const part of parts.slice(written)) this.#data.absorb(part)
       if (!this.#writeFailed) {
         this.#logger.warn({ store: 'redis', reason: error instanceof Error ? error.message : String(error) }, 'the registry counts could not be written to the store; this replica keeps them and writes them when it answers')
       }

@@ -220,6 +220,46 @@ export class RegistryData {
     this.#evictDownTo(this.bounds.maxTotal)
   }
 
+  /**
+   * This delta in parts of at most `maxClients` client records each, written one after another so
+   * that each write is short beside the store's command timeout (a long outage can gather tens of
+   * thousands of clients). A route's counts go with its first clients, its other clients in later
+   * parts with no counts of their own; a tenant's legacy share with its first part. The parts
+   * hold this delta's records, which is not used after.
+   */
+  parts(maxClients: number): RegistryData[] {
+    const parts: RegistryData[] = []
+    let part = new RegistryData(this.startMs, this.bounds, this.trackDays)
+    let held = 0
+    for (const [name, tenant] of this.tenants) {
+      for (const [day, counts] of tenant.share) part.tenant(name).share.set(day, counts)
+      for (const [label, route] of tenant.routes) {
+        let into = new RouteData()
+        into.requests = route.requests
+        into.lastSeenMs = route.lastSeenMs
+        into.lastSeenNonExemptMs = route.lastSeenNonExemptMs
+        into.clientsEvicted = route.clientsEvicted
+        into.distinct.merge(route.distinct)
+        for (const [day, count] of route.days) into.days.set(day, count)
+        part.tenant(name).routes.set(label, into)
+        for (const client of route.clients.values()) {
+          if (held === maxClients) {
+            parts.push(part)
+            part = new RegistryData(this.startMs, this.bounds, this.trackDays)
+            held = 0
+            into = new RouteData()
+            part.tenant(name).routes.set(label, into)
+          }
+          into.clients.set(client.id, client)
+          part.#clientCount++
+          held++
+        }
+      }
+    }
+    parts.push(part)
+    return parts
+  }
+
   /** Adds a delta that could not be written back into this one (counts summed, last seen the later, distinct sets merged). */
   absorb(older: RegistryData): void {
     this.startMs = Math.min(this.startMs, older.startMs)

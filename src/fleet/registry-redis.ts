@@ -111,9 +111,10 @@ function ttlSeconds(retentionDays: number): number {
 }
 
 /**
- * Writes a delta to the store in one pipeline (SPEC 12: "written in one pipeline at most every
- * `store.flushMs`"). Rejects when any command failed: the caller keeps the delta and writes it
- * again, so a write that half-applied before a connection broke may count those requests twice.
+ * Writes a delta, or one part of a large one (RegistryData.parts), to the store in one pipeline
+ * (SPEC 12: "written in one pipeline at most every `store.flushMs`"). Rejects when any command
+ * failed: the caller keeps that part and writes it again, so a part that half-applied before a
+ * connection broke may count its requests twice.
  */
 export async function writeDelta(connection: RedisConnection, prefix: string, delta: RegistryData, bounds: RegistryBounds, configHash: string, nowMs: number): Promise<void> {
   const keys = registryKeys(prefix)

@@ -16,14 +16,14 @@ const BOUNDS: RegistryBounds = { maxTotal: 100_000, forTenant: () => ({ maxPerRo
 const redis = useRedisServer()
 let prefixes = 0
 
-function sample(clientId: string): LegacySample {
-  return { tenant: 'acme', route: ROUTE, clientId, userAgent: 'old-sdk/1.0', exempt: false, brownout: false, atMs: Date.now() }
+function sample(clientId: string, route = ROUTE): LegacySample {
+  return { tenant: 'acme', route, clientId, userAgent: 'old-sdk/1.0', exempt: false, brownout: false, atMs: Date.now() }
 }
 
-async function replica(prefix: string): Promise<{ store: SharedStore; registry: ClientRegistry; unavailable: () => number }> {
+async function replica(prefix: string, writePartClients?: number): Promise<{ store: SharedStore; registry: ClientRegistry; unavailable: () => number }> {
   let unavailable = 0
   const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET, onUnavailable: () => unavailable++ }), (shared) => shared.close())
-  const registry = new ClientRegistry({ store, bounds: BOUNDS, flushMs: HOUR, configHash: () => 'h', logger: QUIET })
+  const registry = new ClientRegistry({ store, bounds: BOUNDS, flushMs: HOUR, configHash: () => 'h', logger: QUIET, writePartClients })
   return { store, registry, unavailable: () => unavailable }
 }
 
@@ -68,5 +68,28 @@ describe('the client registry on Redis (SPEC 12)', () => {
     const { registry: reader } = await replica(prefix)
     expect(await routeOf(reader)).toMatchObject({ scope: 'fleet', route: { requests: 2, distinctClients: 2 } })
     await reader.close()
+  })
+
+  it('writes a large delta in parts, and after a part the store refused writes only that part and the ones after it again, never the parts it took', async () => {
+    const prefix = `crr${++prefixes}:`
+    const other = 'POST /v1/headless/runs'
+    // One client per part: each route's counts and client a part of its own.
+    const { registry } = await replica(prefix, 1)
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa'))
+    registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb', other))
+    // The second route's client hash is of another type: the store refuses its part's script.
+    const broken = `${prefix}r:acme:c:${other}`
+    await redis.client().set(broken, 'not a hash')
+    await registry.flush()
+    await registry.flush()
+    await redis.client().del(broken)
+    await registry.flush()
+    const view = await registry.view(new Map([['acme', [ROUTE, other]]]), 100)
+    expect(view.scope).toBe('fleet')
+    // Each request once: the first route's part, taken at the first flush, was not sent again.
+    expect(view.tenants.get('acme')?.routes.get(ROUTE)).toMatchObject({ requests: 1, distinctClients: 1 })
+    expect(view.tenants.get('acme')?.routes.get(other)).toMatchObject({ requests: 1, distinctClients: 1 })
+    expect(view.tenants.get('acme')?.share).toEqual([{ day: new Date().toISOString().slice(0, 10), legacy: 2, native: 0 }])
+    await registry.close()
   })
 })

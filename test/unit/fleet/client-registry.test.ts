@@ -188,6 +188,23 @@ describe('the client registry in memory (SPEC 12)', () => {
     expect(quiet.clientCount).toBe(1)
   })
 
+  it('splits a delta into parts of at most N clients for writing: a route\'s counts in its first part only, every client once', () => {
+    const data = new RegistryData(Date.now(), bounds(), true)
+    const now = Date.now()
+    for (let index = 0; index < 2_500; index++) data.recordLegacy(sample(`fp:${index.toString(16).padStart(16, '0')}`, now))
+    data.recordLegacy(sample('fp:ffffffffffffffff', now, { route: 'POST /v1/headless/runs' }))
+    data.recordNative('acme', now)
+    const parts = data.parts(1_000)
+    expect(parts.map((part) => part.clientCount)).toEqual([1_000, 1_000, 501])
+    const routeIn = (part: RegistryData, label: string) => part.tenants.get('acme')?.routes.get(label)
+    expect(parts.map((part) => routeIn(part, ROUTE)?.requests)).toEqual([2_500, 0, 0])
+    expect(parts.map((part) => routeIn(part, 'POST /v1/headless/runs')?.requests)).toEqual([undefined, undefined, 1])
+    expect(parts.map((part) => part.tenants.get('acme')?.share.size ?? 0)).toEqual([1, 0, 0])
+    const ids = parts.flatMap((part) => [...(part.tenants.get('acme')?.routes.values() ?? [])].flatMap((route) => [...route.clients.keys()]))
+    expect(new Set(ids).size).toBe(2_501)
+    expect(data.parts(10_000)).toHaveLength(1)
+  })
+
   it('cuts a user agent to 256 characters', async () => {
     const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
     registry.recordLegacy(sample('anonymous', Date.now(), { userAgent: 'x'.repeat(10_000) }))
