@@ -55,6 +55,11 @@ export class RouteData {
   /** By last seen, least recent first: a Map keeps insertion order, and each request moves its client to the end. */
   readonly clients = new Map<string, ClientRecord>()
   /** The client of the route's last request and that request's day: the same client again costs no reordering and no HyperLogLog update. */
+  /**
+   * A delta's clients evicted before it was written (a burst or an outage past `maxPerRoute` or
+   * `maxTotal`): gone from the listing, but their ids still go into the store's distinct logs.
+   */
+  departed: ClientRecord[] | undefined = undefined
   lastClient: ClientRecord | undefined = undefined
   lastDay: DayCount | undefined = undefined
   lastDayNumber = -1
@@ -83,6 +88,8 @@ export function dayName(day: number): string {
 export class RegistryData {
   readonly tenants = new Map<string, TenantData>()
   #clientCount = 0
+  /** RouteData.departed, all routes: at most `maxTotal` more records are held for their ids. */
+  #departedCount = 0
 
   /** `trackDays`: remember every day a client was seen (a delta written to the store needs them for its per-day distinct sets). */
   constructor(
@@ -240,6 +247,7 @@ export class RegistryData {
         into.lastSeenNonExemptMs = route.lastSeenNonExemptMs
         into.clientsEvicted = route.clientsEvicted
         into.distinct.merge(route.distinct)
+        into.departed = route.departed
         for (const [day, count] of route.days) into.days.set(day, count)
         part.tenant(name).routes.set(label, into)
         for (const client of route.clients.values()) {
@@ -278,6 +286,10 @@ export class RegistryData {
         into.lastSeenNonExemptMs = Math.max(into.lastSeenNonExemptMs, route.lastSeenNonExemptMs)
         into.clientsEvicted += route.clientsEvicted
         into.distinct.merge(route.distinct)
+        if (route.departed !== undefined) {
+          into.departed = into.departed === undefined ? route.departed : into.departed.concat(route.departed)
+          this.#departedCount += route.departed.length
+        }
         for (const [day, count] of route.days) {
           const target = into.days.get(day)
           if (target === undefined) into.days.set(day, count)
@@ -317,11 +329,16 @@ export class RegistryData {
   }
 
   #evictLeastRecent(route: RouteData): void {
-    const oldest = route.clients.keys().next()
+    const oldest = route.clients.values().next()
     if (oldest.done === true) return
-    route.clients.delete(oldest.value)
+    route.clients.delete(oldest.value.id)
     route.clientsEvicted++
     this.#clientCount--
+    // A delta for the store: the client is counted in the fleet's distinct logs all the same.
+    if (this.trackDays && this.#departedCount < this.bounds.maxTotal) {
+      ;(route.departed ??= []).push(oldest.value)
+      this.#departedCount++
+    }
   }
 
   /** SPEC 12's `maxTotal`: the largest route gives up its least recent client until at most `count` are kept. */

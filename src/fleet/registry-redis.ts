@@ -145,12 +145,14 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
           c: clients.map((client) => [client.id, client.userAgent ?? '', client.requests, client.firstSeenMs, client.lastSeenMs, client.lastBrownoutMs])
         }
         pipeline.eval(ADD_ROUTE, 4, routeKeys.main, routeKeys.days, routeKeys.clients, routeKeys.recent, JSON.stringify(payload), String(maxPerRoute), String(cutoffMs), String(firstDay), String(ttl))
-        if (clients.length === 0) continue
-        // Distinct sets merge as HyperLogLog unions: each id of the delta added to its route's and day's logs.
-        pipeline.pfadd(routeKeys.distinct, ...clients.map((client) => client.id))
+        // Distinct sets merge as HyperLogLog unions: each id of the delta added to its route's and
+        // day's logs, those of the clients evicted from the delta before this write included.
+        const counted = route.departed === undefined ? clients : clients.concat(route.departed)
+        if (counted.length === 0) continue
+        addAll(pipeline, routeKeys.distinct, counted.map((client) => client.id))
         pipeline.expire(routeKeys.distinct, ttl)
         const byDay = new Map<number, string[]>()
-        for (const client of clients) {
+        for (const client of counted) {
           for (const day of new Set([...(client.days ?? []), dayOf(client.lastSeenMs)])) {
             if (day < firstDay) continue
             let ids = byDay.get(day)
@@ -159,7 +161,7 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
           }
         }
         for (const [day, ids] of byDay) {
-          pipeline.pfadd(routeKeys.distinctOn(day), ...ids)
+          addAll(pipeline, routeKeys.distinctOn(day), ids)
           pipeline.expire(routeKeys.distinctOn(day), Math.ceil(((DAYS_KEPT + 1) * DAY_MS) / 1_000))
         }
       }
@@ -168,6 +170,13 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
   })
   const failed = results?.find(([error]) => error !== null)
   if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('the registry pipeline was not run')
+}
+
+/** Ids per PFADD: a spread of a whole outage's ids into one call could pass the engine's argument limit. */
+const IDS_PER_ADD = 10_000
+
+function addAll(pipeline: { pfadd(key: string, ...ids: string[]): unknown }, key: string, ids: readonly string[]): void {
+  for (let at = 0; at < ids.length; at += IDS_PER_ADD) pipeline.pfadd(key, ...ids.slice(at, at + IDS_PER_ADD))
 }
 
 export interface FleetRead {

@@ -20,10 +20,10 @@ function sample(clientId: string, route = ROUTE): LegacySample {
   return { tenant: 'acme', route, clientId, userAgent: 'old-sdk/1.0', exempt: false, brownout: false, atMs: Date.now() }
 }
 
-async function replica(prefix: string, writePartClients?: number): Promise<{ store: SharedStore; registry: ClientRegistry; unavailable: () => number }> {
+async function replica(prefix: string, writePartClients?: number, bounds = BOUNDS): Promise<{ store: SharedStore; registry: ClientRegistry; unavailable: () => number }> {
   let unavailable = 0
   const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET, onUnavailable: () => unavailable++ }), (shared) => shared.close())
-  const registry = new ClientRegistry({ store, bounds: BOUNDS, flushMs: HOUR, configHash: () => 'h', logger: QUIET, writePartClients })
+  const registry = new ClientRegistry({ store, bounds, flushMs: HOUR, configHash: () => 'h', logger: QUIET, writePartClients })
   return { store, registry, unavailable: () => unavailable }
 }
 
@@ -90,6 +90,17 @@ describe('the client registry on Redis (SPEC 12)', () => {
     expect(view.tenants.get('acme')?.routes.get(ROUTE)).toMatchObject({ requests: 1, distinctClients: 1 })
     expect(view.tenants.get('acme')?.routes.get(other)).toMatchObject({ requests: 1, distinctClients: 1 })
     expect(view.tenants.get('acme')?.share).toEqual([{ day: new Date().toISOString().slice(0, 10), legacy: 2, native: 0 }])
+    await registry.close()
+  })
+
+  it('counts in the fleet\'s distinct clients, per route and per day, the clients its delta evicted before it was written', async () => {
+    // Two clients listed per route: a burst of five in one flush window leaves three out of the listing.
+    const { registry } = await replica(`crr${++prefixes}:`, undefined, { maxTotal: 100_000, forTenant: () => ({ maxPerRoute: 2, retentionDays: 90 }) })
+    for (const letter of 'abcde') registry.recordLegacy(sample(`fp:${letter.repeat(16)}`))
+    const { route } = await routeOf(registry)
+    expect(route).toMatchObject({ requests: 5, distinctClients: 5 })
+    expect(route?.clients).toHaveLength(2)
+    expect(route?.days).toEqual([{ day: new Date().toISOString().slice(0, 10), requests: 5, clients: 5 }])
     await registry.close()
   })
 })
