@@ -111,7 +111,7 @@ export class ClientRegistry {
         await this.flush()
         // A store that answers but refuses this replica's writes (full with noeviction, a
         // read-only replica after a failover) holds the fleet's counts only up to the first
-        // refusal: this replica's own are complete, and said to be `local`.
+        // refusal: this replica's own are complete from its `since`, and said to be `local`.
         if (this.#writeFailed) return this.#localView(routesOf, clientsPerRoute)
         const nowMs = Date.now()
         const fleet = await readFleet(connection, this.#store.keyPrefix, routesOf, clientsPerRoute, nowMs)
@@ -165,20 +165,35 @@ export class ClientRegistry {
     const nowMs = Date.now()
     this.#data = new RegistryData(nowMs, this.#bounds, true)
     const parts = delta.parts(this.#writePartClients)
-    let written = 0
+    // Parts the store took whole; then what it refused of the next one, or why it broke off.
+    let taken = 0
+    let refused: RegistryData | undefined
+    let failure: unknown
     try {
-      for (; written < parts.length; written++) await writeDelta(connection, this.#store.keyPrefix, parts[written] as RegistryData, this.#bounds, this.#configHash(), nowMs)
+      for (; taken < parts.length; taken++) {
+        refused = await writeDelta(connection, this.#store.keyPrefix, parts[taken] as RegistryData, this.#bounds, this.#configHash(), nowMs)
+        if (refused !== undefined) break
+      }
+    } catch (error) {
+      failure = error
+    }
+    if (refused === undefined && failure === undefined) {
       if (this.#writeFailed) this.#logger.info({ store: 'redis' }, 'the registry counts held on this replica were written to the store')
       this.#writeFailed = false
-    } catch (error) {
-      // Kept for the next write, the counts made since on top of them: the part that failed and
-      // those after it, not the parts the store took (only the failed one may have half-applied).
-      for (const part of parts.slice(written)) this.#data.absorb(part)
-      if (!this.#writeFailed) {
-        this.#logger.warn({ store: 'redis', reason: error instanceof Error ? error.message : String(error) }, 'the registry counts could not be written to the store; this replica keeps them and writes them when it answers')
-      }
-      this.#writeFailed = true
+      return
     }
+    // Kept for the next write, the counts made since on top of them: what the store refused of
+    // the part it stopped at (all of it when the pipeline broke) and the parts after it, never
+    // what it took (SPEC 12: counts summed once).
+    const rest = refused === undefined ? parts.slice(taken) : [refused, ...parts.slice(taken + 1)]
+    for (const part of rest) this.#data.absorb(part)
+    // The store holds some of the delta: this replica's counts are whole only from this write on.
+    if (taken > 0 || (refused !== undefined && refused !== parts[taken])) this.#data.startMs = nowMs
+    if (!this.#writeFailed) {
+      const reason = failure === undefined ? 'the store refused part of the write' : failure instanceof Error ? failure.message : String(failure)
+      this.#logger.warn({ store: 'redis', reason }, 'the registry counts could not be written to the store; this replica keeps them and writes them when it answers')
+    }
+    this.#writeFailed = true
   }
 
   #scheduleFlush(): void {

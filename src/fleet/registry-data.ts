@@ -57,9 +57,10 @@ export class RouteData {
   /** The client of the route's last request and that request's day: the same client again costs no reordering and no HyperLogLog update. */
   /**
    * A delta's clients evicted before it was written (a burst or an outage past `maxPerRoute` or
-   * `maxTotal`): gone from the listing, but their ids still go into the store's distinct logs.
+   * `maxTotal`), by id, with the UTC days each was seen: gone from the listing, but their ids
+   * still go into the store's route and day distinct logs.
    */
-  departed: ClientRecord[] | undefined = undefined
+  departed: Map<string, number[]> | undefined = undefined
   lastClient: ClientRecord | undefined = undefined
   lastDay: DayCount | undefined = undefined
   lastDayNumber = -1
@@ -88,7 +89,7 @@ export function dayName(day: number): string {
 export class RegistryData {
   readonly tenants = new Map<string, TenantData>()
   #clientCount = 0
-  /** RouteData.departed, all routes: at most `maxTotal` more records are held for their ids. */
+  /** Ids in RouteData.departed, all routes: at most `maxTotal` (a client evicted again is held once). */
   #departedCount = 0
 
   /** `trackDays`: remember every day a client was seen (a delta written to the store needs them for its per-day distinct sets). */
@@ -230,9 +231,10 @@ export class RegistryData {
   /**
    * This delta in parts of at most `maxClients` client records each, written one after another so
    * that each write is short beside the store's command timeout (a long outage can gather tens of
-   * thousands of clients). A route's counts go with its first clients, its other clients in later
-   * parts with no counts of their own; a tenant's legacy share with its first part. The parts
-   * hold this delta's records, which is not used after.
+   * thousands of clients). A route's counts and departed ids go in the part being filled when the
+   * route is reached, its clients from there on, into later parts (with no counts of their own)
+   * once a part is full; a tenant's legacy share likewise. The parts hold this delta's records,
+   * which is not used after.
    */
   parts(maxClients: number): RegistryData[] {
     const parts: RegistryData[] = []
@@ -255,7 +257,11 @@ export class RegistryData {
             parts.push(part)
             part = new RegistryData(this.startMs, this.bounds, this.trackDays)
             held = 0
+            // No counts of its own, but its last seen (a maximum, so written again it changes
+            // nothing): the retention sweep of a delta kept after a failed write reads it.
             into = new RouteData()
+            into.lastSeenMs = route.lastSeenMs
+            into.lastSeenNonExemptMs = route.lastSeenNonExemptMs
             part.tenant(name).routes.set(label, into)
           }
           into.clients.set(client.id, client)
@@ -266,6 +272,28 @@ export class RegistryData {
     }
     parts.push(part)
     return parts
+  }
+
+  /**
+   * What of this delta the store refused: each listed tenant's legacy share (`route` undefined)
+   * and each listed route whole, moved into a delta of their own (this one is not used after).
+   */
+  only(refused: ReadonlyArray<{ readonly tenant: string; readonly route: string | undefined }>): RegistryData {
+    const kept = new RegistryData(this.startMs, this.bounds, this.trackDays)
+    for (const { tenant, route } of refused) {
+      const mine = this.tenants.get(tenant)
+      if (mine === undefined) continue
+      if (route === undefined) {
+        for (const [day, counts] of mine.share) kept.tenant(tenant).share.set(day, counts)
+        continue
+      }
+      const data = mine.routes.get(route)
+      if (data === undefined) continue
+      kept.tenant(tenant).routes.set(route, data)
+      kept.#clientCount += data.clients.size
+      if (data.departed !== undefined) kept.#departedCount += data.departed.size
+    }
+    return kept
   }
 
   /** Adds a delta that could not be written back into this one (counts summed, last seen the later, distinct sets merged). */
@@ -286,10 +314,7 @@ export class RegistryData {
         into.lastSeenNonExemptMs = Math.max(into.lastSeenNonExemptMs, route.lastSeenNonExemptMs)
         into.clientsEvicted += route.clientsEvicted
         into.distinct.merge(route.distinct)
-        if (route.departed !== undefined) {
-          into.departed = into.departed === undefined ? route.departed : into.departed.concat(route.departed)
-          this.#departedCount += route.departed.length
-        }
+        if (route.departed !== undefined) for (const [id, days] of route.departed) this.#depart(into, id, days)
         for (const [day, count] of route.days) {
           const target = into.days.get(day)
           if (target === undefined) into.days.set(day, count)
@@ -335,10 +360,19 @@ export class RegistryData {
     route.clientsEvicted++
     this.#clientCount--
     // A delta for the store: the client is counted in the fleet's distinct logs all the same.
-    if (this.trackDays && this.#departedCount < this.bounds.maxTotal) {
-      ;(route.departed ??= []).push(oldest.value)
-      this.#departedCount++
+    if (this.trackDays) this.#depart(route, oldest.value.id, [...(oldest.value.days ?? []), dayOf(oldest.value.lastSeenMs)])
+  }
+
+  /** Holds a departed client's id and days, the days added to those already held for it; new ids up to `maxTotal`. */
+  #depart(route: RouteData, id: string, days: readonly number[]): void {
+    const held = route.departed?.get(id)
+    if (held !== undefined) {
+      for (const day of days) if (!held.includes(day)) held.push(day)
+      return
     }
+    if (this.#departedCount >= this.bounds.maxTotal) return
+    ;(route.departed ??= new Map()).set(id, [...new Set(days)])
+    this.#departedCount++
   }
 
   /** SPEC 12's `maxTotal`: the largest route gives up its least recent client until at most `count` are kept. */

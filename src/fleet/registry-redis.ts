@@ -112,25 +112,33 @@ function ttlSeconds(retentionDays: number): number {
 
 /**
  * Writes a delta, or one part of a large one (RegistryData.parts), to the store in one pipeline
- * (SPEC 12: "written in one pipeline at most every `store.flushMs`"). Rejects when any command
- * failed: the caller keeps that part and writes it again, so a part that half-applied before a
- * connection broke may count its requests twice.
+ * (SPEC 12: "written in one pipeline at most every `store.flushMs`"). A pipeline's commands each
+ * succeed or fail on their own: what the store refused, a tenant's share or a route's script
+ * (its distinct logs are unions: sent again, they count nothing twice), comes back as a delta to
+ * keep for the next write (`delta` itself when it took nothing), or undefined when it took
+ * everything. Rejects when the pipeline was
+ * not run at all (the connection broke): then nothing is known to be written, and the caller
+ * keeps the whole part, so a part that half-applied may count twice.
  */
-export async function writeDelta(connection: RedisConnection, prefix: string, delta: RegistryData, bounds: RegistryBounds, configHash: string, nowMs: number): Promise<void> {
+export async function writeDelta(connection: RedisConnection, prefix: string, delta: RegistryData, bounds: RegistryBounds, configHash: string, nowMs: number): Promise<RegistryData | undefined> {
   const keys = registryKeys(prefix)
   const firstDay = dayOf(nowMs) - DAYS_KEPT + 1
+  // The pipeline index of each counting script, and what it carried.
+  const scripts: Array<{ at: number; tenant: string; route: string | undefined }> = []
   const results = await connection.run((client) => {
     const pipeline = client.pipeline()
     pipeline.zadd(keys.hashes, nowMs, configHash)
     pipeline.zremrangebyscore(keys.hashes, '-inf', `(${nowMs - HASH_FRESH_MS}`)
     // The store's first write: from then on every replica's counts are in it.
     pipeline.set(keys.since, String(delta.startMs), 'NX')
+    let commands = 3
     for (const [tenant, data] of delta.tenants) {
       const { maxPerRoute, retentionDays } = bounds.forTenant(tenant)
       const ttl = ttlSeconds(retentionDays)
       const cutoffMs = nowMs - retentionDays * DAY_MS
       if (data.share.size > 0) {
         const share = [...data.share].map(([day, counts]) => [day, counts.legacy, counts.native])
+        scripts.push({ at: commands++, tenant, route: undefined })
         pipeline.eval(ADD_SHARE, 1, keys.share(tenant), JSON.stringify(share), String(firstDay), String(ttl))
       }
       for (const [label, route] of data.routes) {
@@ -144,39 +152,48 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
           d: [...route.days].map(([day, count]) => [day, count.requests]),
           c: clients.map((client) => [client.id, client.userAgent ?? '', client.requests, client.firstSeenMs, client.lastSeenMs, client.lastBrownoutMs])
         }
+        scripts.push({ at: commands++, tenant, route: label })
         pipeline.eval(ADD_ROUTE, 4, routeKeys.main, routeKeys.days, routeKeys.clients, routeKeys.recent, JSON.stringify(payload), String(maxPerRoute), String(cutoffMs), String(firstDay), String(ttl))
         // Distinct sets merge as HyperLogLog unions: each id of the delta added to its route's and
         // day's logs, those of the clients evicted from the delta before this write included.
-        const counted = route.departed === undefined ? clients : clients.concat(route.departed)
-        if (counted.length === 0) continue
-        addAll(pipeline, routeKeys.distinct, counted.map((client) => client.id))
+        const seen: Array<[string, Iterable<number>]> = clients.map((client) => [client.id, new Set([...(client.days ?? []), dayOf(client.lastSeenMs)])])
+        if (route.departed !== undefined) for (const entry of route.departed) seen.push(entry)
+        if (seen.length === 0) continue
+        commands += addAll(pipeline, routeKeys.distinct, seen.map(([id]) => id))
         pipeline.expire(routeKeys.distinct, ttl)
+        commands++
         const byDay = new Map<number, string[]>()
-        for (const client of counted) {
-          for (const day of new Set([...(client.days ?? []), dayOf(client.lastSeenMs)])) {
+        for (const [id, days] of seen) {
+          for (const day of days) {
             if (day < firstDay) continue
             let ids = byDay.get(day)
             if (ids === undefined) byDay.set(day, (ids = []))
-            ids.push(client.id)
+            ids.push(id)
           }
         }
         for (const [day, ids] of byDay) {
-          addAll(pipeline, routeKeys.distinctOn(day), ids)
+          commands += addAll(pipeline, routeKeys.distinctOn(day), ids)
           pipeline.expire(routeKeys.distinctOn(day), Math.ceil(((DAYS_KEPT + 1) * DAY_MS) / 1_000))
+          commands++
         }
       }
     }
     return pipeline.exec()
   })
-  const failed = results?.find(([error]) => error !== null)
-  if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('the registry pipeline was not run')
+  if (results === null) throw new Error('the registry pipeline was not run')
+  const refused = scripts.filter(({ at }) => results[at]?.[0] != null)
+  // All refused: the delta itself, so that the caller can tell nothing was taken.
+  return refused.length === 0 ? undefined : refused.length === scripts.length ? delta : delta.only(refused)
 }
 
 /** Ids per PFADD: a spread of a whole outage's ids into one call could pass the engine's argument limit. */
 const IDS_PER_ADD = 10_000
 
-function addAll(pipeline: { pfadd(key: string, ...ids: string[]): unknown }, key: string, ids: readonly string[]): void {
-  for (let at = 0; at < ids.length; at += IDS_PER_ADD) pipeline.pfadd(key, ...ids.slice(at, at + IDS_PER_ADD))
+/** PFADDs `ids` to `key` in chunks; how many commands that took. */
+function addAll(pipeline: { pfadd(key: string, ...ids: string[]): unknown }, key: string, ids: readonly string[]): number {
+  let commands = 0
+  for (let at = 0; at < ids.length; at += IDS_PER_ADD, commands++) pipeline.pfadd(key, ...ids.slice(at, at + IDS_PER_ADD))
+  return commands
 }
 
 export interface FleetRead {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ClientRegistry, type LegacySample, type RegistryBounds } from '../../../src/fleet/client-registry.js'
 import { HyperLogLog } from '../../../src/fleet/hyperloglog.js'
-import { DAY_MS, RegistryData } from '../../../src/fleet/registry-data.js'
+import { DAY_MS, dayOf, RegistryData } from '../../../src/fleet/registry-data.js'
 import { viewOfData } from '../../../src/fleet/registry-view.js'
 import { memorySharedStore } from '../../../src/store/shared-store.js'
 
@@ -203,6 +203,28 @@ describe('the client registry in memory (SPEC 12)', () => {
     const ids = parts.flatMap((part) => [...(part.tenants.get('acme')?.routes.values() ?? [])].flatMap((route) => [...route.clients.keys()]))
     expect(new Set(ids).size).toBe(2_501)
     expect(data.parts(10_000)).toHaveLength(1)
+  })
+
+  it('holds the ids a delta evicted once each, with every day they were seen, and at most maxTotal of them, absorbed deltas included', () => {
+    const now = Date.parse('2026-11-26T12:00:00Z')
+    const route = (data: RegistryData) => data.tenants.get('acme')?.routes.get(ROUTE)
+    const delta = new RegistryData(now, bounds(1, 3), true)
+    // One client listed per route: each new one evicts the one before; a and b take turns.
+    delta.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - DAY_MS))
+    for (const id of ['fp:bbbbbbbbbbbbbbbb', 'fp:aaaaaaaaaaaaaaaa', 'fp:bbbbbbbbbbbbbbbb']) delta.recordLegacy(sample(id, now))
+    expect([...(route(delta)?.departed ?? [])]).toEqual([
+      ['fp:aaaaaaaaaaaaaaaa', [dayOf(now - DAY_MS), dayOf(now)]],
+      ['fp:bbbbbbbbbbbbbbbb', [dayOf(now)]]
+    ])
+    for (const id of ['fp:cccccccccccccccc', 'fp:dddddddddddddddd', 'fp:eeeeeeeeeeeeeeee']) delta.recordLegacy(sample(id, now))
+    // Three ids at most (maxTotal): d's eviction by e is not held.
+    expect([...(route(delta)?.departed?.keys() ?? [])]).toEqual(['fp:aaaaaaaaaaaaaaaa', 'fp:bbbbbbbbbbbbbbbb', 'fp:cccccccccccccccc'])
+    // A delta kept through a failed write keeps the cap.
+    const next = new RegistryData(now, bounds(1, 3), true)
+    next.recordLegacy(sample('fp:ffffffffffffffff', now))
+    next.recordLegacy(sample('fp:1111111111111111', now))
+    next.absorb(delta)
+    expect(route(next)?.departed?.size).toBe(3)
   })
 
   it('cuts a user agent to 256 characters', async () => {
