@@ -76,10 +76,12 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     const { maxSessions } = policy.settings
     const { ttlMs } = runtime.config.sessions
     const current = sessionMaps.get(key)
+    // A comparison begun before a reload uses the map in effect, or one of its own: it never
+    // replaces the map of the runtime now in effect, nor brings back one a reload let go.
+    if (now !== runtime) return current?.map ?? createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: maxSessions, ttlMs }))
     if (current !== undefined && current.maxSessions === maxSessions && current.ttlMs === ttlMs) return current.map
     const map = createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: maxSessions, ttlMs }))
-    // A comparison begun before a reload that took its origin away does not bring the old map back.
-    if (now === runtime || shadowOriginsOf(now).has(key)) sessionMaps.set(key, { maxSessions, ttlMs, map })
+    sessionMaps.set(key, { maxSessions, ttlMs, map })
     return map
   }
 
@@ -143,7 +145,9 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       comparison.onBodyEnd = () => {
         const body = comparison.requestBody()
         const planned = deps.planCandidate(runtime, head, body, policy.origin)
-        const verdict = comparison.settleSampling(planned, planned.kind === 'refuse' ? deps.refusedStateKey(runtime, head, body) : undefined)
+        // A refused request's state is read (a second parse) only where sampling depends on it: not at 0 % or 100 %.
+        const readsState = planned.kind === 'refuse' && policy.sampleBound > 0 && policy.sampleBound < EVERY_KEY
+        const verdict = comparison.settleSampling(planned, readsState ? deps.refusedStateKey(runtime, head, body) : undefined)
         if (verdict === 'compare') return
         release(comparison)
         if (verdict === 'skipped') record(comparison, comparison.recordOf('skipped'))

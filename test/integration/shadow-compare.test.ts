@@ -540,6 +540,38 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     for (const state of statesCompared) expect(executed).toEqual(expect.arrayContaining([`${state}-1`, `${state}-2`]))
   })
 
+  it('lets a comparison begun before a reload use the shadow session map in effect, never replace it with one of the old bounds', async () => {
+    let started = 0
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: `ses_${++started}`, defaults: {}, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    // The legacy side holds the first request's answer until released: its comparison starts after the reload.
+    let releaseFirst: () => void = () => undefined
+    const firstHeld = new Promise<void>((resolve) => {
+      releaseFirst = resolve
+    })
+    const legacy = await startRecordingUpstream((request, response) => {
+      if (request.headers['x-request-id'] === 'before-reload') void firstHeld.then(() => json(response, 200, LEGACY_ANSWER))
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const gw = await startGateway(shadowConfig(v4, legacy, { maxSessions: 1000 }))
+    const invoke = (stateId: string, requestId: string) => send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}`, 'x-request-id': requestId }, json: { input: 1, stateId } })
+    const starts = (): number => v4.requests.filter((request) => request.url === '/v4/sessions.start').length
+    const before = invoke('state-old', 'before-reload')
+    await until(() => legacy.requests.length === 1)
+    await gw.gateway.applyConfig(configSchema.parse(shadowConfig(v4, legacy, { maxSessions: 2000 })))
+    await invoke('state-new', 'after-reload-1')
+    await until(async () => (await shadowOf(gw, INVOKE)).matches === 1)
+    releaseFirst()
+    await before
+    await until(async () => (await shadowOf(gw, INVOKE)).matches === 2)
+    // The state compared under the new config finds its session still mapped: the old comparison took nothing away.
+    await invoke('state-new', 'after-reload-2')
+    await until(async () => (await shadowOf(gw, INVOKE)).matches === 3)
+    expect(starts()).toBe(2)
+  })
+
   it('samples a session-execute request translate would refuse by its state where it shows one: a state’s refused calls are compared with its others or not at all', async () => {
     const v4 = await startRecordingUpstream((request, response) => {
       if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: 'ses_1', defaults: {}, meta: {} })
