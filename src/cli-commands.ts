@@ -171,7 +171,8 @@ async function explainCommand(args: string[]): Promise<void> {
   const headers: Record<string, string[]> = {}
   for (const header of values.header ?? []) {
     const colon = header.indexOf(':')
-    if (colon <= 0) throw new UsageError(`--header takes K:V, got "${header.slice(0, 40)}"`)
+    // Its text is not repeated: a header given as `-H "Bearer …"` is a credential (SPEC 5).
+    if (colon <= 0) throw new UsageError(`--header takes NAME:VALUE; one given has no name before a ":" (its text is not shown, it may be a credential)`)
     ;(headers[header.slice(0, colon).trim()] ??= []).push(header.slice(colon + 1).trim())
   }
   if (values.body !== undefined) {

@@ -62,6 +62,10 @@ export const legacyRouteSchema = z
     for (const name of route.rewrite === undefined ? [] : paramNames(route.rewrite)) {
       if (!params.has(name)) ctx.addIssue({ code: 'custom', path: ['rewrite'], message: `parameter :${name} is not in path` })
     }
+    // SPEC 4: the raw token is never a key. A state key read from a credential header would be one.
+    if (route.stateKey?.startsWith('header:') === true && (CREDENTIAL_HEADERS as readonly string[]).includes(route.stateKey.slice('header:'.length).toLowerCase())) {
+      ctx.addIssue({ code: 'custom', path: ['stateKey'], message: `${route.stateKey} is a header that carries a credential (${CREDENTIAL_HEADERS.join(', ')}): the raw token would be a session-map key; name a header of its own, a path parameter or a body pointer` })
+    }
     if (route.stateKey?.startsWith('param:') === true && !params.has(route.stateKey.slice('param:'.length))) {
       ctx.addIssue({ code: 'custom', path: ['stateKey'], message: `parameter :${route.stateKey.slice('param:'.length)} is not in path` })
     }

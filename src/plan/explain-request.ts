@@ -281,7 +281,8 @@ function redactHeaders(headers: Record<string, string | string[] | undefined>): 
   const result: Record<string, string> = {}
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue
-    if (!REDACTED.has(name)) result[name] = Array.isArray(value) ? value.join(', ') : value
+    // A credential header spelled with underscores (`x_api_key`) is one too, to a proxy that reads it so.
+    if (!REDACTED.has(name.toLowerCase().replaceAll('_', '-'))) result[name] = Array.isArray(value) ? value.join(', ') : value
     else result[name] = name === 'authorization' && /^bearer /i.test(String(value)) ? 'Bearer [redacted]' : '[redacted]'
   }
   return result

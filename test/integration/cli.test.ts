@@ -254,6 +254,23 @@ describe('v4gw explain', () => {
     expect(stdout).not.toContain('explain-secret-token')
   })
 
+  it('refuses a --header without a name (64) without repeating its text, which may be a credential', async () => {
+    const { code, stdout, stderr } = await runCli(['explain', '--config', 'config/gateway.yaml', 'POST', '/v1/headless/runs', '-H', 'Bearer eyJhbGciOi-explain-typo-secret'])
+    expect(code).toBe(64)
+    expect(stderr).toContain('--header takes NAME:VALUE')
+    expect(`${stdout}${stderr}`).not.toContain('explain-typo-secret')
+    expect(`${stdout}${stderr}`).not.toContain('eyJhbGci')
+  })
+
+  it('redacts a credential header spelled with underscores in the calls it prints (a proxy may read x_api_key as x-api-key)', async () => {
+    const { code, stdout } = await runCli(['explain', '--config', 'config/gateway.yaml', 'GET', '/v4/policies', '-H', 'x_api_key: key_underscore_explain_secret', '-H', 'x_session_token: underscore_session_secret'])
+    expect(code).toBe(0)
+    const explanation = JSON.parse(stdout)
+    expect(explanation.calls[0].headers).toMatchObject({ x_api_key: '[redacted]', x_session_token: '[redacted]' })
+    expect(stdout).not.toContain('underscore_explain_secret')
+    expect(stdout).not.toContain('underscore_session_secret')
+  })
+
   it('prints both calls of a session-execute route, the start only on a session-map miss', async () => {
     const { stdout } = await runCli(['explain', '--config', 'config/gateway.yaml', '--tenant', 'demo', 'POST', '/v1/runs/run-9/invoke', '-H', 'x-api-key: explain-secret-2', '--body', '{"input":1,"risk":"high"}'])
     const explanation = JSON.parse(stdout)

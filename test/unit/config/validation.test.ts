@@ -307,6 +307,11 @@ describe('routes', () => {
     expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.stateKey: .*:id/)])
   })
 
+  it.each(['header:authorization', 'header:X-Api-Key', 'header:x-session-token', 'header:x-service-api-key', 'header:cookie'])('refuses the stateKey %s: the raw credential would be a session-map key (SPEC 4)', async (stateKey) => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.stateKey: .*carries a credential/)])
+  })
+
   it.each(['cookie:run', 'param:', 'body:stateId', 'header:', 'runId'])('refuses the stateKey %s as a malformed stateKey', async (stateKey) => {
     const problems = await problemsOf(withRoutes([{ method: 'POST', path: '/v1/runs/:runId/invoke', action: 'session-execute', stateKey }]))
     expect(problems).toContainEqual(expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.stateKey: expected param:NAME, header:NAME or body:/))
