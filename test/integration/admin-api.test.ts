@@ -235,6 +235,8 @@ describe('the admin listener', () => {
   it('exposes request, latency, session-map and credential-rejection metrics without credentials in any label', async () => {
     await send(gw.url, '/v1/headless/runs', { headers: { 'x-api-key': 'key_metrics_secret' }, json: { input: 1 } })
     await send(gw.url, '/v1/headless/runs', { headers: { 'x-api-key': 'sa_metrics_secret' }, json: { input: 1 } })
+    // Two different credentials: SPEC 5's conflict, a rejection of its own.
+    expect((await send(gw.url, '/v1/headless/runs', { headers: { authorization: 'Bearer conflict_metrics_secret', 'x-session-token': 'other_metrics_secret' }, json: { input: 1 } })).status).toBe(400)
     const text = (await send(gw.adminUrl, '/metrics')).text
     expect(text).toMatch(/v4gw_requests_total\{tenant="acme",class="legacy",route="POST \/v1\/headless\/runs",status_class="2xx",code="200"\} \d+/)
     expect(text).toMatch(/v4gw_requests_total\{tenant="acme",class="native",route="native",status_class="2xx",code="200"\} \d+/)
@@ -244,7 +246,8 @@ describe('the admin listener', () => {
     expect(text).toMatch(/v4gw_session_map_events_total\{event="miss"\} \d+/)
     expect(text).toMatch(/v4gw_credential_rejections_total\{reason="AUTH_INVALID"\} \d+/)
     expect(text).toMatch(/v4gw_credential_rejections_total\{reason="INVALID_CREDENTIAL_TYPE"\} \d+/)
-    for (const secret of ['key_metrics_secret', 'sa_metrics_secret', 'demo-token-alice', 'demo-token-bob', ADMIN_TOKEN]) expect(text).not.toContain(secret)
+    expect(text).toMatch(/v4gw_credential_rejections_total\{reason="CREDENTIALS_CONFLICT"\} \d+/)
+    for (const secret of ['key_metrics_secret', 'sa_metrics_secret', 'conflict_metrics_secret', 'other_metrics_secret', 'demo-token-alice', 'demo-token-bob', ADMIN_TOKEN]) expect(text).not.toContain(secret)
   })
 
   it('times the upstream of streamed native traffic in the access log and the upstream histogram (SPEC 9)', async () => {

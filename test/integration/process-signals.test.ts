@@ -36,6 +36,33 @@ describe('the gateway process and its signals', () => {
     return spawnGateway(await dir.write(name, stringify(config)))
   }
 
+  it('names the target and origin of every tenant in its start-up log (SPEC 3)', async () => {
+    const gateway = await spawnWith(
+      'startup.yaml',
+      processConfig(sim.url, {
+        tenants: {
+          acme: { upstream: { staging: sim.url } },
+          globex: { upstream: { staging: slow.url, production: sim.url, target: 'production', legacy: stalled.url } }
+        }
+      })
+    )
+    const tenantLines = (): Array<Record<string, unknown>> =>
+      gateway
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((line) => line.msg === 'tenant upstream')
+    // The log is written in batches: the lines may follow the "listening" banner.
+    await until(() => tenantLines().length === 2)
+    const lines = tenantLines()
+    const origin = (url: string): string => new URL(url).origin
+    expect(lines.map(({ tenant, target, origin: at, legacyOrigin }) => ({ tenant, target, origin: at, legacyOrigin }))).toEqual([
+      { tenant: 'acme', target: 'staging', origin: origin(sim.url), legacyOrigin: undefined },
+      { tenant: 'globex', target: 'production', origin: origin(sim.url), legacyOrigin: origin(stalled.url) }
+    ])
+  })
+
   it('lets an in-flight slow request finish on SIGTERM, turns readiness false, and exits 0', async () => {
     const gateway = await spawnWith('drain.yaml', processConfig(slow.url))
     expect((await send(gateway.adminUrl, '/readyz')).status).toBe(200)

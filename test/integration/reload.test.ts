@@ -47,6 +47,8 @@ describe('hot reload', () => {
     expect(answers.filter((answer) => answer.status !== 200)).toEqual([])
     expect(answers.slice(0, 40).every((answer) => answer.json.output === 'slow')).toBe(true)
     expect(during.every((answer) => answer.json.output !== 'slow')).toBe(true)
+    // SPEC 9: a reload applied is counted as one.
+    expect((await send(gateway.adminUrl, '/metrics')).text).toMatch(/v4gw_config_reloads_total\{result="success"\} 1\n/)
   })
 
   it('keeps the running config and reports every problem when the file is invalid', async () => {

@@ -553,6 +553,10 @@ describe('session-execute stale sessions (SPEC 4 step 5)', () => {
     expect(answer.json.output).toBe('ses_2')
     expect(executionsOf(upstream).map(sessionOfExecution)).toEqual(['ses_1', 'ses_1', 'ses_2'])
     expect(executionsOf(upstream).slice(1).map(bodyOf)).toEqual([{ input: 2 }, { input: 2 }])
+    // SPEC 9: the stale entry's eviction and the retry are in the session-map events.
+    const metrics = (await send(gw.adminUrl, '/metrics')).text
+    expect(metrics).toMatch(/v4gw_session_map_events_total\{event="evicted"\} 1\n/)
+    expect(metrics).toMatch(/v4gw_session_map_events_total\{event="stale-retry"\} 1\n/)
   })
 
   it('keeps the replacement session for the next call after a stale retry', async () => {
