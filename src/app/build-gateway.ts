@@ -9,7 +9,7 @@ import { toGatewayError } from '../errors/registry.js'
 import { answerClientError, answerConnect } from '../kernel/client-error.js'
 import { createTrafficServer, listen } from '../kernel/traffic-server.js'
 import { createLogger } from '../observability/logger.js'
-import { ShadowResults, type ShadowOutcome, type ShadowRecord } from '../fleet/shadow-results.js'
+import { ShadowResults, type ShadowOutcome } from '../fleet/shadow-results.js'
 import { createMetrics } from '../observability/metrics.js'
 import { createTracing } from '../tracing/tracing.js'
 import { boundsFromConfig, ClientRegistry } from '../fleet/client-registry.js'
@@ -86,10 +86,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // SPEC 15's results: counted in memory, the fleet's with Redis (written every store.flushMs).
   const shadowResults = new ShadowResults({ store, logger, flushMs: initial.store.flushMs, onOutcome: observeShadowOutcome })
   await shadowResults.start()
-  function observeShadowOutcome(tenant: string, route: string, outcome: ShadowOutcome, record: ShadowRecord): void {
+  function observeShadowOutcome(tenant: string, route: string, outcome: ShadowOutcome): void {
     metrics.observeShadow(tenant, route, outcome)
-    // SPEC 17: a comparison's V4 side that gave no answer is an upstream failure labelled `shadow`.
-    if (record.failureCause !== undefined) metrics.observeUpstreamFailure(tenant, 'shadow', record.failureCause)
   }
   const sessions = createSessionMap<UpstreamResponse>(sessionStore, {
     onEvict: () => metrics.observeSessionEvent('evicted'),
@@ -145,7 +143,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // SPEC 16's records live as long as the process (or in the shared store), whatever a reload says (SPEC 17).
   const idempotency = createSharedIdempotencyStore(store)
   const liveClaims = createLiveClaims()
-  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone, shadowResults, tracing })
+  // SPEC 17: a comparison's V4 call that gave no answer is an upstream failure labelled `shadow`.
+  const onShadowUpstreamFailure = (tenant: string, cause: string): void => metrics.observeUpstreamFailure(tenant, 'shadow', cause)
+  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone, shadowResults, onShadowUpstreamFailure, tracing })
   const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
     metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
   )

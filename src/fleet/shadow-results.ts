@@ -19,8 +19,6 @@ export interface ShadowRecord {
   readonly candidateStatus?: number | undefined
   /** Recorded pointers (util/shadow-compare.ts) of a mismatch. */
   readonly pointers?: readonly string[] | undefined
-  /** Why the V4 side gave no answer (a `candidate_error`), as SPEC 17's `cause` says it. */
-  readonly failureCause?: string | undefined
 }
 
 export interface ShadowSample {

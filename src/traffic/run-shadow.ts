@@ -32,6 +32,11 @@ export interface ShadowRunnerDeps {
   refusedStateKey: (runtime: GatewayRuntime, head: RequestHead, body: Buffer) => string | undefined
   /** The runtime now: a comparison whose route a reload removed is discarded (SPEC 17). */
   currentRuntime?: () => GatewayRuntime
+  /**
+   * SPEC 17: a comparison's V4 call that got no answer, an upstream failure labelled `shadow`,
+   * counted once per failed call, whether or not its comparison is still counted after a reload.
+   */
+  onUpstreamFailure?: (tenant: string, cause: string) => void
 }
 
 export interface ShadowRunner {
@@ -238,7 +243,10 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
           // One failed call counts once (SPEC 17): a comparison that waited on another's sessions.start
           // does not count it again, even when its own timer fired while it waited.
           const failureCause = trace.failedStart === 'shared' ? undefined : timedOut ? 'timeout' : upstreamFailureCause(error)
-          return { ...comparison.recordOf('candidate_error', primary), failureCause }
+          // The call was made and failed: counted while its tenant is configured (a reload that
+          // removed only the route discards the comparison, not the failure).
+          if (failureCause !== undefined && (deps.currentRuntime?.() ?? runtime).tenancy.tenants.has(comparison.tenant)) deps.onUpstreamFailure?.(comparison.tenant, failureCause)
+          return comparison.recordOf('candidate_error', primary)
         } else throw error
       } finally {
         clearTimeout(timer)

@@ -129,6 +129,30 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect((await send(gw.adminUrl, '/metrics')).text).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="shadow",cause="reset"} 1')
   })
 
+  it('counts the failed V4 call of a comparison whose route a reload removed meanwhile, though the comparison itself is discarded', async () => {
+    let reset: () => void = () => undefined
+    const resetNow = new Promise<void>((resolve) => {
+      reset = resolve
+    })
+    let held = 0
+    const v4 = await startRecordingUpstream((_request, _response, raw) => {
+      held++
+      void resetNow.then(() => raw.socket.destroy())
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    expect((await execute(gw)).status).toBe(200)
+    await until(() => held === 1)
+    const withoutExecute = shadowConfig(v4, legacy)
+    ;(withoutExecute.tenants as Record<string, Record<string, unknown>>).acme!.legacy = { routes: LEGACY_V1_ROUTES.filter((route) => `${route.method} ${route.path}` !== EXECUTE) }
+    await gw.gateway.applyConfig(configSchema.parse(withoutExecute))
+    reset()
+    // SPEC 17: the call was made and failed; the comparison is the reload's to discard, the failure is not.
+    await until(async () => (await send(gw.adminUrl, '/metrics')).text.includes('v4gw_upstream_failures_total{tenant="acme",upstream="shadow",cause="reset"} 1'))
+    expect(await shadowOf(gw)).toBeUndefined()
+    expect((await send(gw.adminUrl, '/metrics')).text).not.toContain(`v4gw_shadow_comparisons_total{tenant="acme",route="${EXECUTE}"`)
+  })
+
   it('counts a V4 sessions.start that several comparisons waited for as one upstream failure', async () => {
     const v4 = await startRecordingUpstream((_request, _response, raw) => {
       setTimeout(() => raw.socket.destroy(), 300)
