@@ -87,3 +87,51 @@ async function createNamespace(): Promise<NetworkNamespace & { remove(): Promise
 export function useNetworkNamespace(): NetworkNamespace {
   return ownedBySuite('useNetworkNamespace', createNamespace, (namespace) => namespace.remove())
 }
+
+/**
+ * An IPv4 address no host answers: a connect to it neither completes nor fails, as when a
+ * firewall drops SYNs. It is a TEST-NET-2 address (198.51.100.0/24, RFC 5737), routed from this
+ * machine by a /32 host route via the peer end of a network namespace's veth pair; the namespace
+ * does not forward it and routes it to a blackhole as well, so the SYN is dropped there without
+ * an ICMP error or a reset whether forwarding is on or off. Needs only `ip` and root.
+ */
+export interface SilentAddress {
+  address: string
+  /** The namespace the address is routed into. */
+  namespace: NetworkNamespace
+}
+
+async function createSilentAddress(): Promise<SilentAddress & { remove(): Promise<void> }> {
+  const namespace = await createNamespace()
+  let address: string | undefined
+  const remove = async (): Promise<void> => {
+    // The route would go with the veth pair; it is removed first so none outlives a failed removal.
+    if (address !== undefined) await removeQuietly(['route', 'del', `${address}/32`, 'via', namespace.peerAddress])
+    await namespace.remove()
+  }
+  try {
+    // A host of the /24 that no route of this machine names yet (another run may hold one).
+    for (let attempt = 0; attempt < 50 && address === undefined; attempt++) {
+      const candidate = `198.51.100.${1 + ((randomBytes(1)[0] as number) % 254)}`
+      if ((await ip(['route', 'show', `${candidate}/32`])).trim() !== '') continue
+      try {
+        await ip(['route', 'add', `${candidate}/32`, 'via', namespace.peerAddress])
+        address = candidate
+      } catch (error) {
+        if (!/File exists/.test((error as Error).message)) throw error
+      }
+    }
+    if (address === undefined) throw new Error('no free host of 198.51.100.0/24 to route')
+    // A blackhole drops without an answer; without it a namespace that forwards would send ICMP "network unreachable".
+    await ip(['-n', namespace.name, 'route', 'add', 'blackhole', `${address}/32`])
+    return { address, namespace, remove }
+  } catch (error) {
+    await remove()
+    throw new Error(`could not route a silent address into ${namespace.name}: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** A silent address for every test of the enclosing describe, its route and namespace removed after the last one, passed or failed. */
+export function useSilentAddress(): SilentAddress {
+  return ownedBySuite('useSilentAddress', createSilentAddress, (silent) => silent.remove())
+}
