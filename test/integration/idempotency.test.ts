@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
-import { createServer, type Server } from 'node:http'
-import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createConnection, createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { configSchema } from '../../src/config/schema.js'
 import { deepFreeze } from '../../src/util/deep-freeze.js'
@@ -9,8 +9,8 @@ import { answerJson, refusingOrigin, resetConnection, startFaultUpstream, type F
 import { send } from '../helpers/http.js'
 import { startOtlpReceiver } from '../helpers/otlp-receiver.js'
 import { useRedisServer } from '../helpers/redis-server.js'
-import { startGateway, testConfig } from '../helpers/start-gateway.js'
-import { until } from '../helpers/until.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { until, within } from '../helpers/until.js'
 
 const TOKEN = 'tok-idem-secret-9f3a'
 const AUTH = { authorization: `Bearer ${TOKEN}` }
@@ -52,15 +52,74 @@ async function tcpOrigin(onSocket: (socket: Socket) => void): Promise<{ origin: 
   }
 }
 
-/** Sends a keyed request, and its client leaves once its first upstream call has arrived: that call, held. */
-async function sendAndLeave(gatewayUrl: string, upstream: FaultUpstream, path: string, headers: Record<string, string>, body: string): Promise<FaultExchange> {
+/**
+ * Settles once the gateway has seen the client of the request sent with `headers` (its
+ * idempotency-key, and its x-request-id if it has one) go away before its answer: that request's
+ * response closed unfinished. Watch before the request is sent. This listener comes after the
+ * kernel's own on the same 'close' (the kernel hooks it in the traffic server's first 'request'
+ * listener), so by then the kernel has run its end for the request: marked it gone, cancelled what
+ * its cancel scope holds, freed or kept its in-flight slot. It rejects if the request is answered
+ * instead, or if its client is not seen to leave within 5 s.
+ */
+function clientLeft(gw: StartedGateway, headers: Record<string, string>): Promise<void> {
+  const server = gw.gateway.trafficServer
+  const matches = (request: IncomingMessage): boolean =>
+    request.headers['idempotency-key'] === headers['idempotency-key'] && (headers['x-request-id'] === undefined || request.headers['x-request-id'] === headers['x-request-id'])
+  const left = new Promise<void>((resolve, reject) => {
+    const watch = (request: IncomingMessage, response: ServerResponse): void => {
+      if (!matches(request)) return
+      server.off('request', watch)
+      response.once('close', () => (response.writableFinished ? reject(new Error('the gateway answered the request before its client left')) : resolve()))
+    }
+    server.on('request', watch)
+  })
+  const seen = within(left, 5_000, 'the gateway did not see the client leave within 5 s')
+  // Awaited later (sendAndLeave awaits its upstream call first): a rejection before then is not reported as unhandled.
+  seen.catch(() => undefined)
+  return seen
+}
+
+/**
+ * Sends a keyed request whose client leaves once its first upstream call has arrived, and resolves
+ * with that call, held, once the gateway has seen the client go (its line will say 499): what
+ * the test does next happens after the departure, not by luck of timing.
+ */
+async function sendAndLeave(gw: StartedGateway, upstream: FaultUpstream, path: string, headers: Record<string, string>, body: string): Promise<FaultExchange> {
+  const left = clientLeft(gw, headers)
   const controller = new AbortController()
   const { request } = await import('undici')
-  const sent = request(new URL(path, gatewayUrl), { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body, signal: controller.signal }).catch(() => undefined)
+  const sent = request(new URL(path, gw.url), { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body, signal: controller.signal }).catch(() => undefined)
   const held = await upstream.nextExchange()
   controller.abort()
   await sent
+  await left
   return held
+}
+
+/**
+ * Settles once the gateway's close() has shut its admin listener, the step right before it closes
+ * the upstream pool (app/shutdown.ts): a call answered after this meets a closing pool, however
+ * long the steps before took (the traffic listener's idle connections, the settle guard).
+ */
+async function adminClosed(gw: StartedGateway): Promise<void> {
+  const { port } = new URL(gw.adminUrl)
+  const refused = (): Promise<boolean> =>
+    new Promise((resolve) => {
+      const socket = createConnection({ host: '127.0.0.1', port: Number(port) })
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(false)
+      })
+      socket.once('error', () => resolve(true))
+    })
+  await until(refused, 10_000, 10)
+}
+
+/** The access line of the request `requestId`, once it is written (a call whose client left writes it when the call ends). */
+async function accessLine(gw: StartedGateway, requestId: string): Promise<Record<string, unknown>> {
+  const find = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === requestId)
+  await until(() => find() !== undefined)
+  return find() as Record<string, unknown>
 }
 
 describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
@@ -370,21 +429,23 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   it('finishes the first call when its client gives up, so that the retry gets its answer without a second execution', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url)
-    const held = await sendAndLeave(gw.url, upstream, EXECUTE, keyed('k-15'), '{"input":1}')
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(held.finished()).toBe(false)
+    const held = await sendAndLeave(gw, upstream, EXECUTE, keyed('k-15', 'gave-up'), '{"input":1}')
+    // The gateway has seen the client go: the execution is answered only now.
     answerJson(held, 200, { output: 'finished' })
-    await until(() => held.finished())
-    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-15'), json: { input: 1 } })
+    // Its line comes when the call ends, after its answer was kept: the client had left (499), the call ran on and was kept.
+    expect(await accessLine(gw, 'gave-up')).toMatchObject({ status: 499, idempotency: 'executed' })
+    const retry = await send(gw.url, EXECUTE, { headers: keyed('k-15', 'after-give-up'), json: { input: 1 } })
     expect(retry.json.output).toBe('finished')
     expect(retry.headers['idempotent-replayed']).toBe('true')
     expect(executions(upstream)).toHaveLength(1)
+    // The answer was there when it came: a replay, with no wait.
+    expect(await accessLine(gw, 'after-give-up')).toMatchObject({ status: 200, idempotency: 'replayed' })
   })
 
   it('logs and counts a call its client gave up on when the call ends: its timeout is an upstream failure (SPEC 17)', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { upstreamTimeoutMs: 400 } })
-    await sendAndLeave(gw.url, upstream, EXECUTE, keyed('k-late', 'late-failure'), '{"input":1}')
+    await sendAndLeave(gw, upstream, EXECUTE, keyed('k-late', 'late-failure'), '{"input":1}')
     // The execution times out after its client left: the line comes then, with what the call came to.
     await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'late-failure'))
     expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'late-failure')).toMatchObject({ status: 499, error: 'UPSTREAM_TIMEOUT', cause: 'timeout', idempotency: 'executed' })
@@ -400,10 +461,9 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   it('logs the error a keyed call its client gave up on ends with, when it is not kept (SPEC 16, 17)', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url)
-    const start = await sendAndLeave(gw.url, upstream, '/v1/runs/invoke', keyed('k-start', 'late-start'), '{"input":1,"stateId":"late"}')
+    const start = await sendAndLeave(gw, upstream, '/v1/runs/invoke', keyed('k-start', 'late-start'), '{"input":1,"stateId":"late"}')
     expect(start.url).toBe('/v4/sessions.start')
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    // The start fails after the client left: no execution was sent, so nothing is kept, and the error is thrown.
+    // The start fails after the client left (sendAndLeave returns once the gateway has seen it go): no execution was sent, so nothing is kept, and the error is thrown.
     resetConnection(start)
     await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'late-start'))
     expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'late-start')).toMatchObject({ status: 499, error: 'UPSTREAM_UNAVAILABLE', cause: 'reset', idempotency: 'not_kept' })
@@ -415,42 +475,53 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   it('holds the in-flight slot (SPEC 10) of a call its client gave up on until the call ends', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { maxInFlight: 1, upstreamTimeoutMs: 3_000 } })
-    const held = await sendAndLeave(gw.url, upstream, EXECUTE, keyed('k-slot'), '{"input":1}')
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // Returns once the kernel has ended the client's side of it (its response closed unanswered).
+    const held = await sendAndLeave(gw, upstream, EXECUTE, keyed('k-slot', 'slot-held'), '{"input":1}')
     // The execution still runs: a new request would make two, over the limit. The gauge says so (SPEC 17).
     expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_requests_in_flight 1$/m)
     const shed = await send(gw.url, EXECUTE, { headers: keyed('k-other'), json: { input: 2 } })
     expect(shed.status).toBe(503)
     expect(shed.json.error.code).toBe('OVERLOADED')
     answerJson(held, 200, { output: 'finished' })
-    await until(() => held.finished())
+    // The call's end: its line is written as its slot is freed, with what it came to.
+    expect(await accessLine(gw, 'slot-held')).toMatchObject({ status: 499, idempotency: 'executed' })
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_requests_in_flight 0$/m)
     upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'next' }))
-    await until(async () => (await send(gw.url, EXECUTE, { headers: keyed('k-after'), json: { input: 3 } })).status === 200)
+    expect((await send(gw.url, EXECUTE, { headers: keyed('k-after'), json: { input: 3 } })).status).toBe(200)
   })
 
   it('frees the in-flight slot (SPEC 10) of a duplicate whose client leaves while it waits for the first call', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, { waitMs: 10_000 }, {}, { limits: { maxInFlight: 2, upstreamTimeoutMs: 5_000 } })
     const { request } = await import('undici')
+    // The first call and the duplicate, each read whole by the gateway.
+    const bothIn = arrivalBarrier(2)
+    bothIn.watch([gw])
     const first = send(gw.url, EXECUTE, { headers: keyed('k-dup'), json: { input: 1 } })
     const held = await upstream.nextExchange()
     upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'other' }))
+    const duplicateHeaders = keyed('k-dup', 'dup-left')
+    const left = clientLeft(gw, duplicateHeaders)
     const controller = new AbortController()
-    const duplicate = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...keyed('k-dup', 'dup-left'), 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
-    await until(async () => /^v4gw_requests_in_flight 2$/m.test((await send(gw.adminUrl, '/metrics')).text))
-    // The duplicate has claimed nothing and waits on the first call's record.
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    const duplicate = request(new URL(EXECUTE, gw.url), { method: 'POST', headers: { ...duplicateHeaders, 'content-type': 'application/json' }, body: '{"input":1}', signal: controller.signal }).catch(() => undefined)
+    // From its body's end the duplicate reaches its wait on the first call's claim with no I/O
+    // between (store: memory), while its client's leaving needs a socket read: it leaves while it
+    // waits for certain, not by luck of timing. It holds a slot meanwhile.
+    await bothIn.arrived
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_requests_in_flight 2$/m)
     controller.abort()
     await duplicate
-    // Its slot is free at once, not after waitMs: a third request is served beside the first.
-    await until(async () => (await send(gw.url, EXECUTE, { headers: keyed('k-third'), json: { input: 3 } })).status === 200, 2_000)
+    await left
+    // Its slot is free at once, not after waitMs (10 s): only the first call holds one, and a third request is served beside it.
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/^v4gw_requests_in_flight 1$/m)
+    expect((await send(gw.url, EXECUTE, { headers: keyed('k-third'), json: { input: 3 } })).status).toBe(200)
+    // Its line: it left while the first call ran (SPEC 16 `in_progress`), and no call of its own failed.
+    const line = await accessLine(gw, 'dup-left')
+    expect(line).toMatchObject({ status: 499, idempotency: 'in_progress' })
+    expect(line.error).toBeUndefined()
     answerJson(held, 200, { output: 'finished' })
     expect((await first).json.output).toBe('finished')
     expect(executions(upstream)).toHaveLength(2)
-    // Its line: it left while the first call ran, and no call of its own failed.
-    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'dup-left')
-    expect(line).toMatchObject({ status: 499, idempotency: 'in_progress' })
-    expect(line?.error).toBeUndefined()
   })
 
   it('never writes the token or the key into a log line', async () => {
@@ -497,7 +568,7 @@ async function keyedCallAtClose(top: Record<string, unknown>): Promise<void> {
   const upstream = await startFaultUpstream(() => {})
   // Spans leave only when the gateway closes (the batch delay outlasts the test).
   const gw = await idempotentGateway(upstream.url, {}, {}, { ...top, shutdown: { graceMs: 5_000 }, tracing: { enabled: true, endpoint: receiver.endpoint, sampleRatio: 1, batchDelayMs: 600_000 } })
-  const held = await sendAndLeave(gw.url, upstream, EXECUTE, keyed('k-closing', 'keyed-at-close'), '{"input":1}')
+  const held = await sendAndLeave(gw, upstream, EXECUTE, keyed('k-closing', 'keyed-at-close'), '{"input":1}')
   const closing = gw.close()
   // The call ends past the first wait for requests to settle (1 s), within the grace period.
   setTimeout(() => answerJson(held, 200, { output: 'finished' }), 1_500)
@@ -518,11 +589,11 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
     const prefix = 'v4gw-keyed-not-sent:'
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, {}, { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: prefix } }, shutdown: { graceMs: 5_000 } })
-    const start = await sendAndLeave(gw.url, upstream, '/v1/runs/invoke', keyed('k-not-sent', 'not-sent'), '{"input":1,"stateId":"late"}')
+    const start = await sendAndLeave(gw, upstream, '/v1/runs/invoke', keyed('k-not-sent', 'not-sent'), '{"input":1,"stateId":"late"}')
     expect(start.url).toBe('/v4/sessions.start')
     const closing = gw.close()
-    // The start answers past the first wait for requests to settle (1 s): the pool is closed by then.
-    setTimeout(() => answerJson(start, 200, { sessionId: 'sess-late' }), 1_500)
+    // The start answers once the pool is closing (close() shuts the admin listener just before it).
+    void adminClosed(gw).then(() => answerJson(start, 200, { sessionId: 'sess-late' }))
     await closing
     expect(executions(upstream)).toHaveLength(0)
     // SPEC 16: no execution call was sent, so the claim is deleted and a retry on any replica runs it.
@@ -545,11 +616,11 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
     await until(() => executions(upstream).length === 1)
     answerJson(executions(upstream)[0] as FaultExchange, 200, { output: 'ran' })
     expect((await mapping).status).toBe(200)
-    const held = await sendAndLeave(gw.url, upstream, '/v1/runs/invoke', keyed('k-cut', 'cut-after-execution'), '{"input":2,"stateId":"st-cut"}')
+    const held = await sendAndLeave(gw, upstream, '/v1/runs/invoke', keyed('k-cut', 'cut-after-execution'), '{"input":2,"stateId":"st-cut"}')
     expect(held.url).toBe('/v4/sessions/sess-mapped/executions.execute')
     const closing = gw.close()
-    // Past the first settle wait the pool is closed: the stale answer's new sessions.start cannot go.
-    setTimeout(() => answerJson(held, 404, { error: 'no such session' }), 1_500)
+    // Once the pool is closing (the admin listener goes just before it), the stale answer's new sessions.start cannot go.
+    void adminClosed(gw).then(() => answerJson(held, 404, { error: 'no such session' }))
     await closing
     const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'cut-after-execution')
     expect(line).toMatchObject({ error: 'SHUTTING_DOWN', idempotency: 'not_kept' })
