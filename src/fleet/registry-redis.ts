@@ -123,7 +123,7 @@ function ttlSeconds(retentionDays: number): number {
 export async function writeDelta(connection: RedisConnection, prefix: string, delta: RegistryData, bounds: RegistryBounds, configHash: string, nowMs: number): Promise<RegistryData | undefined> {
   const keys = registryKeys(prefix)
   const firstDay = dayOf(nowMs) - DAYS_KEPT + 1
-  // The pipeline index of each counting script, and what it carried.
+  // The pipeline index of each counting script (the pipeline's length as it is queued), and what it carried.
   const scripts: Array<{ at: number; tenant: string; route: string | undefined }> = []
   const results = await connection.run((client) => {
     const pipeline = client.pipeline()
@@ -131,14 +131,13 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
     pipeline.zremrangebyscore(keys.hashes, '-inf', `(${nowMs - HASH_FRESH_MS}`)
     // The store's first write: from then on every replica's counts are in it.
     pipeline.set(keys.since, String(delta.startMs), 'NX')
-    let commands = 3
     for (const [tenant, data] of delta.tenants) {
       const { maxPerRoute, retentionDays } = bounds.forTenant(tenant)
       const ttl = ttlSeconds(retentionDays)
       const cutoffMs = nowMs - retentionDays * DAY_MS
       if (data.share.size > 0) {
         const share = [...data.share].map(([day, counts]) => [day, counts.legacy, counts.native])
-        scripts.push({ at: commands++, tenant, route: undefined })
+        scripts.push({ at: pipeline.length, tenant, route: undefined })
         pipeline.eval(ADD_SHARE, 1, keys.share(tenant), JSON.stringify(share), String(firstDay), String(ttl))
       }
       for (const [label, route] of data.routes) {
@@ -152,16 +151,15 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
           d: [...route.days].map(([day, count]) => [day, count.requests]),
           c: clients.map((client) => [client.id, client.userAgent ?? '', client.requests, client.firstSeenMs, client.lastSeenMs, client.lastBrownoutMs])
         }
-        scripts.push({ at: commands++, tenant, route: label })
+        scripts.push({ at: pipeline.length, tenant, route: label })
         pipeline.eval(ADD_ROUTE, 4, routeKeys.main, routeKeys.days, routeKeys.clients, routeKeys.recent, JSON.stringify(payload), String(maxPerRoute), String(cutoffMs), String(firstDay), String(ttl))
         // Distinct sets merge as HyperLogLog unions: each id of the delta added to its route's and
         // day's logs, those of the clients evicted from the delta before this write included.
         const seen: Array<[string, Iterable<number>]> = clients.map((client) => [client.id, new Set([...(client.days ?? []), dayOf(client.lastSeenMs)])])
         if (route.departed !== undefined) for (const entry of route.departed) seen.push(entry)
         if (seen.length === 0) continue
-        commands += addAll(pipeline, routeKeys.distinct, seen.map(([id]) => id))
+        addAll(pipeline, routeKeys.distinct, seen.map(([id]) => id))
         pipeline.expire(routeKeys.distinct, ttl)
-        commands++
         const byDay = new Map<number, string[]>()
         for (const [id, days] of seen) {
           for (const day of days) {
@@ -172,9 +170,8 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
           }
         }
         for (const [day, ids] of byDay) {
-          commands += addAll(pipeline, routeKeys.distinctOn(day), ids)
+          addAll(pipeline, routeKeys.distinctOn(day), ids)
           pipeline.expire(routeKeys.distinctOn(day), Math.ceil(((DAYS_KEPT + 1) * DAY_MS) / 1_000))
-          commands++
         }
       }
     }
@@ -189,11 +186,8 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
 /** Ids per PFADD: a spread of a whole outage's ids into one call could pass the engine's argument limit. */
 const IDS_PER_ADD = 10_000
 
-/** PFADDs `ids` to `key` in chunks; how many commands that took. */
-function addAll(pipeline: { pfadd(key: string, ...ids: string[]): unknown }, key: string, ids: readonly string[]): number {
-  let commands = 0
-  for (let at = 0; at < ids.length; at += IDS_PER_ADD, commands++) pipeline.pfadd(key, ...ids.slice(at, at + IDS_PER_ADD))
-  return commands
+function addAll(pipeline: { pfadd(key: string, ...ids: string[]): unknown }, key: string, ids: readonly string[]): void {
+  for (let at = 0; at < ids.length; at += IDS_PER_ADD) pipeline.pfadd(key, ...ids.slice(at, at + IDS_PER_ADD))
 }
 
 export interface FleetRead {
