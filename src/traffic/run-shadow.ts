@@ -81,11 +81,12 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     const { maxSessions } = policy.settings
     const { ttlMs } = runtime.config.sessions
     const current = sessionMaps.get(key)
+    const newMap = (): SessionMap<UpstreamResponse> => createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: maxSessions, ttlMs }))
     // A comparison begun before a reload uses the map in effect, or one of its own: it never
     // replaces the map of the runtime now in effect, nor brings back one a reload let go.
-    if (now !== runtime) return current?.map ?? createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: maxSessions, ttlMs }))
+    if (now !== runtime) return current?.map ?? newMap()
     if (current !== undefined && current.maxSessions === maxSessions && current.ttlMs === ttlMs) return current.map
-    const map = createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: maxSessions, ttlMs }))
+    const map = newMap()
     sessionMaps.set(key, { maxSessions, ttlMs, map })
     return map
   }
