@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { effectiveDeprecation } from '../../../src/config/deprecation.js'
 import { loadConfig } from '../../../src/config/load-config.js'
 import { configProblems } from '../../helpers/config-files.js'
 import { useTempDir } from '../../helpers/temp-dir.js'
@@ -31,6 +32,18 @@ describe('deprecation validation at load (SPEC 13)', () => {
     })))
     const deprecation = (await loadConfig(path, {})).tenants.acme?.legacy.deprecation
     expect(deprecation).toMatchObject({ successor: true, afterSunset: 'serve', brownouts: { minNoticeMs: 14 * DAY, clients: 12.5 } })
+  })
+
+  it('merges a route\'s deprecation over the tenant\'s one level deep: a route\'s brownouts replace the tenant\'s whole (SPEC 14)', async () => {
+    const path = await dir.write(`config-${++fileCount}.json`, JSON.stringify(tenantWith(
+      { date: DATE, sunset: SUNSET, brownouts: { windows: [window(30, 31)], clients: 10, minNoticeMs: 0 } },
+      { routes: { 'POST /v1/runs/invoke': { deprecation: { sunset: iso(NOW + 200 * DAY), brownouts: { windows: [window(40, 41)] } } } } }
+    )))
+    const tenant = (await loadConfig(path, {})).tenants.acme
+    if (tenant === undefined) throw new Error('no tenant')
+    const merged = effectiveDeprecation(tenant.legacy.deprecation, tenant.migration.routes['POST /v1/runs/invoke']?.deprecation)
+    // date and link from the tenant, sunset from the route; brownouts the route's, with the schema's defaults, not the tenant's 10 %.
+    expect(merged).toMatchObject({ date: DATE, sunset: iso(NOW + 200 * DAY), brownouts: { windows: [window(40, 41)], clients: 100, minNoticeMs: 14 * DAY, escalation: null } })
   })
 
   it('names each problem with its path', async () => {
