@@ -51,4 +51,8 @@ describe('the Node versions the gateway runs on', () => {
     expect(readme).toMatch(/^## Run it \(fresh machine, Node 24 LTS, 22\.12\+ or 20\.19\+\)$/m)
     expect(readme).toContain('Supported: Node 24 LTS, which the Docker image runs, Node 22.12 or later 22.x, and Node 20.19 or')
   })
+
+  it('says the same in docs/deploy.md', () => {
+    expect(read('docs/deploy.md').replace(/\s+/g, ' ')).toContain(`(\`engines\`: \`${packageJson.engines.node}\`)`)
+  })
 })
