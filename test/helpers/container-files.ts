@@ -19,6 +19,16 @@ function dockerfileInstructions(): string[] {
     .filter((line) => line !== '' && !line.startsWith('#'))
 }
 
+/** Each build stage of the Dockerfile: its `AS` name (if any) and its instructions, FROM first. */
+export function dockerStages(): { name: string | undefined; instructions: string[] }[] {
+  const stages: { name: string | undefined; instructions: string[] }[] = []
+  for (const instruction of dockerfileInstructions()) {
+    if (instruction.startsWith('FROM ')) stages.push({ name: / AS (\S+)$/i.exec(instruction)?.[1], instructions: [] })
+    stages.at(-1)?.instructions.push(instruction)
+  }
+  return stages
+}
+
 /** The final stage: the instructions after the last FROM. */
 function finalStage(): string[] {
   const instructions = dockerfileInstructions()

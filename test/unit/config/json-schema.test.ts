@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import { parse } from 'yaml'
+import { parse, parseAllDocuments } from 'yaml'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, parseConfigText } from '../../../src/config/load-config.js'
+import { composeFile } from '../../helpers/container-files.js'
 
 /*
  * config.schema.json as editors and CI use it: the committed file (config-reference.test.ts keeps
@@ -15,6 +16,19 @@ const schema = JSON.parse(readFileSync(new URL('config.schema.json', root), 'utf
 
 function compileStrict(): ValidateFunction {
   return new Ajv2020({ strict: true, allErrors: true }).compile(schema)
+}
+
+/** Every config file the repository ships, as the gateway would read it. */
+function shippedConfigs(): [string, string][] {
+  // Compose reads `$$` as a literal `$`: the gateway sees its own placeholder.
+  const compose = (composeFile().configs.gateway?.content ?? '').replaceAll('$$', '$')
+  const configMaps = parseAllDocuments(readFileSync(new URL('deploy/kubernetes/configmap.yaml', root), 'utf8'))
+    .map((document) => document.toJS() as { kind?: string; metadata?: { name?: string }; data?: Record<string, string> })
+    .filter((manifest) => manifest.kind === 'ConfigMap')
+    .flatMap((manifest) => Object.entries(manifest.data ?? {}).map(([key, text]): [string, string] => [`ConfigMap ${manifest.metadata?.name ?? ''} key ${key}`, text]))
+  expect(compose).not.toBe('')
+  expect(configMaps.length).toBeGreaterThan(0)
+  return [['config/gateway.yaml', readFileSync(new URL('config/gateway.yaml', root), 'utf8')], ['docker-compose.yml config gateway', compose], ...configMaps]
 }
 
 function schemaAccepts(yaml: string): boolean {
@@ -206,9 +220,10 @@ describe('config.schema.json', () => {
     expect(compileStrict).not.toThrow()
   })
 
-  it('accepts the shipped config/gateway.yaml, placeholders and all', () => {
+  // SPEC 18: every shipped config validates against it: the image's, the compose file's, the Kubernetes ConfigMap's.
+  it.each(shippedConfigs())('accepts the shipped %s, placeholders and all', (_name, text) => {
     const validate = compileStrict()
-    const valid = validate(parse(readFileSync(new URL('config/gateway.yaml', root), 'utf8')))
+    const valid = validate(parse(text))
     expect(validate.errors ?? []).toEqual([])
     expect(valid).toBe(true)
   })

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../../src/config/load-config.js'
-import { composeFile, imageHealthcheck } from '../../helpers/container-files.js'
+import { composeFile, dockerStages, imageHealthcheck } from '../../helpers/container-files.js'
 import { ROOT } from '../../helpers/spawn-cli.js'
 import { useTempDir } from '../../helpers/temp-dir.js'
 
@@ -18,6 +18,22 @@ describe('the Dockerfile', () => {
     expect(imageHealthcheck()).toEqual(['node', 'dist/cli.js', 'healthcheck'])
     const timeout = /^HEALTHCHECK .*--timeout=(\d+)s/m.exec(dockerfile)?.[1]
     expect(Number(timeout)).toBeGreaterThanOrEqual(3)
+  })
+
+  it('is multi-stage, ships production dependencies only, and runs as a user that is not root (SPEC 9)', () => {
+    const stages = dockerStages()
+    expect(stages.length).toBeGreaterThan(1)
+    const final = stages.at(-1)?.instructions ?? []
+    // No install in the image that runs: its node_modules come from a stage that installed without devDependencies.
+    expect(final.filter((line) => /^RUN .*npm (ci|install|i)\b/.test(line))).toEqual([])
+    const modulesFrom = final.map((line) => /^COPY --from=(\S+) \S*node_modules\b/.exec(line)?.[1]).filter((name) => name !== undefined)
+    expect(modulesFrom).toHaveLength(1)
+    const installs = stages.find((stage) => stage.name === modulesFrom[0])?.instructions.filter((line) => /^RUN .*npm ci\b/.test(line)) ?? []
+    expect(installs.length).toBeGreaterThan(0)
+    for (const install of installs) expect(install).toMatch(/--omit=dev\b/)
+    const user = final.filter((line) => line.startsWith('USER ')).at(-1)?.slice('USER '.length).trim()
+    expect(user).toBeDefined()
+    expect(['root', '0', '0:0']).not.toContain(user)
   })
 
   it("binds the baked-in config's admin listener where V4GW_ADMIN_HOST says, loopback without it", async () => {
