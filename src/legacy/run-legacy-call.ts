@@ -43,6 +43,11 @@ export interface LegacyCallTarget {
    */
   onExecution?: () => void
   /**
+   * Hears an execution answered that its session is unknown (SPEC 4 step 5's stale status), which
+   * the gateway replaces by a new session and a second execution: that one did not run (SPEC 16).
+   */
+  onStaleExecution?: () => void
+  /**
    * `cancelScope` cancels a `sessions.start` this request sent, too. Only where every request
    * that may share the start can lose it: SPEC 15's comparisons, which a shutdown abandons and
    * `timeoutMs` bounds, and whose shadow session map no client request uses.
@@ -96,6 +101,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
   if (first.outcome !== 'miss' && calls.staleStatuses.includes(response.statusCode)) {
+    target.onStaleExecution?.()
     await deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId)
     trace.sessionOutcome = 'stale-retry'
     trace.v4Path = V4_SESSIONS_START_PATH

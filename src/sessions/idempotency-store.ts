@@ -14,6 +14,8 @@ export interface StoredAnswer {
   readonly body: Buffer
   readonly contentType: string | undefined
   readonly sessionId: string | undefined
+  /** The gateway's own answer (SPEC 14 `x-v4gw-served-by: gateway`, a kept 504): its replay says so too. */
+  readonly madeByGateway?: boolean
 }
 
 /** What a key holds: a claim under way, or a finished answer (`answer: null`: too large to keep). */

@@ -65,6 +65,8 @@ interface AnswerMeta {
   s?: number
   t?: string
   i?: string
+  /** Made by the gateway (StoredAnswer.madeByGateway); absent otherwise. */
+  g?: 1
   b: boolean
 }
 
@@ -72,6 +74,7 @@ export function encodeRecord(fingerprint: string, answer: StoredAnswer | null): 
   const meta: AnswerMeta = answer === null ? { b: false } : { s: answer.statusCode, b: true }
   if (answer?.contentType !== undefined) meta.t = answer.contentType
   if (answer?.sessionId !== undefined) meta.i = answer.sessionId
+  if (answer?.madeByGateway === true) meta.g = 1
   // JSON.stringify escapes every newline inside a string, so the first '\n' ends the meta.
   const head = Buffer.from(`${DONE_TAG}${fingerprint}:${JSON.stringify(meta)}\n`)
   return answer === null ? head : Buffer.concat([head, answer.body])
@@ -98,7 +101,8 @@ export function decodeRecord(value: Buffer): IdempotencyRecord | undefined {
   }
   if (!meta.b || typeof meta.s !== 'number') return { state: 'done', fingerprint, answer: null }
   // A copy: the reply's buffer is not kept alive by a record that lives longer than the reply.
-  return { state: 'done', fingerprint, answer: { statusCode: meta.s, body: Buffer.from(value.subarray(bodyStart + 1)), contentType: meta.t, sessionId: meta.i } }
+  const answer: StoredAnswer = { statusCode: meta.s, body: Buffer.from(value.subarray(bodyStart + 1)), contentType: meta.t, sessionId: meta.i, ...(meta.g === 1 ? { madeByGateway: true } : {}) }
+  return { state: 'done', fingerprint, answer }
 }
 
 export interface SharedIdempotencyOptions {

@@ -22,7 +22,7 @@ export interface IdempotentRunDeps extends LegacyCallDeps {
 export interface LiveClaim {
   readonly key: string
   readonly owner: string
-  /** Execution calls sent so far. */
+  /** Execution calls sent so far that may have run (one answered with a stale session's status did not). */
   executions: number
   /** Set at the cut: the request's end no longer touches the record. */
   cut: boolean
@@ -154,7 +154,9 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
           cancelScope: { cancelled: false, cancel: undefined },
           trace: exchange.record,
           tracer: exchange.callTracer,
-          onExecution: () => live.executions++
+          onExecution: () => live.executions++,
+          // V4 did not know the session: that execution did not run, and what follows is judged on its own.
+          onStaleExecution: () => live.executions--
         },
         deps
       )
@@ -168,24 +170,18 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
       }
       stored = storedAnswer(answer, result.sessionId, settings.maxBodyBytes)
     } catch (error) {
-      // SPEC 16: no execution call went out (a failed sessions.start, a connection that failed
-      // before the call was written): not kept, so that a retry runs.
+      // SPEC 16: no execution call went out that may have run (a failed sessions.start, a
+      // connection that failed before the call was written, the pool the shutdown closed, the
+      // new start or execution after a stale session's answer): not kept, so that a retry runs.
       if (!isGatewayError(error) || live.executions === 0) {
         await release()
-        note(exchange, run, 'not_kept')
-        throw error
-      }
-      // A later call met the pool the shutdown closed (SPEC 9): the request is cut at shutdown
-      // after an execution went out, so the claim is left to its expiry (SPEC 16), and the
-      // gateway's own refusal is no answer to keep.
-      if (error.code === 'SHUTTING_DOWN') {
         note(exchange, run, 'not_kept')
         throw error
       }
       // The execution may have run (a timeout, a connection cut after sending): the gateway's
       // answer is kept and sent as kept, so a retry gets it byte for byte.
       answer = gatewayErrorAnswer(exchange, error)
-      stored = storedAnswer(answer, undefined, settings.maxBodyBytes)
+      stored = storedAnswer(answer, undefined, settings.maxBodyBytes, true)
     }
     // After the cut the claim is left to its expiry (SPEC 16): the answer goes to the client only.
     if (!live.cut && (await store.complete(recordKey, owner, stored, settings.ttlMs, bounds)) === 'local') run.unavailable = true
@@ -197,11 +193,12 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
   }
 }
 
-function storedAnswer(answer: LegacyAnswer, sessionId: string | undefined, maxBodyBytes: number): StoredAnswer | null {
+function storedAnswer(answer: LegacyAnswer, sessionId: string | undefined, maxBodyBytes: number, madeByGateway = false): StoredAnswer | null {
   const body = answer.payload === undefined ? Buffer.alloc(0) : typeof answer.payload === 'string' ? Buffer.from(answer.payload) : answer.payload
   if (body.length > maxBodyBytes) return null
   const contentType = answer.headers['content-type']
-  return { statusCode: answer.statusCode, body, contentType: contentType === undefined ? undefined : String(contentType), sessionId }
+  const stored = { statusCode: answer.statusCode, body, contentType: contentType === undefined ? undefined : String(contentType), sessionId }
+  return madeByGateway ? { ...stored, madeByGateway } : stored
 }
 
 /** The gateway's own error answer (SPEC 6 envelope), as the kernel writes it, made here so that the bytes kept are the bytes sent. */
@@ -220,6 +217,8 @@ function gatewayErrorAnswer(exchange: Exchange, error: GatewayError): LegacyAnsw
  * the config it runs under (its plan's answer headers).
  */
 function replayed(exchange: Exchange, plan: CallsPlan, answer: StoredAnswer): LegacyAnswer {
+  // SPEC 14: an answer the gateway made is the gateway's when replayed too (access line, metrics, span).
+  if (answer.madeByGateway === true) markMadeByGateway(exchange)
   const headers: OutgoingHttpHeaders = { ...exchange.answerHeaders }
   const sessionLink = answer.sessionId === undefined ? undefined : plan.sessionLink?.(answer.sessionId)
   if (sessionLink !== undefined) headers.link = sessionLink

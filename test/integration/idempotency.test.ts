@@ -342,6 +342,58 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(executions(upstream)).toHaveLength(1)
   })
 
+  it('keeps nothing when the session was stale and its new sessions.start failed: V4 knew no session, so nothing ran; the retry runs, and executes once', async () => {
+    let starts = 0
+    const upstream = await startFaultUpstream((exchange) => {
+      if (exchange.url === '/v4/sessions.start') {
+        starts++
+        // The first start maps the state's session; the one after the stale answer fails; the retry's succeeds.
+        if (starts === 2) answerJson(exchange, 503, { error: 'start failed' })
+        else answerJson(exchange, 200, { sessionId: `sess-${starts}` })
+      } else if (exchange.url === '/v4/sessions/sess-1/executions.execute' && executions(upstream).length > 1) answerJson(exchange, 404, { error: { code: 'SESSION_NOT_FOUND' } })
+      else answerJson(exchange, 200, { output: 'ran' })
+    })
+    const gw = await idempotentGateway(upstream.url, {}, {}, { log: { level: 'info' } })
+    const body = { input: 1, stateId: 'st-stale' }
+    expect((await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-map-stale'), json: body })).status).toBe(200)
+    const first = await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-stale', 'stale-first'), json: body })
+    expect(first.status).toBe(503)
+    const retry = await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-stale'), json: body })
+    expect(retry.status).toBe(200)
+    expect(retry.headers['idempotent-replayed']).toBeUndefined()
+    expect(retry.headers['x-v4-session-id']).toBe('sess-3')
+    expect(executions(upstream).map((exchange) => exchange.url)).toEqual([
+      '/v4/sessions/sess-1/executions.execute',
+      '/v4/sessions/sess-1/executions.execute',
+      '/v4/sessions/sess-3/executions.execute'
+    ])
+    const line = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'stale-first')
+    await until(() => line() !== undefined)
+    expect(line()).toMatchObject({ status: 503, session: 'stale-retry', idempotency: 'not_kept' })
+  })
+
+  it('replays a kept answer the gateway made as the gateway\'s (x-v4gw-served-by, the access line\'s servedBy), and one V4 made as V4\'s', async () => {
+    let calls = 0
+    // The first execution never answers (the gateway's 504); the second answers 200.
+    const upstream = await startFaultUpstream((exchange) => {
+      if (++calls > 1) answerJson(exchange, 200, { output: 'ran' })
+    })
+    const gw = await idempotentGateway(upstream.url, {}, { migration: { stage: 'translate' } }, { limits: { upstreamTimeoutMs: 200 }, log: { level: 'info' } })
+    const timedOut = await send(gw.url, EXECUTE, { headers: keyed('k-made', 'made-first'), json: { input: 1 } })
+    const replayedTimeout = await send(gw.url, EXECUTE, { headers: keyed('k-made', 'made-replay'), json: { input: 1 } })
+    const ran = await send(gw.url, EXECUTE, { headers: keyed('k-v4', 'v4-first'), json: { input: 2 } })
+    const replayedRun = await send(gw.url, EXECUTE, { headers: keyed('k-v4', 'v4-replay'), json: { input: 2 } })
+    expect([timedOut.status, replayedTimeout.status, ran.status, replayedRun.status]).toEqual([504, 504, 200, 200])
+    expect(replayedTimeout.headers['idempotent-replayed']).toBe('true')
+    expect(replayedTimeout.headers['x-v4gw-served-by']).toBe('gateway')
+    expect(replayedRun.headers['idempotent-replayed']).toBe('true')
+    expect(replayedRun.headers['x-v4gw-served-by']).toBe('v4')
+    const servedBy = (requestId: string) => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === requestId)?.servedBy
+    await until(() => servedBy('v4-replay') !== undefined)
+    expect(['made-first', 'made-replay', 'v4-first', 'v4-replay'].map(servedBy)).toEqual(['gateway', 'gateway', 'v4', 'v4'])
+    expect(executions(upstream)).toHaveLength(2)
+  })
+
   it('replays with the deprecation headers of the config running at the replay, not those of the first call', async () => {
     const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 200, { output: 'ran' }))
     const deprecated = (sunset: string, link: string) =>
@@ -604,11 +656,12 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
     expect(line).not.toHaveProperty('cause')
   })
 
-  it('keeps no 503 of one cut by the closed pool after an execution went out: the claim is left to its expiry, not replaced by the refusal', async () => {
-    const prefix = 'v4gw-keyed-cut-after-execution:'
+  it('deletes the claim of one whose stale session\'s new sessions.start met the closed pool: V4 knew no session, nothing ran, and the retry runs', async () => {
+    const prefix = 'v4gw-keyed-cut-after-stale:'
     const store = { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: prefix } } }
+    let starts = 0
     const upstream = await startFaultUpstream((exchange) => {
-      if (exchange.url === '/v4/sessions.start') answerJson(exchange, 200, { sessionId: 'sess-mapped' })
+      if (exchange.url === '/v4/sessions.start') answerJson(exchange, 200, { sessionId: `sess-${++starts}` })
     })
     const gw = await idempotentGateway(upstream.url, {}, {}, { ...store, shutdown: { graceMs: 5_000 } })
     // The state's session is mapped by a first request (its execution answered at once).
@@ -616,20 +669,25 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
     await until(() => executions(upstream).length === 1)
     answerJson(executions(upstream)[0] as FaultExchange, 200, { output: 'ran' })
     expect((await mapping).status).toBe(200)
-    const held = await sendAndLeave(gw, upstream, '/v1/runs/invoke', keyed('k-cut', 'cut-after-execution'), '{"input":2,"stateId":"st-cut"}')
-    expect(held.url).toBe('/v4/sessions/sess-mapped/executions.execute')
+    const mappingRecord = await redis.client().keys(`${prefix}i:*`)
+    expect(mappingRecord).toHaveLength(1)
+    const held = await sendAndLeave(gw, upstream, '/v1/runs/invoke', keyed('k-cut', 'cut-after-stale'), '{"input":2,"stateId":"st-cut"}')
+    expect(held.url).toBe('/v4/sessions/sess-1/executions.execute')
     const closing = gw.close()
     // Once the pool is closing (the admin listener goes just before it), the stale answer's new sessions.start cannot go.
     void adminClosed(gw).then(() => answerJson(held, 404, { error: 'no such session' }))
     await closing
-    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'cut-after-execution')
+    expect(starts).toBe(1)
+    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'cut-after-stale')
     expect(line).toMatchObject({ error: 'SHUTTING_DOWN', idempotency: 'not_kept' })
-    // SPEC 16: an execution went out, so the claim stays to its expiry; a retry elsewhere waits, and is not answered the refusal.
+    // SPEC 16: the one execution sent did not run (its session was unknown), so the claim is gone and a retry elsewhere runs it.
+    expect(await redis.client().keys(`${prefix}i:*`)).toEqual(mappingRecord)
     const other = await idempotentGateway(upstream.url, { waitMs: 100 }, {}, store)
-    const retry = await send(other.url, '/v1/runs/invoke', { headers: keyed('k-cut'), json: { input: 2, stateId: 'st-cut' } })
-    expect(retry.status).toBe(409)
-    expect(retry.json.error.code).toBe('IDEMPOTENCY_IN_PROGRESS')
-    expect(retry.headers['idempotent-replayed']).toBeUndefined()
+    const retry = send(other.url, '/v1/runs/invoke', { headers: keyed('k-cut'), json: { input: 2, stateId: 'st-cut' } })
+    await until(() => executions(upstream).length === 3)
+    answerJson(executions(upstream)[2] as FaultExchange, 200, { output: 'ran once' })
+    expect((await retry).status).toBe(200)
+    expect((await retry).headers['idempotent-replayed']).toBeUndefined()
   })
 
   it('deletes the claim of one whose execution was still connecting when the grace period ended: nothing was sent', async () => {

@@ -150,6 +150,9 @@ describe('SPEC 16 idempotency records on the shared store (real redis-server)', 
     const body = Buffer.from([0, 10, 13, 0xff, 0x3a, 10, 10])
     const stored = { statusCode: 502, body, contentType: 'text/plain; x="a\nb"', sessionId: undefined }
     expect(decodeRecord(encodeRecord(FP, stored))).toEqual({ state: 'done', fingerprint: FP, answer: stored })
+    // An answer the gateway made says so after the round trip (its replay is x-v4gw-served-by: gateway).
+    const made = { statusCode: 504, body: Buffer.from('{}'), contentType: 'application/json', sessionId: 's-1', madeByGateway: true }
+    expect(decodeRecord(encodeRecord(FP, made))).toEqual({ state: 'done', fingerprint: FP, answer: made })
     expect(decodeRecord(Buffer.from('not ours'))).toBeUndefined()
   })
 })
