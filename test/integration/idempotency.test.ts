@@ -710,3 +710,38 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
     }
   })
 })
+
+describe('SPEC 16 claims on a shared store', () => {
+  const redis = useRedisServer()
+
+  it('renews the claim while a call outlives its lease: a retry on another replica then waits and is 409, never a second execution', async () => {
+    const store = { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'v4gw-keyed-renewal:' } } }
+    // A lease of 2 × (500 + 100) ms, renewed every 400 ms; the answer trickles a byte every 200 ms
+    // (each inside the 500 ms body timeout) for 3 s, so the call lives well past one lease.
+    const limits = { limits: { upstreamTimeoutMs: 500, connectTimeoutMs: 100 } }
+    let trickled = 0
+    const upstream = await startFaultUpstream((exchange) => {
+      exchange.response.writeHead(200, { 'content-type': 'application/json' })
+      exchange.response.write('{"output":"ran"')
+      const timer = setInterval(() => {
+        if (++trickled < 15) exchange.response.write(' ')
+        else {
+          clearInterval(timer)
+          exchange.response.end('}')
+        }
+      }, 200)
+    })
+    const gw = await idempotentGateway(upstream.url, {}, {}, { ...store, ...limits })
+    const other = await idempotentGateway(upstream.url, { waitMs: 100 }, {}, { ...store, ...limits })
+    const first = send(gw.url, EXECUTE, { headers: keyed('k-renewed'), json: { input: 1 } })
+    // 2 s into the answer: past the first lease (1.2 s) by far, so only a renewed claim still holds.
+    await until(() => trickled >= 10, 10_000)
+    const retry = await send(other.url, EXECUTE, { headers: keyed('k-renewed'), json: { input: 1 } })
+    expect(retry.status).toBe(409)
+    expect(retry.json.error.code).toBe('IDEMPOTENCY_IN_PROGRESS')
+    expect((await first).status).toBe(200)
+    const replay = await send(other.url, EXECUTE, { headers: keyed('k-renewed'), json: { input: 1 } })
+    expect(replay.headers['idempotent-replayed']).toBe('true')
+    expect(executions(upstream)).toHaveLength(1)
+  })
+})

@@ -37,6 +37,14 @@ describe('SPEC 16 idempotency step', () => {
     expect(request.leaseMs).toBe(70_000)
   })
 
+  it('gives another fingerprint for another method or path parameter (SPEC 16: { method, route, params, query, stateKey, body })', () => {
+    const keyed = { key: 'k', settings: IDEMPOTENCY_DEFAULTS }
+    const base = buildIdempotencyRequest(keyed, { ...INPUT, params: { runId: 'r-1' } }, LIMITS).fingerprint
+    expect(buildIdempotencyRequest(keyed, { ...INPUT, params: { runId: 'r-1' } }, LIMITS).fingerprint).toBe(base)
+    expect(buildIdempotencyRequest(keyed, { ...INPUT, params: { runId: 'r-2' } }, LIMITS).fingerprint).not.toBe(base)
+    expect(buildIdempotencyRequest(keyed, { ...INPUT, params: { runId: 'r-1' }, method: 'PUT' }, LIMITS).fingerprint).not.toBe(base)
+  })
+
   it('gives one fingerprint for bodies that differ only in member order, another for another body, query or state key', () => {
     const keyed = { key: 'k', settings: IDEMPOTENCY_DEFAULTS }
     const base = buildIdempotencyRequest(keyed, { ...INPUT, body: { input: 1, policy: 'p' } }, LIMITS).fingerprint
