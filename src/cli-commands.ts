@@ -128,12 +128,13 @@ async function checkConfigCommand(args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true })
   const path = positionals[0]
   if (path === undefined || positionals.length > 1) throw new UsageError('check-config takes one FILE')
-  const [{ loadConfig }, { describeDeprecation, effectiveDeprecation }, { EMBEDDED_UPSTREAM }, { selectUpstreamUrl }, { headerIdWarnings }] = await Promise.all([
+  const [{ loadConfig }, { describeDeprecation }, { EMBEDDED_UPSTREAM }, { selectUpstreamUrl }, { headerIdWarnings }, { routeSettingsLines }] = await Promise.all([
     import('./config/load-config.js'),
     import('./config/deprecation.js'),
     import('./config/schema.js'),
     import('./tenancy/tenant-runtime.js'),
-    import('./config/header-id-warnings.js')
+    import('./config/header-id-warnings.js'),
+    import('./route-settings-lines.js')
   ])
   const config = await loadConfig(path)
   console.log(`${path}: valid`)
@@ -141,18 +142,15 @@ async function checkConfigCommand(args: string[]): Promise<void> {
   for (const [name, tenant] of Object.entries(config.tenants)) {
     const url = selectUpstreamUrl(tenant)
     const origin = url === EMBEDDED_UPSTREAM ? 'built-in simulator' : new URL(url).origin
-    console.log(`  tenant ${name}: target ${tenant.upstream.target}, origin ${origin}, fallback ${tenant.fallback}`)
+    const legacy = tenant.upstream.legacy == null ? '' : `, legacy ${tenant.upstream.legacy === EMBEDDED_UPSTREAM ? 'built-in legacy backend' : new URL(tenant.upstream.legacy).origin}`
+    console.log(`  tenant ${name}: target ${tenant.upstream.target}, origin ${origin}${legacy}, fallback ${tenant.fallback}`)
     const now = Date.now()
     if (tenant.legacy.deprecation !== null) for (const line of describeDeprecation(tenant.legacy.deprecation, now)) console.log(`    ${line}`)
+    const settings = routeSettingsLines(tenant, now)
     for (const route of tenant.legacy.routes) {
       const detail = route.action === 'proxy' ? ` -> ${route.rewrite ?? ''}` : route.stateKey === undefined ? '' : ` (state key ${route.stateKey})`
       console.log(`    ${route.method} ${route.path}: ${route.action}${detail}`)
-      // A route's own deprecation (SPEC 14's merge over the tenant's).
-      const own = tenant.migration.routes[`${route.method} ${route.path}`]?.deprecation
-      if (own === undefined) continue
-      const effective = effectiveDeprecation(tenant.legacy.deprecation, own) ?? null
-      if (effective === null) console.log('      no deprecation on this route')
-      else for (const line of describeDeprecation(effective, now)) console.log(`      ${line}`)
+      for (const line of settings.get(`${route.method} ${route.path}`) ?? []) console.log(`      ${line}`)
     }
   }
   // SPEC 12: a hdr: id is the client's own word; one that exempts or selects a client is worth a second look.

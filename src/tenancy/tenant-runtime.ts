@@ -87,7 +87,7 @@ function routeDeprecations(tenant: TenantConfig): Map<string, DeprecationPolicy 
 }
 
 /** SPEC 16: only the translated routes (`execute`, `session-execute`) have any; a route's entry merges over the tenant's key by key, null turns it off. */
-function routeIdempotency(tenant: TenantConfig): Map<string, IdempotencyConfig | null> {
+export function routeIdempotency(tenant: TenantConfig): Map<string, IdempotencyConfig | null> {
   const settings = new Map<string, IdempotencyConfig | null>()
   const tenantSettings = tenant.legacy.idempotency
   for (const route of tenant.legacy.routes) {

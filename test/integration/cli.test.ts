@@ -115,6 +115,65 @@ describe('v4gw check-config', () => {
     ])
   })
 
+  it("prints every route's effective stage, canary, shadow, idempotency and deprecation, the route's entry merged over the tenant's (SPEC 14)", async () => {
+    const path = await dir.write(
+      'stages.yaml',
+      [
+        'tenants:',
+        '  acme:',
+        '    upstream: { staging: "http://127.0.0.1:4010", legacy: "http://127.0.0.1:4011" }',
+        '    legacy:',
+        '      deprecation: { date: "2030-01-01T00:00:00Z" }',
+        '      idempotency: { ttlMs: 60000 }',
+        '      routes:',
+        '        - { method: POST, path: /v1/headless/runs, action: execute }',
+        '        - { method: POST, path: /v1/runs/invoke, action: session-execute, stateKey: "body:/stateId" }',
+        '        - { method: GET, path: /v1/policies, action: proxy, rewrite: /v4/policies }',
+        '    migration:',
+        '      stage: shadow',
+        '      canary: { percent: 10, deny: ["fp:0123456789abcdef"] }',
+        '      shadow: { percent: 5, ignore: [/output/at] }',
+        '      routes:',
+        '        "POST /v1/headless/runs": { stage: canary, canary: { percent: 25 }, shadow: { timeoutMs: 900 }, idempotency: { forwardHeader: x-retry-key } }',
+        '        "POST /v1/runs/invoke": { idempotency: null, deprecation: { sunset: "2031-01-01T00:00:00Z" } }',
+        '        "GET /v1/policies": { stage: legacy }',
+        '  plain:',
+        '    upstream: { staging: embedded }',
+        ''
+      ].join('\n')
+    )
+    const result = await runCli(['check-config', path])
+    expect(result.code).toBe(0)
+    const lines = result.stdout.split('\n')
+    const under = (route: string): string[] => {
+      const start = lines.indexOf(`    ${route}`)
+      expect(start, route).toBeGreaterThan(-1)
+      const rest = lines.slice(start + 1)
+      const end = rest.findIndex((line) => !line.startsWith('      '))
+      return rest.slice(0, end === -1 ? undefined : end).map((line) => line.trim())
+    }
+    expect(lines).toContain('  tenant acme: target staging, origin http://127.0.0.1:4010, legacy http://127.0.0.1:4011, fallback reject')
+    expect(under('POST /v1/headless/runs: execute')).toEqual([
+      "stage canary (the route's)",
+      'canary 25% of clients, allow 0, deny 1',
+      'shadow 5% to staging, timeout 900 ms, at most 100 in flight, answers up to 1048576 bytes, credentials forwarded, 1 ignored pointer(s)',
+      'idempotency on: key header idempotency-key, kept 60000 ms, duplicates wait 10000 ms, answers kept up to 1048576 bytes, key sent to V4 in x-retry-key',
+      "deprecation: the tenant's"
+    ])
+    expect(under('POST /v1/runs/invoke: session-execute (state key body:/stateId)')).toEqual([
+      "stage shadow (the tenant's)",
+      'canary 10% of clients, allow 0, deny 1',
+      'shadow 5% to staging, timeout 5000 ms, at most 100 in flight, answers up to 1048576 bytes, credentials forwarded, 1 ignored pointer(s)',
+      'idempotency off',
+      'deprecation 2030-01-01T00:00:00Z, sunset 2031-01-01T00:00:00Z (afterSunset serve)'
+    ])
+    // A proxy route is never compared nor keyed (SPEC 15, 16).
+    expect(under('GET /v1/policies: proxy -> /v4/policies')).toEqual(["stage legacy (the route's)", 'canary 10% of clients, allow 0, deny 1', "deprecation: the tenant's"])
+    // A tenant with no stages, idempotency or deprecation prints its routes as before.
+    const plain = lines.slice(lines.indexOf('  tenant plain: target staging, origin built-in simulator, fallback reject') + 1)
+    expect(plain.filter((line) => line.startsWith('      '))).toEqual([])
+  })
+
   it('exits non-zero and names the file when it does not exist', async () => {
     const result = await runCli(['check-config', join(dir.path, 'missing.yaml')])
     expect(result.code).not.toBe(0)
