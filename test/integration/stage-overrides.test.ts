@@ -279,6 +279,37 @@ describe('a tenant-wide override a reload disallows on one route (SPEC 14: each 
   })
 })
 
+describe('a proxy route under a tenant-wide shadow override (docs/decisions.md)', () => {
+  const proxied = useGateway(() => ({
+    log: { level: 'silent' },
+    tenancy: { default: 'acme' },
+    tenants: {
+      acme: {
+        upstream: { staging: sim.url, legacy: legacy.url },
+        legacy: { routes: [{ method: 'POST', path: '/v1/headless/runs', action: 'execute' }, { method: 'GET', path: '/v1/policies', action: 'proxy', rewrite: '/v4/policies' }] },
+        migration: { stage: 'translate', shadow: { percent: 100 } }
+      }
+    }
+  }))
+
+  it('is accepted with the tenant\'s other routes, serves the proxy route from the legacy upstream, and compares only the translated route', async () => {
+    expect((await putOverride(proxied, { tenant: 'acme', stage: 'shadow', reason: 'tenant rollback' })).status).toBe(200)
+    const before = legacy.requests.length
+    const policies = await send(proxied.url, '/v1/policies?team=a', { headers: ALICE })
+    expect(policies.status).toBe(200)
+    expect(policies.headers['x-v4gw-served-by']).toBe('legacy')
+    expect(policies.json).toEqual({ from: 'legacy' })
+    // The client's path, not the rewritten one (SPEC 14: the legacy upstream gets what the client sent).
+    expect(legacy.requests.slice(before).map((request) => request.url)).toEqual(['/v1/policies?team=a'])
+    expect((await call(proxied)).headers['x-v4gw-served-by']).toBe('legacy')
+    const listed = (await send(proxied.adminUrl, '/admin/migration?tenant=acme')).json.tenants.acme
+    expect(listed.routes['GET /v1/policies']).toMatchObject({ stage: 'shadow', stageSource: 'override' })
+    // The translated route's comparison is counted; the proxy route has none.
+    await until(async () => /^v4gw_shadow_comparisons_total\{[^}]*route="POST \/v1\/headless\/runs"[^}]*\} [1-9]/m.test((await send(proxied.adminUrl, '/metrics')).text), 5_000)
+    expect((await send(proxied.adminUrl, '/metrics')).text).not.toMatch(/^v4gw_shadow_comparisons_total\{[^}]*route="GET \/v1\/policies"/m)
+  })
+})
+
 describe('stage overrides shared by the fleet through Redis (SPEC 14)', () => {
   const redis = useRedisServer()
   const replica = (): Promise<StartedGateway> =>
