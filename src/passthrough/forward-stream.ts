@@ -200,6 +200,8 @@ export function passthroughHeaders(
   const headers: Record<string, string | string[] | undefined> = stripHopByHop(incoming, NOT_FORWARDED)
   if (hasRepeatedFields(incoming, rawHeaders)) restoreCopiesNodeDropped(headers, rawHeaders)
   Object.assign(headers, forwardedHeaders(incoming, clientAddress, protocol))
+  // SPEC 7: x-forwarded-host is the incoming Host; without one (HTTP/1.0) the client's own claim is not passed on as the gateway's.
+  if (incoming.host === undefined) headers['x-forwarded-host'] = undefined
   // SPEC 6: the resolved id (the client's when valid, else a new one) goes to every upstream call.
   headers['x-request-id'] = requestId
   return headers

@@ -83,6 +83,13 @@ describe('Host (RFC 9112 3.2, RFC 9110 7.2: uri-host [ ":" port ])', () => {
     }
   )
 
+  it('drops a client\'s x-forwarded-host from a request without Host (HTTP/1.0): the header names the incoming Host, or nothing', async () => {
+    const { result, forwarded } = await exchange(buildRawRequest('GET /v4/no-host HTTP/1.0', [['X-Forwarded-Host', 'evil.example']]))
+    expect(result.response?.status, result.bytes.toString('latin1')).toBe(200)
+    expect(forwarded).toEqual(['GET /v4/no-host'])
+    expect(upstream.requests.at(-1)?.headers['x-forwarded-host']).toBeUndefined()
+  })
+
   it('is refused by explain as by the listener', async () => {
     const explained = await send(gw.adminUrl, '/admin/explain', { json: { method: 'GET', path: '/v4/host-check', headers: { host: '123.40.56.78:9000:80' } } })
     expect(explained.json.answer).toMatchObject({ status: 400, code: 'INVALID_REQUEST' })
