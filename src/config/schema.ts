@@ -574,7 +574,15 @@ const configObject = z.strictObject({
   clients: z.strictObject({ maxTotal: wholeNumber(z.number().int().min(1).max(10_000_000)).default(100_000) }).prefault({}),
   tenancy: z
     .strictObject({
-      header: headerName.default('x-tenant-id'),
+      // Its value is logged as requestedTenant when it names no tenant (SPEC 17): never a header that carries a credential.
+      header: z
+        .string()
+        .regex(
+          new RegExp(`^(?!(?:${CREDENTIAL_HEADERS.map(anyCase).join('|')})$)[A-Za-z0-9-]+$`),
+          `expected an HTTP header name that does not carry a credential (${CREDENTIAL_HEADERS.join(', ')}): its value is logged when it names no tenant`
+        )
+        .transform((name) => name.toLowerCase())
+        .default('x-tenant-id'),
       hosts: z.record(z.string().min(1).meta({ pattern: BARE_HOST_PATTERN }), z.string().min(1)).default({}).superRefine(checkHostKeys),
       default: z.string().min(1).nullable().default(null)
     })

@@ -156,6 +156,7 @@ const VALID: Case[] = [
 ]
 
 const INVALID: Case[] = [
+  { name: 'a tenant header that carries a credential', yaml: withTenant('tenancy: { header: X-Api-Key }'), valid: false },
   { name: 'an unknown top-level key', yaml: withTenant('listn: { port: 8080 }'), valid: false },
   { name: 'an unknown nested key', yaml: withTenant('limits: { upstreamTimeout: 30000 }'), valid: false },
   { name: 'an upstream of another scheme', yaml: 'tenants:\n  acme:\n    upstream: { staging: "ftp://files.example:21" }\n', valid: false },

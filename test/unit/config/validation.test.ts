@@ -462,6 +462,11 @@ describe('client ids (SPEC 12)', () => {
     expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.clients\.key\.0: expected credential or header:NAME, where NAME is not a header that carries a credential/)])
   })
 
+  it.each(['Authorization', 'x-api-key', 'cookie'])('refuses tenancy.header %s: a header that carries a credential, whose value would be logged as requestedTenant', async (name) => {
+    const problems = await problemsOf({ tenancy: { header: name }, ...acme(upstream) })
+    expect(problems).toEqual([expect.stringMatching(/^tenancy\.header: expected an HTTP header name that does not carry a credential/)])
+  })
+
   it('refuses a header source named as the query credential', async () => {
     const problems = await problemsOf({ credentials: { queryParam: 'Token' }, ...acme(upstream, { clients: { key: ['credential', 'header:token'] } }) })
     expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.clients\.key\.1: header:token has the name of the query credential/)])
