@@ -1,10 +1,14 @@
 import type { FastifyRequest } from 'fastify'
 import { isPlainObject } from '../util/is-plain-object.js'
 
-/** A member whose name says it holds a credential; its value is never logged. */
-const CREDENTIAL_NAME = /token|secret|passw|credential|api[-_]?key|authorization|cookie/i
-/** A value that carries its own scheme (`Bearer …`, `Basic …`), wherever it is. */
-const CREDENTIAL_VALUE = /^\s*(bearer|basic)\s/i
+/**
+ * The members the admin calls that change state take, in a body or a query (SPEC 12-15): only
+ * these are logged as sent. Any other is refused by its endpoint anyway, and may be a secret
+ * pasted in the wrong place, so its value is not logged (its name is).
+ */
+const AUDITED_MEMBERS: ReadonlySet<string> = new Set(['tenant', 'route', 'stage', 'reason', 'until', 'all'])
+/** A credential with its scheme (`Bearer …`, `Basic …`, SPEC 5's `Token …`) anywhere in a text. */
+const CREDENTIAL_WITH_SCHEME = /(?:^|\s)(?:bearer|basic|token)\s+\S/i
 /** A body past this many characters of JSON is named by its size: a log line is not a store. */
 const MAX_LOGGED_BODY_CHARS = 4_096
 const REDACTED = '[redacted]'
@@ -13,16 +17,23 @@ const REDACTED = '[redacted]'
  * A request body or query as the `admin change` line may show it: the operator's own words (a
  * `reason`) kept, anything that could be a credential replaced. SPEC 9 keeps credentials out
  * of every log line, and an admin body is typed by hand, where a token pasted in the wrong place
- * is a common slip.
+ * is a common slip: a member the call does not take is not shown, and a value is not shown when
+ * it holds a credential with its scheme or a word with the service-key prefix (SPEC 5's `key_`).
  */
-export function redactForAudit(value: unknown, depth = 0): unknown {
-  if (typeof value === 'string') return CREDENTIAL_VALUE.test(value) ? REDACTED : value
-  if (depth > 8) return '[nested too deeply]'
-  if (Array.isArray(value)) return value.map((item) => redactForAudit(item, depth + 1))
-  if (isPlainObject(value)) {
-    return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, CREDENTIAL_NAME.test(key) ? REDACTED : redactForAudit(member, depth + 1)]))
-  }
-  return value
+export function redactForAudit(value: unknown, serviceKeyPrefix: string): unknown {
+  if (!isPlainObject(value)) return auditedValue(value, serviceKeyPrefix)
+  return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, AUDITED_MEMBERS.has(key) ? auditedValue(member, serviceKeyPrefix) : REDACTED]))
+}
+
+/** A member's value: a scalar as sent unless it reads as a credential; an array or object (no call takes one) not shown. */
+function auditedValue(value: unknown, serviceKeyPrefix: string): unknown {
+  if (typeof value === 'string') return holdsCredential(value, serviceKeyPrefix) ? REDACTED : value
+  if (value === null || value === undefined || typeof value === 'number' || typeof value === 'boolean') return value
+  return REDACTED
+}
+
+function holdsCredential(text: string, serviceKeyPrefix: string): boolean {
+  return CREDENTIAL_WITH_SCHEME.test(text) || text.split(/[\s,;=:'"]+/).some((word) => word.startsWith(serviceKeyPrefix) && word.length > serviceKeyPrefix.length)
 }
 
 /**
@@ -32,13 +43,13 @@ export function redactForAudit(value: unknown, depth = 0): unknown {
  * client address (the TCP peer) and the request id. No header is logged, so neither is the
  * admin token.
  */
-export function logAdminChange(request: FastifyRequest): void {
-  const body = redactForAudit(request.body)
+export function logAdminChange(request: FastifyRequest, serviceKeyPrefix: string): void {
+  const body = redactForAudit(request.body, serviceKeyPrefix)
   const text = body === undefined ? '' : JSON.stringify(body)
   request.log.warn(
     {
       endpoint: `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`,
-      query: redactForAudit(request.query),
+      query: redactForAudit(request.query, serviceKeyPrefix),
       body: text.length > MAX_LOGGED_BODY_CHARS ? `(${text.length} characters of JSON, not logged)` : (body ?? null),
       clientAddress: request.socket.remoteAddress,
       requestId: request.id

@@ -99,6 +99,8 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, parseJsonOrMark(body as string)))
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, (body as Buffer).length === 0 ? undefined : NOT_JSON))
 
+  const acceptChange = changeGuard(() => deps.runtime().config.credentials.serviceKeyPrefix)
+
   app.get('/healthz', async function healthz() {
     return { status: 'ok' }
   })
@@ -243,12 +245,15 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
 
 /**
  * The admin calls that change state (SPEC 14) take a JSON body or none: a form or text body is
- * refused before anything changes, and an accepted call is written to the log as `admin change`.
+ * refused before anything changes, and an accepted call is written to the log as `admin change`
+ * (redacted with the running config's service-key prefix).
  */
-async function acceptChange(request: FastifyRequest): Promise<void> {
-  if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'admin calls that change state take an application/json body, or none')
-  if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
-  logAdminChange(request)
+function changeGuard(serviceKeyPrefix: () => string): (request: FastifyRequest) => Promise<void> {
+  return async function acceptChange(request) {
+    if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'admin calls that change state take an application/json body, or none')
+    if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
+    logAdminChange(request, serviceKeyPrefix())
+  }
 }
 
 /** An empty body is no body; JSON.parse keeps a `__proto__` member as an own property, never the prototype. */

@@ -94,10 +94,24 @@ describe('the admin change line', () => {
       endpoint: 'POST /admin/reload',
       clientAddress: '127.0.0.1',
       requestId: 'audit-reload-1',
-      body: { reason: 'rotate upstream after incident 7', token: '[redacted]', headers: { authorization: '[redacted]', 'x-api-key': '[redacted]' }, note: '[redacted]', password: '[redacted]' }
+      body: { reason: 'rotate upstream after incident 7', token: '[redacted]', headers: '[redacted]', note: '[redacted]', password: '[redacted]' }
     })
     const log = gw.logs.text()
     for (const secret of [ADMIN_TOKEN, 'leaked-token-in-a-body', 'pasted-bearer-token', 'key_pasted_in_body', 'pasted-in-a-note', 'hunter2-in-a-body']) expect(log).not.toContain(secret)
+  })
+
+  it('logs only the members a call takes, and no value holding a credential: SPEC 5\'s Token scheme, a service key in a reason, members it refuses', async () => {
+    // Refused with 400 (unknown members), and logged before that: the line must hold none of it.
+    const body = { tenant: 'acme', stage: 'legacy', reason: 'INC-9: the caller used key_live_pasted1 by mistake', until: 'Token tok-pasted-as-until', auth: 'tok-in-an-unknown-member', key: 'key_live_unknown2', extra: { nested: 'tok-nested-3' } }
+    const answer = await send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers: { ...admin, 'x-request-id': 'audit-token-1' }, json: body })
+    expect(answer.status).toBe(400)
+    await send(gw.adminUrl, '/admin/sessions?tenant=acme&auth=Token%20tok-in-a-query', { method: 'DELETE', headers: { ...admin, 'x-request-id': 'audit-token-2' } })
+    expect(changeLines('audit-token-1')).toEqual([
+      expect.objectContaining({ body: { tenant: 'acme', stage: 'legacy', reason: '[redacted]', until: '[redacted]', auth: '[redacted]', key: '[redacted]', extra: '[redacted]' } })
+    ])
+    expect(changeLines('audit-token-2')).toEqual([expect.objectContaining({ query: { tenant: 'acme', auth: '[redacted]' } })])
+    const log = gw.logs.text()
+    for (const secret of ['key_live_pasted1', 'tok-pasted-as-until', 'tok-in-an-unknown-member', 'key_live_unknown2', 'tok-nested-3', 'tok-in-a-query']) expect(log).not.toContain(secret)
   })
 
   it('logs a session deletion with its query, and a call without a body', async () => {
