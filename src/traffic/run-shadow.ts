@@ -3,9 +3,11 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { buildErrorBody } from '../errors/error-body.js'
 import { isGatewayError, type GatewayError } from '../errors/registry.js'
 import type { ShadowOutcome, ShadowRecord, ShadowResults } from '../fleet/shadow-results.js'
+import { firstPresentedToken } from '../credentials/extract-credential.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import type { LegacyCalls, V4Call } from '../legacy/legacy-calls.js'
+import { credentialHeaders } from '../legacy/prepare-legacy-call.js'
 import { runLegacyCalls, UnusableSessionIdError, type LegacyCallTrace } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
 import type { StreamTap } from '../passthrough/forward-stream.js'
@@ -17,7 +19,7 @@ import { shadowPolicyFor, type ShadowPolicy } from '../tenancy/shadow-policy.js'
 import type { RequestSpan } from '../tracing/request-span.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import { AnswerTooLargeError, type CancelScope, type UpstreamClient, type UpstreamResponse } from '../upstream/upstream-client.js'
-import { compareAnswers, type ComparedAnswer } from '../util/shadow-compare.js'
+import { compareAnswers, type ComparedAnswer, type CredentialTest } from '../util/shadow-compare.js'
 import { decodedContent } from './shadow-content.js'
 import { shadowCallNames } from './traced-requests.js'
 
@@ -257,7 +259,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     const [primaryContent, candidateContent] = await Promise.all([decodedContent(primary, policy.settings.maxBodyBytes), decodedContent(candidate, policy.settings.maxBodyBytes)])
     if (comparison.abandoned) return undefined
     if (primaryContent === 'skipped' || candidateContent === 'skipped') return comparison.recordOf('skipped', primary)
-    const pointers = compareAnswers(primaryContent, candidateContent, policy.ignore)
+    const pointers = compareAnswers(primaryContent, candidateContent, policy.ignore, credentialTest(runtime, head))
     return comparison.recordOf(pointers.length === 0 ? 'match' : 'mismatch', primary, candidate.statusCode, pointers)
   }
 
@@ -437,4 +439,17 @@ function shadowMarked(call: V4Call): V4Call {
 
 function headerText(value: IncomingHttpHeaders[string] | string[] | string | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
+}
+
+/**
+ * SPEC 15 "no credential is kept": a member name that is a service key (`credentials.serviceKeyPrefix`)
+ * or the token this request presented, used by an answer as a map key, is hashed in a recorded
+ * pointer even when it is plain. Made once per comparison that found differences.
+ */
+function credentialTest(runtime: GatewayRuntime, head: RequestHead): CredentialTest {
+  const { serviceKeyPrefix, sources, queryParam } = runtime.config.credentials
+  const queryAt = head.url.indexOf('?')
+  const query = queryParam !== null && queryAt !== -1 ? new URLSearchParams(head.url.slice(queryAt + 1)) : null
+  const token = firstPresentedToken(credentialHeaders(head.rawHeaders, sources), query, runtime.config.credentials)?.value
+  return (name) => (name.length > serviceKeyPrefix.length && name.startsWith(serviceKeyPrefix)) || name === token
 }

@@ -31,6 +31,10 @@ const JSON_MEDIA_TYPE = /^\s*(?:application\/json|[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$
 /** RFC 8259 8.1: UTF-8; bytes that are not are not JSON here either. */
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
+/** Whether a member name is a credential (SPEC 5), so that its pointer segment is hashed. */
+export type CredentialTest = (name: string) => boolean
+const NO_CREDENTIAL: CredentialTest = () => false
+
 /** Ignore pointers compiled once per settings: each a list of tokens, `*` standing for any one. */
 export type IgnoreList = readonly (readonly string[])[]
 
@@ -51,7 +55,7 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
  * subtrees are removed from both, key order aside and arrays in order; other bodies byte for
  * byte, and JSON against non-JSON, as `""`.
  */
-export function compareAnswers(primary: ComparedAnswer, candidate: ComparedAnswer, ignore: IgnoreList): string[] {
+export function compareAnswers(primary: ComparedAnswer, candidate: ComparedAnswer, ignore: IgnoreList, isCredential: CredentialTest = NO_CREDENTIAL): string[] {
   const found = new Set<string>()
   if (primary.statusCode !== candidate.statusCode) found.add(STATUS_POINTER)
   const leftText = jsonText(primary)
@@ -73,7 +77,7 @@ export function compareAnswers(primary: ComparedAnswer, candidate: ComparedAnswe
   dropRemoved(left.value)
   dropRemoved(right.value)
   // An ignored root ("" in ignore) leaves nothing to compare.
-  if (left.value !== IGNORED && right.value !== IGNORED) diff(left.value, right.value, '', found)
+  if (left.value !== IGNORED && right.value !== IGNORED) diff(left.value, right.value, '', found, isCredential)
   return [...found]
 }
 
@@ -163,24 +167,24 @@ function arrayIndex(token: string, length: number): number[] {
 }
 
 /** Adds the recorded pointer of every place where `a` and `b` differ. */
-function diff(a: unknown, b: unknown, pointer: string, found: Set<string>): void {
+function diff(a: unknown, b: unknown, pointer: string, found: Set<string>, isCredential: CredentialTest): void {
   if (a === b) return
   const aArray = Array.isArray(a)
   const bArray = Array.isArray(b)
   if (aArray && bArray) {
     const common = Math.min(a.length, b.length)
-    for (let position = 0; position < common; position++) diff(a[position], b[position], `${pointer}/*`, found)
+    for (let position = 0; position < common; position++) diff(a[position], b[position], `${pointer}/*`, found, isCredential)
     // Elements only one side has: the array's elements, recorded once as `/*`.
     if (a.length !== b.length) found.add(`${pointer}/*`)
     return
   }
   if (isObject(a) && isObject(b) && !aArray && !bArray) {
     for (const key of Object.keys(a)) {
-      const child = `${pointer}/${recordedSegment(key)}`
+      const child = `${pointer}/${recordedSegment(key, isCredential)}`
       if (!Object.hasOwn(b, key)) found.add(child)
-      else diff(a[key], b[key], child, found)
+      else diff(a[key], b[key], child, found, isCredential)
     }
-    for (const key of Object.keys(b)) if (!Object.hasOwn(a, key)) found.add(`${pointer}/${recordedSegment(key)}`)
+    for (const key of Object.keys(b)) if (!Object.hasOwn(a, key)) found.add(`${pointer}/${recordedSegment(key, isCredential)}`)
     return
   }
   // Two scalars, or two kinds of value: numbers compare as JSON reads them (1.0 is 1), or by exact value (exactNumbers).
@@ -195,10 +199,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
  * A member name as a recorded pointer may hold it (SPEC 15 "No content kept"): as written when
  * it is 1-64 characters of `[A-Za-z0-9_-]`, else `~h` and the first 8 hex digits of its SHA-256,
  * since a key can carry data (an e-mail address, a token used as a map key). `~h` is no RFC 6901
- * escape, so it never reads as a real name. Array indexes are `*` (diff above).
+ * escape, so it never reads as a real name. Array indexes are `*` (diff above). A name that
+ * `isCredential` says is one (a service key, the request's own token, used as a map key) is
+ * hashed too, plain or not: SPEC 15 keeps no credential.
  */
-export function recordedSegment(name: string): string {
-  if (PLAIN_SEGMENT.test(name)) return name
+export function recordedSegment(name: string, isCredential: CredentialTest = NO_CREDENTIAL): string {
+  if (PLAIN_SEGMENT.test(name) && !isCredential(name)) return name
   return `~h${createHash('sha256').update(wellFormed(name), 'utf8').digest('hex').slice(0, 8)}`
 }
 

@@ -105,6 +105,19 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect((await send(gw.adminUrl, '/metrics')).text).toContain(`v4gw_shadow_comparisons_total{tenant="acme",route="${EXECUTE}",outcome="mismatch"} 1`)
   })
 
+  it('hashes a member name that is a credential, a service key or the token this request sent, though its characters are plain', async () => {
+    const usage = (left: number) => ({ ...LEGACY_ANSWER, usage: { key_live_4f1c9a: { left }, [TOKEN]: { left } } })
+    const v4 = await startRecordingUpstream((_request, response) => json(response, 200, { ...usage(2), meta: { requestId: 'v4-id' } }))
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, usage(3)))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    await execute(gw, { 'x-request-id': 'shadow-key-name-1' })
+    await until(async () => (await shadowOf(gw)).mismatches === 1)
+    const pointers = (await shadowOf(gw)).topPointers.map((entry: { pointer: string }) => entry.pointer).sort()
+    expect(pointers).toEqual([expect.stringMatching(/^\/usage\/~h[0-9a-f]{8}\/left$/), expect.stringMatching(/^\/usage\/~h[0-9a-f]{8}\/left$/)])
+    const everything = `${(await send(gw.adminUrl, '/admin/shadow')).text}${(await send(gw.adminUrl, '/metrics')).text}${gw.logs.text()}`
+    for (const secret of ['key_live_4f1c9a', TOKEN]) expect(everything).not.toContain(secret)
+  })
+
   it("compares the gateway's own refusal as translate would give it: a key_* credential is a 401 candidate with no V4 call", async () => {
     const v4 = await startRecordingUpstream()
     const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))

@@ -149,6 +149,19 @@ describe('recorded pointers (SPEC 15 "No content kept")', () => {
     expect(pointers.join()).not.toContain('tok_live')
   })
 
+  it('hashes a plain segment that is a credential (a service key, the request\'s token used as a map key)', () => {
+    const isCredential = (name: string): boolean => name.startsWith('key_') || name === 'tok-of-this-request'
+    expect(recordedSegment('key_live_4f1c9a', isCredential)).toBe(hashed('key_live_4f1c9a'))
+    expect(recordedSegment('usage', isCredential)).toBe('usage')
+    const pointers = compareAnswers(
+      json({ usage: { key_live_4f1c9a: { left: 3 }, 'tok-of-this-request': 1 } }),
+      json({ usage: { key_live_4f1c9a: { left: 2 }, 'tok-of-this-request': 2 } }),
+      noIgnore,
+      isCredential
+    )
+    expect(pointers).toEqual([`/usage/${hashed('key_live_4f1c9a')}/left`, `/usage/${hashed('tok-of-this-request')}`])
+  })
+
   it('hashes names that are not well-formed UTF-16 apart from each other', () => {
     expect(recordedSegment('\ud800')).not.toBe(recordedSegment('\udc00'))
   })
