@@ -7,6 +7,8 @@ export interface BodyStallWatch {
   /** Looks after a request whose body is still arriving, until it has all come or the request ends. */
   watch(exchange: Exchange): void
   unwatch(exchange: Exchange): void
+  /** The watched request `response` answers, if any: a request whose body is still arriving. */
+  find(response: object): Exchange | undefined
   stop(): void
 }
 
@@ -71,6 +73,8 @@ export function createBodyStallWatch(limitMs: () => number, onStalled: (exchange
       exchange.bodyProgressAt = exchange.head.startedAt
     },
     unwatch: remove,
+    // A scan, not a map kept per request: it runs only when a body breaks (client-error.ts).
+    find: (response) => receiving.find((exchange) => exchange.response === response),
     stop: () => clearInterval(sweep)
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { buildErrorBody } from '../errors/error-body.js'
@@ -19,7 +19,13 @@ function toGatewayError(code: string | undefined): GatewayError {
  * it. Only the error code is logged: Node attaches the raw request bytes, credentials included,
  * to parser errors.
  */
-export function answerClientError(log: Logger, error: Error & { code?: string }, socket: Duplex, onAnswered?: (gatewayError: GatewayError) => void): void {
+export function answerClientError(
+  log: Logger,
+  error: Error & { code?: string },
+  socket: Duplex,
+  onAnswered?: (gatewayError: GatewayError) => void,
+  answerBrokenBody?: (response: ServerResponse, gatewayError: GatewayError) => boolean
+): void {
   if (error.code === 'ECONNRESET') {
     socket.destroy()
     return
@@ -57,6 +63,8 @@ export function answerClientError(log: Logger, error: Error & { code?: string },
   }
   const answer = (): void => {
     const gatewayError = toGatewayError(error.code)
+    // The body of a request the kernel admitted: answered as that request, with its id, line and count (SPEC 6).
+    if (inItsBody && current !== undefined && answerBrokenBody?.(current, gatewayError) === true) return
     const requestId = randomUUID()
     log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
     onAnswered?.(gatewayError)
@@ -69,9 +77,7 @@ export function answerClientError(log: Logger, error: Error & { code?: string },
 }
 
 /** node:http's response in progress on a socket (its `_httpMessage`, as Node's own socketOnError reads it). */
-type ServerSocket = Duplex & {
-  _httpMessage?: { writableEnded: boolean; headersSent: boolean; req?: { complete: boolean }; once(event: 'finish', listener: () => void): unknown } | null
-}
+type ServerSocket = Duplex & { _httpMessage?: ServerResponse | null }
 
 /**
  * Calls `then` once every answer on the connection has been written: node:http writes the

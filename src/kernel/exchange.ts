@@ -21,7 +21,7 @@ export class Exchange implements CancelScope {
   readonly record = new AccessRecord()
   cancelled = false
   cancel: (() => void) | undefined = undefined
-  /** Answered 408 because its body stopped arriving: what fails after that is not answered again. */
+  /** Answered because its body stopped arriving (408) or broke (400): what fails after that is not answered again. */
   bodyStalled = false
   /** The body-stall watch's (body-stall.ts): the request's place in its list (-1: not watched), and the body's last progress. */
   bodyWatchIndex = -1

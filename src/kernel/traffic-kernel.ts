@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
-import { ERROR_STATUS, GatewayError } from '../errors/registry.js'
+import { GatewayError } from '../errors/registry.js'
 import { createBodyStallWatch } from './body-stall.js'
 import { isClosing, noteAnsweredBeforeBody } from './connection-close.js'
 import { Exchange } from './exchange.js'
@@ -34,6 +34,13 @@ export interface TrafficKernel {
   handle(request: IncomingMessage, response: ServerResponse): void
   /** The gateway's own error answer; while draining it closes its connection (SPEC 9). */
   answerError(exchange: Exchange, error: unknown): void
+  /**
+   * Answers `error` (Node's parser refused the body: malformed chunks, its request timeout) to the
+   * request `response` belongs to, if it is one whose body was still arriving and unanswered: as
+   * that request's one answer, with its request id, access line and count (SPEC 6). False when
+   * there is none, and the caller answers on the socket itself.
+   */
+  answerBrokenBody(response: object, error: GatewayError): boolean
   /** Starts the event-loop sampler (SPEC 10), once the listener listens. */
   startSampling(): void
   /** Stops the event-loop sampler and the body-stall sweep. */
@@ -154,16 +161,31 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
    * ends the body read or the upstream call (its upload cannot finish) and frees the slot.
    */
   function answerStalledBody(exchange: Exchange): void {
+    answerBodyFailure(exchange, new GatewayError('REQUEST_TIMEOUT', 'the request body stopped arriving'))
+  }
+
+  function answerBrokenBody(response: object, error: GatewayError): boolean {
+    const exchange = bodyStalls.find(response)
+    if (exchange === undefined || exchange.response.headersSent || exchange.bodyStalled) return false
+    bodyStalls.unwatch(exchange)
+    answerBodyFailure(exchange, error)
+    return true
+  }
+
+  /** The answer to a body that stalled or broke, then the connection goes (its upload cannot finish). */
+  function answerBodyFailure(exchange: Exchange, error: GatewayError): void {
     const { request, response } = exchange
     // Read first: a response that ends lets go of its socket.
     const socket = response.socket ?? request.socket
     exchange.answerHeaders.connection = 'close'
     // An answer already under way can only be cut: its line says why.
-    if (response.headersSent) exchange.record.brokenOffStatus = ERROR_STATUS.REQUEST_TIMEOUT
-    writeGatewayError(exchange, new GatewayError('REQUEST_TIMEOUT', 'the request body stopped arriving'), log)
+    if (response.headersSent) exchange.record.brokenOffStatus = error.statusCode
+    writeGatewayError(exchange, error, log)
     exchange.bodyStalled = true
     // An upstream call under way (native traffic streams the body as it comes) is not ended by
-    // the connection going: its upload would wait for the rest of the body for good.
+    // the connection going: its upload would wait for the rest of the body for good. One still
+    // connecting is cancelled as it starts (a body can break in the packet after its head).
+    exchange.cancelled = true
     exchange.cancel?.()
     if (socket === null || response.writableFinished) socket?.destroy()
     else response.once('finish', () => socket.destroy())
@@ -172,6 +194,7 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
   return {
     handle,
     answerError,
+    answerBrokenBody,
     startSampling: eventLoop.start,
     stop: () => {
       eventLoop.stop()

@@ -31,7 +31,11 @@ function untrackResponse(this: ServerResponse): void {
  * (docs/decisions.md): kept-alive connections live past the 60 s idle timeout of common load
  * balancers, and a request that never finishes arriving is cut after 5 minutes (408).
  */
-export function createTrafficServer(handler: { handle(request: IncomingMessage, response: ServerResponse): void }, log: Logger, onRefusedUnread?: (refusal: GatewayError) => void): Server {
+export function createTrafficServer(
+  handler: { handle(request: IncomingMessage, response: ServerResponse): void; answerBrokenBody?(response: ServerResponse, error: GatewayError): boolean },
+  log: Logger,
+  onRefusedUnread?: (refusal: GatewayError) => void
+): Server {
   const handle = (request: IncomingMessage, response: ServerResponse): void => {
     trackResponse(request.socket, response)
     handler.handle(request, response)
@@ -50,7 +54,8 @@ export function createTrafficServer(handler: { handle(request: IncomingMessage, 
   server.maxHeadersCount = 0
   // What Node refuses before the handler sees a request (malformed HTTP, CONNECT) is a request too:
   // `onRefusedUnread` counts it, as the handler's requests are counted.
-  server.on('clientError', (error: Error & { code?: string }, socket) => answerClientError(log, error, socket, onRefusedUnread))
+  const answerBrokenBody = handler.answerBrokenBody?.bind(handler)
+  server.on('clientError', (error: Error & { code?: string }, socket) => answerClientError(log, error, socket, onRefusedUnread, answerBrokenBody))
   server.on('connect', (_request, socket) => answerConnect(log, socket, onRefusedUnread))
   // An Expect other than 100-continue: served like any request, its expectation ignored (RFC 9110
   // 10.1.1 lets a server do that), rather than Node's bare 417, which skips the gateway's log,

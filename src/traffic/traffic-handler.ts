@@ -142,6 +142,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
 
   return {
     handle: kernel.handle,
+    answerBrokenBody: kernel.answerBrokenBody,
     startSampling: kernel.startSampling,
     stop() {
       kernel.stop()

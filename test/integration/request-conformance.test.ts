@@ -5,6 +5,7 @@ import { send } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawHeader, type RawResult } from '../helpers/raw-http.js'
 import { useRecordingUpstream } from '../helpers/recording-upstream.js'
 import { testConfig, useGateway } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
 
 /*
  * What RFC 9110/9112 ask of a server about the request it reads, sent as raw bytes on fresh
@@ -182,6 +183,22 @@ describe('framing errors: exactly one answer, then the connection closes (RFC 91
     expect(result.closedByServer).toBe(true)
     expect(result.timedOut).toBe(false)
     expect(forwarded).toEqual([])
+  })
+
+  it.each([
+    ['native', '/v4/broken-body', [['Content-Type', 'application/octet-stream']]],
+    ['legacy', EXECUTE, LEGACY_HEADERS]
+  ] as const)('answers a %s request whose chunked body breaks midway as that request: its x-request-id, one access line, one count (SPEC 6)', async (_kind, target, headers) => {
+    const requestId = `broken-body-${_kind}`
+    const before = await requestsCounted()
+    const { result } = await exchange(buildRawRequest(`POST ${target} HTTP/1.1`, [['Host', 'gateway.test'], ...headers, ['X-Request-Id', requestId], ['Transfer-Encoding', 'chunked']], '5\r\nhello\r\nzz\r\n'))
+    expectOneRefusalThenClose(result)
+    expect(result.response?.headers['x-request-id']).toBe(requestId)
+    expect(result.response?.json?.error?.requestId).toBe(requestId)
+    await until(async () => (await requestsCounted()) > before)
+    expect(await requestsCounted()).toBe(before + 1)
+    const lines = gw.logs.lines().filter((line) => line.msg === 'request' && line.requestId === requestId)
+    expect(lines).toEqual([expect.objectContaining({ status: 400, error: 'INVALID_REQUEST' })])
   })
 
   it('does not answer again a malformed chunk that arrives after its request was answered on a kept-alive connection', async () => {
