@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { pipeline, Transform, type Readable } from 'node:stream'
+import { ERROR_STATUS } from '../errors/registry.js'
 import type { Exchange } from '../kernel/exchange.js'
 import { writeInterim } from '../kernel/interim-answer.js'
 import { continueIfExpected, requestBody } from '../kernel/request-body.js'
@@ -129,6 +130,15 @@ export function createForwarder(
           // The time it took to fail (a timeout, a refused connection) is upstream time too.
           outcome.upstreamMs = performance.now() - sentAt
           answerError(exchange, error)
+        },
+        onReaderStalled() {
+          // SPEC 10: the client stopped reading for the upstream limit. It is cut, as a stalled
+          // upload is (kernel/body-stall.ts); its end (in-flight slot freed, upstream call
+          // cancelled) follows the response's close, and its line says 408.
+          if (response.writableFinished || response.destroyed) return
+          outcome.errorCode = 'REQUEST_TIMEOUT'
+          outcome.brokenOffStatus = ERROR_STATUS.REQUEST_TIMEOUT
+          response.destroy()
         },
         onBrokenOff(error) {
           // The client saw the upstream's status and a cut body; the log and metrics say whose

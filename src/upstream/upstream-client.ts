@@ -101,6 +101,11 @@ export interface StreamTarget {
   onFailure(error: GatewayError): void
   /** A failure after the headers went on: the body is then cut, and this says why. */
   onBrokenOff(error: GatewayError): void
+  /**
+   * `body` took no more of the answer for the call's `timeoutMs` (SPEC 10: a client that stopped
+   * reading holds its in-flight slot and this upstream connection); the target cuts it.
+   */
+  onReaderStalled(): void
 }
 
 export interface UpstreamClient {
@@ -154,7 +159,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     },
     stream(request, target) {
       const call = traceCall(request, true)
-      agent.dispatch(dispatchOptions(request), new StreamingHandler(target, request.method === 'HEAD', call))
+      agent.dispatch(dispatchOptions(request), new StreamingHandler(target, request.method === 'HEAD', call, request.timeoutMs))
     },
     close: () => agent.close(),
     destroy: () => agent.destroy(cutAtShutdownError())
@@ -277,7 +282,9 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
   constructor(
     private readonly target: StreamTarget,
     private readonly toHead: boolean,
-    private readonly call: TracedCall | undefined
+    private readonly call: TracedCall | undefined,
+    /** How long `target.body` may take none of the answer before it is cut (the upstream's own idle limit). */
+    private readonly stallMs: number
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -301,7 +308,18 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     this.target.onBodyBytes(chunk.length, chunk)
     if (this.target.body.write(chunk)) return
     controller.pause()
-    this.target.body.once('drain', () => controller.resume())
+    // undici runs no body timeout while paused: the reader's pace is timed here, only while it is
+    // behind, so an answer that flows costs no timer.
+    const body = this.target.body
+    const stalled = setTimeout(() => {
+      body.off('drain', drained)
+      this.target.onReaderStalled()
+    }, this.stallMs)
+    const drained = (): void => {
+      clearTimeout(stalled)
+      controller.resume()
+    }
+    body.once('drain', drained)
   }
 
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {

@@ -6,6 +6,7 @@ import { send } from '../helpers/http.js'
 import { startHttpServer } from '../helpers/http-server.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
+import { until } from '../helpers/until.js'
 
 const ALICE = 'Bearer demo-token-alice'
 // The body limit is upstreamTimeoutMs: short here, so that a stall is seen within the test's time.
@@ -100,5 +101,41 @@ describe('a request body that stops arriving (SPEC 10)', () => {
     })
     expect(answer.status).toBe(200)
     expect(answer.text.trim().split('\n')).toHaveLength(10)
+  })
+})
+
+describe('an answer its client stops reading (SPEC 10)', () => {
+  it('is cut once the client has taken none of it for upstreamTimeoutMs: its upstream call cancelled, its slot freed, its line 408', async () => {
+    let upstreamCut = false
+    // An answer far larger than the socket buffers, written as fast as it is taken.
+    const upstream = await startHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/octet-stream' })
+      response.on('close', () => (upstreamCut = !response.writableFinished))
+      const chunk = Buffer.alloc(256 * 1024)
+      let left = 1_024
+      const pump = (): void => {
+        while (left > 0 && !response.destroyed) {
+          left--
+          if (!response.write(chunk)) return void response.once('drain', pump)
+        }
+        if (left === 0) response.end()
+      }
+      pump()
+    })
+    const gw = await startGateway(testConfig(upstream.url, { limits: { upstreamTimeoutMs: 1_000, maxInFlight: 1 }, log: { level: 'info' } }))
+    const { hostname, port } = new URL(gw.url)
+    const socket: Socket = connect({ host: hostname, port: Number(port) })
+    socket.on('error', () => undefined)
+    await new Promise((resolve) => socket.once('connect', resolve))
+    // The client asks and never reads a byte of the answer.
+    socket.pause()
+    socket.write(buildRawRequest('GET /v4/export HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['x-request-id', 'stalled-reader-1']]))
+    const line = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'stalled-reader-1')
+    await until(() => line() !== undefined, 10_000)
+    expect(line()).toMatchObject({ status: 408, error: 'REQUEST_TIMEOUT' })
+    await until(() => upstreamCut, 5_000)
+    // The one in-flight slot is free again.
+    expect((await send(gw.url, '/v4/small', { headers: { authorization: ALICE } })).status).not.toBe(503)
+    socket.destroy()
   })
 })

@@ -43,7 +43,8 @@ describe('undici reads request headers at dispatch', () => {
         onBodyBytes: () => {},
         onTrailers: () => {},
         onFailure: reject,
-        onBrokenOff: reject
+        onBrokenOff: reject,
+        onReaderStalled: () => reject(new Error('reader stalled'))
       }
       upstreamClient.stream(request, target)
     })
