@@ -108,7 +108,9 @@ function serverSpanFacts(exchange: Exchange, served: boolean): ServerSpanFacts {
   const { head, record, response } = exchange
   const { statusCode, failed } = serverSpanStatus(response, record)
   const route = record.trafficClass === 'native' ? NATIVE_ROUTE : record.legacyRoute?.slice(record.legacyRoute.indexOf(' ') + 1)
-  const queryAt = head.url.indexOf('?')
+  // A query only of an origin-form target (the only form served): in an absolute-form one the first
+  // `?` may sit in userinfo (`http://u:pa?ss@h/x`, refused, but traced), as pathOf keeps its authority out.
+  const queryAt = head.url.charCodeAt(0) === 0x2f && head.url.charCodeAt(1) !== 0x2f ? head.url.indexOf('?') : -1
   // Only a Host the kernel accepted (RFC 9112 3.2): a refused one may be anything, a password included.
   const host = served ? hostOf(head.headers.host, head.protocol) : undefined
   return {

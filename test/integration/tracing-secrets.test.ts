@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { rawExchange } from '../helpers/raw-http.js'
 import { useOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js'
 import { useRecordingUpstream } from '../helpers/recording-upstream.js'
 import { testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
@@ -96,5 +97,20 @@ describe.each(['http/protobuf', 'http/json'])('no credential in any exported byt
     // The collector's header reached the collector, and no log line holds it.
     expect(receiver.requests.every((request) => request.headers['x-collector-key'] === SECRETS.collector)).toBe(true)
     expect(gw.logs.text()).not.toContain(SECRETS.collector)
+  })
+
+})
+
+describe('no userinfo of a refused absolute-form target in an exported byte', () => {
+  const upstream = useRecordingUpstream()
+  const receiver = useOtlpReceiver()
+  const gw = useGateway(() => secretConfig(upstream.url, receiver, 'http/json'))
+
+  it('exports no piece of the userinfo of an absolute-form target, a ? in its password included (refused, but traced)', async () => {
+    await rawExchange(gw.url, 'GET http://user:pw-part-one?pw-part-two@127.0.0.1:9/v4/x?q=1 HTTP/1.1\r\nHost: gateway.test\r\nx-request-id: absolute-userinfo\r\nConnection: close\r\n\r\n', { timeoutMs: 3_000 })
+    await until(() => receiver.spans.some((span) => span.kind === 'SERVER'))
+    await gw.close()
+    const exported = Buffer.concat(receiver.bodies)
+    for (const piece of ['pw-part-one', 'pw-part-two']) expect(exported.includes(Buffer.from(piece)), piece).toBe(false)
   })
 })
