@@ -98,7 +98,6 @@ describe.each(['http/protobuf', 'http/json'])('no credential in any exported byt
     expect(receiver.requests.every((request) => request.headers['x-collector-key'] === SECRETS.collector)).toBe(true)
     expect(gw.logs.text()).not.toContain(SECRETS.collector)
   })
-
 })
 
 describe('no userinfo of a refused absolute-form target in an exported byte', () => {
