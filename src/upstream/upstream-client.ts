@@ -102,7 +102,7 @@ export interface StreamTarget {
   /** A failure after the headers went on: the body is then cut, and this says why. */
   onBrokenOff(error: GatewayError): void
   /**
-   * `body` took no more of the answer for the call's `timeoutMs` (SPEC 10: a client that stopped
+   * `body` took none of what it holds for the call's `timeoutMs` (SPEC 10: a client that stopped
    * reading holds its in-flight slot and this upstream connection); the target cuts it.
    */
   onReaderStalled(): void
@@ -278,6 +278,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
 class StreamingHandler implements Dispatcher.DispatchHandler {
   private started = false
   private ended = false
+  /** Set while `target.body` is behind (the upstream paused for it): when its reader's pace is next looked at. */
+  private stallCheck: NodeJS.Timeout | undefined = undefined
 
   constructor(
     private readonly target: StreamTarget,
@@ -308,17 +310,27 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     this.target.onBodyBytes(chunk.length, chunk)
     if (this.target.body.write(chunk)) return
     controller.pause()
-    // undici runs no body timeout while paused: the reader's pace is timed here, only while it is
-    // behind, so an answer that flows costs no timer.
+    // undici runs no body timeout while paused: the reader's pace is looked at here, only while it
+    // is behind, so an answer that flows costs no timer. A reader that took some of what waits
+    // (its backlog shrank) is slow, not stalled, and is waited for again.
     const body = this.target.body
-    const stalled = setTimeout(() => {
+    let backlog = body.writableLength
+    const look = (): void => {
+      const now = body.writableLength
+      if (now < backlog) {
+        backlog = now
+        this.stallCheck = setTimeout(look, this.stallMs)
+        return
+      }
+      this.stallCheck = undefined
       body.off('drain', drained)
       this.target.onReaderStalled()
-    }, this.stallMs)
+    }
     const drained = (): void => {
-      clearTimeout(stalled)
+      this.stopStallCheck()
       controller.resume()
     }
+    this.stallCheck = setTimeout(look, this.stallMs)
     body.once('drain', drained)
   }
 
@@ -337,6 +349,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     }
     // An answer that ended at its headers is whole: what undici says after (a 304's Content-Length
     // that no body follows is a length mismatch to it) cuts nothing.
+    this.stopStallCheck()
     if (this.ended) return
     const failure = mapUpstreamErrorAfterHeaders(error)
     this.call?.failed(failure.code, performance.now())
@@ -346,7 +359,14 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
 
   private end(): void {
     this.ended = true
+    this.stopStallCheck()
     this.target.body.end()
+  }
+
+  private stopStallCheck(): void {
+    if (this.stallCheck === undefined) return
+    clearTimeout(this.stallCheck)
+    this.stallCheck = undefined
   }
 }
 

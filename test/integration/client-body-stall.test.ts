@@ -138,4 +138,5 @@ describe('an answer its client stops reading (SPEC 10)', () => {
     expect((await send(gw.url, '/v4/small', { headers: { authorization: ALICE } })).status).not.toBe(503)
     socket.destroy()
   })
+
 })

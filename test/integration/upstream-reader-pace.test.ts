@@ -1,0 +1,77 @@
+import { Writable } from 'node:stream'
+import { describe, expect, it } from 'vitest'
+import { createUpstreamClient, type StreamTarget, type UpstreamClient } from '../../src/upstream/upstream-client.js'
+import { startHttpServer } from '../helpers/http-server.js'
+import { ownedByTest } from '../helpers/teardown.js'
+import { until } from '../helpers/until.js'
+
+/*
+ * SPEC 10: how the upstream client judges the pace of a streamed answer's reader while it holds
+ * the upstream paused for it. A body that takes part of what waits is slow, not stalled; one that
+ * takes nothing for the call's timeoutMs is reported stalled. A socket on loopback frees its
+ * buffer only in 64 KiB windows, so a slow reader's partial progress is made here by a body whose
+ * backlog the test sets (the one stand-in in this file; the upstream and undici are real).
+ */
+
+/** A body that never drains by itself: its backlog is what the test says, as a socket's buffer shrinking while a client reads. */
+class ControlledBody extends Writable {
+  backlog = 64 * 1024
+  constructor() {
+    super({ highWaterMark: 1 })
+    // The client's teardown cuts the call, which destroys the body with its error.
+    this.on('error', () => undefined)
+    Object.defineProperty(this, 'writableLength', { get: () => this.backlog })
+  }
+
+  override _write(_chunk: unknown, _encoding: BufferEncoding, _done: () => void): void {
+    // Never done: what was written waits, as behind a client that does not read.
+  }
+}
+
+function client(): Promise<UpstreamClient> {
+  return ownedByTest('upstream client', async () => createUpstreamClient({ connectTimeoutMs: 5_000 }), (started) => started.destroy())
+}
+
+async function streamInto(body: ControlledBody, timeoutMs: number): Promise<{ stalledAt: () => number | undefined }> {
+  const upstream = await startHttpServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/octet-stream' })
+    response.write(Buffer.alloc(64 * 1024))
+  })
+  const upstreamClient = await client()
+  let stalledAt: number | undefined
+  const target: StreamTarget = {
+    body,
+    onStart: () => {},
+    onResponseStart: () => {},
+    onInformational: () => {},
+    onBodyBytes: () => {},
+    onTrailers: () => {},
+    onFailure: () => {},
+    onBrokenOff: () => {},
+    onReaderStalled: () => (stalledAt = body.backlog)
+  }
+  upstreamClient.stream({ origin: upstream.url, method: 'GET', path: '/v4/export', headers: {}, body: null, timeoutMs }, target)
+  return { stalledAt: () => stalledAt }
+}
+
+describe('the pace of a streamed answer\'s reader (SPEC 10)', () => {
+  it('reports a reader that takes nothing of what waits for timeoutMs as stalled', async () => {
+    const body = new ControlledBody()
+    const stream = await streamInto(body, 300)
+    await until(() => stream.stalledAt() !== undefined, 5_000)
+    expect(stream.stalledAt()).toBe(64 * 1024)
+  })
+
+  it('waits for a reader that keeps taking some, longer than timeoutMs in all, and reports it only once it stops', async () => {
+    const body = new ControlledBody()
+    const stream = await streamInto(body, 300)
+    // 1 KiB taken every 50 ms for 1.5 s (five times the limit), then nothing more.
+    for (let step = 0; step < 30; step++) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(stream.stalledAt(), `reported stalled while it still read (step ${step})`).toBeUndefined()
+      body.backlog -= 1024
+    }
+    await until(() => stream.stalledAt() !== undefined, 5_000)
+    expect(stream.stalledAt()).toBe(64 * 1024 - 30 * 1024)
+  })
+})
