@@ -1,39 +1,38 @@
 import type { FastifyRequest } from 'fastify'
+import { maskCredentials } from '../credentials/credentials-in-text.js'
 import { isPlainObject } from '../util/is-plain-object.js'
 
 /**
  * The members the admin calls that change state take, in a body or a query (SPEC 12-15): only
- * these are logged as sent. Any other is refused by its endpoint anyway, and may be a secret
- * pasted in the wrong place, so its value is not logged (its name is).
+ * these are logged with their values. Any other is refused by its endpoint anyway, and may be a
+ * secret pasted in the wrong place, so its value is not logged (its name is, masked as text).
  */
 const AUDITED_MEMBERS: ReadonlySet<string> = new Set(['tenant', 'route', 'stage', 'reason', 'until', 'all'])
-/** A credential with its scheme (`Bearer …`, `Basic …`, SPEC 5's `Token …`) anywhere in a text. */
-const CREDENTIAL_WITH_SCHEME = /(?:^|\s)(?:bearer|basic|token)\s+\S/i
 /** A body past this many characters of JSON is named by its size: a log line is not a store. */
 const MAX_LOGGED_BODY_CHARS = 4_096
 const REDACTED = '[redacted]'
 
 /**
  * A request body or query as the `admin change` line may show it: the operator's own words (a
- * `reason`) kept, anything that could be a credential replaced. SPEC 9 keeps credentials out
- * of every log line, and an admin body is typed by hand, where a token pasted in the wrong place
- * is a common slip: a member the call does not take is not shown, and a value is not shown when
- * it holds a credential with its scheme or a word with the service-key prefix (SPEC 5's `key_`).
+ * `reason`) kept, any credential in them masked. SPEC 9 keeps credentials out of every log line,
+ * and an admin body is typed by hand, where a token pasted in the wrong place is a common slip:
+ * a member the call does not take is shown by its name only, a body that is not an object (no
+ * call takes one) not at all, and a credential inside a value or a name is masked in place
+ * (credentials/credentials-in-text.ts).
  */
 export function redactForAudit(value: unknown, serviceKeyPrefix: string): unknown {
-  if (!isPlainObject(value)) return auditedValue(value, serviceKeyPrefix)
-  return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, AUDITED_MEMBERS.has(key) ? auditedValue(member, serviceKeyPrefix) : REDACTED]))
+  if (value === undefined || value === null) return value
+  if (!isPlainObject(value)) return REDACTED
+  return Object.fromEntries(
+    Object.entries(value).map(([key, member]) => [maskCredentials(key, serviceKeyPrefix), AUDITED_MEMBERS.has(key) ? auditedValue(member, serviceKeyPrefix) : REDACTED])
+  )
 }
 
-/** A member's value: a scalar as sent unless it reads as a credential; an array or object (no call takes one) not shown. */
+/** A member's value: a scalar as sent, a credential in it masked; an array or object (no call takes one) not shown. */
 function auditedValue(value: unknown, serviceKeyPrefix: string): unknown {
-  if (typeof value === 'string') return holdsCredential(value, serviceKeyPrefix) ? REDACTED : value
+  if (typeof value === 'string') return maskCredentials(value, serviceKeyPrefix)
   if (value === null || value === undefined || typeof value === 'number' || typeof value === 'boolean') return value
   return REDACTED
-}
-
-function holdsCredential(text: string, serviceKeyPrefix: string): boolean {
-  return CREDENTIAL_WITH_SCHEME.test(text) || text.split(/[\s,;=:'"]+/).some((word) => word.startsWith(serviceKeyPrefix) && word.length > serviceKeyPrefix.length)
 }
 
 /**

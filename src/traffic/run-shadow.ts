@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { buildErrorBody } from '../errors/error-body.js'
 import { isGatewayError, type GatewayError } from '../errors/registry.js'
 import type { ShadowOutcome, ShadowRecord, ShadowResults } from '../fleet/shadow-results.js'
+import { looksLikeServiceKey } from '../credentials/credentials-in-text.js'
 import { firstPresentedToken } from '../credentials/extract-credential.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
@@ -442,14 +443,18 @@ function headerText(value: IncomingHttpHeaders[string] | string[] | string | und
 }
 
 /**
- * SPEC 15 "no credential is kept": a member name that is a service key (`credentials.serviceKeyPrefix`)
- * or the token this request presented, used by an answer as a map key, is hashed in a recorded
- * pointer even when it is plain. Made once per comparison that found differences.
+ * SPEC 15 "no credential is kept": a member name that reads as a service key
+ * (credentials/credentials-in-text.ts) or is the token this request presented, used by an answer
+ * as a map key, is hashed in a recorded pointer even when it is plain. The request's token is
+ * read only when a pointer is recorded: a comparison that matches never reads it.
  */
 function credentialTest(runtime: GatewayRuntime, head: RequestHead): CredentialTest {
   const { serviceKeyPrefix, sources, queryParam } = runtime.config.credentials
-  const queryAt = head.url.indexOf('?')
-  const query = queryParam !== null && queryAt !== -1 ? new URLSearchParams(head.url.slice(queryAt + 1)) : null
-  const token = firstPresentedToken(credentialHeaders(head.rawHeaders, sources), query, runtime.config.credentials)?.value
-  return (name) => (name.length > serviceKeyPrefix.length && name.startsWith(serviceKeyPrefix)) || name === token
+  let token: string | null | undefined
+  const presented = (): string | null => {
+    const queryAt = head.url.indexOf('?')
+    const query = queryParam !== null && queryAt !== -1 ? new URLSearchParams(head.url.slice(queryAt + 1)) : null
+    return firstPresentedToken(credentialHeaders(head.rawHeaders, sources), query, runtime.config.credentials)?.value ?? null
+  }
+  return (name) => looksLikeServiceKey(name, serviceKeyPrefix) || name === (token ??= presented())
 }

@@ -107,11 +107,25 @@ describe('the admin change line', () => {
     expect(answer.status).toBe(400)
     await send(gw.adminUrl, '/admin/sessions?tenant=acme&auth=Token%20tok-in-a-query', { method: 'DELETE', headers: { ...admin, 'x-request-id': 'audit-token-2' } })
     expect(changeLines('audit-token-1')).toEqual([
-      expect.objectContaining({ body: { tenant: 'acme', stage: 'legacy', reason: '[redacted]', until: '[redacted]', auth: '[redacted]', key: '[redacted]', extra: '[redacted]' } })
+      expect.objectContaining({ body: { tenant: 'acme', stage: 'legacy', reason: 'INC-9: the caller used [redacted] by mistake', until: 'Token [redacted]', auth: '[redacted]', key: '[redacted]', extra: '[redacted]' } })
     ])
     expect(changeLines('audit-token-2')).toEqual([expect.objectContaining({ query: { tenant: 'acme', auth: '[redacted]' } })])
     const log = gw.logs.text()
     for (const secret of ['key_live_pasted1', 'tok-pasted-as-until', 'tok-in-an-unknown-member', 'key_live_unknown2', 'tok-nested-3', 'tok-in-a-query']) expect(log).not.toContain(secret)
+  })
+
+  it('keeps a reason that only mentions tokens or keys as written, masks a credential inside one, and logs no bare JSON string body', async () => {
+    const reason = 'V4 rejects token refresh for mobile during key_rotation; the caller sent token=tok-in-a-reason-9 and Bearer tok-after-bearer-8'
+    await send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers: { ...admin, 'x-request-id': 'audit-reason-1' }, json: { tenant: 'acme', stage: 'legacy', reason } })
+    expect(changeLines('audit-reason-1')).toEqual([
+      expect.objectContaining({ body: expect.objectContaining({ reason: 'V4 rejects token refresh for mobile during key_rotation; the caller sent token=[redacted] and Bearer [redacted]' }) })
+    ])
+    await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { ...admin, 'content-type': 'application/json', 'x-request-id': 'audit-bare-1' }, body: '"eyJhbGciOi.opaque-session-token-7"' })
+    expect(changeLines('audit-bare-1')).toEqual([expect.objectContaining({ body: '[redacted]' })])
+    await send(gw.adminUrl, '/admin/sessions?key_live_in_a_name_42=1', { method: 'DELETE', headers: { ...admin, 'x-request-id': 'audit-name-1' } })
+    expect(changeLines('audit-name-1')).toEqual([expect.objectContaining({ query: { '[redacted]': '[redacted]' } })])
+    const log = gw.logs.text()
+    for (const secret of ['tok-in-a-reason-9', 'tok-after-bearer-8', 'opaque-session-token-7', 'key_live_in_a_name_42']) expect(log).not.toContain(secret)
   })
 
   it('logs a session deletion with its query, and a call without a body', async () => {
