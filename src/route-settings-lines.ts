@@ -37,10 +37,12 @@ export function routeSettingsLines(tenant: TenantConfig, nowMs: number): Map<str
     }
     if (anyIdempotency && route.action !== 'proxy') {
       const settings = idempotency.get(label) ?? null
+      // SPEC 16 is for the translation side: a route the legacy upstream serves for every client keys nothing.
+      const unused = migration !== undefined && (migration.stage === 'legacy' || migration.stage === 'shadow') ? ' (unused while the legacy upstream serves this route)' : ''
       own.push(
         settings === null
           ? 'idempotency off'
-          : `idempotency on: key header ${settings.keyHeader}, kept ${settings.ttlMs} ms, duplicates wait ${settings.waitMs} ms, answers kept up to ${settings.maxBodyBytes} bytes, ${settings.forwardHeader === null ? 'key not sent to V4' : `key sent to V4 in ${settings.forwardHeader}`}`
+          : `idempotency on: key header ${settings.keyHeader}, kept ${settings.ttlMs} ms, duplicates wait ${settings.waitMs} ms, answers kept up to ${settings.maxBodyBytes} bytes, ${settings.forwardHeader === null ? 'key not sent to V4' : `key sent to V4 in ${settings.forwardHeader}`}${unused}`
       )
     }
     // A route's own deprecation (SPEC 14's merge over the tenant's); without one the tenant's, printed above it, applies.

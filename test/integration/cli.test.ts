@@ -129,6 +129,7 @@ describe('v4gw check-config', () => {
         '        - { method: POST, path: /v1/headless/runs, action: execute }',
         '        - { method: POST, path: /v1/runs/invoke, action: session-execute, stateKey: "body:/stateId" }',
         '        - { method: GET, path: /v1/policies, action: proxy, rewrite: /v4/policies }',
+        '        - { method: POST, path: "/v1/runs/:runId/invoke", action: session-execute, stateKey: "param:runId" }',
         '    migration:',
         '      stage: shadow',
         '      canary: { percent: 10, deny: ["fp:0123456789abcdef"] }',
@@ -166,6 +167,14 @@ describe('v4gw check-config', () => {
       'shadow 5% to staging, timeout 5000 ms, at most 100 in flight, answers up to 1048576 bytes, credentials forwarded, 1 ignored pointer(s)',
       'idempotency off',
       'deprecation 2030-01-01T00:00:00Z, sunset 2031-01-01T00:00:00Z (afterSunset serve)'
+    ])
+    // The tenant's settings as they are; idempotency said to be unused where the legacy upstream serves every client.
+    expect(under('POST /v1/runs/:runId/invoke: session-execute (state key param:runId)')).toEqual([
+      "stage shadow (the tenant's)",
+      'canary 10% of clients, allow 0, deny 1',
+      'shadow 5% to staging, timeout 5000 ms, at most 100 in flight, answers up to 1048576 bytes, credentials forwarded, 1 ignored pointer(s)',
+      'idempotency on: key header idempotency-key, kept 60000 ms, duplicates wait 10000 ms, answers kept up to 1048576 bytes, key not sent to V4 (unused while the legacy upstream serves this route)',
+      "deprecation: the tenant's"
     ])
     // A proxy route is never compared nor keyed (SPEC 15, 16).
     expect(under('GET /v1/policies: proxy -> /v4/policies')).toEqual(["stage legacy (the route's)", 'canary 10% of clients, allow 0, deny 1', "deprecation: the tenant's"])
