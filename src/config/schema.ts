@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { percentSchema } from './percent.js'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { normalizeHost } from '../util/normalize-host.js'
 import { anyCase } from './json-schema-patterns.js'
@@ -120,11 +121,7 @@ const clientId = z
   .regex(/^(?:fp:[0-9a-f]{16}|hdr:[A-Za-z0-9._:-]{1,128}|hdr#[0-9a-f]{16}|anonymous)$/, 'expected a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous')
 
 /** SPEC 13: a percentage of clients, 0-100, with two decimals at most (the bucket is 1/10000). */
-const clientPercent = z
-  .number()
-  .min(0)
-  .max(100)
-  .refine((percent) => Math.abs(percent * 100 - Math.round(percent * 100)) < 1e-6, 'at most two decimals (the bucket is one in 10000)')
+const clientPercent = percentSchema
 
 const brownoutsSchema = z.strictObject({
   windows: z.array(z.strictObject({ start: instant, end: instant })).default([]),

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { percentSchema } from './percent.js'
 
 /**
  * SPEC 15's `shadow` block: `tenants.T.migration.shadow`, and per route
@@ -25,11 +26,7 @@ const whole = (schema: z.ZodNumber) => z.preprocess((value) => (typeof value ===
 const flag = () => z.preprocess((value) => (value === 'true' ? true : value === 'false' ? false : value), z.boolean())
 // A timer Node keeps: at most 2^31 - 1 ms.
 const timerMs = whole(z.number().int().min(1).max(2_147_483_647))
-const percent = z
-  .number()
-  .min(0)
-  .max(100)
-  .refine((value) => Math.abs(value * 100 - Math.round(value * 100)) < 1e-6, 'at most two decimals (the bucket is one in 10000)')
+const percent = percentSchema
 // RFC 6901, with `*` read as any one segment (SPEC 15).
 const ignorePointer = z.string().regex(/^(\/([^~]|~[01])*)*$/, 'expected a JSON pointer such as /output/generatedAt (* stands for any one segment)')
 

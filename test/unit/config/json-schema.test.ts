@@ -155,6 +155,12 @@ const VALID: Case[] = [
   }
 ]
 
+VALID.push({
+  name: 'percentages as placeholders',
+  yaml: 'tenants:\n  acme:\n    upstream: { staging: http://127.0.0.1:4010, legacy: http://127.0.0.1:4011 }\n    migration:\n      canary: { percent: "${CANARY_PCT:-12.5}" }\n      shadow: { percent: "50" }\n',
+  valid: true
+})
+
 const INVALID: Case[] = [
   { name: 'a tenant header that carries a credential', yaml: withTenant('tenancy: { header: X-Api-Key }'), valid: false },
   { name: 'an unknown top-level key', yaml: withTenant('listn: { port: 8080 }'), valid: false },

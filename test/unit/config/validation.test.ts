@@ -481,3 +481,27 @@ describe('client ids (SPEC 12)', () => {
     ])
   })
 })
+
+describe('percentages written as placeholders (SPEC 8: a number may be the text a placeholder leaves)', () => {
+  it('reads canary.percent, brownouts.clients and shadow.percent from the environment, and refuses text that is no percentage', async () => {
+    const { parseConfigText, ConfigError } = await import('../../../src/config/load-config.js')
+    const yaml = [
+      'tenants:',
+      '  acme:',
+      '    upstream: { staging: "http://127.0.0.1:4010", legacy: "http://127.0.0.1:4011" }',
+      '    legacy:',
+      '      deprecation: { date: "2030-01-01T00:00:00Z", brownouts: { clients: "${BROWNOUT_PCT:-25}" } }',
+      '    migration:',
+      '      canary: { percent: "${CANARY_PCT:-10}" }',
+      '      shadow: { percent: "${SHADOW_PCT:-100}" }',
+      ''
+    ].join('\n')
+    const config = parseConfigText(yaml, 'percent.yaml', { CANARY_PCT: '12.5', SHADOW_PCT: '0.25' })
+    expect(config.tenants.acme?.migration.canary?.percent).toBe(12.5)
+    expect(config.tenants.acme?.migration.shadow?.percent).toBe(0.25)
+    expect(config.tenants.acme?.legacy.deprecation?.brownouts?.clients).toBe(25)
+    for (const bad of ['101', '12.345', 'ten', '-1']) {
+      expect(() => parseConfigText(yaml, 'percent.yaml', { CANARY_PCT: bad }), bad).toThrow(ConfigError)
+    }
+  })
+})
