@@ -118,6 +118,11 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
 
   /** Every finished request: its metrics and, for a legacy route, the migration report (SPEC 12). */
   function onRequestDone({ head, record, statusCode, durationMs }: FinishedRequest): void {
+    const current = getRuntime()
+    // SPEC 17: series of tenants and routes a reload removed are removed; a request that ends
+    // after that reload (a long stream, a keyed call whose client left) brings none back, nor
+    // the registry records the reload dropped. Two map lookups.
+    if (record.tenant !== undefined && !isConfigured(current, record.tenant, record.legacyRoute)) return
     metrics.observeRequest({
       tenant: record.tenant,
       trafficClass: record.trafficClass,
@@ -137,7 +142,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
     // SPEC 12/16: a keyed request this replica's memory served because the store did not answer.
     if (record.idempotencyOutcome === 'store_unavailable') store.countUnavailable('idempotency')
-    recordInRegistry(migration, getRuntime(), head, record)
+    recordInRegistry(migration, current, head, record)
   }
 
   // SPEC 16's records live as long as the process (or in the shared store), whatever a reload says (SPEC 17).
@@ -277,4 +282,10 @@ function overridesByTenant(runtime: GatewayRuntime, records: StageOverrideRecord
     if (count !== undefined) counts.set(override.tenant, count + 1)
   }
   return [...counts]
+}
+
+/** Whether `tenant`, and `route` of it when given, are in the runtime's config. */
+function isConfigured(runtime: GatewayRuntime, tenant: string, route: string | undefined): boolean {
+  const configured = runtime.tenancy.tenants.get(tenant)
+  return configured !== undefined && (route === undefined || configured.migration.has(route))
 }

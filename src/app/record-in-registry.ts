@@ -19,7 +19,8 @@ export function recordInRegistry(registry: ClientRegistry, runtime: GatewayRunti
       route: record.legacyRoute,
       clientId,
       userAgent: head.headers['user-agent'],
-      exempt: isExempt(runtime, tenant, record.legacyRoute, clientId, head.now),
+      // As the request's own config said (SPEC 17: a request finishes under the config it started with); else the current one's.
+      exempt: record.clientExempt ?? isExempt(runtime, tenant, record.legacyRoute, clientId, head.now),
       brownout: record.deprecationAction === 'brownout',
       atMs: head.now
     })

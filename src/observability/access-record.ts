@@ -51,6 +51,8 @@ export class AccessRecord {
   clientFingerprint: string | undefined = undefined
   /** SPEC 12's client id of a legacy request, for the access line (SPEC 17) and the registry. */
   clientId: string | undefined = undefined
+  /** SPEC 12: whether that client had an exemption in force, as the config the request was planned with said. */
+  clientExempt: boolean | undefined = undefined
   /** SPEC 13's action on a deprecated legacy route, for v4gw_legacy_deprecation_total. */
   deprecationAction: DeprecationAction | undefined = undefined
   /** SPEC 5's kind of the credential a legacy request presented (`none` when it had none), for its span (SPEC 17); never a value. */

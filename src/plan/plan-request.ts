@@ -38,6 +38,8 @@ export interface PlanFacts {
   clientFingerprint: string | undefined
   /** SPEC 12's client id of a legacy request, from its tenant's `clients.key`; never a credential. */
   clientId: string | undefined
+  /** SPEC 12's `lastSeenNonExempt`: the client had an exemption in force (SPEC 13) under the config the request was planned with. */
+  clientExempt: boolean | undefined
   /** What kind of credential a legacy request presented (SPEC 5), once read. */
   credential: CredentialKind | 'none' | undefined
   /** SPEC 13 on a deprecated legacy route, once its credential is read. */
@@ -121,7 +123,7 @@ export interface PlanOptions {
 const TRANSLATE_STAGE: EffectiveStage = Object.freeze({ stage: 'translate', source: 'config' })
 
 function noFacts(): PlanFacts {
-  return { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, clientId: undefined, credential: undefined, deprecation: undefined, migration: undefined }
+  return { tenant: undefined, requestedTenant: undefined, trafficClass: undefined, legacyRoute: undefined, action: undefined, v4Path: undefined, clientFingerprint: undefined, clientId: undefined, clientExempt: undefined, credential: undefined, deprecation: undefined, migration: undefined }
 }
 
 export function planRequest(runtime: GatewayRuntime, head: RequestHead, options?: PlanOptions): Plan {
@@ -218,7 +220,9 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     const credentials = runtime.config.credentials
     const successorPath = proxyPath ?? (successorBeforeSession(route.action) as string)
     // SPEC 14 after the client id: the stage's side (an exemption lets a client through native-only).
-    const migration = decideMigration(effective, configured, tenant.name, clientId, policy?.exemptUntilMs.get(clientId), head.now)
+    const exemptUntilMs = policy?.exemptUntilMs.get(clientId)
+    facts.clientExempt = exemptUntilMs !== undefined && exemptUntilMs > head.now
+    const migration = decideMigration(effective, configured, tenant.name, clientId, exemptUntilMs, head.now)
     facts.migration = migration
     if (migration.side === 'none') {
       if (policy !== null) facts.deprecation = { clientId, action: 'gone' }

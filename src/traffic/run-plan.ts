@@ -54,6 +54,7 @@ export function recordFacts(record: AccessRecord, facts: Readonly<PlanFacts>): v
   record.v4Path = facts.v4Path
   record.clientFingerprint = facts.clientFingerprint
   record.clientId = facts.clientId
+  record.clientExempt = facts.clientExempt
   record.deprecationAction = facts.deprecation?.action
   record.credentialType = facts.credential
   record.stage = facts.migration?.stage

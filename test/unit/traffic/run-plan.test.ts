@@ -10,7 +10,7 @@ import { send } from '../../helpers/http.js'
 import { startHttpServer } from '../../helpers/http-server.js'
 
 /** The runner, one case per kind of plan, on a real node:http request; the upstream is a recording stand-in. */
-const FACTS: PlanFacts = { tenant: 'acme', requestedTenant: undefined, trafficClass: 'legacy', legacyRoute: 'POST /v1/x', action: 'execute', v4Path: undefined, clientFingerprint: 'f'.repeat(64), clientId: 'fp:ffffffffffffffff', credential: 'session-token', deprecation: undefined, migration: undefined }
+const FACTS: PlanFacts = { tenant: 'acme', requestedTenant: undefined, trafficClass: 'legacy', legacyRoute: 'POST /v1/x', action: 'execute', v4Path: undefined, clientFingerprint: 'f'.repeat(64), clientId: 'fp:ffffffffffffffff', clientExempt: false, credential: 'session-token', deprecation: undefined, migration: undefined }
 const HEADERS = { 'x-request-id': 'req-run', deprecation: '@1' }
 
 interface Seen {

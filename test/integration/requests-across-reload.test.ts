@@ -1,0 +1,70 @@
+import { hash } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { configSchema } from '../../src/config/schema.js'
+import { deepFreeze } from '../../src/util/deep-freeze.js'
+import { answerJson, startFaultUpstream, type FaultExchange } from '../helpers/fault-upstream.js'
+import { send } from '../helpers/http.js'
+import { startGateway, testConfig } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
+
+/*
+ * SPEC 17: "requests under way finish under the config they started with", and the series of
+ * tenants and routes a reload removed are removed. A request held at its upstream across a reload
+ * shows both: what it counts, and where, follows its own config, not the one in force when it ends.
+ */
+const DAY = 24 * 3_600_000
+const iso = (ms: number): string => new Date(ms).toISOString()
+const TOKEN = 'tok-across-reload-1'
+const AUTH = { authorization: `Bearer ${TOKEN}` }
+const clientIdOf = (token: string): string => `fp:${hash('sha256', token, 'hex').slice(0, 16)}`
+
+describe('a request that spans a reload', () => {
+  it('brings back no metric series of a tenant the reload removed', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const config = (tenants: string[]) =>
+      deepFreeze(configSchema.parse(testConfig(upstream.url, { tenancy: { default: 'stays' }, tenants: Object.fromEntries(tenants.map((name) => [name, { upstream: { staging: upstream.url } }])) })))
+    const gw = await startGateway(config(['stays', 'gone']))
+    const held = send(gw.url, '/v4/slow', { headers: { ...AUTH, 'x-tenant-id': 'gone' } })
+    await until(() => upstream.exchanges.length === 1)
+    await gw.gateway.applyConfig(config(['stays']))
+    answerJson(upstream.exchanges[0] as FaultExchange, 200, { done: true })
+    expect((await held).status).toBe(200)
+    // A request of the tenant that stays, counted after the held one ended.
+    const after = send(gw.url, '/v4/after', { headers: AUTH })
+    await until(() => upstream.exchanges.length === 2)
+    answerJson(upstream.exchanges[1] as FaultExchange, 200, { done: true })
+    expect((await after).status).toBe(200)
+    const metrics = (await send(gw.adminUrl, '/metrics')).text
+    expect(metrics).toMatch(/^v4gw_requests_total\{[^}]*tenant="stays"/m)
+    expect(metrics).not.toContain('tenant="gone"')
+  })
+
+  it('records its client in the registry as exempt or not by the config it started under', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const now = Date.now()
+    const config = (exempt: boolean) =>
+      deepFreeze(
+        configSchema.parse(
+          testConfig(upstream.url, {
+            tenants: {
+              acme: {
+                upstream: { staging: upstream.url },
+                legacy: { deprecation: { date: iso(now - 30 * DAY), exempt: exempt ? [{ client: clientIdOf(TOKEN), until: iso(now + 10 * DAY) }] : [] } }
+              }
+            }
+          })
+        )
+      )
+    const gw = await startGateway(config(true))
+    const held = send(gw.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    await until(() => upstream.exchanges.length === 1)
+    // The exemption goes while the call is under way: the call was made exempt, and stays so.
+    await gw.gateway.applyConfig(config(false))
+    answerJson(upstream.exchanges[0] as FaultExchange, 200, { output: 'ran' })
+    expect((await held).status).toBe(200)
+    const route = (await send(gw.adminUrl, '/admin/migration?tenant=acme&clients=10')).json.tenants.acme.routes['POST /v1/headless/runs']
+    expect(route.requests).toBe(1)
+    expect(route.lastSeen).not.toBeNull()
+    expect(route.lastSeenNonExempt).toBeNull()
+  })
+})
