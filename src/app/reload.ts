@@ -73,7 +73,7 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
       if (next.tenancy.tenants.get(name)?.upstreamOrigin !== tenant.upstreamOrigin) drops.push(sessionStore.clear(name, tenant.upstreamOrigin))
     }
     const configured = (tenant: string, route: string): boolean => next.tenancy.tenants.get(tenant)?.routes.some((r) => `${r.method} ${r.path}` === route) === true
-    migration.retain(configured)
+    migration.applyBounds()
     // SPEC 17: series of tenants and legacy routes the reload removed go too.
     const metricsRetained = metrics.retain((tenant, route) => (route === '' || route === 'native' ? next.tenancy.tenants.has(tenant) : configured(tenant, route)))
     // Everything above applies before this first wait. A shared store answers later, and its

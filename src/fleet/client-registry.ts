@@ -94,9 +94,9 @@ export class ClientRegistry {
     return this.#store.isUp() && !this.#writeFailed ? 'fleet' : 'local'
   }
 
-  /** Drops the tenants and routes a reload removed (in memory; in Redis they expire with the retention). */
-  retain(isKnown: (tenant: string, route: string) => boolean, isKnownTenant: (tenant: string) => boolean = () => true): void {
-    this.#data.retain(isKnown, isKnownTenant)
+  /** After a reload: the bounds it lowered applied; removed routes keep their records (RegistryData.applyBounds). */
+  applyBounds(): void {
+    this.#data.applyBounds()
   }
 
   /**

@@ -207,23 +207,16 @@ export class RegistryData {
     }
   }
 
-  /** Drops the tenants and routes a reload removed, and the least recent clients past bounds it lowered. */
-  retain(isKnown: (tenant: string, route: string) => boolean, isKnownTenant: (tenant: string) => boolean): void {
+  /**
+   * Drops the least recent clients past bounds a reload lowered. The records of a tenant or route
+   * a reload removed stay (not listed, bounded by `maxTotal` and aged out by `retentionDays` as
+   * all are): a route that comes back has its history, as it has with Redis, and an answer's
+   * `since` stays true of it (SPEC 12).
+   */
+  applyBounds(): void {
     for (const [name, tenant] of this.tenants) {
-      if (!isKnownTenant(name)) {
-        for (const route of tenant.routes.values()) this.#clientCount -= route.clients.size
-        this.tenants.delete(name)
-        continue
-      }
       const { maxPerRoute } = this.bounds.forTenant(name)
-      for (const [label, route] of tenant.routes) {
-        if (isKnown(name, label)) {
-          while (route.clients.size > maxPerRoute) this.#evictLeastRecent(route)
-          continue
-        }
-        this.#clientCount -= route.clients.size
-        tenant.routes.delete(label)
-      }
+      for (const route of tenant.routes.values()) while (route.clients.size > maxPerRoute) this.#evictLeastRecent(route)
     }
     this.#evictDownTo(this.bounds.maxTotal)
   }

@@ -68,3 +68,23 @@ describe('a request that spans a reload', () => {
     expect(route.lastSeenNonExempt).toBeNull()
   })
 })
+
+describe('the client registry across reloads (SPEC 12, store memory)', () => {
+  it('keeps the history of a route a reload removed, so that its return shows it and since stays true', async () => {
+    const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 200, exchange.url === '/v4/sessions.start' ? { sessionId: 'sess-1' } : { output: 'ran' }))
+    const invoke = { method: 'POST', path: '/v1/runs/:runId/invoke', action: 'session-execute', stateKey: 'param:runId' }
+    const execute = { method: 'POST', path: '/v1/headless/runs', action: 'execute' }
+    const config = (routes: unknown[]) => deepFreeze(configSchema.parse(testConfig(upstream.url, { tenants: { acme: { upstream: { staging: upstream.url }, legacy: { routes } } } })))
+    const gw = await startGateway(config([execute, invoke]))
+    expect((await send(gw.url, '/v1/runs/r1/invoke', { headers: AUTH, json: { input: 1 } })).status).toBe(200)
+    const routeOf = async () => (await send(gw.adminUrl, '/admin/migration?tenant=acme&clients=10')).json.tenants.acme.routes['POST /v1/runs/:runId/invoke']
+    await until(async () => (await routeOf())?.requests === 1)
+    const before = await routeOf()
+    await gw.gateway.applyConfig(config([execute]))
+    expect(await routeOf()).toBeUndefined()
+    await gw.gateway.applyConfig(config([execute, invoke]))
+    const back = await routeOf()
+    expect(back).toMatchObject({ requests: 1, lastSeen: before.lastSeen, lastSeenNonExempt: before.lastSeenNonExempt, distinctClients: 1 })
+    expect(back.clients).toEqual([expect.objectContaining({ clientId: clientIdOf(TOKEN) })])
+  })
+})

@@ -93,7 +93,7 @@ describe('the client registry in memory (SPEC 12)', () => {
     for (let index = 0; index < 3; index++) data.recordLegacy(sample(`hdr:b-${index}`, now + index, { route: 'GET /b' }))
     const ids = (route: string): string[] => [...(data.tenants.get('acme')?.routes.get(route)?.clients.keys() ?? [])]
     limits.maxPerRoute = 4
-    data.retain(() => true, () => true)
+    data.applyBounds()
     expect(ids('GET /a')).toEqual(['hdr:a-2', 'hdr:a-3', 'hdr:a-4', 'hdr:a-5'])
     expect(data.clientCount).toBe(7)
     // Lowered with nothing to retain (bounds read per request): the next new client makes room for itself.
