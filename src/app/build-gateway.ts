@@ -54,7 +54,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   await Promise.all([brownoutPauses.start(), stageOverrides.start()])
   // SPEC 14: with `store: memory` this gateway's fleet is itself, under an id of its own.
   const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, { brownoutPauses, stageOverrides, embeddedLegacyOrigin: options.embeddedLegacyOrigin, processFleetId: randomFleetId() })
-  const sessionStore = options.sessionStore ?? createSessionStore(initial, store, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') })
+  const sessionStore = options.sessionStore ?? createSessionStore(initial, store, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') }, () => reloader.runtime().config.limits)
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
   const metrics = createMetrics({
     sessionEntries: () => sessionStore.size,

@@ -15,8 +15,18 @@ export function startLockMs(upstreamTimeoutMs: number): number {
   return Math.min(upstreamTimeoutMs, MAX_START_LOCK_MS)
 }
 
-/** The session store on the shared store (SPEC 12): the in-memory LRU (default) or Redis/Valkey shared by replicas. */
-export function createSessionStore(config: GatewayConfig, store: SharedStore, logger: StoreLogger, hooks: { onCapacityEvict?: () => void } = {}): SessionStore {
+/**
+ * The session store on the shared store (SPEC 12): the in-memory LRU (default) or Redis/Valkey
+ * shared by replicas. `currentLimits` gives the running config's limits, so that the start lock
+ * follows a reload of `limits.upstreamTimeoutMs`; the start config's without it.
+ */
+export function createSessionStore(
+  config: GatewayConfig,
+  store: SharedStore,
+  logger: StoreLogger,
+  hooks: { onCapacityEvict?: () => void } = {},
+  currentLimits: () => GatewayConfig['limits'] = () => config.limits
+): SessionStore {
   const { sessions } = config
   if (store.connection === undefined) {
     return createMemorySessionStore({ maxEntries: sessions.maxEntries, ttlMs: sessions.ttlMs, onCapacityEvict: hooks.onCapacityEvict })
@@ -26,7 +36,7 @@ export function createSessionStore(config: GatewayConfig, store: SharedStore, lo
     keyPrefix: store.keyPrefix,
     maxEntries: sessions.maxEntries,
     ttlMs: sessions.ttlMs,
-    lockMs: startLockMs(config.limits.upstreamTimeoutMs),
+    lockMs: () => startLockMs(currentLimits().upstreamTimeoutMs),
     logger,
     onUnavailable: () => store.countUnavailable('sessions')
   }, { ownsConnection: false })

@@ -12,8 +12,8 @@ export interface RedisSessionStoreOptions {
   maxEntries: number
   /** A shared entry's life, counted from creation (`sessions.ttlMs`, SPEC 4). */
   ttlMs: number
-  /** Life of a start lock: how long a crashed owner can hold up a key. */
-  lockMs: number
+  /** Life of a start lock: how long a crashed owner can hold up a key; a function is read per lock (a reload may change it). */
+  lockMs: number | (() => number)
   logger: StoreLogger
   /** How long a local copy of a shared entry is trusted; default min(ttlMs, 5 s). */
   localTtlMs?: number
@@ -148,9 +148,13 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
     return counts
   }
 
+  const configuredLockMs = options.lockMs
+  const lockMs = typeof configuredLockMs === 'function' ? configuredLockMs : () => configuredLockMs
   const startLock: StartLock = {
     pollMs: options.pollMs ?? DEFAULT_POLL_MS,
-    waitMs: options.lockMs + 1_000,
+    get waitMs() {
+      return lockMs() + 1_000
+    },
     async acquire(key, tenant): Promise<LockAttempt> {
       if (!connection.isUp()) return { state: 'unavailable' }
       const lockKey = keys.lock(tenant, key)
@@ -159,7 +163,7 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
       // read sent before it, which may predate another replica's entry (a second sessions.start).
       retireSharedRead(keys.session(tenant, key))
       try {
-        const taken = await connection.run((client) => client.set(lockKey, owner, 'PX', options.lockMs, 'NX'))
+        const taken = await connection.run((client) => client.set(lockKey, owner, 'PX', lockMs(), 'NX'))
         if (taken === null) return { state: 'held' }
       } catch {
         // A SET that timed out here may still run once a stalled Redis goes on, leaving a lock

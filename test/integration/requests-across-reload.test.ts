@@ -4,6 +4,7 @@ import { configSchema } from '../../src/config/schema.js'
 import { deepFreeze } from '../../src/util/deep-freeze.js'
 import { answerJson, startFaultUpstream, type FaultExchange } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
+import { useRedisServer } from '../helpers/redis-server.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
 import { until } from '../helpers/until.js'
 
@@ -86,5 +87,29 @@ describe('the client registry across reloads (SPEC 12, store memory)', () => {
     const back = await routeOf()
     expect(back).toMatchObject({ requests: 1, lastSeen: before.lastSeen, lastSeenNonExempt: before.lastSeenNonExempt, distinctClients: 1 })
     expect(back.clients).toEqual([expect.objectContaining({ clientId: clientIdOf(TOKEN) })])
+  })
+})
+
+describe('the session start lock across reloads (SPEC 4 step 3, Redis)', () => {
+  const redis = useRedisServer()
+
+  it('lives as long as the reloaded limits.upstreamTimeoutMs says, not the start config\'s', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const prefix = 'v4gw-lock-reload:'
+    const config = (upstreamTimeoutMs: number) =>
+      deepFreeze(configSchema.parse(testConfig(upstream.url, { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: prefix } }, limits: { upstreamTimeoutMs } })))
+    const gw = await startGateway(config(2_000))
+    await gw.gateway.applyConfig(config(8_000))
+    const held = send(gw.url, '/v1/runs/r-lock/invoke', { headers: AUTH, json: { input: 1 } })
+    await until(() => upstream.exchanges.some((exchange) => exchange.url === '/v4/sessions.start'))
+    const [lockKey] = await redis.client().keys(`${prefix}l:*`)
+    expect(lockKey).toBeDefined()
+    const pttl = await redis.client().pttl(lockKey as string)
+    expect(pttl).toBeGreaterThan(2_000)
+    expect(pttl).toBeLessThanOrEqual(8_000)
+    answerJson(upstream.exchanges.find((exchange) => exchange.url === '/v4/sessions.start') as FaultExchange, 200, { sessionId: 'sess-lock' })
+    await until(() => upstream.exchanges.some((exchange) => exchange.url.endsWith('/executions.execute')))
+    answerJson(upstream.exchanges.find((exchange) => exchange.url.endsWith('/executions.execute')) as FaultExchange, 200, { output: 'ran' })
+    expect((await held).status).toBe(200)
   })
 })
