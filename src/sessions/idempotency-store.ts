@@ -76,6 +76,11 @@ interface MemoryRecord {
 
 /** What a record costs besides its body: the key, the fingerprint and the map's own entry, roughly. */
 const RECORD_OVERHEAD_BYTES = 256
+/**
+ * Ended records dropped from the oldest on at each claim: records of a route no request reads
+ * again (a reload removed it) otherwise stayed past their TTL, as nothing else looks at them.
+ */
+const SWEEP_PER_CLAIM = 8
 
 /**
  * The replica's own records (SPEC 16 with `store: memory`, and while a shared store is down): a
@@ -134,12 +139,22 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
     }
   }
 
+  function sweep(max: number): void {
+    const time = now()
+    let looked = 0
+    for (const [key, record] of records) {
+      if (looked++ >= max || record.expiresAt > time) break
+      drop(key, record)
+    }
+  }
+
   function shown(record: MemoryRecord): IdempotencyRecord {
     return record.owner !== undefined ? { state: 'running', fingerprint: record.fingerprint } : { state: 'done', fingerprint: record.fingerprint, answer: record.answer }
   }
 
   return {
     claim(key, fingerprint, leaseMs, bounds) {
+      sweep(SWEEP_PER_CLAIM)
       const found = live(key)
       if (found !== undefined) return { claimed: false, record: shown(found) }
       const owner = `m${++owners}`
@@ -167,14 +182,7 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
     changed(key, waitMs, scope) {
       return waiters.wait(key, waitMs, scope)
     },
-    sweep(max) {
-      const time = now()
-      let looked = 0
-      for (const [key, record] of records) {
-        if (looked++ >= max || record.expiresAt > time) break
-        drop(key, record)
-      }
-    },
+    sweep,
     peek(key) {
       // Not `live`: a read-only look drops nothing.
       const record = records.get(key)

@@ -109,3 +109,20 @@ describe('SPEC 16 memory idempotency records', () => {
     expect(store.size).toBe(0)
   })
 })
+
+describe('ended records of a route no request reads again', () => {
+  it('are dropped past their TTL by the claims of other routes (a reload removed theirs)', () => {
+    let time = 1_000
+    const store = createMemoryIdempotencyStore(() => time)
+    const removed = { ...BOUNDS, group: 'acme\u0000POST /v1/removed' }
+    for (let index = 0; index < 3; index++) {
+      const owner = claimed(store.claim(`old-${index}`, 'f', 1_000, removed))
+      store.complete(`old-${index}`, owner, answer(10), 5_000, removed)
+    }
+    expect(store.size).toBe(3)
+    time += 6_000
+    store.claim('new-1', 'f', 1_000, BOUNDS)
+    // The three ended records went; the claim under way stays.
+    expect(store.size).toBe(1)
+  })
+})
