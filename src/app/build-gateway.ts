@@ -95,7 +95,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     // whether or not the client of the one that sent it stayed (its record may be reported already).
     onStartFailed: (tenant, error) => {
       const cause = upstreamFailureCause(toGatewayError(error))
-      if (cause !== undefined) metrics.observeUpstreamFailure(tenant, 'v4', cause)
+      // Not for a tenant a reload removed meanwhile (SPEC 17: its series went with it).
+      if (cause !== undefined && reloader.runtime().tenancy.tenants.has(tenant)) metrics.observeUpstreamFailure(tenant, 'v4', cause)
     }
   })
   const reloader = createConfigReloader({
@@ -120,9 +121,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   function onRequestDone({ head, record, statusCode, durationMs }: FinishedRequest): void {
     const current = getRuntime()
     // SPEC 17: series of tenants and routes a reload removed are removed; a request that ends
-    // after that reload (a long stream, a keyed call whose client left) brings none back, nor
-    // the registry records the reload dropped. Two map lookups.
-    if (record.tenant !== undefined && !isConfigured(current, record.tenant, record.legacyRoute)) return
+    // after that reload (a long stream, a keyed call whose client left) brings none back. Two map lookups.
+    const removed = record.tenant === undefined ? undefined : removedBy(current, record.tenant, record.legacyRoute)
     metrics.observeRequest({
       tenant: record.tenant,
       trafficClass: record.trafficClass,
@@ -137,12 +137,13 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       upstreamFailure: record.failedStart === undefined ? record.upstreamFailure : undefined,
       deprecationAction: record.deprecationAction,
       idempotencyOutcome: record.idempotencyOutcome,
-      servedBy: record.servedBy
+      servedBy: record.servedBy,
+      removed
     })
     if (record.sessionOutcome !== undefined) metrics.observeSessionEvent(record.sessionOutcome)
     // SPEC 12/16: a keyed request this replica's memory served because the store did not answer.
     if (record.idempotencyOutcome === 'store_unavailable') store.countUnavailable('idempotency')
-    recordInRegistry(migration, current, head, record)
+    if (removed === undefined) recordInRegistry(migration, current, head, record)
   }
 
   // SPEC 16's records live as long as the process (or in the shared store), whatever a reload says (SPEC 17).
@@ -284,8 +285,9 @@ function overridesByTenant(runtime: GatewayRuntime, records: StageOverrideRecord
   return [...counts]
 }
 
-/** Whether `tenant`, and `route` of it when given, are in the runtime's config. */
-function isConfigured(runtime: GatewayRuntime, tenant: string, route: string | undefined): boolean {
+/** What of a request's tenant and route the runtime's config no longer has (a reload removed it), if anything. */
+function removedBy(runtime: GatewayRuntime, tenant: string, route: string | undefined): 'tenant' | 'route' | undefined {
   const configured = runtime.tenancy.tenants.get(tenant)
-  return configured !== undefined && (route === undefined || configured.migration.has(route))
+  if (configured === undefined) return 'tenant'
+  return route === undefined || configured.migration.has(route) ? undefined : 'route'
 }

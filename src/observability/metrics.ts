@@ -49,6 +49,12 @@ export interface RequestSample {
   idempotencyOutcome?: IdempotencyOutcome | undefined
   /** SPEC 14's `x-v4gw-served-by` of a legacy request of a tenant that uses stages. */
   servedBy?: ServedBy | undefined
+  /**
+   * A reload removed the request's tenant, or its route, while it ran: SPEC 17 removed their
+   * series, and this request brings none back (those by tenant too when the tenant went). What is
+   * labelled by neither (latency, shedding, credential rejections) is counted as ever.
+   */
+  removed?: 'tenant' | 'route' | undefined
 }
 
 
@@ -279,12 +285,14 @@ export function createMetrics(options: {
       series[2] = route
       series[3] = statusClass
       if (statusCodeLabel) series[4] = sample.statusCode
-      requests.cells.add(series)
+      const removed = sample.removed
+      if (removed === undefined) requests.cells.add(series)
       if (sample.shedReason !== undefined) loadShed.inc({ reason: sample.shedReason })
-      if (sample.upstreamFailure !== undefined) upstreamFailures.inc({ tenant, upstream: sample.upstreamFailure.upstream, cause: sample.upstreamFailure.cause })
+      if (sample.upstreamFailure !== undefined && removed !== 'tenant') upstreamFailures.inc({ tenant, upstream: sample.upstreamFailure.upstream, cause: sample.upstreamFailure.cause })
       requestSeconds(trafficClass).observe(sample.durationMs / 1000)
       if (sample.upstreamMs !== undefined) upstreamSeconds(trafficClass).observe(sample.upstreamMs / 1000)
       if (sample.errorCode !== undefined && CREDENTIAL_REJECTIONS.has(sample.errorCode)) credentialRejections.inc({ reason: sample.errorCode })
+      if (removed !== undefined) return
       if (sample.deprecationAction !== undefined) deprecationActions.cells.add([tenant, route, sample.deprecationAction])
       if (sample.idempotencyOutcome !== undefined) idempotencyOutcomes.cells.add([tenant, route, sample.idempotencyOutcome])
       if (sample.servedBy !== undefined) legacyRequests.cells.add([tenant, route, sample.servedBy])

@@ -2,7 +2,7 @@ import { hash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { configSchema } from '../../src/config/schema.js'
 import { deepFreeze } from '../../src/util/deep-freeze.js'
-import { answerJson, startFaultUpstream, type FaultExchange } from '../helpers/fault-upstream.js'
+import { answerJson, resetConnection, startFaultUpstream, type FaultExchange } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
 import { useRedisServer } from '../helpers/redis-server.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
@@ -38,6 +38,21 @@ describe('a request that spans a reload', () => {
     const metrics = (await send(gw.adminUrl, '/metrics')).text
     expect(metrics).toMatch(/^v4gw_requests_total\{[^}]*tenant="stays"/m)
     expect(metrics).not.toContain('tenant="gone"')
+    // What no tenant labels still counts it: both requests are in the latency histogram.
+    expect(metrics).toMatch(/^v4gw_request_duration_seconds_count\{class="native"\} 2$/m)
+  })
+
+  it('counts no failed sessions.start of a tenant the reload removed while it was under way', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const config = (tenants: string[]) =>
+      deepFreeze(configSchema.parse(testConfig(upstream.url, { tenancy: { default: 'stays' }, tenants: Object.fromEntries(tenants.map((name) => [name, { upstream: { staging: upstream.url } }])) })))
+    const gw = await startGateway(config(['stays', 'gone']))
+    const held = send(gw.url, '/v1/runs/r-gone/invoke', { headers: { ...AUTH, 'x-tenant-id': 'gone' }, json: { input: 1 } })
+    await until(() => upstream.exchanges.some((exchange) => exchange.url === '/v4/sessions.start'))
+    await gw.gateway.applyConfig(config(['stays']))
+    resetConnection(upstream.exchanges.find((exchange) => exchange.url === '/v4/sessions.start') as FaultExchange)
+    expect((await held).status).toBe(502)
+    expect((await send(gw.adminUrl, '/metrics')).text).not.toContain('tenant="gone"')
   })
 
   it('records its client in the registry as exempt or not by the config it started under', async () => {
