@@ -205,14 +205,22 @@ export class ClientRegistry {
   }
 }
 
-/** SPEC 12's bounds from the running config: read per request, so a reload's new bounds apply at once. */
+/**
+ * SPEC 12's bounds from the running config: read per request, so a reload's new bounds apply at
+ * once. A tenant a reload removed keeps the bounds it last had: its records (kept, so that its
+ * return shows its history) age out by its own `retentionDays`, not the default's.
+ */
 export function boundsFromConfig(config: () => GatewayConfig): RegistryBounds {
+  const lastKnown = new Map<string, { maxPerRoute: number; retentionDays: number }>()
   return {
     get maxTotal() {
       return config().clients.maxTotal
     },
     forTenant(tenant) {
-      return config().tenants[tenant]?.clients ?? DEFAULT_TENANT_BOUNDS
+      const configured = config().tenants[tenant]?.clients
+      if (configured === undefined) return lastKnown.get(tenant) ?? DEFAULT_TENANT_BOUNDS
+      if (lastKnown.get(tenant) !== configured) lastKnown.set(tenant, configured)
+      return configured
     }
   }
 }

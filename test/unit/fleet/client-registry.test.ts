@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ClientRegistry, type LegacySample, type RegistryBounds } from '../../../src/fleet/client-registry.js'
+import { boundsFromConfig, ClientRegistry, type LegacySample, type RegistryBounds } from '../../../src/fleet/client-registry.js'
+import { configSchema, type GatewayConfig } from '../../../src/config/schema.js'
 import { HyperLogLog } from '../../../src/fleet/hyperloglog.js'
 import { DAY_MS, dayOf, RegistryData } from '../../../src/fleet/registry-data.js'
 import { viewOfData } from '../../../src/fleet/registry-view.js'
@@ -265,6 +266,19 @@ describe('the client registry in memory (SPEC 12)', () => {
       ['fp:aaaaaaaaaaaaaaaa', 2, now - 9_000, now - 1_000, 'new/2']
     ])
     expect(newer.clientCount).toBe(2)
+  })
+})
+
+describe('the registry bounds from the running config', () => {
+  it('keeps the bounds a tenant last had once a reload removed it, not the defaults', () => {
+    const withAcme = configSchema.parse({ tenants: { acme: { upstream: { staging: 'http://127.0.0.1:4010' }, clients: { retentionDays: 7, maxPerRoute: 50 } }, other: { upstream: { staging: 'http://127.0.0.1:4010' } } } }) as GatewayConfig
+    const withoutAcme = configSchema.parse({ tenants: { other: { upstream: { staging: 'http://127.0.0.1:4010' } } } }) as GatewayConfig
+    let config = withAcme
+    const bounds = boundsFromConfig(() => config)
+    expect(bounds.forTenant('acme')).toMatchObject({ retentionDays: 7, maxPerRoute: 50 })
+    config = withoutAcme
+    expect(bounds.forTenant('acme')).toMatchObject({ retentionDays: 7, maxPerRoute: 50 })
+    expect(bounds.forTenant('never-configured')).toMatchObject({ retentionDays: 90, maxPerRoute: 10_000 })
   })
 })
 
