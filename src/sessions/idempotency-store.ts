@@ -95,7 +95,7 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
   complete(key: string, owner: string, answer: StoredAnswer | null, ttlMs: number, bounds: RecordBounds): boolean
   release(key: string, owner: string): void
   peek(key: string): IdempotencyRecord | undefined
-  /** Drops ended records from the oldest on, stopping at the first live one or after `max`. */
+  /** Drops up to `max` ended records, each route's from its oldest on. */
   sweep(max: number): void
 }
 
@@ -139,12 +139,21 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
     }
   }
 
+  /**
+   * Drops up to `max` ended records, from the oldest of each route on: a route's records share
+   * its TTL, so its oldest end first, while routes' TTLs differ (one route's long-lived record
+   * must not keep another's ended ones). A claim under way at a route's head holds it up only
+   * while it runs.
+   */
   function sweep(max: number): void {
     const time = now()
-    let looked = 0
-    for (const [key, record] of records) {
-      if (looked++ >= max || record.expiresAt > time) break
-      drop(key, record)
+    let budget = max
+    for (const group of groups.values()) {
+      for (const [key, record] of group.records) {
+        if (record.expiresAt > time) break
+        drop(key, record)
+        if (--budget === 0) return
+      }
     }
   }
 

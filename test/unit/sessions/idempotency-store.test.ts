@@ -125,4 +125,21 @@ describe('ended records of a route no request reads again', () => {
     // The three ended records went; the claim under way stays.
     expect(store.size).toBe(1)
   })
+
+  it('are dropped though another route\'s older record lives on (routes\' TTLs differ)', () => {
+    let time = 1_000
+    const store = createMemoryIdempotencyStore(() => time)
+    const longLived = { ...BOUNDS, group: 'acme\u0000POST /v1/long' }
+    const shortLived = { ...BOUNDS, group: 'acme\u0000POST /v1/short' }
+    const first = claimed(store.claim('long-1', 'f', 1_000, longLived))
+    store.complete('long-1', first, answer(10), 7 * 24 * 3_600_000, longLived)
+    for (let index = 0; index < 3; index++) {
+      const owner = claimed(store.claim(`short-${index}`, 'f', 1_000, shortLived))
+      store.complete(`short-${index}`, owner, answer(10), 60_000, shortLived)
+    }
+    time += 120_000
+    store.claim('other', 'f', 1_000, BOUNDS)
+    // The long-lived record and the new claim stay; the three ended ones went.
+    expect(store.size).toBe(2)
+  })
 })
