@@ -15,17 +15,18 @@ const SCHEME_AND_VALUE = /\b(bearer|basic)(\s+)\S+|(?:^\s*|\b(?=token\s+(?:\S*\d
 
 /**
  * Whether `word` reads as a service key (SPEC 5: its prefix, `key_` by default): the prefix and
- * then at least 6 characters holding a digit, as generated keys do (`key_live_4f1c9a`), so that
- * names such as `key_id` or `key_rotation` are not taken for one.
+ * then at least 6 characters holding a digit, or 16 characters or more, as generated keys are
+ * (`key_live_4f1c9a`, `key_AbCdEfGhIjKlMnOpQr`), so that names such as `key_id` or
+ * `key_rotation` are not taken for one.
  */
 export function looksLikeServiceKey(word: string, serviceKeyPrefix: string): boolean {
   if (!word.startsWith(serviceKeyPrefix)) return false
   const rest = word.slice(serviceKeyPrefix.length)
-  return rest.length >= 6 && /\d/.test(rest)
+  return rest.length >= 16 || (rest.length >= 6 && /\d/.test(rest))
 }
 
-/** `token=…`, `password: …`, `api_key=…`: a value given its name in the text. */
-const NAMED_VALUE = /\b(token|secret|passw(?:or)?d|api[-_]?key|authorization|cookie)(\s*[=:]\s*)[^\s,;]+/gi
+/** `token=…`, `password: …`, `api_key=…`, `access_token=…`, `client_secret: …`: a value given its name in the text. */
+const NAMED_VALUE = /(?<![A-Za-z0-9])(token|secret|passw(?:or)?d|api[-_]?key|authorization|cookie)(\s*[=:]\s*)[^\s,;]+/gi
 
 /** `text` with every credential it shows replaced by `[redacted]`: a scheme's value, a named value, a service key. */
 export function maskCredentials(text: string, serviceKeyPrefix: string): string {
@@ -34,5 +35,5 @@ export function maskCredentials(text: string, serviceKeyPrefix: string): string 
       scheme !== undefined ? `${scheme}${space ?? ' '}${MASK}` : `${tokenScheme ?? 'token'}${tokenSpace ?? ' '}${MASK}`
     )
     .replace(NAMED_VALUE, (_match, name: string, separator: string) => `${name}${separator}${MASK}`)
-  return masked.replace(/[^\s,;=:'"()[\]{}<>]+/g, (word) => (looksLikeServiceKey(word, serviceKeyPrefix) ? MASK : word))
+  return masked.replace(/[^\s,;=:'"`/()[\]{}<>]+/g, (word) => (looksLikeServiceKey(word, serviceKeyPrefix) ? MASK : word))
 }

@@ -70,8 +70,10 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
   const running = new Set<Comparison>()
   const perTenant = new Map<string, number>()
   // Per tenant and shadow origin: routes of one tenant may name different shadow upstreams.
-  const sessionMaps = new Map<string, { maxSessions: number; ttlMs: number; map: SessionMap<UpstreamResponse> }>()
+  const sessionMaps = new Map<string, { maxSessions: number; map: SessionMap<UpstreamResponse> }>()
   let mapsPrunedFor: GatewayRuntime | undefined
+  // `sessions.ttlMs` is restart-only (SPEC 8): the shadow maps keep the one the process started with, as the clients' map does.
+  const startTtlMs = deps.currentRuntime?.().config.sessions.ttlMs
 
   function sessionsFor(comparison: Comparison): SessionMap<UpstreamResponse> {
     const { tenant, policy, runtime } = comparison
@@ -82,15 +84,15 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     }
     const key = `${tenant}\u0000${policy.origin}`
     const { maxSessions } = policy.settings
-    const { ttlMs } = runtime.config.sessions
+    const ttlMs = startTtlMs ?? runtime.config.sessions.ttlMs
     const current = sessionMaps.get(key)
     const newMap = (): SessionMap<UpstreamResponse> => createSessionMap<UpstreamResponse>(createMemorySessionStore({ maxEntries: maxSessions, ttlMs }))
     // A comparison begun before a reload uses the map in effect, or one of its own: it never
     // replaces the map of the runtime now in effect, nor brings back one a reload let go.
     if (now !== runtime) return current?.map ?? newMap()
-    if (current !== undefined && current.maxSessions === maxSessions && current.ttlMs === ttlMs) return current.map
+    if (current !== undefined && current.maxSessions === maxSessions) return current.map
     const map = newMap()
-    sessionMaps.set(key, { maxSessions, ttlMs, map })
+    sessionMaps.set(key, { maxSessions, map })
     return map
   }
 
@@ -456,5 +458,10 @@ function credentialTest(runtime: GatewayRuntime, head: RequestHead): CredentialT
     const query = queryParam !== null && queryAt !== -1 ? new URLSearchParams(head.url.slice(queryAt + 1)) : null
     return firstPresentedToken(credentialHeaders(head.rawHeaders, sources), query, runtime.config.credentials)?.value ?? null
   }
-  return (name) => looksLikeServiceKey(name, serviceKeyPrefix) || name === (token ??= presented())
+  return (name) => {
+    if (looksLikeServiceKey(name, serviceKeyPrefix)) return true
+    // Read once, even when none was presented (null).
+    if (token === undefined) token = presented()
+    return name === token
+  }
 }

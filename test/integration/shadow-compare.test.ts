@@ -509,6 +509,26 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect(starts(v4)).toBe(5)
   })
 
+  it('keeps its shadow sessions across a reload that changes only sessions.ttlMs, a restart-only key', async () => {
+    let started = 0
+    const v4 = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') json(response, 201, { sessionId: `ses_${++started}`, defaults: {}, meta: {} })
+      else json(response, 200, LEGACY_ANSWER)
+    })
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    let compared = 0
+    const invoke = async (): Promise<void> => {
+      await send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId: 'kept' } })
+      compared++
+      await until(async () => (await shadowOf(gw, INVOKE))?.matches === compared)
+    }
+    await invoke()
+    await gw.gateway.applyConfig(configSchema.parse(shadowConfig(v4, legacy, {}, { sessions: { ttlMs: 60_000 } })))
+    await invoke()
+    expect(v4.requests.filter((request) => request.url === '/v4/sessions.start')).toHaveLength(1)
+  })
+
   it('keeps one shadow session map per shadow upstream: routes of one tenant that name different ones do not replace each other’s', async () => {
     let started = 0
     const v4Handler = (request: RecordedRequest, response: ServerResponse): void => {

@@ -8,6 +8,7 @@ describe('credentials found in text by their shape', () => {
     ['key_id', false],
     ['key_rotation', false],
     ['key_v2', false],
+    ['key_AbCdEfGhIjKlMnOpQr', true],
     ['monkey_live_4f1c9a', false]
   ])('takes %s for a service key: %s', (word, expected) => {
     expect(looksLikeServiceKey(word, 'key_')).toBe(expected)
@@ -28,7 +29,9 @@ describe('credentials found in text by their shape', () => {
     ['a token abcdefghijklmnopqrstuvwxyz came', 'a token [redacted] came'],
     ['x token=tok-123, password: hunter2', 'x token=[redacted], password: [redacted]'],
     ['INC-9: the caller used key_live_pasted1 by mistake', 'INC-9: the caller used [redacted] by mistake'],
-    ['(key_live_4f1c9a)', '([redacted])']
+    ['(key_live_4f1c9a)', '([redacted])'],
+    ['see `key_live_4f1c9a` and /keys/key_live_5e2d8b', 'see `[redacted]` and /keys/[redacted]'],
+    ['access_token=abc, client_secret: s3cr3t, db_password=hunter2', 'access_token=[redacted], client_secret: [redacted], db_password=[redacted]']
   ])('masks %j as %j', (text, masked) => {
     expect(maskCredentials(text, 'key_')).toBe(masked)
   })
