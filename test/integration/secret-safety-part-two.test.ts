@@ -132,9 +132,11 @@ function countedRequests(migration: Answer): number {
   return tenants.flatMap((tenant) => Object.values(tenant.routes)).reduce((sum, route) => sum + route.requests, 0)
 }
 
+/** Comparisons that have ended with an outcome (`comparisons` counts those started, some of which may still run). */
 function shadowComparisons(answer: Answer): number {
-  const routes = Object.values(answer.json?.tenants ?? {}).flatMap((tenant) => Object.values(tenant as Record<string, { comparisons: number }>))
-  return routes.reduce((sum, route) => sum + route.comparisons, 0)
+  type Counts = { matches: number; mismatches: number; candidateErrors: number; primaryErrors: number }
+  const routes = Object.values(answer.json?.tenants ?? {}).flatMap((tenant) => Object.values(tenant as Record<string, Counts>))
+  return routes.reduce((sum, route) => sum + route.matches + route.mismatches + route.candidateErrors + route.primaryErrors, 0)
 }
 
 async function accessLines(gw: StartedGateway, count: number): Promise<void> {
