@@ -370,13 +370,19 @@ export class ShadowResults {
     const scope = this.scope()
     const views = new Map<string, RouteView>()
     if (scope === 'fleet') {
+      // What this replica has not written, taken in the same turn as the store's read is queued:
+      // a flush queued before it is in what the read sees (one connection runs commands in
+      // order), one queued after it is still in this copy. Read after the store answered, a
+      // flush under way meanwhile was in neither, and its counts went missing from the answer.
+      const unwritten = new Map<string, RouteTally[]>()
+      for (const [tenant, labels] of routes) for (const route of labels) unwritten.set(routeKey(tenant, route), this.#unwritten(routeKey(tenant, route)))
       try {
         await this.#readStore(routes, views, nowMs)
       } catch (error) {
         this.#logger.warn({ store: 'redis', family: 'shadow', reason: error instanceof Error ? error.message : String(error) }, "shadow results answered from this replica's memory: the store did not answer")
         return this.#answerLocally(routes, 'local', nowMs)
       }
-      for (const [key, view] of views) for (const tally of this.#unwritten(key)) mergeInto(view, tally)
+      for (const [key, view] of views) for (const tally of unwritten.get(key) ?? []) mergeInto(view, tally)
       return { scope, tenants: build(routes, views, nowMs) }
     }
     return this.#answerLocally(routes, scope, nowMs)

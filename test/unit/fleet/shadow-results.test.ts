@@ -122,6 +122,19 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     expect(route?.samples.map((sample) => sample.requestId)).toEqual(['from-b', 'from-a'])
   })
 
+  it('counts what a flush begun while the answer reads the store carries: neither in the store read nor lost', async () => {
+    const prefix = `sh${++prefixes}:`
+    const results = await replica(prefix)
+    results.record(outcome('mismatch', T0, { requestId: 'in-flight' }))
+    // The answer's read is queued first; the flush takes the unwritten counts and queues its write after it.
+    const answering = results.answer(ROUTES, T0 + 10)
+    const flushing = results.flush()
+    const route = (await answering).tenants.acme?.[ROUTE]
+    await flushing
+    expect(route).toMatchObject({ comparisons: 1, mismatches: 1 })
+    expect((await results.answer(ROUTES, T0 + 10)).tenants.acme?.[ROUTE]).toMatchObject({ comparisons: 1, mismatches: 1 })
+  })
+
   it('writes its own key family below the prefix, with hourly buckets that expire by Redis', async () => {
     const prefix = `sh${++prefixes}:`
     const results = await replica(prefix)
