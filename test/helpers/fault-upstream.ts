@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import { freePort } from './free-port.js'
 import { listenOnLoopback } from './http-server.js'
 import { once, ownedBySuite, ownedByTest } from './teardown.js'
 
@@ -108,23 +109,7 @@ export function useFaultUpstream(initial: FaultHandler = answerOk): FaultUpstrea
   return ownedBySuite('useFaultUpstream', () => launchFaultUpstream(initial), (started) => started.close())
 }
 
-/**
- * An origin where nothing listens: a port that was free a moment ago. Connections are refused.
- * The port is taken below Linux's ephemeral range (32768-60999): a port the system picked and
- * freed could be picked again at once by a listener of a test running beside this one (a gateway
- * there answered 508 to a call meant to be refused), while listeners here ask for port 0 only.
- */
+/** An origin where nothing listens: a port that was free a moment ago (free-port.ts). Connections are refused. */
 export async function refusingOrigin(): Promise<string> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000)
-    const probe = createServer()
-    const free = await new Promise<boolean>((resolve) => {
-      probe.once('error', () => resolve(false))
-      probe.listen(port, '127.0.0.1', () => resolve(true))
-    })
-    if (!free) continue
-    await new Promise<void>((resolve) => probe.close(() => resolve()))
-    return `http://127.0.0.1:${port}`
-  }
-  throw new Error('no free port below the ephemeral range for a refusing origin')
+  return `http://127.0.0.1:${await freePort()}`
 }

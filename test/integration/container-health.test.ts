@@ -1,32 +1,12 @@
-import { createServer } from 'node:net'
 import { writeFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { composeFile, imageEntrypoint, imageEnvInCheckout, imageHealthcheck } from '../helpers/container-files.js'
+import { freePort } from '../helpers/free-port.js'
 import { startHttpServer } from '../helpers/http-server.js'
 import { runCli, spawnCli, type RunningCli } from '../helpers/spawn-cli.js'
 import { useTempDir } from '../helpers/temp-dir.js'
 
 const LISTENING_LINE = /v4gw listening on (\S+) \(admin (\S+)\)/
-
-/**
- * A port nothing listens on at the moment, for a gateway started on it later. Picked below
- * Linux's ephemeral range (32768-60999), checked free and released: the system's own pick (port
- * 0) came from that range, where the listeners and client sockets of tests running alongside are
- * placed too, and one of them took it before the gateway bound it (EADDRINUSE, seen in CI).
- */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000)
-    const server = createServer()
-    const free = await new Promise<boolean>((resolve) => {
-      server.once('error', () => resolve(false))
-      server.listen(port, '127.0.0.1', () => resolve(true))
-    })
-    if (!free) continue
-    await new Promise<void>((resolve) => server.close(() => resolve()))
-    return port
-  }
-}
 
 /** A command line of `node …` as the given process, in the checkout; resolves with its exit code. */
 async function runNodeCommand(command: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
