@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import { maskCredentials } from '../credentials/credentials-in-text.js'
+import { maskCredentials } from '../credentials/index.js'
 import { isPlainObject } from '../util/is-plain-object.js'
 
 /**

@@ -77,10 +77,10 @@ interface MemoryRecord {
 /** What a record costs besides its body: the key, the fingerprint and the map's own entry, roughly. */
 const RECORD_OVERHEAD_BYTES = 256
 /**
- * Ended records dropped from the oldest on at each claim: records of a route no request reads
- * again (a reload removed it) otherwise stayed past their TTL, as nothing else looks at them.
+ * Ended records dropped, each route's oldest first, at each claim: records of a route no request
+ * reads again (a reload removed it) otherwise stayed past their TTL, as nothing else looks at them.
  */
-const SWEEP_PER_CLAIM = 8
+export const SWEEP_PER_CLAIM = 8
 
 /**
  * The replica's own records (SPEC 16 with `store: memory`, and while a shared store is down): a

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { RedisConnection } from '../store/redis-connection.js'
 import type { SharedStore } from '../store/shared-store.js'
-import { createMemoryIdempotencyStore, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type StoredAnswer } from './idempotency-store.js'
+import { createMemoryIdempotencyStore, SWEEP_PER_CLAIM, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type StoredAnswer } from './idempotency-store.js'
 import { KeyWaiters } from './key-waiters.js'
 
 /**
@@ -113,8 +113,6 @@ export interface SharedIdempotencyOptions {
 const DEFAULT_POLL_MS = 25
 /** Claims given up on that are kept to delete once the store is back (each ends with its lease anyway). */
 const MAX_GIVEN_UP = 10_000
-/** Ended memory records dropped per claim while the store answers (their Map is otherwise only pruned by claims into it). */
-const SWEEP_PER_CLAIM = 8
 
 /**
  * SPEC 16's records on the shared store, with this replica's bounded memory records standing in
@@ -164,7 +162,8 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
   return {
     async claim(key, fingerprint, leaseMs, bounds) {
       // A record made here during an outage answers first (its execution ran on this replica);
-      // those that have ended go a few at a time, so the outage's records do not stay for good.
+      // those that have ended go a few at a time (the memory store's own claims, which also sweep,
+      // are not made while the store answers), so the outage's records do not stay for good.
       if (memory.size > 0) {
         if (connection.isUp()) memory.sweep(SWEEP_PER_CLAIM)
         const local = memory.peek(key)
