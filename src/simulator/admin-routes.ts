@@ -7,12 +7,12 @@ import type { SimulatorState } from './simulator-state.js'
 /** Policies list and create: the example admin/config surface of SPEC 11. */
 export function registerAdminRoutes (app: FastifyInstance, state: SimulatorState): void {
   app.get('/v4/policies', async function listPolicies (request) {
-    resolveAdminIdentity(readPresentedCredentials(request.headers), state.credentials)
+    resolveAdminIdentity(readPresentedCredentials(request.raw.rawHeaders), state.credentials)
     return { policies: state.policies.list(), meta: buildMeta(request) }
   })
 
   app.post('/v4/policies', async function createPolicy (request, reply) {
-    const identity = resolveAdminIdentity(readPresentedCredentials(request.headers), state.credentials)
+    const identity = resolveAdminIdentity(readPresentedCredentials(request.raw.rawHeaders), state.credentials)
     assertMayMutate(identity)
     const { name, fields } = parsePolicyBody(request.body)
     reply.code(201)

@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http'
 import type { CredentialLookup } from './credential-directory.js'
 import { SimulatorError } from './errors.js'
 import { SERVICE_ACCOUNT_PREFIX, SERVICE_KEY_PREFIX } from './options.js'
@@ -7,20 +6,31 @@ import type { SimulatorIdentity } from './types.js'
 // Messages never repeat a presented value: they may be secrets.
 
 export interface PresentedCredentials {
-  /** The raw Authorization header, when present. */
-  authorization: string | undefined
-  /** The raw x-service-api-key header, when present. */
-  serviceApiKey: string | undefined
+  /** Every Authorization line, in order. */
+  authorizations: string[]
+  /** Every x-service-api-key line, in order. */
+  serviceApiKeys: string[]
 }
 
-function firstHeaderValue (value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value
+/**
+ * The credential lines as sent, from the raw header list: Node keeps only the first `Authorization`
+ * and joins repeated `x-service-api-key` lines into one value, so a second copy (which native
+ * passthrough forwards as is, SPEC 7) would otherwise never be judged.
+ */
+export function readPresentedCredentials (rawHeaders: readonly string[]): PresentedCredentials {
+  const presented: PresentedCredentials = { authorizations: [], serviceApiKeys: [] }
+  for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
+    const name = (rawHeaders[index] as string).toLowerCase()
+    if (name === 'authorization') presented.authorizations.push(rawHeaders[index + 1] as string)
+    else if (name === 'x-service-api-key') presented.serviceApiKeys.push(rawHeaders[index + 1] as string)
+  }
+  return presented
 }
 
-export function readPresentedCredentials (headers: IncomingHttpHeaders): PresentedCredentials {
-  return {
-    authorization: firstHeaderValue(headers.authorization),
-    serviceApiKey: firstHeaderValue(headers['x-service-api-key'])
+/** Rule 3 (contract part 5): an sa_* identifier sent as an API key fails the call, whatever else came with it. */
+function rejectServiceAccountKey (presented: PresentedCredentials, message: string): void {
+  if (presented.serviceApiKeys.some((key) => key.trim().startsWith(SERVICE_ACCOUNT_PREFIX))) {
+    throw new SimulatorError('INVALID_CREDENTIAL_TYPE', message)
   }
 }
 
@@ -46,16 +56,16 @@ function rejectNonSessionToken (token: string): void {
  * what is accepted; an `sa_*` identifier in its place fails the call (rule 3).
  */
 export function resolveRuntimeIdentity (presented: PresentedCredentials, lookup: CredentialLookup): SimulatorIdentity {
-  // Rule 3: an sa_* identifier sent as an API key fails the call, whatever else came with it.
-  if (presented.serviceApiKey?.trim().startsWith(SERVICE_ACCOUNT_PREFIX) === true) {
-    throw new SimulatorError('INVALID_CREDENTIAL_TYPE', 'invalid API key: an sa_* service-account identifier is never a credential')
-  }
-  if (presented.authorization === undefined) {
-    throw new SimulatorError('AUTH_INVALID', presented.serviceApiKey === undefined
+  rejectServiceAccountKey(presented, 'invalid API key: an sa_* service-account identifier is never a credential')
+  const [authorization, ...more] = presented.authorizations
+  if (authorization === undefined) {
+    throw new SimulatorError('AUTH_INVALID', presented.serviceApiKeys.length === 0
       ? 'missing session token: send Authorization: Bearer <session-token>'
       : 'missing session token: x-service-api-key is for admin/config APIs only; send Authorization: Bearer <session-token>')
   }
-  const token = parseBearerToken(presented.authorization)
+  // RFC 9110 11.6.2: Authorization is a single field; two lines are two credentials.
+  if (more.length > 0) throw new SimulatorError('CREDENTIALS_AMBIGUOUS', 'send exactly one Authorization header')
+  const token = parseBearerToken(authorization)
   if (token === undefined) {
     throw new SimulatorError('AUTH_INVALID', 'missing session token: Authorization must use the Bearer scheme')
   }
@@ -101,14 +111,13 @@ function resolveBearerAdminIdentity (authorization: string, lookup: CredentialLo
  * after rule 3: an `sa_*` sent as the API key fails as such whatever else came with it, as on runtime routes.
  */
 export function resolveAdminIdentity (presented: PresentedCredentials, lookup: CredentialLookup): SimulatorIdentity {
-  if (presented.serviceApiKey?.trim().startsWith(SERVICE_ACCOUNT_PREFIX) === true) {
-    throw new SimulatorError('INVALID_CREDENTIAL_TYPE', 'invalid API key: an sa_* service-account identifier is never a credential; send a key_* service-account token')
+  rejectServiceAccountKey(presented, 'invalid API key: an sa_* service-account identifier is never a credential; send a key_* service-account token')
+  const { authorizations, serviceApiKeys } = presented
+  if (authorizations.length + serviceApiKeys.length > 1) {
+    throw new SimulatorError('CREDENTIALS_AMBIGUOUS', 'send exactly one credential: one x-service-api-key or one Authorization, not both or two of either')
   }
-  if (presented.serviceApiKey !== undefined && presented.authorization !== undefined) {
-    throw new SimulatorError('CREDENTIALS_AMBIGUOUS', 'send exactly one credential: x-service-api-key or Authorization, not both')
-  }
-  if (presented.serviceApiKey !== undefined) return resolveServiceKeyIdentity(presented.serviceApiKey, lookup)
-  if (presented.authorization !== undefined) return resolveBearerAdminIdentity(presented.authorization, lookup)
+  if (serviceApiKeys[0] !== undefined) return resolveServiceKeyIdentity(serviceApiKeys[0], lookup)
+  if (authorizations[0] !== undefined) return resolveBearerAdminIdentity(authorizations[0], lookup)
   throw new SimulatorError('AUTH_INVALID', 'missing credential: send x-service-api-key: <key_*> or Authorization: Bearer <session-token>')
 }
 

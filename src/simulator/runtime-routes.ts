@@ -8,7 +8,7 @@ import type { SimulatorState } from './simulator-state.js'
 /** The three runtime endpoints of contract part 4; bearer session tokens only (part 5). */
 export function registerRuntimeRoutes (app: FastifyInstance, state: SimulatorState): void {
   app.post('/v4/sessions.start', async function startSession (request, reply) {
-    const identity = resolveRuntimeIdentity(readPresentedCredentials(request.headers), state.credentials)
+    const identity = resolveRuntimeIdentity(readPresentedCredentials(request.raw.rawHeaders), state.credentials)
     const session = state.sessions.start(identity.subject, parseSessionStartBody(request.body))
     reply.code(201)
     return {
@@ -21,7 +21,7 @@ export function registerRuntimeRoutes (app: FastifyInstance, state: SimulatorSta
   app.post<{ Params: { sessionId: string } }>(
     '/v4/sessions/:sessionId/executions.execute',
     async function executeInSession (request, reply) {
-      const identity = resolveRuntimeIdentity(readPresentedCredentials(request.headers), state.credentials)
+      const identity = resolveRuntimeIdentity(readPresentedCredentials(request.raw.rawHeaders), state.credentials)
       const body = parseExecutionBody(request.body)
       const session = state.sessions.resolveForExecution(request.params.sessionId, identity.subject)
       // Contract part 2: only policy and route may be given per execution; risk stays the session's.
@@ -40,7 +40,7 @@ export function registerRuntimeRoutes (app: FastifyInstance, state: SimulatorSta
   )
 
   app.post('/v4/execute', async function executeOneLiner (request, reply) {
-    resolveRuntimeIdentity(readPresentedCredentials(request.headers), state.credentials)
+    resolveRuntimeIdentity(readPresentedCredentials(request.raw.rawHeaders), state.credentials)
     const body = parseExecutionBody(request.body)
     const effective = buildEffectiveContext(
       { policy: body.policy, route: body.route, risk: body.risk },

@@ -2,6 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createSimulator, DEFAULT_SIMULATOR_OPTIONS } from '../../src/simulator/index.js'
 import type { Simulator, SimulatorOptions } from '../../src/simulator/index.js'
+import { send as sendLines } from '../helpers/http.js'
 
 interface WireMeta {
   requestId: string
@@ -257,6 +258,21 @@ describe('simulator admin/config auth (contract part 5)', () => {
       expect(answer.status).toBe(401)
       expect(answer.body.error?.code).toBe('INVALID_CREDENTIAL_TYPE')
     }
+  })
+
+  // Node keeps only the first Authorization line and joins repeated x-service-api-key lines, and
+  // native passthrough forwards every copy (SPEC 7): each line sent must be judged.
+  it('judges every line of a repeated credential header, not only the first', async () => {
+    const runtimeSecondSa = await sendLines(baseUrl, '/v4/execute', { headers: { ...ALICE, 'x-service-api-key': ['key_demo_admin', 'sa_demo'] }, json: { input: 1 } })
+    expect([runtimeSecondSa.status, runtimeSecondSa.json.error.code]).toEqual([401, 'INVALID_CREDENTIAL_TYPE'])
+    const runtimeTwoTokens = await sendLines(baseUrl, '/v4/execute', { headers: { authorization: ['Bearer demo-token-bob', 'Bearer demo-token-alice'] }, json: { input: 1 } })
+    expect([runtimeTwoTokens.status, runtimeTwoTokens.json.error.code]).toEqual([400, 'CREDENTIALS_AMBIGUOUS'])
+    const adminTwoTokens = await sendLines(baseUrl, '/v4/policies', { headers: { authorization: ['Bearer demo-token-bob', 'Bearer demo-token-alice'] }, json: { name: 'p' } })
+    expect([adminTwoTokens.status, adminTwoTokens.json.error.code]).toEqual([400, 'CREDENTIALS_AMBIGUOUS'])
+    const adminTwoKeys = await sendLines(baseUrl, '/v4/policies', { headers: { 'x-service-api-key': ['key_demo_admin', 'key_demo_admin'] } })
+    expect([adminTwoKeys.status, adminTwoKeys.json.error.code]).toEqual([400, 'CREDENTIALS_AMBIGUOUS'])
+    const adminSecondSa = await sendLines(baseUrl, '/v4/policies', { headers: { 'x-service-api-key': ['key_demo_admin', 'sa_demo'] } })
+    expect([adminSecondSa.status, adminSecondSa.json.error.code]).toEqual([401, 'INVALID_CREDENTIAL_TYPE'])
   })
 
   it('answers 401 AUTH_REVOKED when a key revoked with revokeKey lists policies', async () => {
