@@ -5,7 +5,8 @@ import { CallRecorder } from './call-recorder.js'
 import { registerAdminRoutes } from './admin-routes.js'
 import { registerControlRoutes } from './control-routes.js'
 import { CredentialDirectory } from './credential-directory.js'
-import { answerFrameworkError, installErrorReplies } from './error-replies.js'
+import { answerClientError, answerFrameworkError, installErrorReplies } from './error-replies.js'
+import { SimulatorError } from './errors.js'
 import { markRequestStart, newId } from './meta.js'
 import { resolveSimulatorOptions } from './options.js'
 import { PolicyStore } from './policy-store.js'
@@ -32,6 +33,7 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
     backendDefaults: resolved.backendDefaults
   }
   const recorder = new CallRecorder()
+  let closing: Promise<void> | undefined
 
   const app = Fastify({
     logger: resolved.logger,
@@ -41,7 +43,10 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
     // Ids of any length route (fastify's 100-character limit would answer 414 in its own shape);
     // an id nobody issued is then SESSION_NOT_FOUND, as the contract has it.
     routerOptions: { maxParamLength: 8192 },
-    frameworkErrors: answerFrameworkError
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
+    // A request on a kept-alive connection during close is refused below, in the simulator's shape.
+    return503OnClosing: false
   })
 
   // Recorded before parsing and auth, so rejected calls still show what reached the upstream.
@@ -49,6 +54,10 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
   app.addHook('onRequest', async function recordCall (request) {
     markRequestStart(request)
     if (record) recorder.record(request)
+    // fastify has set `connection: close` on the answer already.
+    if (closing !== undefined) {
+      throw new SimulatorError('SHUTTING_DOWN', 'the simulator is shutting down')
+    }
   })
   installBodyParsers(app, function recordBody (request, body) {
     if (record) recorder.attachBody(request, body)
@@ -57,8 +66,6 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
   registerRuntimeRoutes(app, state)
   registerAdminRoutes(app, state)
   if (resolved.controlRoutes) registerControlRoutes(app, state)
-
-  let closing: Promise<void> | undefined
 
   return {
     app,

@@ -3,6 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createSimulator, DEFAULT_SIMULATOR_OPTIONS } from '../../src/simulator/index.js'
 import type { Simulator, SimulatorOptions } from '../../src/simulator/index.js'
 import { send as sendLines } from '../helpers/http.js'
+import { buildRawRequest, parseRawResponse, rawExchange } from '../helpers/raw-http.js'
+import { connect } from 'node:net'
+import { once } from 'node:events'
 
 interface WireMeta {
   requestId: string
@@ -549,6 +552,45 @@ describe('simulator meta envelope (contract part 2)', () => {
     expect(answer.status).toBe(404)
     expect(answer.body.error?.code).toBe('NOT_FOUND')
     expect(answer.body.meta.requestId).toMatch(/^req_/)
+  })
+})
+
+describe('simulator answers it cannot route, in its own shape (SPEC 11)', () => {
+  const envelope = (code: string) => ({ error: { code, message: expect.any(String) }, meta: { requestId: expect.stringMatching(/^req_/), timingMs: { total: expect.any(Number) } } })
+
+  it('answers headers over the parser limit 431 and broken framing 400 as { error, meta }, not fastify\'s shape', async () => {
+    const big = await rawExchange(baseUrl, buildRawRequest('POST /v4/execute HTTP/1.1', [['host', 'sim'], ['x-padding', 'a'.repeat(20_000)], ['content-length', '0']]))
+    expect(big.response?.status).toBe(431)
+    expect(JSON.parse(big.response?.text ?? '')).toEqual(envelope('REQUEST_HEADERS_TOO_LARGE'))
+    const broken = await rawExchange(baseUrl, buildRawRequest('POST /v4/execute HTTP/1.1', [['host', 'sim'], ['content-length', '2'], ['transfer-encoding', 'chunked']], '{}'))
+    expect(broken.response?.status).toBe(400)
+    expect(JSON.parse(broken.response?.text ?? '')).toEqual(envelope('INVALID_REQUEST'))
+  })
+
+  it('answers a request that arrives on a busy connection while it closes 503 SHUTTING_DOWN as { error, meta }', async () => {
+    const sim = createSimulator()
+    const { port } = new URL(await sim.listen())
+    const socket = connect(Number(port), '127.0.0.1')
+    await once(socket, 'connect')
+    const received: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => received.push(chunk))
+    const ended = once(socket, 'close')
+    const body = JSON.stringify({ input: 1 })
+    // The first request's headers arrive before close, its body after; the second comes behind it.
+    socket.write(buildRawRequest('POST /v4/execute HTTP/1.1', [['host', 'sim'], ['authorization', 'Bearer demo-token-alice'], ['content-type', 'application/json'], ['content-length', String(body.length)]]))
+    await sleep(50)
+    const closed = sim.close()
+    await sleep(20)
+    socket.write(Buffer.concat([Buffer.from(body), buildRawRequest('POST /v4/execute HTTP/1.1', [['host', 'sim'], ['authorization', 'Bearer demo-token-alice'], ['content-type', 'application/json'], ['content-length', String(body.length)]], body)]))
+    await ended
+    await closed
+    const bytes = Buffer.concat(received)
+    const first = parseRawResponse(bytes, true, 'POST')
+    expect(first?.status).toBe(200)
+    const second = parseRawResponse(bytes.subarray(bytes.indexOf('HTTP/1.1', 1)), true, 'POST')
+    expect(second?.status).toBe(503)
+    expect(second?.headers.connection).toBe('close')
+    expect(JSON.parse(second?.text ?? '')).toEqual(envelope('SHUTTING_DOWN'))
   })
 })
 
