@@ -16,8 +16,11 @@ import { firstListedDay, type ClientView, type RouteView, type TenantView } from
  *   r:T:h:ROUTE             HyperLogLog of the route's client ids
  *   r:T:h<day>:ROUTE        HyperLogLog of the client ids of one UTC day
  *
- * Days are epoch day numbers. Every key gets a TTL of the tenant's `retentionDays` at each write
- * (the per-day logs 31 days), and each write trims clients last seen before the retention.
+ * Days are epoch day numbers. Every key but `m:` gets a TTL of the tenant's `retentionDays` at each
+ * write (the per-day logs 31 days), and each write trims clients last seen before the retention.
+ * `m:` holds what `sunset-check` decides on (lastSeenNonExempt): it has no TTL, so that a Redis full
+ * of sessions under a `volatile-*` policy (the shipped one) never evicts that evidence of a quiet
+ * route while `r:since` stays and vouches for it (docs/decisions.md). It is a few fields per route.
  */
 export function registryKeys(prefix: string) {
   const base = `${prefix}r:`
@@ -87,7 +90,8 @@ if over > 0 then
   drop(redis.call('ZRANGE', KEYS[4], 0, over - 1))
   redis.call('HINCRBY', KEYS[1], 'evicted', over)
 end
-for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
+redis.call('PERSIST', KEYS[1])
+for i = 2, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
 return 1`
 
 /** Adds a tenant's per-day legacy and native counts (ARGV[1], JSON) and drops days before ARGV[2]. KEYS: share. */

@@ -61,6 +61,7 @@ export async function createSharedStore(options: SharedStoreOptions): Promise<Sh
   if (options.kind === 'memory' || options.url === null) return memorySharedStore(options.keyPrefix, countUnavailable)
   const connection = createRedisConnection(options.url, options.logger)
   const clock = watchClock(connection, options.logger, options.clockCheckMs ?? CLOCK_CHECK_MS)
+  watchEvictionPolicy(connection, options.logger)
   await connection.firstAttempt(options.connectWaitMs ?? 2_000)
   return {
     kind: 'redis',
@@ -121,4 +122,22 @@ function watchClock(connection: RedisConnection, logger: StoreLogger, everyMs: n
       clearTimeout(timer)
     }
   }
+}
+
+/**
+ * Warns, each time the store comes up, when Redis may evict keys that have no TTL (`allkeys-*`):
+ * the client registry keeps each route's sunset evidence without one (fleet/registry-redis.ts), so
+ * only such a policy can drop it and let `sunset-check` pass on a route a client still calls.
+ * A server that refuses CONFIG (managed Redis often renames it) is not judged.
+ */
+function watchEvictionPolicy(connection: RedisConnection, logger: StoreLogger): void {
+  async function check(): Promise<void> {
+    const [, policy] = (await connection.run((client) => client.config('GET', 'maxmemory-policy'))) as [string?, string?]
+    if (policy?.startsWith('allkeys-') === true) {
+      logger.warn({ store: 'redis', maxmemoryPolicy: policy }, 'Redis may evict any key when full (maxmemory-policy allkeys-*): the client registry can lose a route\'s evidence and sunset-check then pass on a route still called; use volatile-* or noeviction')
+    }
+  }
+  connection.onChange((up) => {
+    if (up) check().catch(() => undefined)
+  })
 }

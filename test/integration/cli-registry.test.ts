@@ -134,6 +134,48 @@ describe('v4gw sunset-check (SPEC 12)', () => {
     expect(busy.stdout).toContain(clientIdOf('demo-token-alice'))
   }, 60_000)
 
+  it('still exits 1 after Redis, full under volatile-lru (the shipped policy), evicted a quiet route\'s other registry keys', async () => {
+    const client = redis.client()
+    await client.set('evict:r:since', String(now - 30 * DAY))
+    const config = testConfig(sim.url, {
+      admin: { token: ADMIN_TOKEN },
+      store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'evict:' }, flushMs: 200 },
+      tenants: { acme: { upstream: { staging: sim.url } } }
+    })
+    const first = await startGateway(config)
+    await call(first, ALICE)
+    await until(async () => (await client.exists(`evict:r:acme:c:${HEADLESS}`)) === 1, 5_000)
+    await first.close()
+    // Memory pressure from keys with a TTL (sessions, idempotency records): the least recently
+    // used go, which are the quiet route's, until its client list is gone.
+    const used = Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])
+    await client.config('SET', 'maxmemory-policy', 'volatile-lru')
+    await client.config('SET', 'maxmemory', String(used + 4 * 1024 * 1024))
+    try {
+      const filler = 'x'.repeat(8 * 1024)
+      // Until every key of the family that has a TTL is gone (the old m: had one too).
+      const evictable = async (): Promise<number> => {
+        let count = 0
+        for (const key of await client.keys('evict:r:acme:*')) if ((await client.ttl(key)) > 0) count++
+        return count
+      }
+      for (let round = 0; round < 1_000 && (await evictable()) > 0; round++) {
+        const pipeline = client.pipeline()
+        for (let index = 0; index < 100; index++) pipeline.set(`filler:${round}:${index}`, filler, 'EX', 3_600)
+        await pipeline.exec()
+      }
+      expect(await evictable()).toBe(0)
+    } finally {
+      await client.config('SET', 'maxmemory', '0')
+      await client.config('SET', 'maxmemory-policy', 'noeviction')
+    }
+    gw = await startGateway(config)
+    const busy = await check('--route', HEADLESS)
+    expect(busy.stderr).toBe('')
+    expect(busy.code).toBe(1)
+    expect(busy.stdout).toContain('a client not in the list')
+  }, 60_000)
+
   it('exits 0 on fleet-wide evidence, 1 listing a client that is not exempt, 2 when it cannot tell', async () => {
     // The store's registry began 30 days ago: complete data for any --quiet-days up to 30.
     await redis.client().set('cli:r:since', String(now - 30 * DAY))

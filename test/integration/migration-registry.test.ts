@@ -182,8 +182,10 @@ describe('the client registry of a fleet on one Redis (SPEC 12)', () => {
     const answer = await migration(a, '?tenant=acme')
     expect(answer.json.tenants.acme.legacyShare).toEqual([{ day: iso(Date.now()).slice(0, 10), legacy: 3, native: 1 }])
     expect(answer.json.configHashes).toHaveLength(1)
-    // The family of its own, with a TTL (retention in Redis too).
-    expect(await redis.client().ttl(`reg:r:acme:m:${HEADLESS}`)).toBeGreaterThan(89 * 24 * 3_600)
+    // The family of its own, with a TTL (retention in Redis too), but for the route's sunset
+    // evidence, which no volatile-* eviction may take (docs/decisions.md).
+    expect(await redis.client().ttl(`reg:r:acme:c:${HEADLESS}`)).toBeGreaterThan(89 * 24 * 3_600)
+    expect(await redis.client().ttl(`reg:r:acme:m:${HEADLESS}`)).toBe(-1)
   })
 
   it('answers scope local while Redis is away, counts the requests it served without it, and adds them to the store when it is back', async () => {
