@@ -43,7 +43,8 @@ export function registryKeys(prefix: string) {
  * Adds one route's delta (ARGV[1], JSON) to what the store holds, in one step: counts summed, last
  * seen the later, a client's user agent the one of its later request; then the clients older than
  * the retention (ARGV[3]) go, then the least recently seen beyond `maxPerRoute` (ARGV[2]), counted
- * in `evicted`; days before ARGV[4] go. KEYS: main, days, clients, recent.
+ * in `evicted`; days before ARGV[4] go. The delta's own evictions (`ev`, ids in `x`) count only for
+ * clients the store does not list. KEYS: main, days, clients, recent.
  */
 const ADD_ROUTE = `local p = cjson.decode(ARGV[1])
 local maxPer = tonumber(ARGV[2])
@@ -56,7 +57,17 @@ end
 redis.call('HINCRBY', KEYS[1], 'requests', p.n)
 later(KEYS[1], 'lastSeen', p.l)
 later(KEYS[1], 'lastSeenNonExempt', p.e)
-if p.ev > 0 then redis.call('HINCRBY', KEYS[1], 'evicted', p.ev) end
+-- The delta's evictions, but for clients the store lists or the delta holds again: merged, those
+-- are still listed (an eviction below, past maxPerRoute, counts them if they go).
+local ev = p.ev
+if ev > 0 then
+  local held = {}
+  for _, c in ipairs(p.c) do held[c[1]] = true end
+  for _, id in ipairs(p.x) do
+    if held[id] or redis.call('ZSCORE', KEYS[4], id) then ev = ev - 1 end
+  end
+  if ev > 0 then redis.call('HINCRBY', KEYS[1], 'evicted', ev) end
+end
 for _, d in ipairs(p.d) do redis.call('HINCRBY', KEYS[2], tostring(d[1]), d[2]) end
 for _, day in ipairs(redis.call('HKEYS', KEYS[2])) do
   if tonumber(day) < firstDay then redis.call('HDEL', KEYS[2], day) end
@@ -152,6 +163,7 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
           l: route.lastSeenMs,
           e: route.lastSeenNonExemptMs,
           ev: route.clientsEvicted,
+          x: route.departed === undefined ? [] : [...route.departed.keys()],
           d: [...route.days].map(([day, count]) => [day, count.requests]),
           c: clients.map((client) => [client.id, client.userAgent ?? '', client.requests, client.firstSeenMs, client.lastSeenMs, client.lastBrownoutMs])
         }

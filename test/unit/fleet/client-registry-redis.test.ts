@@ -97,6 +97,24 @@ describe('the client registry on Redis (SPEC 12)', () => {
     await registry.close()
   })
 
+  it('counts a client its delta evicted as evicted once, and not at all when the store still lists it', async () => {
+    const { registry } = await replica(`crr${++prefixes}:`, undefined, { maxTotal: 100_000, forTenant: () => ({ maxPerRoute: 2, retentionDays: 90 }) })
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa'))
+    await registry.flush()
+    // The store lists a; the next delta sees a, b and c, and drops a (its least recent) to hold two.
+    for (const letter of 'abc') registry.recordLegacy(sample(`fp:${letter.repeat(16)}`))
+    await registry.flush()
+    const { route } = await routeOf(registry)
+    // Three clients, two listed: one eviction (the store's trim of a), not two.
+    expect(route).toMatchObject({ requests: 4, distinctClients: 3, clientsEvicted: 1 })
+    expect(route?.clients).toHaveLength(2)
+    // A delta's eviction of a client the store never listed still counts.
+    for (const letter of 'def') registry.recordLegacy(sample(`fp:${letter.repeat(16)}`))
+    await registry.flush()
+    expect((await routeOf(registry)).route).toMatchObject({ requests: 7, distinctClients: 6, clientsEvicted: 4 })
+    await registry.close()
+  })
+
   it('counts in the fleet\'s distinct clients, per route and per day, the clients its delta evicted before it was written', async () => {
     // Two clients listed per route: a burst of five in one flush window leaves three out of the listing.
     const { registry } = await replica(`crr${++prefixes}:`, undefined, { maxTotal: 100_000, forTenant: () => ({ maxPerRoute: 2, retentionDays: 90 }) })
