@@ -172,15 +172,20 @@ export class RegistryData {
     this.#clientCount++
   }
 
+  // Samples are recorded as requests finish but carry their arrival: a long one arrives before
+  // requests recorded ahead of it, so each field keeps its own earliest or latest.
   #touch(client: ClientRecord, sample: LegacySample, userAgent: string | null, day: number): void {
     client.requests++
-    if (this.trackDays && dayOf(client.lastSeenMs) !== day) (client.days ??= []).push(dayOf(client.lastSeenMs))
     if (sample.atMs >= client.lastSeenMs) {
+      if (this.trackDays && dayOf(client.lastSeenMs) !== day) (client.days ??= []).push(dayOf(client.lastSeenMs))
       client.lastSeenMs = sample.atMs
       // The same text as before keeps the stored string (no copy per request).
       if (client.userAgent !== userAgent) client.userAgent = userAgent
+    } else {
+      if (sample.atMs < client.firstSeenMs) client.firstSeenMs = sample.atMs
+      if (this.trackDays && dayOf(client.lastSeenMs) !== day && client.days?.includes(day) !== true) (client.days ??= []).push(day)
     }
-    if (sample.brownout) client.lastBrownoutMs = sample.atMs
+    if (sample.brownout && sample.atMs > client.lastBrownoutMs) client.lastBrownoutMs = sample.atMs
   }
 
   /** Forgets what is older than each tenant's `retentionDays`: clients last seen before, and routes unused since. */

@@ -206,6 +206,24 @@ describe('the client registry in memory (SPEC 12)', () => {
     expect(data.parts(10_000)).toHaveLength(1)
   })
 
+  it('keeps a client\'s first seen, last brownout and days right when a long request that arrived first is recorded last', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    const now = Date.now()
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 10_000, { brownout: true }))
+    // Arrived 20 s before the first recorded request (browned out too), finished after it.
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 30_000, { brownout: true }))
+    const client = (await viewOf(registry)).route?.clients[0]
+    expect(client).toMatchObject({ requests: 2, firstSeenMs: now - 30_000, lastSeenMs: now - 10_000, lastBrownoutMs: now - 10_000 })
+    await registry.close()
+    // For the store, the late request's own day is the one held, not the last one's again.
+    const midnight = Date.parse('2026-11-27T00:00:00Z')
+    const delta = new RegistryData(midnight, bounds(), true)
+    delta.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', midnight + 1_000))
+    delta.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', midnight - 2_000))
+    delta.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', midnight - 1_000))
+    expect(delta.tenants.get('acme')?.routes.get(ROUTE)?.clients.get('fp:aaaaaaaaaaaaaaaa')?.days).toEqual([dayOf(midnight - 1)])
+  })
+
   it('holds the ids a delta evicted once each, with every day they were seen, and at most maxTotal of them, absorbed deltas included', () => {
     const now = Date.parse('2026-11-26T12:00:00Z')
     const route = (data: RegistryData) => data.tenants.get('acme')?.routes.get(ROUTE)
