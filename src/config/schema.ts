@@ -558,7 +558,8 @@ const configObject = z.strictObject({
     .strictObject({
       kind: storeKind.optional(),
       redis: redisSchema.optional(),
-      flushMs: durationMs(1).optional()
+      // SPEC 12: a fleet answer may be up to 10 s old; a replica's counts reach the store every flushMs.
+      flushMs: wholeNumber(z.number().int().min(1).max(10_000, 'at most 10000 ms: a fleet answer may be up to 10 s old (SPEC 12), and each replica writes its counts every flushMs')).optional()
     })
     .superRefine((store, ctx) => {
       if (store.kind === 'redis' && store.redis?.url == null) {

@@ -436,6 +436,11 @@ describe('the shared store and its older spelling (SPEC 12)', () => {
     expect(config.store.flushMs).toBe(500)
   })
 
+  it('refuses store.flushMs above 10 s: a fleet answer may be at most 10 s old (SPEC 12)', async () => {
+    expect(await problemsOf({ ...acme(upstream), store: { flushMs: 30_000 } })).toEqual([expect.stringMatching(/^store\.flushMs: at most 10000 ms/)])
+    expect((await load({ ...acme(upstream), store: { flushMs: 10_000 } })).store.flushMs).toBe(10_000)
+  })
+
   it('reports store.kind when the two spellings say different things', async () => {
     const problems = await problemsOf({ ...acme(upstream), store: { kind: 'memory' }, sessions: { store: 'redis', redis: { url: 'redis://127.0.0.1:6379' } } })
     expect(problems).toEqual([expect.stringMatching(/^store\.kind: differs from sessions\.store, the older spelling/)])
