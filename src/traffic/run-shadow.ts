@@ -166,9 +166,12 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     running.add(comparison)
     perTenant.set(tenantName, (perTenant.get(tenantName) ?? 0) + 1)
     exchange.response.once('close', function compareOnceAnswered() {
-      // A session-execute request whose state was not sampled, or never became known, counts nowhere.
       if (comparison.settled !== 'compare') {
         release(comparison)
+        // A session-execute request whose state never became known (its body over maxBodyBytes
+        // as it came, or answered before it came whole) is as one declared over the limit: not
+        // compared, counted only where every state is sampled. One not sampled counts nowhere.
+        if (comparison.settled === undefined && policy.sampleBound >= EVERY_KEY) record(comparison, comparison.recordOf('skipped'))
         return
       }
       // The legacy answer has gone out whole (or failed): the V4 side starts only now, off the client's path.

@@ -294,6 +294,31 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     await until(async () => (await shadowOf(gw, INVOKE)).skipped === 1)
   })
 
+  it('at 100 %, counts as skipped a session-execute request whose chunked body passes maxBodyBytes, and one answered before its body came in whole', async () => {
+    const v4 = await startRecordingUpstream()
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy, { maxBodyBytes: 256 }))
+    const body = JSON.stringify({ input: 'x'.repeat(300), stateId: 'st-chunked' })
+    const chunked = `POST /v1/runs/invoke HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`
+    expect((await rawExchange(gw.url, chunked, { timeoutMs: 3_000, stopAfterResponse: true })).response?.status).toBe(200)
+    await until(async () => (await shadowOf(gw, INVOKE))?.skipped === 1)
+    // The legacy side answers from the head, before the body has come.
+    const early = createServer((_request, response) => json(response, 401, { error: 'unauthorized' }))
+    await new Promise<void>((resolve) => early.listen(0, '127.0.0.1', resolve))
+    try {
+      const earlyUrl = `http://127.0.0.1:${(early.address() as AddressInfo).port}`
+      const other = await startGateway(testConfig(v4.url, { tenants: { acme: { upstream: { staging: v4.url, legacy: earlyUrl }, migration: { stage: 'shadow' } } } }))
+      const partial = `POST /v1/runs/invoke HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n{"input":\r\n`
+      expect((await rawExchange(other.url, partial, { timeoutMs: 3_000, stopAfterResponse: true })).response?.status).toBe(401)
+      await until(async () => (await shadowOf(other, INVOKE))?.skipped === 1)
+      expect(await shadowOf(other, INVOKE)).toMatchObject({ comparisons: 0 })
+    } finally {
+      early.closeAllConnections()
+      await new Promise<void>((resolve) => early.close(() => resolve()))
+    }
+    expect(v4.requests).toHaveLength(0)
+  })
+
   it('compares a session-execute request without a body: translate’s 415 against the legacy answer', async () => {
     const v4 = await startRecordingUpstream()
     const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
