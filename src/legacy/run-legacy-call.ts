@@ -14,6 +14,12 @@ export interface LegacyCallTrace extends UpstreamTiming {
    * call once: the client session map counts its starts' failures itself; a comparison counts its own.
    */
   failedStart?: FailedStart
+  /**
+   * True while the request waits on a `sessions.start` another request sent (known at once with a
+   * store that answers synchronously, as a comparison's): a comparison let go at its timeout then
+   * made no call of its own to count.
+   */
+  waitsOnSharedStart?: boolean
 }
 
 export interface LegacyCallResult {
@@ -87,8 +93,13 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     // A hit comes back as it is (session-map.ts): awaited only when it is a promise, since an
     // await of a plain value still costs a turn of the microtask queue.
     const resolving = deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
-    first = resolving instanceof Promise ? await resolving : resolving
+    if (resolving instanceof Promise) {
+      trace.waitsOnSharedStart = !startedHere
+      first = await resolving
+      trace.waitsOnSharedStart = false
+    } else first = resolving
   } catch (error) {
+    trace.waitsOnSharedStart = false
     // A start that failed still had its outcome (SPEC 9): this request's own, or one it shared.
     trace.sessionOutcome = startedHere ? 'miss' : 'coalesced'
     trace.failedStart = startedHere ? 'sent' : 'shared'

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { buildErrorBody } from '../errors/error-body.js'
-import { isGatewayError, type GatewayError } from '../errors/registry.js'
+import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { ShadowOutcome, ShadowRecord, ShadowResults } from '../fleet/shadow-results.js'
 import { firstPresentedToken, looksLikeServiceKey } from '../credentials/index.js'
 import type { Exchange } from '../kernel/exchange.js'
@@ -207,14 +207,22 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
     } else {
       const calls = planned.kind === 'idempotent' ? planned.calls : planned
       let timedOut = false
+      let endWait: ((error: GatewayError) => void) | undefined
+      // SPEC 15: timeoutMs is the V4 side's own limit. A call is cut where undici lets it be (once
+      // connected); one still connecting, or waiting on another comparison's sessions.start, is
+      // let go here and ends on its own (its connect timeout at the latest), holding no slot.
+      const waitEnds = new Promise<never>((_resolve, reject) => {
+        endWait = reject
+      })
       const timer = setTimeout(() => {
         timedOut = true
         comparison.cancelCalls()
+        endWait?.(new GatewayError('UPSTREAM_TIMEOUT', 'the shadow upstream did not answer within shadow.timeoutMs'))
       }, policy.settings.timeoutMs)
       timer.unref()
       const trace: LegacyCallTrace = { upstreamMs: undefined, v4Path: undefined, sessionOutcome: undefined }
       try {
-        const result = await runLegacyCalls(
+        const calling = runLegacyCalls(
           markedShadow(calls.calls),
           {
             origin: policy.origin,
@@ -233,6 +241,9 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
             sessions: sessionsFor(comparison)
           }
         )
+        // Let go at the timeout, its own end is of no interest.
+        calling.catch(() => undefined)
+        const result = await Promise.race([calling, waitEnds])
         const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, { requestId: head.requestId, totalMs: 0, sessionId: result.sessionId, responseFields: calls.responseFields })
         candidate = {
           statusCode: shaped.statusCode,
@@ -250,7 +261,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
           // No HTTP answer from V4 (refused, reset, timeout, unreadable): SPEC 15's candidate_error.
           // One failed call counts once (SPEC 17): a comparison that waited on another's sessions.start
           // does not count it again, even when its own timer fired while it waited.
-          const failureCause = trace.failedStart === 'shared' ? undefined : timedOut ? 'timeout' : upstreamFailureCause(error)
+          const failureCause = trace.failedStart === 'shared' || (timedOut && trace.waitsOnSharedStart === true) ? undefined : timedOut ? 'timeout' : upstreamFailureCause(error)
           // The call was made and failed: counted while its tenant is configured (a reload that
           // removed only the route discards the comparison, not the failure).
           if (failureCause !== undefined && (deps.currentRuntime?.() ?? runtime).tenancy.tenants.has(comparison.tenant)) deps.onUpstreamFailure?.(comparison.tenant, failureCause)

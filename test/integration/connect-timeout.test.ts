@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest'
 import { send, type Answer } from '../helpers/http.js'
 import { useSilentAddress } from '../helpers/network-namespace.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
-import { within } from '../helpers/until.js'
+import { startRecordingUpstream } from '../helpers/recording-upstream.js'
+import { until, within } from '../helpers/until.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 const CONNECT_TIMEOUT_MS = 300
@@ -81,5 +82,65 @@ describe('an upstream whose connect never completes', () => {
       expect(elapsedMs).toBeLessThan(ANSWER_WITHIN_MS)
     }
     expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="timeout"')).toBe(2)
+  })
+
+  it('lets a shadow comparison go at shadow.timeoutMs while its V4 call is still connecting: candidate_error, its slot free for the next (SPEC 15)', async () => {
+    const v4 = await startRecordingUpstream()
+    const legacy = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"output":{"echo":1}}')
+    })
+    const gateway = await startGateway(
+      testConfig(v4.url, {
+        // A connect timeout far above the shadow's limit: only the shadow's own can end it in time.
+        limits: { connectTimeoutMs: UPSTREAM_TIMEOUT_MS },
+        tenants: {
+          acme: {
+            upstream: { staging: v4.url, production: `http://${silent.address}:${PORT}`, legacy: legacy.url },
+            migration: { stage: 'shadow', shadow: { upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true, timeoutMs: 300, maxInFlight: 1 } }
+          }
+        }
+      })
+    )
+    try {
+      const shadow = async (): Promise<Record<string, number>> => (await send(gateway.adminUrl, '/admin/shadow?tenant=acme')).json.tenants.acme['POST /v1/headless/runs'] ?? {}
+      for (const expected of [1, 2]) {
+        expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: expected } })).status).toBe(200)
+        await until(async () => (await shadow()).candidateErrors === expected, ANSWER_WITHIN_MS)
+      }
+      expect(await shadow()).toMatchObject({ dropped: 0, candidateErrors: 2 })
+      expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="shadow",cause="timeout"')).toBe(2)
+    } finally {
+      // The calls still connecting would otherwise hold the gateway's close (its teardown) until their connect timeout.
+      gateway.gateway.cutRemaining()
+    }
+  })
+
+  it('counts a hung sessions.start that comparisons share once, however many of them it let go at shadow.timeoutMs (SPEC 15, 17)', async () => {
+    const v4 = await startRecordingUpstream()
+    const legacy = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"output":{"echo":1}}')
+    })
+    const gateway = await startGateway(
+      testConfig(v4.url, {
+        limits: { connectTimeoutMs: UPSTREAM_TIMEOUT_MS },
+        tenants: {
+          acme: {
+            upstream: { staging: v4.url, production: `http://${silent.address}:${PORT}`, legacy: legacy.url },
+            migration: { stage: 'shadow', shadow: { upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true, timeoutMs: 300 } }
+          }
+        }
+      })
+    )
+    try {
+      const shadow = async (): Promise<Record<string, number>> => (await send(gateway.adminUrl, '/admin/shadow?tenant=acme')).json.tenants.acme['POST /v1/runs/invoke'] ?? {}
+      // One state: the second comparison waits on the first one's sessions.start, still connecting.
+      for (const expected of [1, 2]) {
+        expect((await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: expected, stateId: 'st-hung' } })).status).toBe(200)
+        await until(async () => (await shadow()).candidateErrors === expected, ANSWER_WITHIN_MS)
+      }
+      expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="shadow",cause="timeout"')).toBe(1)
+    } finally {
+      gateway.gateway.cutRemaining()
+    }
   })
 })
