@@ -56,6 +56,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   const runtime = buildGatewayRuntime(options.config, options.embeddedOrigin, { brownoutPauses, stageOverrides, embeddedLegacyOrigin: options.embeddedLegacyOrigin, processFleetId: randomFleetId() })
   const sessionStore = options.sessionStore ?? createSessionStore(initial, store, logger, { onCapacityEvict: () => metrics.observeSessionEvent('capacity-evicted') }, () => reloader.runtime().config.limits)
   const upstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
+  // SPEC 15: comparisons never take the clients' connections, and their pool is destroyed as
+  // shutdown abandons them (undici cannot cut a call still connecting; closing would wait for it).
+  const shadowUpstream = createUpstreamClient({ connectTimeoutMs: initial.limits.connectTimeoutMs })
   const metrics = createMetrics({
     sessionEntries: () => sessionStore.size,
     sessionStoreStatus: () => sessionStore.describe(),
@@ -151,7 +154,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   const liveClaims = createLiveClaims()
   // SPEC 17: a comparison's V4 call that gave no answer is an upstream failure labelled `shadow`.
   const onShadowUpstreamFailure = (tenant: string, cause: string): void => metrics.observeUpstreamFailure(tenant, 'shadow', cause)
-  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone, shadowResults, onShadowUpstreamFailure, tracing })
+  const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone, shadowResults, onShadowUpstreamFailure, shadowUpstream, tracing })
   const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
     metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
   )
@@ -192,6 +195,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     trafficHandler,
     admin,
     upstream,
+    shadowUpstream,
     sessionStore,
     ownsSessionStore: options.sessionStore === undefined,
     // SPEC 16: at the end of the grace period the claims of requests still running are settled

@@ -17,6 +17,8 @@ export interface ShutdownDeps {
   trafficHandler: Pick<TrafficHandler, 'settled' | 'stop'>
   admin: FastifyInstance
   upstream: Pick<UpstreamClient, 'close' | 'destroy'>
+  /** SPEC 15: the comparisons' pool, destroyed once they are abandoned: nothing waits for a V4 side. */
+  shadowUpstream?: Pick<UpstreamClient, 'destroy'>
   sessionStore: SessionStore
   /** A store given by the caller stays the caller's to close. */
   ownsSessionStore: boolean
@@ -88,6 +90,7 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
         // ends when its calls do), which the one below waits for.
         await settledOrGuard()
         trafficHandler.stop()
+        void deps.shadowUpstream?.destroy().catch(() => undefined)
         await admin.close()
         await Promise.race([upstream.close().catch(() => undefined), cutCome])
         // The calls have ended or been cut: a keyed request that outlived its client keeps its

@@ -49,6 +49,8 @@ export interface TrafficDeps {
   shadowResults?: ShadowResults | undefined
   /** SPEC 17: a comparison's V4 call that got no answer (the `shadow` upstream failures). */
   onShadowUpstreamFailure?: ((tenant: string, cause: string) => void) | undefined
+  /** The pool of the comparisons' V4 calls; `upstream` when not given. */
+  shadowUpstream?: UpstreamClient | undefined
 }
 
 export type TrafficHandler = Omit<TrafficKernel, 'answerError'>
@@ -99,7 +101,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     isDraining: deps.isDraining
   }
   // SPEC 15: the runner of stage shadow's comparisons; the planner's candidate is translate's plan.
-  const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate, refusedStateKey, currentRuntime: deps.getRuntime, onUpstreamFailure: deps.onShadowUpstreamFailure })
+  const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.shadowUpstream ?? deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate, refusedStateKey, currentRuntime: deps.getRuntime, onUpstreamFailure: deps.onShadowUpstreamFailure })
   if (shadow !== undefined) run.shadow = (exchange, plan) => shadow.begin(deps.getRuntime(), exchange, plan)
 
   /** `span`: the request's SERVER span's ids, when tracing is on (SPEC 17: logs and traces join). */

@@ -143,4 +143,31 @@ describe('an upstream whose connect never completes', () => {
       gateway.gateway.cutRemaining()
     }
   })
+
+  it('closes once client requests are done, abandoning a comparison whose V4 call is still connecting (SPEC 15: nothing waits for a V4 side)', async () => {
+    const v4 = await startRecordingUpstream()
+    const legacy = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"output":{"echo":1}}')
+    })
+    const gateway = await startGateway(
+      testConfig(v4.url, {
+        limits: { connectTimeoutMs: UPSTREAM_TIMEOUT_MS },
+        tenants: {
+          acme: {
+            upstream: { staging: v4.url, production: `http://${silent.address}:${PORT}`, legacy: legacy.url },
+            migration: { stage: 'shadow', shadow: { upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true, timeoutMs: UPSTREAM_TIMEOUT_MS } }
+          }
+        }
+      })
+    )
+    expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
+    // The comparison starts as the answer closes, and then connects for as long as the connect timeout lets it.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    try {
+      await within(gateway.close(), ANSWER_WITHIN_MS, 'close waited for a comparison still connecting')
+    } catch (error) {
+      gateway.gateway.cutRemaining()
+      throw error
+    }
+  })
 })
