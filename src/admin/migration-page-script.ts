@@ -72,7 +72,13 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
   function isObject(value) { return value !== null && typeof value === 'object' && !Array.isArray(value); }
   function list(value) { return Array.isArray(value) ? value : []; }
   function count(value) { return typeof value === 'number' && isFinite(value) ? value.toLocaleString('en-US') : '–'; }
-  function percent(share) { return (Math.round(share * 1000) / 10).toString() + ' %'; }
+  /** One decimal; a share that is not 0 (or not 1) never reads as 0 % (or 100 %). */
+  function percent(share) {
+    var rounded = Math.round(share * 1000) / 10;
+    if (rounded === 0 && share > 0) return '< 0.1 %';
+    if (rounded === 100 && share < 1) return '> 99.9 %';
+    return rounded.toString() + ' %';
+  }
 
   /** An ISO instant as "2026-11-27 14:05 UTC"; anything else as given. */
   function when(iso) {
@@ -325,9 +331,14 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
         return;
       }
       var share = legacy / total;
-      var barHeight = Math.max(plotHeight * share, share > 0 ? 1 : 0);
-      svg.appendChild(svgEl('rect', { class: 'bar', x: x, y: top + plotHeight - barHeight, width: barWidth, height: barHeight },
-        svgEl('title', null, day + ': ' + percent(share) + ' legacy (' + count(legacy) + ' legacy, ' + count(native) + ' native)')));
+      var tip = svgEl('title', null, day + ': ' + percent(share) + ' legacy (' + count(legacy) + ' legacy, ' + count(native) + ' native)');
+      // A day with requests and none legacy is the goal: a mark of its own, not a bar of height 0.
+      if (share === 0) {
+        svg.appendChild(svgEl('rect', { class: 'bar-zero', x: x, y: top + plotHeight - 2, width: barWidth, height: 2 }, tip));
+        return;
+      }
+      var barHeight = Math.max(plotHeight * share, 1);
+      svg.appendChild(svgEl('rect', { class: 'bar', x: x, y: top + plotHeight - barHeight, width: barWidth, height: barHeight }, tip));
     });
     [0, span.length - 1].forEach(function (index) {
       svg.appendChild(svgEl('text', { class: 'axis', x: index === 0 ? left : width - right, y: height - 8, 'text-anchor': index === 0 ? 'start' : 'end' }, span[index]));

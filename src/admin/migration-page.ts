@@ -56,6 +56,7 @@ details.clients summary { cursor: pointer; padding: 2px 0; }
 .chart { width: 100%; height: auto; display: block; background: var(--bg); border: 1px solid var(--line); border-radius: 4px; }
 .chart .bar { fill: var(--accent); }
 .chart .bar-empty { fill: var(--line); }
+.chart .bar-zero { fill: var(--good); }
 .chart .grid { stroke: var(--line); stroke-width: 1; }
 .chart .axis { fill: var(--muted); font-size: 11px; }
 figcaption { margin-top: 4px; }

@@ -142,6 +142,37 @@ describe('the migration page /admin/ui in chromium', () => {
     await context.close()
   })
 
+  it('marks a day with requests and no legacy one on the chart, and never rounds a small legacy share to 0 %', { timeout: 60_000 }, async () => {
+    const shares = await startGateway(testConfig(sim.url, {
+      admin: { token: ADMIN_TOKEN },
+      tenancy: { header: 'x-tenant-id', default: null },
+      tenants: { quiet: { upstream: { staging: sim.url } }, tail: { upstream: { staging: sim.url } } }
+    }))
+    const native = (tenant: string) => send(shares.url, '/v4/execute', { headers: { authorization: 'Bearer demo-token-alice', 'x-tenant-id': tenant }, json: { input: 1 } })
+    expect((await native('quiet')).status).toBe(200)
+    // 1 legacy request in 2,101: 0.048 %, which one decimal would show as 0 %.
+    expect((await send(shares.url, '/v1/headless/runs', { headers: { authorization: 'Bearer demo-token-alice', 'x-tenant-id': 'tail' }, json: { input: 1 } })).status).toBe(200)
+    for (let batch = 0; batch < 21; batch++) {
+      const answers = await Promise.all(Array.from({ length: 100 }, () => native('tail')))
+      expect(answers.every((answer) => answer.status === 200)).toBe(true)
+    }
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    const page = await context.newPage()
+    await page.goto(`${shares.adminUrl}/admin/ui`)
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    const quiet = page.locator('section.tenant', { hasText: 'quiet' })
+    await quiet.waitFor()
+    const zero = quiet.locator('svg.chart rect.bar-zero')
+    expect(await zero.count()).toBe(1)
+    await expect(zero.locator('title').textContent()).resolves.toMatch(/: 0 % legacy \(0 legacy, 1 native\)$/)
+    expect(await quiet.locator('svg.chart rect.bar').count()).toBe(0)
+    const tail = page.locator('section.tenant', { hasText: 'tail' })
+    await expect(tail.locator('figcaption').textContent()).resolves.toContain(': < 0.1 % legacy, 1 legacy and 2,100 native requests.')
+    await context.close()
+  })
+
   it('shows the shadow verdict of a route in stage shadow: its counts and its top differing pointers, as text (SPEC 12, 15)', { timeout: 60_000 }, async () => {
     const answer = (text: string) => JSON.stringify({ output: { text }, effective: { policy: 'p', route: 'r', risk: 'low' }, meta: { requestId: 'x' } })
     const reply = (text: string) => startRecordingUpstream((_request, response) => {
