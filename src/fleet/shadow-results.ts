@@ -215,6 +215,18 @@ function mergeInto(view: RouteView, tally: RouteTally): void {
 }
 
 /**
+ * A route's reset at ARGV[1] (DELETE /admin/shadow): its counts, pointers, samples and hourly
+ * buckets (KEYS) go and its `since` becomes the reset, in one step, so that no WRITE_TALLY lands
+ * between the two; unless the store already holds a reset at or after it (one made later, or this
+ * one written already), which a reset carried over an outage must not undo.
+ */
+const RESET_ROUTE = `local at = tonumber(ARGV[1])
+if tonumber(redis.call('HGET', KEYS[1], 'since') or '0') >= at then return 0 end
+redis.call('DEL', unpack(KEYS))
+redis.call('HSET', KEYS[1], 'since', ARGV[1])
+return 1`
+
+/**
  * One route's tally written in one step (a script runs whole, nothing between its commands):
  * skipped when a reset (DELETE /admin/shadow, on any replica) set the route's `since` after the
  * tally's last record, else its counts, hourly buckets, pointers and samples added. Read and
@@ -299,6 +311,8 @@ export class ShadowResults {
   /** In memory: since when each route's counts hold (the start, or its reset). */
   readonly #startedAtMs: number
   readonly #resetAt = new Map<string, number>()
+  /** With Redis, resets made while the store did not take them: written first at the next flush. */
+  readonly #unwrittenResets = new Map<string, number>()
   #downSinceMs: number | undefined
   #timer: NodeJS.Timeout | undefined
   #flushing: Promise<void> | undefined
@@ -388,32 +402,50 @@ export class ShadowResults {
     return this.#answerLocally(routes, scope, nowMs)
   }
 
-  /** `DELETE /admin/shadow`: the counts of a tenant's routes (or one route) start again from now. */
+  /**
+   * `DELETE /admin/shadow`: the counts of a tenant's routes (or one route) start again from now.
+   * With the store away (`local`), this replica's counts start again now, and the reset is written
+   * to the store before anything else once it answers (SPEC 12: what was done in an outage is
+   * added when the store is back).
+   */
   async reset(tenant: string, routes: readonly string[], nowMs: number): Promise<FleetScope> {
     for (const route of routes) {
       const key = routeKey(tenant, route)
       this.#pending.delete(key)
       this.#earlier.delete(key)
       this.#resetAt.set(key, nowMs)
+      if (this.#store.connection !== undefined) this.#unwrittenResets.set(key, nowMs)
     }
-    const connection = this.#store.connection
-    if (connection === undefined) return 'replica'
+    if (this.#store.connection === undefined) return 'replica'
     if (!this.#store.isUp()) return 'local'
+    return (await this.#writeResets()) ? 'fleet' : 'local'
+  }
+
+  /** Writes the resets the store has not taken, one script per route in one pipeline; true when it took them all. */
+  async #writeResets(): Promise<boolean> {
+    const connection = this.#store.connection
+    if (connection === undefined || this.#unwrittenResets.size === 0) return true
+    const resets = [...this.#unwrittenResets]
+    const nowMs = Date.now()
     try {
-      await connection.run((client) => {
-        // One transaction: no WRITE_TALLY of another replica between a route's DEL and its new
-        // `since`, which would see no reset and write counts made before it.
-        const transaction = client.multi()
-        for (const route of routes) {
+      const results = await connection.run((client) => {
+        const pipeline = client.pipeline()
+        for (const [key, atMs] of resets) {
+          const [tenant, route] = splitRouteKey(key)
           const base = this.#routeBase(tenant, route)
-          transaction.del(`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, nowMs))
-          transaction.hset(`${base}:c`, 'since', String(nowMs))
+          const keys = [`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, Math.max(nowMs, atMs))]
+          pipeline.eval(RESET_ROUTE, keys.length, ...keys, String(atMs))
         }
-        return transaction.exec()
+        return pipeline.exec()
       })
-      return 'fleet'
+      let all = true
+      for (const [index, [key, atMs]] of resets.entries()) {
+        if (results?.[index]?.[0] != null) all = false
+        else if (this.#unwrittenResets.get(key) === atMs) this.#unwrittenResets.delete(key)
+      }
+      return all
     } catch {
-      return 'local'
+      return false
     }
   }
 
@@ -422,7 +454,8 @@ export class ShadowResults {
     for (const [tenant, labels] of routes) {
       for (const route of labels) {
         const key = routeKey(tenant, route)
-        const since = scope === 'local' ? (this.#downSinceMs ?? nowMs) : (this.#resetAt.get(key) ?? this.#startedAtMs)
+        const resetAtMs = this.#resetAt.get(key)
+        const since = scope === 'local' ? Math.max(this.#downSinceMs ?? nowMs, resetAtMs ?? 0) : (resetAtMs ?? this.#startedAtMs)
         const view = emptyView(since)
         for (const tally of this.#unwritten(key)) mergeInto(view, tally)
         views.set(key, view)
@@ -484,7 +517,9 @@ export class ShadowResults {
 
   async #write(): Promise<void> {
     const connection = this.#store.connection
-    if (connection === undefined || !this.#store.isUp() || (this.#pending.size === 0 && this.#earlier.size === 0)) return
+    if (connection === undefined || !this.#store.isUp()) return
+    // A reset the store did not take goes first: the counts made after it are written after it.
+    if (!(await this.#writeResets()) || (this.#pending.size === 0 && this.#earlier.size === 0)) return
     const batch: Array<[string, RouteTally]> = []
     for (const [key, tallies] of this.#earlier) for (const tally of tallies) batch.push([key, tally])
     batch.push(...this.#pending)

@@ -208,6 +208,37 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     expect(route).toMatchObject({ comparisons: 1, matches: 1, mismatches: 0, topPointers: [], samples: [] })
   })
 
+  it('writes a reset made while the store was away once it answers, before the counts made after it, and answers since the reset meanwhile', async () => {
+    const prefix = `sh${++prefixes}:`
+    const [a, b] = [await replica(prefix), await replica(prefix)]
+    for (let index = 0; index < 5; index++) a.record(outcome('mismatch', Date.now() - 10_000, { pointers: ['/before'] }))
+    await a.flush()
+    redis.pause()
+    let resetAtMs: number
+    try {
+      await until(async () => a.scope() === 'local', 10_000)
+      resetAtMs = Date.now()
+      expect(await a.reset('acme', [ROUTE], resetAtMs)).toBe('local')
+      a.record(outcome('match', resetAtMs + 1))
+      // Meanwhile this replica answers from the reset on.
+      expect((await a.answer(ROUTES, resetAtMs + 2)).tenants.acme?.[ROUTE]).toMatchObject({ since: new Date(resetAtMs).toISOString(), comparisons: 1 })
+    } finally {
+      redis.resume()
+    }
+    // Both connections back (b answers from the store only then).
+    await until(async () => a.scope() === 'fleet' && b.scope() === 'fleet', 10_000)
+    await a.flush()
+    const answer = await b.answer(ROUTES, Date.now())
+    expect(answer.scope).toBe('fleet')
+    const route = answer.tenants.acme?.[ROUTE]
+    expect(route).toMatchObject({ since: new Date(resetAtMs).toISOString(), comparisons: 1, matches: 1, mismatches: 0, topPointers: [] })
+    // Written once: a later reset on another replica is not undone by it.
+    const laterMs = Date.now() + 1_000
+    expect(await b.reset('acme', [ROUTE], laterMs)).toBe('fleet')
+    await a.flush()
+    expect((await a.answer(ROUTES, laterMs + 1_000)).tenants.acme?.[ROUTE]).toMatchObject({ since: new Date(laterMs).toISOString(), comparisons: 0 })
+  })
+
   it('writes a pointer with a lone surrogate (a V4 answer may name a member so) like any other', async () => {
     const prefix = `sh${++prefixes}:`
     const results = await replica(prefix)
