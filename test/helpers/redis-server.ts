@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { delimiter, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
+import { freePort } from './free-port.js'
 import { send } from './http.js'
 import { startGateway, testConfig, useGateway, type StartedGateway } from './start-gateway.js'
 import { ownedBySuite, ownedByTest } from './teardown.js'
@@ -40,18 +41,6 @@ function onPath(command: string): boolean {
     }
   }
   return false
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      const port = typeof address === 'object' && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 /** True once the server answers PING (with +PONG, or NOAUTH when it has a password). */
