@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process'
-import { createServer, type AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
+import { freePort } from '../helpers/free-port.js'
 import { send } from '../helpers/http.js'
 import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js'
 import { useRecordingUpstream } from '../helpers/recording-upstream.js'
@@ -28,15 +28,6 @@ async function serveAll(gw: StartedGateway, count: number): Promise<number[]> {
   const statuses: number[] = []
   for (let index = 0; index < count; index++) statuses.push((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } })).status)
   return statuses
-}
-
-/** A loopback port nothing listens on any more: a collector that is down. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
 }
 
 describe('exporting spans to a collector that misbehaves', () => {
@@ -74,7 +65,7 @@ describe('exporting spans to a collector that misbehaves', () => {
   })
 
   it('a collector that is down (connection refused): requests are served, and closing the gateway ends within the grace period', async () => {
-    const gw = await tracedGateway(`http://127.0.0.1:${await closedPort()}/v1/traces`)
+    const gw = await tracedGateway(`http://127.0.0.1:${await freePort()}/v1/traces`)
     expect(await serveAll(gw, 5)).toEqual([200, 200, 200, 200, 200])
     const native = await send(gw.url, '/v4/anything', { headers: ALICE })
     expect(native.status).toBe(200)
