@@ -106,10 +106,21 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
 
   /** Counts a comparison's end, unless it was abandoned or a reload took its route away. */
   function record(comparison: Comparison, result: ShadowRecord): void {
+    comparison.finished = true
     if (comparison.abandoned) return
     const now = deps.currentRuntime?.()
     if (now !== undefined && now !== comparison.runtime && !now.tenancy.tenants.get(comparison.tenant)?.routes.some((route) => route.label === comparison.route)) return
     deps.results.record(result)
+  }
+
+  /**
+   * A comparison let go at `timeoutMs` while its V4 call still connects (undici cuts a call only
+   * once connected) keeps its slot until that call ends: the caps bound the V4 work outstanding,
+   * sockets included, not only the comparisons still waiting for an outcome.
+   */
+  function releaseOnceCallsEnd(comparison: Comparison): void {
+    if (comparison.callsEnded === undefined) release(comparison)
+    else void comparison.callsEnded.then(() => release(comparison))
   }
 
   function release(comparison: Comparison): void {
@@ -186,10 +197,10 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       setImmediate(() => {
         runCandidate(comparison, primary).then(
           (result) => {
-            release(comparison)
             if (result !== undefined) record(comparison, result)
+            releaseOnceCallsEnd(comparison)
           },
-          () => release(comparison)
+          () => releaseOnceCallsEnd(comparison)
         )
       })
     })
@@ -241,8 +252,8 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
             sessions: sessionsFor(comparison)
           }
         )
-        // Let go at the timeout, its own end is of no interest.
-        calling.catch(() => undefined)
+        // Let go at the timeout, its own end matters only to the slot it holds.
+        comparison.callsEnded = calling.then(noop, noop)
         const result = await Promise.race([calling, waitEnds])
         const shaped = shapeLegacyResponse(result.response.statusCode, result.response.headers, result.response.body, { requestId: head.requestId, totalMs: 0, sessionId: result.sessionId, responseFields: calls.responseFields })
         candidate = {
@@ -286,17 +297,24 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       for (const comparison of [...running]) {
         comparison.abandon()
         release(comparison)
-        // One whose state's sampling is not settled yet was never a comparison.
-        if (comparison.settled === 'compare') deps.results.record(comparison.recordOf('abandoned'))
+        // One whose state's sampling is not settled yet was never a comparison; one that has its
+        // outcome (let go at its timeout, its call still connecting) is counted already.
+        if (comparison.settled === 'compare' && !comparison.finished) deps.results.record(comparison.recordOf('abandoned'))
       }
     }
   }
 }
 
+function noop(): void {}
+
 /** One comparison: the copies of the request and of the legacy answer, and the V4 side's cancel scope. */
 class Comparison {
   readonly scope: CancelScope = { cancelled: false, cancel: undefined }
   abandoned = false
+  /** Its outcome is recorded (or discarded): nothing more is counted of it. */
+  finished = false
+  /** Settles when its V4 calls have ended, however they end; undefined when it made none. */
+  callsEnded: Promise<void> | undefined = undefined
   /**
    * Whether it is compared: execute's is decided at its start; session-execute's once its body is
    * in (settleSampling), until then undefined. `skipped`: sampled, but its credentials may not go to V4.
