@@ -63,6 +63,14 @@ export interface LegacyCallTarget {
   maxAnswerBytes?: number
 }
 
+/** A session being started, by this request or another (then `waitsOnSharedStart` while it waits). */
+function awaitedStart<T>(resolving: Promise<T>, trace: LegacyCallTrace, startedHere: boolean): Promise<T> {
+  trace.waitsOnSharedStart = !startedHere
+  return resolving.finally(() => {
+    trace.waitsOnSharedStart = false
+  })
+}
+
 /** Makes a legacy request's planned V4 calls (SPEC 4). */
 export function runLegacyCalls(calls: LegacyCalls, target: LegacyCallTarget, deps: LegacyCallDeps): Promise<LegacyCallResult> {
   // Not async itself: an async function returning another's promise costs two more turns of the microtask queue.
@@ -93,13 +101,8 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     // A hit comes back as it is (session-map.ts): awaited only when it is a promise, since an
     // await of a plain value still costs a turn of the microtask queue.
     const resolving = deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
-    if (resolving instanceof Promise) {
-      trace.waitsOnSharedStart = !startedHere
-      first = await resolving
-      trace.waitsOnSharedStart = false
-    } else first = resolving
+    first = resolving instanceof Promise ? await awaitedStart(resolving, trace, startedHere) : resolving
   } catch (error) {
-    trace.waitsOnSharedStart = false
     // A start that failed still had its outcome (SPEC 9): this request's own, or one it shared.
     trace.sessionOutcome = startedHere ? 'miss' : 'coalesced'
     trace.failedStart = startedHere ? 'sent' : 'shared'
@@ -118,7 +121,8 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     trace.v4Path = V4_SESSIONS_START_PATH
     let retry: ResolvedSession<UpstreamResponse>
     try {
-      retry = await deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
+      const resolving = deps.sessions.resolve(calls.sessionKey, calls.tenant, start)
+      retry = resolving instanceof Promise ? await awaitedStart(resolving, trace, startedHere) : resolving
     } catch (error) {
       // The new start, this request's or one that requests meeting the same stale session share.
       trace.failedStart = startedHere ? 'sent' : 'shared'
