@@ -239,6 +239,28 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     expect((await a.answer(ROUTES, laterMs + 1_000)).tenants.acme?.[ROUTE]).toMatchObject({ since: new Date(laterMs).toISOString(), comparisons: 0 })
   })
 
+  it('does not write a reset made while the store was away over comparisons another replica wrote that were made after it', async () => {
+    const prefix = `sh${++prefixes}:`
+    const [a, b] = [await replica(prefix), await replica(prefix)]
+    for (let index = 0; index < 5; index++) a.record(outcome('mismatch', Date.now() - 10_000, { pointers: ['/before'] }))
+    await a.flush()
+    const sinceBefore = (await b.answer(ROUTES, Date.now())).tenants.acme?.[ROUTE]?.since
+    // b reached the store while a could not: a comparison made after a's reset (its record time) is written.
+    b.record(outcome('match', Date.now() + 60_000))
+    await b.flush()
+    redis.pause()
+    try {
+      await until(async () => a.scope() === 'local', 10_000)
+      expect(await a.reset('acme', [ROUTE], Date.now())).toBe('local')
+    } finally {
+      redis.resume()
+    }
+    await until(async () => a.scope() === 'fleet' && b.scope() === 'fleet', 10_000)
+    await a.flush()
+    // Nothing of b's is lost, and since does not claim a reset the counts do not follow.
+    expect((await b.answer(ROUTES, Date.now())).tenants.acme?.[ROUTE]).toMatchObject({ since: sinceBefore, comparisons: 6, matches: 1, mismatches: 5 })
+  })
+
   it('writes a pointer with a lone surrogate (a V4 answer may name a member so) like any other', async () => {
     const prefix = `sh${++prefixes}:`
     const results = await replica(prefix)
