@@ -114,7 +114,7 @@ export class ClientRegistry {
         // refusal: this replica's own are complete from its `since`, and said to be `local`.
         if (this.#writeFailed) return this.#localView(routesOf, clientsPerRoute)
         const nowMs = Date.now()
-        const fleet = await readFleet(connection, this.#store.keyPrefix, routesOf, clientsPerRoute, nowMs)
+        const fleet = await readFleet(connection, this.#store.keyPrefix, routesOf, clientsPerRoute, nowMs, (tenant) => this.#bounds.forTenant(tenant).retentionDays)
         const own = this.#configHash()
         const configHashes = fleet.configHashes.includes(own) ? fleet.configHashes : [...fleet.configHashes, own]
         return { scope: 'fleet', sinceMs: fleet.sinceMs ?? nowMs, generatedAtMs: nowMs, configHashes: configHashes.sort(), tenants: fleet.tenants }

@@ -44,7 +44,8 @@ export function registryKeys(prefix: string) {
  * seen the later, a client's user agent the one of its later request; then the clients older than
  * the retention (ARGV[3]) go, then the least recently seen beyond `maxPerRoute` (ARGV[2]), counted
  * in `evicted`; days before ARGV[4] go. The delta's own evictions (`ev`, ids in `x`) count only for
- * clients the store does not list. KEYS: main, days, clients, recent.
+ * clients the store does not list. A route last seen before the retention starts over (its main
+ * hash and distinct log go first). KEYS: main, days, clients, recent, distinct.
  */
 const ADD_ROUTE = `local p = cjson.decode(ARGV[1])
 local maxPer = tonumber(ARGV[2])
@@ -54,6 +55,8 @@ local ttl = tonumber(ARGV[5])
 local function later(key, field, value)
   if value > 0 and value > tonumber(redis.call('HGET', key, field) or '0') then redis.call('HSET', key, field, string.format('%d', value)) end
 end
+-- No TTL on main (sunset evidence): a route unused for the whole retention starts over, as in memory.
+if tonumber(redis.call('HGET', KEYS[1], 'lastSeen') or '0') < cutoff then redis.call('DEL', KEYS[1], KEYS[5]) end
 redis.call('HINCRBY', KEYS[1], 'requests', p.n)
 later(KEYS[1], 'lastSeen', p.l)
 later(KEYS[1], 'lastSeenNonExempt', p.e)
@@ -168,7 +171,7 @@ export async function writeDelta(connection: RedisConnection, prefix: string, de
           c: clients.map((client) => [client.id, client.userAgent ?? '', client.requests, client.firstSeenMs, client.lastSeenMs, client.lastBrownoutMs])
         }
         scripts.push({ at: pipeline.length, tenant, route: label })
-        pipeline.eval(ADD_ROUTE, 4, routeKeys.main, routeKeys.days, routeKeys.clients, routeKeys.recent, JSON.stringify(payload), String(maxPerRoute), String(cutoffMs), String(firstDay), String(ttl))
+        pipeline.eval(ADD_ROUTE, 5, routeKeys.main, routeKeys.days, routeKeys.clients, routeKeys.recent, routeKeys.distinct, JSON.stringify(payload), String(maxPerRoute), String(cutoffMs), String(firstDay), String(ttl))
         // Distinct sets merge as HyperLogLog unions: each id of the delta added to its route's and
         // day's logs, those of the clients evicted from the delta before this write included.
         const seen: Array<[string, Iterable<number>]> = clients.map((client) => [client.id, new Set([...(client.days ?? []), dayOf(client.lastSeenMs)])])
@@ -213,7 +216,7 @@ export interface FleetRead {
 }
 
 /** The fleet's registry for `routesOf` tenants, in two round trips (SPEC 12's answer). */
-export async function readFleet(connection: RedisConnection, prefix: string, routesOf: ReadonlyMap<string, readonly string[]>, clientsPerRoute: number, nowMs: number): Promise<FleetRead> {
+export async function readFleet(connection: RedisConnection, prefix: string, routesOf: ReadonlyMap<string, readonly string[]>, clientsPerRoute: number, nowMs: number, retentionDaysOf: (tenant: string) => number): Promise<FleetRead> {
   const keys = registryKeys(prefix)
   const firstDay = firstListedDay(nowMs)
   const plan = [...routesOf].map(([tenant, routes]) => ({ tenant, routes: routes.map((label) => ({ label, keys: keys.route(tenant, label) })) }))
@@ -266,7 +269,11 @@ export async function readFleet(connection: RedisConnection, prefix: string, rou
   const tenants = new Map<string, TenantView>()
   for (const { tenant, share, routes } of partial) {
     const views = new Map<string, RouteView>()
+    const cutoffMs = nowMs - retentionDaysOf(tenant) * DAY_MS
     for (const route of routes) {
+      // `m:` has no TTL: a route unused for the whole retention reads as unused, as the memory
+      // registry's sweep forgets it (the script starts it over at its next write).
+      if (Number(route.main.lastSeen ?? 0) < cutoffMs) route.main = {}
       const days = listedDays(route.days, firstDay).map((day) => ({ day: dayName(day), requests: Number(route.days[String(day)]), clients: more[at++] as number }))
       const stored = route.recent.length > 0 ? (more[at++] as (string | null)[]) : []
       const clients: ClientView[] = []

@@ -115,6 +115,19 @@ describe('the client registry on Redis (SPEC 12)', () => {
     await registry.close()
   })
 
+  it('reads a route unused for its whole retention as unused, as the memory registry does, though its summary has no TTL', async () => {
+    const { registry } = await replica(`crr${++prefixes}:`)
+    const longAgo = Date.now() - 100 * 24 * HOUR
+    registry.recordLegacy({ ...sample('fp:aaaaaaaaaaaaaaaa'), atMs: longAgo })
+    await registry.flush()
+    expect((await routeOf(registry)).route).toMatchObject({ requests: 0, lastSeenMs: null, lastSeenNonExemptMs: null })
+    // Called again: it starts over, the old count not added.
+    registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb'))
+    await registry.flush()
+    expect((await routeOf(registry)).route).toMatchObject({ requests: 1, distinctClients: 1 })
+    await registry.close()
+  })
+
   it('counts in the fleet\'s distinct clients, per route and per day, the clients its delta evicted before it was written', async () => {
     // Two clients listed per route: a burst of five in one flush window leaves three out of the listing.
     const { registry } = await replica(`crr${++prefixes}:`, undefined, { maxTotal: 100_000, forTenant: () => ({ maxPerRoute: 2, retentionDays: 90 }) })
