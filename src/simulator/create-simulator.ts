@@ -51,11 +51,12 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
 
   // Recorded before parsing and auth, so rejected calls still show what reached the upstream.
   const record = resolved.recordCalls
-  app.addHook('onRequest', async function recordCall (request) {
+  app.addHook('onRequest', async function recordCall (request, reply) {
     markRequestStart(request)
     if (record) recorder.record(request)
-    // fastify has set `connection: close` on the answer already.
     if (closing !== undefined) {
+      // Set here too: fastify sets it only once its own close has begun, a turn later.
+      reply.raw.setHeader('connection', 'close')
       throw new SimulatorError('SHUTTING_DOWN', 'the simulator is shutting down')
     }
   })
