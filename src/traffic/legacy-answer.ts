@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders } from 'node:http'
+import { deliver } from '../kernel/delivery-watch.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { LegacyCallResult } from '../legacy/run-legacy-call.js'
 import { shapeLegacyResponse } from '../legacy/shape-response.js'
@@ -8,7 +9,7 @@ import { roundMs } from '../util/round-ms.js'
 
 /** The V4 answer as the legacy client gets it (SPEC 6), with the request's own headers on top. */
 export function writeLegacyAnswer(exchange: Exchange, plan: CallsPlan, result: LegacyCallResult, draining: boolean): void {
-  writeAnswer(exchange, legacyAnswer(exchange, plan, result), draining)
+  writeAnswer(exchange, legacyAnswer(exchange, plan, result), draining, plan.timeoutMs)
 }
 
 /** What `writeLegacyAnswer` sends: status, headers and body bytes (a 1xx, 204 or 304 has none). */
@@ -36,11 +37,12 @@ export function legacyAnswer(exchange: Exchange, plan: CallsPlan, result: Legacy
   return { statusCode: shaped.statusCode, headers, payload: bodiless ? undefined : shaped.payload }
 }
 
-export function writeAnswer(exchange: Exchange, answer: LegacyAnswer, draining: boolean): void {
+/** `stallMs`: how long the client may take none of the answer before it is cut (SPEC 10; the upstream's limit). */
+export function writeAnswer(exchange: Exchange, answer: LegacyAnswer, draining: boolean, stallMs: number): void {
   const response = exchange.response
   if (draining) answer.headers.connection = 'close'
   if (response.destroyed) return
   response.writeHead(answer.statusCode, answer.headers)
-  response.end(answer.payload)
   exchange.record.bytesOut += answer.payload === undefined ? 0 : (answer.headers['content-length'] as number)
+  deliver(exchange, answer.payload, stallMs)
 }

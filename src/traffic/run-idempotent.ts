@@ -103,7 +103,7 @@ export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, de
         throw new GatewayError('IDEMPOTENCY_RESULT_TOO_LARGE', `the answer to this ${settings.keyHeader} was too large to keep; it is not executed again`)
       }
       note(exchange, run, waited ? 'waited' : 'replayed')
-      writeAnswer(exchange, replayed(exchange, plan.calls, record.answer), deps.isDraining())
+      writeAnswer(exchange, replayed(exchange, plan.calls, record.answer), deps.isDraining(), plan.calls.timeoutMs)
       return
     }
     // The client leaving ends the wait: its in-flight slot (SPEC 10) is not held for nobody, nor is
@@ -165,7 +165,7 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
       if (live.executions === 0) {
         await release()
         note(exchange, run, 'not_kept')
-        writeAnswer(exchange, answer, deps.isDraining())
+        writeAnswer(exchange, answer, deps.isDraining(), calls.timeoutMs)
         return
       }
       stored = storedAnswer(answer, result.sessionId, settings.maxBodyBytes)
@@ -186,7 +186,7 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
     // After the cut the claim is left to its expiry (SPEC 16): the answer goes to the client only.
     if (!live.cut && (await store.complete(recordKey, owner, stored, settings.ttlMs, bounds)) === 'local') run.unavailable = true
     note(exchange, run, 'executed')
-    writeAnswer(exchange, answer, deps.isDraining())
+    writeAnswer(exchange, answer, deps.isDraining(), calls.timeoutMs)
   } finally {
     clearInterval(renewal)
     deps.liveClaims?.delete(live)

@@ -139,4 +139,43 @@ describe('an answer its client stops reading (SPEC 10)', () => {
     socket.destroy()
   })
 
+
+  it('cuts a client that takes none of a whole legacy answer written to it, and waits for one that reads it slowly (SPEC 10)', async () => {
+    // A legacy answer of 15 MiB (under the 16 MiB an answer is read up to): far more than the socket buffers.
+    const big = JSON.stringify({ output: 'x'.repeat(15 * 1024 * 1024), effective: { policy: 'p', route: 'r', risk: 'low' }, meta: { requestId: 'r' } })
+    const upstream = await startHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(big) })
+      response.end(big)
+    })
+    const gw = await startGateway(testConfig(upstream.url, { limits: { upstreamTimeoutMs: 1_000, maxInFlight: 1 }, log: { level: 'info' } }))
+    const { hostname, port } = new URL(gw.url)
+    const body = '{"input":1}'
+    const ask = (requestId: string): Socket => {
+      const socket: Socket = connect({ host: hostname, port: Number(port) })
+      socket.on('error', () => undefined)
+      socket.write(buildRawRequest('POST /v1/headless/runs HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['content-type', 'application/json'], ['content-length', String(body.length)], ['x-request-id', requestId]], body))
+      return socket
+    }
+    const line = (requestId: string) => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === requestId)
+
+    // Never reads a byte: cut, its line 408, its one slot free again.
+    const stalled = ask('whole-answer-stalled')
+    stalled.pause()
+    await until(() => line('whole-answer-stalled') !== undefined, 10_000)
+    expect(line('whole-answer-stalled')).toMatchObject({ status: 408, error: 'REQUEST_TIMEOUT' })
+    stalled.destroy()
+
+    // Reads all of it in small bites, taking longer than upstreamTimeoutMs in all: served whole.
+    const slow = ask('whole-answer-slow')
+    let received = 0
+    slow.on('data', (chunk: Buffer) => {
+      received += chunk.length
+      slow.pause()
+      setTimeout(() => slow.resume(), 20)
+    })
+    await until(() => received > Buffer.byteLength(big), 60_000)
+    await until(() => line('whole-answer-slow') !== undefined, 5_000)
+    expect(line('whole-answer-slow')).toMatchObject({ status: 200 })
+    slow.destroy()
+  }, 90_000)
 })
