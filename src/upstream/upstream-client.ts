@@ -360,7 +360,29 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
   private end(): void {
     this.ended = true
     this.stopStallCheck()
-    this.target.body.end()
+    const body = this.target.body
+    body.end()
+    // The last of the answer may still wait for a reader that took none of it (Node emits no
+    // 'finish' then, and the in-flight slot would stay taken): looked at as while paused, only
+    // when bytes wait, until it is taken or the response closes.
+    let backlog = body.writableLength
+    if (backlog === 0 || body.writableFinished) return
+    const look = (): void => {
+      const now = body.writableLength
+      if (body.writableFinished || body.destroyed) {
+        this.stallCheck = undefined
+        return
+      }
+      if (now < backlog) {
+        backlog = now
+        this.stallCheck = setTimeout(look, this.stallMs)
+        return
+      }
+      this.stallCheck = undefined
+      this.target.onReaderStalled()
+    }
+    this.stallCheck = setTimeout(look, this.stallMs)
+    body.once('close', () => this.stopStallCheck())
   }
 
   private stopStallCheck(): void {

@@ -16,8 +16,9 @@ import { until } from '../helpers/until.js'
 /** A body that never drains by itself: its backlog is what the test says, as a socket's buffer shrinking while a client reads. */
 class ControlledBody extends Writable {
   backlog = 64 * 1024
-  constructor() {
-    super({ highWaterMark: 1 })
+  /** `highWaterMark`: 1, so that the upstream is paused at once; a large one takes the whole answer without a pause. */
+  constructor(highWaterMark = 1) {
+    super({ highWaterMark })
     // The client's teardown cuts the call, which destroys the body with its error.
     this.on('error', () => undefined)
     Object.defineProperty(this, 'writableLength', { get: () => this.backlog })
@@ -32,10 +33,11 @@ function client(): Promise<UpstreamClient> {
   return ownedByTest('upstream client', async () => createUpstreamClient({ connectTimeoutMs: 5_000 }), (started) => started.destroy())
 }
 
-async function streamInto(body: ControlledBody, timeoutMs: number): Promise<{ stalledAt: () => number | undefined }> {
+async function streamInto(body: ControlledBody, timeoutMs: number, ends = false): Promise<{ stalledAt: () => number | undefined }> {
   const upstream = await startHttpServer((_request, response) => {
     response.writeHead(200, { 'content-type': 'application/octet-stream' })
-    response.write(Buffer.alloc(64 * 1024))
+    if (ends) response.end(Buffer.alloc(64 * 1024))
+    else response.write(Buffer.alloc(64 * 1024))
   })
   const upstreamClient = await client()
   let stalledAt: number | undefined
@@ -73,5 +75,14 @@ describe('the pace of a streamed answer\'s reader (SPEC 10)', () => {
     }
     await until(() => stream.stalledAt() !== undefined, 5_000)
     expect(stream.stalledAt()).toBe(64 * 1024 - 30 * 1024)
+  })
+
+  it('reports a reader that takes none of the last of an answer the upstream has ended as stalled (Node emits no finish for it)', async () => {
+    // Never paused: the body takes the whole answer into its buffer, and its reader none of it.
+    const body = new ControlledBody(1024 * 1024)
+    const stream = await streamInto(body, 300, true)
+    await until(() => stream.stalledAt() !== undefined, 5_000)
+    expect(stream.stalledAt()).toBe(64 * 1024)
+    expect(body.writableEnded).toBe(true)
   })
 })
