@@ -8,7 +8,7 @@ import type { UpstreamOutcome } from '../observability/access-record.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
 import { forwardedHeaders } from '../util/forwarded-headers.js'
-import { stripHopByHop } from '../util/hop-by-hop.js'
+import { connectionOptions, stripHopByHop } from '../util/hop-by-hop.js'
 import { putOwnHeaders } from '../util/own-headers.js'
 
 /** A streamed upstream call, as the planner decided it: the body is the client's, as it arrives. */
@@ -58,6 +58,8 @@ export function createForwarder(
     // The call's outcome goes on the request's access record (SPEC 9), nothing else of it.
     const outcome: UpstreamOutcome = exchange.record
     const sentAt = performance.now()
+    // The upstream answer's Connection header: the fields it names are dropped from its trailers too.
+    let answerConnection: string | string[] | undefined
     const incoming = requestBody(request)
     if (incoming !== null) continueIfExpected(request, response)
     const body = incoming === null || tap === undefined ? incoming : tapped(incoming, tap)
@@ -87,6 +89,7 @@ export function createForwarder(
           // A streamed answer's upstream time ends at its headers (SPEC 9 logs and histograms):
           // the body then flows at the pace of both ends.
           outcome.upstreamMs = performance.now() - sentAt
+          answerConnection = headers.connection
           tap?.onResponseStart(statusCode, headers)
           // The upstream's end-to-end headers (RFC 9110 7.6.1) with the gateway's own on top. A 204
           // never carries a Content-Length (RFC 9110 8.6), even when the upstream's did.
@@ -105,7 +108,8 @@ export function createForwarder(
           // answers that carry trailers are the ones that could announce them.
           if (!carriesTrailers(request, response.statusCode, response.hasHeader('content-length'))) return
           try {
-            response.addTrailers(stripHopByHop(trailers) as OutgoingHttpHeaders)
+            // RFC 9110 7.6.1: a field the answer's Connection header named is the hop's, trailer or not.
+            response.addTrailers(stripHopByHop(trailers, new Set(connectionOptions(answerConnection))) as OutgoingHttpHeaders)
           } catch {
             // A field Node refuses to write cannot go on; the body and the other fields have.
           }

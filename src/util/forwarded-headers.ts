@@ -1,14 +1,17 @@
+import { connectionOptions, isHopByHop } from './hop-by-hop.js'
+
 /**
  * The `x-forwarded-*` headers a proxied request carries (SPEC 7): the client address appended to
  * any incoming `x-forwarded-for` list, the listener's scheme, and the incoming `Host`.
  */
 export function forwardedHeaders(
-  incoming: { 'x-forwarded-for'?: string | string[]; host?: string },
+  incoming: { 'x-forwarded-for'?: string | string[]; host?: string; connection?: string | string[] },
   clientAddress: string | undefined,
   protocol: string
 ): Record<string, string> {
   const address = clientAddress ?? 'unknown'
-  const list = incoming['x-forwarded-for']
+  // RFC 9110 7.6.1: a list the client's Connection names was for the hop to the gateway only.
+  const list = isHopByHop('x-forwarded-for', connectionOptions(incoming.connection)) ? undefined : incoming['x-forwarded-for']
   const previous = Array.isArray(list) ? list.join(', ') : list
   const headers: Record<string, string> = {
     'x-forwarded-for': previous === undefined || previous === '' ? address : `${previous}, ${address}`,

@@ -225,6 +225,12 @@ describe('native /v4/* passthrough', () => {
       expect(only().headers['x-forwarded-for']).toBe('203.0.113.7, 198.51.100.2, 127.0.0.1')
     })
 
+    it('drops an incoming x-forwarded-for list the client\'s Connection header names: it was for that hop only (RFC 9110 7.6.1)', async () => {
+      const response = await rawExchange(gw.url, 'GET /v4/policies HTTP/1.1\r\nHost: gateway.test\r\nConnection: close, x-forwarded-for\r\nX-Forwarded-For: 10.0.0.9\r\n\r\n')
+      expect(response).toMatch(/^HTTP\/1\.1 200 /)
+      expect(only().headers['x-forwarded-for']).toBe('127.0.0.1')
+    })
+
     it('sets x-forwarded-for to the client address when there is none', async () => {
       await send(gw.url, '/v4/policies')
       expect(only().headers['x-forwarded-for']).toBe('127.0.0.1')
@@ -510,7 +516,8 @@ describe('trailer fields of a chunked upstream answer', () => {
   const ANSWERS: Record<string, string> = {
     '/v4/trailers': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTrailer: x-checksum\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-checksum: sha256=2cf24d\r\n\r\n',
     '/v4/no-content': 'HTTP/1.1 204 No Content\r\nTrailer: x-checksum\r\n\r\n',
-    '/v4/with-length': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nTrailer: x-checksum\r\n\r\nhello'
+    '/v4/with-length': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nTrailer: x-checksum\r\n\r\nhello',
+    '/v4/hop-trailer': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: x-digest\r\nTrailer: x-checksum, x-digest\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-checksum: sha256=2cf24d\r\nx-digest: hop-only\r\n\r\n'
   }
   const upstream = useFaultUpstream((exchange) => {
     const path = exchange.url
@@ -531,6 +538,12 @@ describe('trailer fields of a chunked upstream answer', () => {
     expect(head).toMatch(/\r\nTransfer-Encoding: chunked/i)
     expect(text.slice(head.length + 4)).toBe('5\r\nhello\r\n0\r\nx-checksum: sha256=2cf24d\r\n\r\n')
     expect(body.startsWith('5\r\nhello')).toBe(true)
+  })
+
+  it('drops a trailer field the answer\'s Connection header names (RFC 9110 7.6.1), and passes the others', async () => {
+    const answer = await undiciRequest(`${gw.url}/v4/hop-trailer`, { dispatcher: streamingAgent })
+    expect(await answer.body.text()).toBe('hello')
+    expect(answer.trailers).toEqual({ 'x-checksum': 'sha256=2cf24d' })
   })
 
   it('reads the same through an HTTP client: the trailers arrive with the body', async () => {
