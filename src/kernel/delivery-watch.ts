@@ -61,7 +61,8 @@ function watchBacklog(exchange: Exchange, stallMs: number): () => void {
   }
   const look = (): void => {
     const now = response.writableLength
-    if (now < backlog) {
+    // An answer queued behind a pipelined one has no socket yet: it waits for its turn, not for its reader.
+    if (now < backlog || response.socket === null) {
       backlog = now
       timer = setTimeout(look, stallMs)
       return

@@ -274,6 +274,14 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   }
 }
 
+/**
+ * Whether a target is an answer queued behind a pipelined one (node:http gives it its socket once
+ * the answers before it have gone): its backlog cannot shrink before then, whatever its reader does.
+ */
+function waitsForTurn(body: Writable): boolean {
+  return 'socket' in body && body.socket === null
+}
+
 /** Writes an answer into a target as it arrives, pausing the upstream while the target is full. */
 class StreamingHandler implements Dispatcher.DispatchHandler {
   private started = false
@@ -317,7 +325,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     let backlog = body.writableLength
     const look = (): void => {
       const now = body.writableLength
-      if (now < backlog) {
+      if (now < backlog || waitsForTurn(body)) {
         backlog = now
         this.stallCheck = setTimeout(look, this.stallMs)
         return
@@ -373,7 +381,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
         this.stallCheck = undefined
         return
       }
-      if (now < backlog) {
+      if (now < backlog || waitsForTurn(body)) {
         backlog = now
         this.stallCheck = setTimeout(look, this.stallMs)
         return

@@ -178,4 +178,41 @@ describe('an answer its client stops reading (SPEC 10)', () => {
     expect(line('whole-answer-slow')).toMatchObject({ status: 200 })
     slow.destroy()
   }, 90_000)
+
+  it('waits for answers queued behind a pipelined one that flows slowly for longer than upstreamTimeoutMs: their wait is for their turn, not for the reader', async () => {
+    const big = JSON.stringify({ output: 'y'.repeat(256 * 1024), effective: { policy: 'p', route: 'r', risk: 'low' }, meta: { requestId: 'r' } })
+    const upstream = await startHttpServer((request, response) => {
+      if (request.url === '/v4/slow') {
+        // 10 KiB over 2.5 s, steadily: the reader takes each piece as it comes.
+        response.writeHead(200, { 'content-type': 'application/octet-stream' })
+        let sent = 0
+        const timer = setInterval(() => {
+          response.write(Buffer.alloc(1024))
+          if (++sent === 10) {
+            clearInterval(timer)
+            response.end()
+          }
+        }, 250)
+        return
+      }
+      // A native answer and a legacy one (the V4 answer of /v1/headless/runs), each far over Node's write buffer.
+      const body = request.url === '/v4/execute' ? big : Buffer.alloc(256 * 1024)
+      response.writeHead(200, { 'content-type': request.url === '/v4/execute' ? 'application/json' : 'application/octet-stream', 'content-length': Buffer.byteLength(body) })
+      response.end(body)
+    })
+    const gw = await startGateway(testConfig(upstream.url, { limits: { upstreamTimeoutMs: 1_000 }, log: { level: 'info' } }))
+    const legacyBody = '{"input":1}'
+    const pipelined = Buffer.concat([
+      buildRawRequest('GET /v4/slow HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['x-request-id', 'queued-first']]),
+      buildRawRequest('GET /v4/large HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['x-request-id', 'queued-native']]),
+      buildRawRequest('POST /v1/headless/runs HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['content-type', 'application/json'], ['content-length', String(legacyBody.length)], ['x-request-id', 'queued-legacy'], ['connection', 'close']], legacyBody)
+    ])
+    const answer = await rawExchange(gw.url, pipelined, { timeoutMs: 15_000 })
+    expect(answer.closedByServer).toBe(true)
+    const statuses = answer.bytes.toString('latin1').match(/HTTP\/1\.1 \d{3}/g)
+    expect(statuses).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 200'])
+    const line = (requestId: string) => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === requestId)
+    await until(() => line('queued-legacy') !== undefined, 5_000)
+    for (const requestId of ['queued-first', 'queued-native', 'queued-legacy']) expect(line(requestId)).toMatchObject({ status: 200 })
+  }, 30_000)
 })
