@@ -305,10 +305,13 @@ export function validateWithSchema(raw: Record<string, unknown>, action: Exclude
   const schema = action === 'execute' ? executeFieldsSchema : sessionExecuteFieldsSchema
   const result = schema.safeParse(raw)
   if (!result.success) {
-    const details: ErrorDetail[] = result.error.issues.map((issue) => {
+    const details: ErrorDetail[] = result.error.issues.flatMap((issue) => {
       const [field, ...rest] = issue.path
       const base = fields[field as keyof LegacyFields] ?? ''
-      return { pointer: base + rest.map((token) => `/${encodeToken(String(token))}`).join(''), message: issue.message }
+      const pointer = base + rest.map((token) => `/${encodeToken(String(token))}`).join('')
+      // zod names unknown keys on their object: SPEC 4 names each offending field by its own pointer.
+      if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ pointer: `${pointer}/${encodeToken(key)}`, message: 'unknown field' }))
+      return [{ pointer, message: issue.message }]
     })
     throw new GatewayError('INVALID_REQUEST', `invalid legacy request body: ${details.map((detail) => `${detail.pointer} ${detail.message}`).join('; ')}`, { details })
   }

@@ -119,11 +119,10 @@ describe('parseLegacyCall validation', () => {
     expect(pointersOf(failure(() => parseSession({ input: 1, state: { policy: 5 } })))).toEqual(['/state/policy'])
   })
 
-  it('answers 400 under /state when state has a field other than policy, route and risk', () => {
-    const error = failure(() => parseSession({ input: 1, state: { policy: 'p', owner: 'x' } }))
+  it('answers 400 naming each field of state other than policy, route and risk by its own pointer', () => {
+    const error = failure(() => parseSession({ input: 1, state: { policy: 'p', owner: 'x', 'a/b': 1 } }))
     expect(error).toMatchObject({ code: 'INVALID_REQUEST' })
-    expect(pointersOf(error)).toHaveLength(1)
-    expect(pointersOf(error)[0]).toMatch(/^\/state/)
+    expect(pointersOf(error)).toEqual(['/state/owner', '/state/a~1b'])
   })
 
   it('answers 400 naming /stateId when stateId is empty', () => {
@@ -175,9 +174,9 @@ describe('parseLegacyCall with remapped legacy.fields', () => {
     const call = parseLegacyCall({ input: 1, state: { id: 'c1', policy: 'p' } }, 'session-execute', fields, 'keep')
     expect(call).toMatchObject({ stateId: 'c1', state: { policy: 'p' }, unknown: {} })
     expect(call.state).not.toHaveProperty('id')
-    // A state that held only the id has no defaults; another member is still refused under /state.
+    // A state that held only the id has no defaults; another member is still refused, by its pointer.
     expect(parseLegacyCall({ input: 1, state: { id: 'c1' } }, 'session-execute', fields, 'keep').state).toEqual({})
-    expect(pointersOf(failure(() => parseLegacyCall({ input: 1, state: { id: 'c1', colour: 'red' } }, 'session-execute', fields, 'keep')))).toEqual(['/state'])
+    expect(pointersOf(failure(() => parseLegacyCall({ input: 1, state: { id: 'c1', colour: 'red' } }, 'session-execute', fields, 'keep')))).toEqual(['/state/colour'])
   })
 
   it('takes a body: state key that points inside state out of state before checking it', () => {
