@@ -54,16 +54,15 @@ export function rewriteProxyCredentialHeaders(headers: ForwardedHeaders, credent
  * Removes the credential query parameter from a raw query string (without or with its leading
  * `?`), keeping the other parameters in order and byte for byte. Names are decoded the way
  * URLSearchParams decodes them, so an encoded name (`tok%65n`) that extraction read is removed too.
- * Empty segments (`a=1&&b=2`) carry nothing and are dropped.
+ * A query without it goes on as it came (SPEC 4: the query is kept); where it is removed, empty
+ * segments (`a=1&&b=2`) go with it, as they carry nothing.
  */
 export function removeQueryCredential(rawQuery: string, queryParam: string | null): string {
   if (queryParam === null) return rawQuery
   const prefix = rawQuery.startsWith('?') ? '?' : ''
-  const kept = rawQuery
-    .slice(prefix.length)
-    .split('&')
-    .filter((segment) => segment !== '' && queryName(segment) !== queryParam)
-    .join('&')
+  const segments = rawQuery.slice(prefix.length).split('&')
+  if (!segments.some((segment) => queryName(segment) === queryParam)) return rawQuery
+  const kept = segments.filter((segment) => segment !== '' && queryName(segment) !== queryParam).join('&')
   return kept === '' ? '' : prefix + kept
 }
 

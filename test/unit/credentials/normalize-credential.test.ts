@@ -150,6 +150,11 @@ describe('removeQueryCredential', () => {
     expect(removeQueryCredential('?token=x', 'token')).toBe('')
   })
 
+  it('returns a query without the parameter as it came, empty segments included (SPEC 4: the query is kept)', () => {
+    expect(removeQueryCredential('?a=1&&b=2&', 'token')).toBe('?a=1&&b=2&')
+    expect(removeQueryCredential('a=1&&token=x', 'token')).toBe('a=1')
+  })
+
   it('returns the query unchanged when queryParam is null', () => {
     expect(removeQueryCredential('a=1&token=x', null)).toBe('a=1&token=x')
   })
