@@ -84,90 +84,63 @@ describe('an upstream whose connect never completes', () => {
     expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="v4",cause="timeout"')).toBe(2)
   })
 
-  it('ends a shadow comparison at shadow.timeoutMs while its V4 call is still connecting (candidate_error), its slot held until that call ends (SPEC 15)', async () => {
+  /**
+   * A gateway in stage shadow whose shadow upstream is the silent address: each comparison's V4
+   * call connects until the connect timeout, far above the shadow's own limits.
+   */
+  async function shadowingIntoSilence(shadow: Record<string, unknown>): Promise<StartedGateway> {
     const v4 = await startRecordingUpstream()
     const legacy = await startRecordingUpstream((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' }).end('{"output":{"echo":1}}')
     })
-    const gateway = await startGateway(
+    return startGateway(
       testConfig(v4.url, {
-        // A connect timeout far above the shadow's limit: only the shadow's own can end it in time.
         limits: { connectTimeoutMs: UPSTREAM_TIMEOUT_MS },
         tenants: {
           acme: {
             upstream: { staging: v4.url, production: `http://${silent.address}:${PORT}`, legacy: legacy.url },
-            migration: { stage: 'shadow', shadow: { upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true, timeoutMs: 300, maxInFlight: 1 } }
+            migration: { stage: 'shadow', shadow: { upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true, ...shadow } }
           }
         }
       })
     )
-    const shadow = async (): Promise<Record<string, number>> => (await send(gateway.adminUrl, '/admin/shadow?tenant=acme')).json.tenants.acme['POST /v1/headless/runs'] ?? {}
+  }
+
+  async function shadowOf(gateway: StartedGateway, route: string): Promise<Record<string, number>> {
+    return (await send(gateway.adminUrl, '/admin/shadow?tenant=acme')).json.tenants.acme[route] ?? {}
+  }
+
+  it('ends a shadow comparison at shadow.timeoutMs while its V4 call is still connecting (candidate_error), its slot held until that call ends (SPEC 15)', async () => {
+    const gateway = await shadowingIntoSilence({ timeoutMs: 300, maxInFlight: 1 })
+    const route = 'POST /v1/headless/runs'
     expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
-    await until(async () => (await shadow()).candidateErrors === 1, ANSWER_WITHIN_MS)
+    await until(async () => (await shadowOf(gateway, route)).candidateErrors === 1, ANSWER_WITHIN_MS)
     expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="shadow",cause="timeout"')).toBe(1)
     // Its socket is still connecting: the tenant's one slot is taken, so the next comparison is dropped.
     expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 2 } })).status).toBe(200)
-    await until(async () => (await shadow()).dropped === 1, ANSWER_WITHIN_MS)
-    expect(await shadow()).toMatchObject({ candidateErrors: 1, dropped: 1, abandoned: 0 })
+    await until(async () => (await shadowOf(gateway, route)).dropped === 1, ANSWER_WITHIN_MS)
+    expect(await shadowOf(gateway, route)).toMatchObject({ candidateErrors: 1, dropped: 1, abandoned: 0 })
     // Shutdown does not count the one it let go as abandoned too.
     await within(gateway.close(), ANSWER_WITHIN_MS, 'close waited for a comparison still connecting')
-    const after = await gateway.gateway.shadow.answer(new Map([['acme', ['POST /v1/headless/runs']]]), Date.now())
-    expect(after.tenants.acme?.['POST /v1/headless/runs']).toMatchObject({ candidateErrors: 1, dropped: 1, abandoned: 0 })
+    const after = await gateway.gateway.shadow.answer(new Map([['acme', [route]]]), Date.now())
+    expect(after.tenants.acme?.[route]).toMatchObject({ candidateErrors: 1, dropped: 1, abandoned: 0 })
   })
 
   it('counts a hung sessions.start that comparisons share once, however many of them it let go at shadow.timeoutMs (SPEC 15, 17)', async () => {
-    const v4 = await startRecordingUpstream()
-    const legacy = await startRecordingUpstream((_request, response) => {
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{"output":{"echo":1}}')
-    })
-    const gateway = await startGateway(
-      testConfig(v4.url, {
-        limits: { connectTimeoutMs: UPSTREAM_TIMEOUT_MS },
-        tenants: {
-          acme: {
-            upstream: { staging: v4.url, production: `http://${silent.address}:${PORT}`, legacy: legacy.url },
-            migration: { stage: 'shadow', shadow: { upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true, timeoutMs: 300 } }
-          }
-        }
-      })
-    )
-    try {
-      const shadow = async (): Promise<Record<string, number>> => (await send(gateway.adminUrl, '/admin/shadow?tenant=acme')).json.tenants.acme['POST /v1/runs/invoke'] ?? {}
-      // One state: the second comparison waits on the first one's sessions.start, still connecting.
-      for (const expected of [1, 2]) {
-        expect((await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: expected, stateId: 'st-hung' } })).status).toBe(200)
-        await until(async () => (await shadow()).candidateErrors === expected, ANSWER_WITHIN_MS)
-      }
-      expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="shadow",cause="timeout"')).toBe(1)
-    } finally {
-      gateway.gateway.cutRemaining()
+    const gateway = await shadowingIntoSilence({ timeoutMs: 300 })
+    // One state: the second comparison waits on the first one's sessions.start, still connecting.
+    for (const expected of [1, 2]) {
+      expect((await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: expected, stateId: 'st-hung' } })).status).toBe(200)
+      await until(async () => (await shadowOf(gateway, 'POST /v1/runs/invoke')).candidateErrors === expected, ANSWER_WITHIN_MS)
     }
+    expect(seriesValue(await scrape(gateway), 'v4gw_upstream_failures_total', 'tenant="acme",upstream="shadow",cause="timeout"')).toBe(1)
   })
 
   it('closes once client requests are done, abandoning a comparison whose V4 call is still connecting (SPEC 15: nothing waits for a V4 side)', async () => {
-    const v4 = await startRecordingUpstream()
-    const legacy = await startRecordingUpstream((_request, response) => {
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{"output":{"echo":1}}')
-    })
-    const gateway = await startGateway(
-      testConfig(v4.url, {
-        limits: { connectTimeoutMs: UPSTREAM_TIMEOUT_MS },
-        tenants: {
-          acme: {
-            upstream: { staging: v4.url, production: `http://${silent.address}:${PORT}`, legacy: legacy.url },
-            migration: { stage: 'shadow', shadow: { upstream: 'production', allowProductionSideEffects: true, forwardCredentials: true, timeoutMs: UPSTREAM_TIMEOUT_MS } }
-          }
-        }
-      })
-    )
+    const gateway = await shadowingIntoSilence({ timeoutMs: UPSTREAM_TIMEOUT_MS })
     expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
     // The comparison starts as the answer closes, and then connects for as long as the connect timeout lets it.
     await new Promise((resolve) => setTimeout(resolve, 300))
-    try {
-      await within(gateway.close(), ANSWER_WITHIN_MS, 'close waited for a comparison still connecting')
-    } catch (error) {
-      gateway.gateway.cutRemaining()
-      throw error
-    }
+    await within(gateway.close(), ANSWER_WITHIN_MS, 'close waited for a comparison still connecting')
   })
 })
