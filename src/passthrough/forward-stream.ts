@@ -133,6 +133,10 @@ export function createForwarder(
         onFailure(error) {
           // The time it took to fail (a timeout, a refused connection) is upstream time too.
           outcome.upstreamMs = performance.now() - sentAt
+          // An upload the upstream failed midway: undici stops reading the request stream, so the
+          // rest of the body is read by no one and the connection cannot carry another request
+          // (the client's upload would block until the keep-alive timeout): the answer closes it.
+          if (!request.complete) exchange.answerHeaders.connection = 'close'
           answerError(exchange, error)
         },
         onReaderStalled() {

@@ -6,7 +6,7 @@ import { send } from '../helpers/http.js'
 import { startHttpServer } from '../helpers/http-server.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
-import { until } from '../helpers/until.js'
+import { until, within } from '../helpers/until.js'
 
 const ALICE = 'Bearer demo-token-alice'
 // The body limit is upstreamTimeoutMs: short here, so that a stall is seen within the test's time.
@@ -216,3 +216,39 @@ describe('an answer its client stops reading (SPEC 10)', () => {
     for (const requestId of ['queued-first', 'queued-native', 'queued-legacy']) expect(line(requestId)).toMatchObject({ status: 200 })
   }, 30_000)
 })
+
+describe('an upload its upstream fails midway (SPEC 6, 7)', () => {
+  it('answers 502 and closes the connection, the failure the upstream\'s, not a client gone: the rest of the body is read by no one', async () => {
+    // The upstream takes part of the upload, then resets the connection.
+    const upstream = await startHttpServer((request) => {
+      setTimeout(() => request.socket.destroy(), 100)
+    })
+    const gw = await startGateway(testConfig(upstream.url, { log: { level: 'info' } }))
+    const { hostname, port } = new URL(gw.url)
+    const socket: Socket = connect({ host: hostname, port: Number(port) })
+    socket.on('error', () => undefined)
+    let received = ''
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
+    const closed = new Promise((resolve) => socket.once('close', resolve))
+    const size = 64 * 1024 * 1024
+    socket.write(buildRawRequest('POST /v4/upload HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['content-length', String(size)], ['x-request-id', 'upload-cut-by-upstream']]))
+    const chunk = Buffer.alloc(64 * 1024)
+    let sent = 0
+    const pump = (): void => {
+      while (sent < size && !socket.destroyed) {
+        sent += chunk.length
+        if (!socket.write(chunk)) return void socket.once('drain', pump)
+      }
+    }
+    pump()
+    // Before, the connection stayed open (the client's upload blocked) until the keep-alive timeout.
+    await within(closed, 10_000, 'the connection stayed open after the 502')
+    expect(received).toMatch(/^HTTP\/1\.1 502 /)
+    expect(received).toMatch(/\r\nconnection: close\r\n/i)
+    const line = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'upload-cut-by-upstream')
+    await until(() => line() !== undefined, 5_000)
+    expect(line()).toMatchObject({ status: 502, error: 'UPSTREAM_UNAVAILABLE' })
+    expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/v4gw_upstream_failures_total\{tenant="acme",upstream="v4",cause="reset"\} 1/)
+  })
+})
+
