@@ -1,8 +1,8 @@
 import { ERROR_STATUS } from '../errors/registry.js'
 import type { Exchange } from './exchange.js'
 
-/** A whole answer goes out in slices of this size, so a reader's progress shows slice by slice. */
-const SLICE_BYTES = 64 * 1024
+/** A whole answer goes out in slices of Node's own write buffer size, so a reader's progress shows slice by slice. */
+const SLICE_BYTES = 16 * 1024
 
 /**
  * SPEC 10: writes a whole answer body (a legacy answer, up to 16 MiB) and cuts a client that takes
@@ -10,13 +10,14 @@ const SLICE_BYTES = 64 * 1024
  * Node emits no 'finish' for an answer its client does not take, so its in-flight slot and its
  * bytes would stay for as long as the client keeps the connection open. A large body is written a
  * slice at a time, as the client takes it (one write of it all would show no progress until the
- * last byte went); a reader that takes some is waited for again. Its line says 408. An answer the
- * socket takes at once, the usual case, costs no timer.
+ * last byte went), so a reader that takes a slice per `stallMs` is waited for. Its line says 408
+ * and counts the bytes written. An answer the socket takes at once, the usual case, costs no timer.
  */
-export function deliver(exchange: Exchange, payload: Buffer | string | undefined, stallMs: number): void {
+export function deliver(exchange: Exchange, payload: Buffer | string | undefined, payloadBytes: number, stallMs: number): void {
   const response = exchange.response
-  if (payload === undefined || payload.length <= SLICE_BYTES) {
+  if (payload === undefined || payloadBytes <= SLICE_BYTES) {
     response.end(payload)
+    exchange.record.bytesOut += payloadBytes
     // What the socket did not take at once (its buffers full): watched until it is taken.
     if (response.writableLength > 0 && !response.writableFinished) watchBacklog(exchange, stallMs)
     return
@@ -28,6 +29,7 @@ export function deliver(exchange: Exchange, payload: Buffer | string | undefined
       if (response.destroyed) return
       const next = Math.min(offset + SLICE_BYTES, bytes.length)
       const more = response.write(bytes.subarray(offset, next))
+      exchange.record.bytesOut += next - offset
       offset = next
       if (!more && offset < bytes.length) {
         const stop = watchBacklog(exchange, stallMs)
@@ -61,8 +63,7 @@ function watchBacklog(exchange: Exchange, stallMs: number): () => void {
   }
   const look = (): void => {
     const now = response.writableLength
-    // An answer queued behind a pipelined one has no socket yet: it waits for its turn, not for its reader.
-    if (now < backlog || response.socket === null) {
+    if (now < backlog || waitsForTurn(exchange)) {
       backlog = now
       timer = setTimeout(look, stallMs)
       return
@@ -77,6 +78,15 @@ function watchBacklog(exchange: Exchange, stallMs: number): () => void {
   response.once('close', stop)
   response.once('finish', stop)
   return stop
+}
+
+/**
+ * An answer queued behind a pipelined one has no socket until the answers before it have gone: it
+ * waits for its turn, not for its reader. Not once its connection is gone (Node never closes such
+ * an answer): then the watch ends it.
+ */
+function waitsForTurn(exchange: Exchange): boolean {
+  return exchange.response.socket === null && exchange.request.socket?.destroyed !== true
 }
 
 function noop(): void {}

@@ -43,6 +43,5 @@ export function writeAnswer(exchange: Exchange, answer: LegacyAnswer, draining: 
   if (draining) answer.headers.connection = 'close'
   if (response.destroyed) return
   response.writeHead(answer.statusCode, answer.headers)
-  exchange.record.bytesOut += answer.payload === undefined ? 0 : (answer.headers['content-length'] as number)
-  deliver(exchange, answer.payload, stallMs)
+  deliver(exchange, answer.payload, answer.payload === undefined ? 0 : (answer.headers['content-length'] as number), stallMs)
 }

@@ -279,7 +279,10 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
  * the answers before it have gone): its backlog cannot shrink before then, whatever its reader does.
  */
 function waitsForTurn(body: Writable): boolean {
-  return 'socket' in body && body.socket === null
+  // Not once its connection is gone (Node never closes such an answer): the watch then ends it.
+  if (!('socket' in body) || body.socket !== null) return false
+  const request = (body as Writable & { req?: { socket?: { destroyed?: boolean } | null } }).req
+  return request?.socket?.destroyed !== true
 }
 
 /** Writes an answer into a target as it arrives, pausing the upstream while the target is full. */

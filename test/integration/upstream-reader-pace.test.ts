@@ -1,3 +1,5 @@
+import { createServer, type ServerResponse } from 'node:http'
+import { connect } from 'node:net'
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { createUpstreamClient, type StreamTarget, type UpstreamClient } from '../../src/upstream/upstream-client.js'
@@ -84,5 +86,49 @@ describe('the pace of a streamed answer\'s reader (SPEC 10)', () => {
     await until(() => stream.stalledAt() !== undefined, 5_000)
     expect(stream.stalledAt()).toBe(64 * 1024)
     expect(body.writableEnded).toBe(true)
+  })
+
+  it('waits for an answer queued behind a pipelined one for its turn, and no longer once its connection is gone', async () => {
+    const upstream = await startHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/octet-stream' })
+      response.end(Buffer.alloc(1024 * 1024))
+    })
+    const upstreamClient = await client()
+    const answers: ServerResponse[] = []
+    let stalled = 0
+    const server = createServer((_request, response) => {
+      answers.push(response)
+      // The first answer never ends; the second, streamed from the upstream, is queued behind it (no socket yet).
+      if (answers.length !== 2) return
+      const target: StreamTarget = {
+        body: response,
+        onStart: () => {},
+        onResponseStart: (statusCode) => void response.writeHead(statusCode),
+        onInformational: () => {},
+        onBodyBytes: () => {},
+        onTrailers: () => {},
+        onFailure: () => {},
+        onBrokenOff: () => {},
+        onReaderStalled: () => {
+          stalled++
+          response.destroy()
+        }
+      }
+      upstreamClient.stream({ origin: upstream.url, method: 'GET', path: '/v4/export', headers: {}, body: null, timeoutMs: 100 }, target)
+    })
+    await ownedByTest('server', () => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)), () => {
+      server.closeAllConnections()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    const socket = connect((server.address() as { port: number }).port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    socket.write('GET /first HTTP/1.1\r\nHost: t\r\n\r\nGET /second HTTP/1.1\r\nHost: t\r\n\r\n')
+    await until(() => answers.length === 2, 5_000)
+    // Several times the limit: still waiting for its turn, not reported stalled.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(stalled).toBe(0)
+    socket.destroy()
+    // Node never closes the queued answer; its watch reports it instead of looking at it for ever.
+    await until(() => stalled === 1, 5_000)
   })
 })
