@@ -217,15 +217,11 @@ function mergeInto(view: RouteView, tally: RouteTally): void {
 /**
  * A route's reset at ARGV[1] (DELETE /admin/shadow): its counts, pointers, samples and hourly
  * buckets (KEYS) go and its `since` becomes the reset, in one step, so that no WRITE_TALLY lands
- * between the two (1). Not done when the store holds a reset at or after it already (0: one made
- * later, or this one written before), which a reset carried over an outage must not undo; nor,
- * for a carried one (ARGV[2] = "carried"), when the store holds a record made after it (2: another
- * replica wrote while this one was away; deleting would lose it, and `since` would claim counts
- * that are gone).
+ * between the two; unless the store holds a reset at or after it already (a later one), which
+ * must not be undone.
  */
 const RESET_ROUTE = `local at = tonumber(ARGV[1])
 if tonumber(redis.call('HGET', KEYS[1], 'since') or '0') >= at then return 0 end
-if ARGV[2] == 'carried' and tonumber(redis.call('HGET', KEYS[1], 'w') or '0') > at then return 2 end
 redis.call('DEL', unpack(KEYS))
 redis.call('HSET', KEYS[1], 'since', ARGV[1])
 return 1`
@@ -233,8 +229,7 @@ return 1`
 /**
  * One route's tally written in one step (a script runs whole, nothing between its commands):
  * skipped when a reset (DELETE /admin/shadow, on any replica) set the route's `since` after the
- * tally's last record, else its counts, hourly buckets, pointers and samples added, and the
- * latest record written kept as `w` (what a reset carried over an outage checks). Read and
+ * tally's last record, else its counts, hourly buckets, pointers and samples added. Read and
  * written apart, a reset that landed between the two had counts made before it written after it.
  * A pointer the route's hash lacks counts as itself while the route has fewer than the limit,
  * else as `#other` (SPEC 15).
@@ -247,7 +242,6 @@ return 1`
  */
 const WRITE_TALLY = `local since = tonumber(redis.call('HGET', KEYS[1], 'since'))
 if since ~= nil and tonumber(ARGV[1]) < since then return 0 end
-if tonumber(ARGV[1]) > tonumber(redis.call('HGET', KEYS[1], 'w') or '0') then redis.call('HSET', KEYS[1], 'w', ARGV[1]) end
 local counts = cjson.decode(ARGV[2])
 for field, count in pairs(counts.t) do redis.call('HINCRBY', KEYS[1], field, count) end
 for i, hour in ipairs(counts.h) do
@@ -317,8 +311,8 @@ export class ShadowResults {
   /** In memory: since when each route's counts hold (the start, or its reset). */
   readonly #startedAtMs: number
   readonly #resetAt = new Map<string, number>()
-  /** With Redis, resets made while the store did not take them: written first at the next flush. */
-  readonly #unwrittenResets = new Map<string, number>()
+  /** With Redis, routes reset while the store did not take it: reset in the store first at the next flush. */
+  readonly #unwrittenResets = new Set<string>()
   #downSinceMs: number | undefined
   #timer: NodeJS.Timeout | undefined
   #flushing: Promise<void> | undefined
@@ -410,9 +404,9 @@ export class ShadowResults {
 
   /**
    * `DELETE /admin/shadow`: the counts of a tenant's routes (or one route) start again from now.
-   * With the store away (`local`), this replica's counts start again now, and the reset is written
-   * to the store before anything else once it answers (SPEC 12: what was done in an outage is
-   * added when the store is back).
+   * With the store away (`local`), this replica's counts start again now, and the fleet's start
+   * again when the store answers: the reset is written first then, at that moment. At its own
+   * instant it would delete what other replicas wrote since while `since` claimed it whole.
    */
   async reset(tenant: string, routes: readonly string[], nowMs: number): Promise<FleetScope> {
     for (const route of routes) {
@@ -422,45 +416,30 @@ export class ShadowResults {
       this.#resetAt.set(key, nowMs)
     }
     if (this.#store.connection === undefined) return 'replica'
-    const resets: Array<[string, number]> = routes.map((route) => [routeKey(tenant, route), nowMs])
-    if (this.#store.isUp() && (await this.#writeResets(resets, false))) return 'fleet'
-    // Not taken: carried to the store's next flush, checked then against what others wrote since.
-    for (const [key, atMs] of resets) this.#unwrittenResets.set(key, atMs)
+    if (this.#store.isUp() && (await this.#writeResets(routes.map((route) => routeKey(tenant, route)), nowMs))) return 'fleet'
+    for (const route of routes) this.#unwrittenResets.add(routeKey(tenant, route))
     return 'local'
   }
 
-  /**
-   * Writes resets, one script per route in one pipeline; true when the store took them all.
-   * `carried`: made while the store was away, written at a flush after it came back; each one
-   * the store took (or judged) leaves `#unwrittenResets`.
-   */
-  async #writeResets(resets: ReadonlyArray<readonly [string, number]>, carried: boolean): Promise<boolean> {
+  /** Writes resets at `atMs`, one script per route in one pipeline; true when the store took them all (each one taken leaves `#unwrittenResets`). */
+  async #writeResets(keys: readonly string[], atMs: number): Promise<boolean> {
     const connection = this.#store.connection
-    if (connection === undefined || resets.length === 0) return true
-    const nowMs = Date.now()
+    if (connection === undefined || keys.length === 0) return true
     try {
       const results = await connection.run((client) => {
         const pipeline = client.pipeline()
-        for (const [key, atMs] of resets) {
+        for (const key of keys) {
           const [tenant, route] = splitRouteKey(key)
           const base = this.#routeBase(tenant, route)
-          const keys = [`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, Math.max(nowMs, atMs))]
-          pipeline.eval(RESET_ROUTE, keys.length, ...keys, String(atMs), carried ? 'carried' : 'now')
+          const routeKeys = [`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, atMs)]
+          pipeline.eval(RESET_ROUTE, routeKeys.length, ...routeKeys, String(atMs))
         }
         return pipeline.exec()
       })
       let all = true
-      for (const [index, [key, atMs]] of resets.entries()) {
-        const [error, outcome] = results?.[index] ?? [new Error('no reply')]
-        if (error != null) {
-          all = false
-          continue
-        }
-        if (carried && this.#unwrittenResets.get(key) === atMs) this.#unwrittenResets.delete(key)
-        if (outcome === 2) {
-          const [tenant, route] = splitRouteKey(key)
-          this.#logger.warn({ store: 'redis', family: 'shadow', tenant, route, resetAt: new Date(atMs).toISOString() }, 'a shadow reset made while the store was away was not applied fleet-wide: other replicas wrote comparisons made after it; reset again to start the fleet\'s counts over')
-        }
+      for (const [index, key] of keys.entries()) {
+        if (results?.[index]?.[0] != null) all = false
+        else this.#unwrittenResets.delete(key)
       }
       return all
     } catch {
@@ -538,7 +517,7 @@ export class ShadowResults {
     const connection = this.#store.connection
     if (connection === undefined || !this.#store.isUp()) return
     // A reset the store did not take goes first: the counts made after it are written after it.
-    if (!(await this.#writeResets([...this.#unwrittenResets], true)) || (this.#pending.size === 0 && this.#earlier.size === 0)) return
+    if (!(await this.#writeResets([...this.#unwrittenResets], Date.now())) || (this.#pending.size === 0 && this.#earlier.size === 0)) return
     const batch: Array<[string, RouteTally]> = []
     for (const [key, tallies] of this.#earlier) for (const tally of tallies) batch.push([key, tally])
     batch.push(...this.#pending)
