@@ -1,17 +1,18 @@
 import { ERROR_STATUS } from '../errors/registry.js'
 import type { Exchange } from './exchange.js'
 
-/** A whole answer goes out in slices of Node's own write buffer size, so a reader's progress shows slice by slice. */
+/** A whole answer goes out a slice of this size at a time, so a reader's progress shows slice by slice. */
 const SLICE_BYTES = 16 * 1024
 
 /**
  * SPEC 10: writes a whole answer body (a legacy answer, up to 16 MiB) and cuts a client that takes
  * none of it for `stallMs`, as one that stops reading a streamed answer is (upstream-client.ts):
  * Node emits no 'finish' for an answer its client does not take, so its in-flight slot and its
- * bytes would stay for as long as the client keeps the connection open. A large body is written a
- * slice at a time, as the client takes it (one write of it all would show no progress until the
- * last byte went), so a reader that takes a slice per `stallMs` is waited for. Its line says 408
- * and counts the bytes written. An answer the socket takes at once, the usual case, costs no timer.
+ * bytes would stay for as long as the client keeps the connection open. A large body is written
+ * one slice at a time, the next once the socket took the last (its write callback; Node would
+ * batch slices written together into one write, whose progress shows only at its end), so a
+ * reader that takes a slice per `stallMs` is waited for. Its line says 408 and counts the bytes
+ * written. An answer the socket takes at once, the usual case, costs no timer.
  */
 export function deliver(exchange: Exchange, payload: Buffer | string | undefined, payloadBytes: number, stallMs: number): void {
   const response = exchange.response
@@ -24,37 +25,47 @@ export function deliver(exchange: Exchange, payload: Buffer | string | undefined
   }
   const bytes = typeof payload === 'string' ? Buffer.from(payload) : payload
   let offset = 0
-  const pump = (): void => {
-    while (offset < bytes.length) {
-      if (response.destroyed) return
-      const next = Math.min(offset + SLICE_BYTES, bytes.length)
-      const more = response.write(bytes.subarray(offset, next))
-      exchange.record.bytesOut += next - offset
-      offset = next
-      if (!more && offset < bytes.length) {
-        const stop = watchBacklog(exchange, stallMs)
-        response.once('drain', () => {
-          stop()
-          pump()
-        })
-        return
-      }
+  // Each slice must be taken within stallMs of the last, or of its turn on a pipelined connection.
+  const timer = setTimeout(function sliceStalled() {
+    if (waitsForTurn(exchange)) timer.refresh()
+    else cut(exchange)
+  }, stallMs)
+  const stop = (): void => clearTimeout(timer)
+  response.once('close', stop)
+  const next = (error?: Error | null): void => {
+    if (error != null || response.destroyed) return stop()
+    if (offset >= bytes.length) {
+      stop()
+      response.off('close', stop)
+      response.end()
+      return
     }
-    response.end()
-    watchBacklog(exchange, stallMs)
+    const end = Math.min(offset + SLICE_BYTES, bytes.length)
+    const slice = bytes.subarray(offset, end)
+    offset = end
+    exchange.record.bytesOut += slice.length
+    timer.refresh()
+    response.write(slice, next)
   }
-  pump()
+  next()
+}
+
+function cut(exchange: Exchange): void {
+  const response = exchange.response
+  if (response.writableFinished || response.destroyed) return
+  exchange.record.errorCode = 'REQUEST_TIMEOUT'
+  exchange.record.brokenOffStatus = ERROR_STATUS.REQUEST_TIMEOUT
+  response.destroy()
 }
 
 /**
  * Cuts the exchange's client (408 on its line) once the response's bytes waiting for it have not
  * shrunk for `stallMs`, looked at again while they shrink; nothing when none wait. Ends by itself
- * when the response finishes or closes, or when the returned function is called.
+ * when the response finishes or closes.
  */
-function watchBacklog(exchange: Exchange, stallMs: number): () => void {
+function watchBacklog(exchange: Exchange, stallMs: number): void {
   const response = exchange.response
   let backlog = response.writableLength
-  if (backlog === 0 || response.writableFinished) return noop
   let timer: NodeJS.Timeout | undefined
   const stop = (): void => {
     clearTimeout(timer)
@@ -69,15 +80,11 @@ function watchBacklog(exchange: Exchange, stallMs: number): () => void {
       return
     }
     stop()
-    if (response.writableFinished || response.destroyed) return
-    exchange.record.errorCode = 'REQUEST_TIMEOUT'
-    exchange.record.brokenOffStatus = ERROR_STATUS.REQUEST_TIMEOUT
-    response.destroy()
+    cut(exchange)
   }
   timer = setTimeout(look, stallMs)
   response.once('close', stop)
   response.once('finish', stop)
-  return stop
 }
 
 /**
@@ -86,7 +93,5 @@ function watchBacklog(exchange: Exchange, stallMs: number): () => void {
  * an answer): then the watch ends it.
  */
 function waitsForTurn(exchange: Exchange): boolean {
-  return exchange.response.socket === null && exchange.request.socket?.destroyed !== true
+  return exchange.response.socket === null && !exchange.connection.destroyed
 }
-
-function noop(): void {}

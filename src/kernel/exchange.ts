@@ -34,11 +34,18 @@ export class Exchange implements CancelScope {
   /** SPEC 16: work that goes on after the client left (a keyed request's calls); SPEC 10's in-flight slot stays taken until it ends. */
   outlivesClient: Promise<unknown> | undefined = undefined
 
+  /**
+   * The request's connection, kept: undici sets a streamed request body's `socket` to null when it
+   * is done with it, and an answer queued behind a pipelined one has none yet.
+   */
+  readonly connection: IncomingMessage['socket']
+
   constructor(
     readonly request: IncomingMessage,
     readonly response: ServerResponse
   ) {
     const socket = request.socket
+    this.connection = socket
     this.head = {
       startedAt: performance.now(),
       now: Date.now(),

@@ -106,6 +106,11 @@ export interface StreamTarget {
    * reading holds its in-flight slot and this upstream connection); the target cuts it.
    */
   onReaderStalled(): void
+  /**
+   * Whether `body` is an answer queued behind a pipelined one on a connection still open: its
+   * backlog cannot shrink before its turn, whatever its reader does, so it is not stalled.
+   */
+  waitsForTurn?(): boolean
 }
 
 export interface UpstreamClient {
@@ -274,17 +279,6 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   }
 }
 
-/**
- * Whether a target is an answer queued behind a pipelined one (node:http gives it its socket once
- * the answers before it have gone): its backlog cannot shrink before then, whatever its reader does.
- */
-function waitsForTurn(body: Writable): boolean {
-  // Not once its connection is gone (Node never closes such an answer): the watch then ends it.
-  if (!('socket' in body) || body.socket !== null) return false
-  const request = (body as Writable & { req?: { socket?: { destroyed?: boolean } | null } }).req
-  return request?.socket?.destroyed !== true
-}
-
 /** Writes an answer into a target as it arrives, pausing the upstream while the target is full. */
 class StreamingHandler implements Dispatcher.DispatchHandler {
   private started = false
@@ -328,7 +322,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     let backlog = body.writableLength
     const look = (): void => {
       const now = body.writableLength
-      if (now < backlog || waitsForTurn(body)) {
+      if (now < backlog || this.target.waitsForTurn?.() === true) {
         backlog = now
         this.stallCheck = setTimeout(look, this.stallMs)
         return
@@ -384,7 +378,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
         this.stallCheck = undefined
         return
       }
-      if (now < backlog || waitsForTurn(body)) {
+      if (now < backlog || this.target.waitsForTurn?.() === true) {
         backlog = now
         this.stallCheck = setTimeout(look, this.stallMs)
         return

@@ -96,8 +96,9 @@ describe('the pace of a streamed answer\'s reader (SPEC 10)', () => {
     const upstreamClient = await client()
     const answers: ServerResponse[] = []
     let stalled = 0
-    const server = createServer((_request, response) => {
+    const server = createServer((request, response) => {
       answers.push(response)
+      const connection = request.socket
       // The first answer never ends; the second, streamed from the upstream, is queued behind it (no socket yet).
       if (answers.length !== 2) return
       const target: StreamTarget = {
@@ -112,7 +113,9 @@ describe('the pace of a streamed answer\'s reader (SPEC 10)', () => {
         onReaderStalled: () => {
           stalled++
           response.destroy()
-        }
+        },
+        // As the gateway's target says it (forward-stream.ts): no socket yet, on a connection still open.
+        waitsForTurn: () => response.socket === null && !connection.destroyed
       }
       upstreamClient.stream({ origin: upstream.url, method: 'GET', path: '/v4/export', headers: {}, body: null, timeoutMs: 100 }, target)
     })
