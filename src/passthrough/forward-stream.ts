@@ -60,6 +60,8 @@ export function createForwarder(
     const sentAt = performance.now()
     // The upstream answer's Connection header: the fields it names are dropped from its trailers too.
     let answerConnection: string | string[] | undefined
+    // Connected and writing the request (undici reads its body from here on).
+    let sending = false
     const incoming = requestBody(request)
     if (incoming !== null) continueIfExpected(request, response)
     const body = incoming === null || tap === undefined ? incoming : tapped(incoming, tap)
@@ -82,8 +84,12 @@ export function createForwarder(
           tap?.onResponseChunk(chunk)
         },
         onStart(cancel) {
+          sending = true
           if (exchange.cancelled) cancel()
           else exchange.cancel = cancel
+        },
+        waitsForTurn() {
+          return response.socket === null && !exchange.connection.destroyed
         },
         onResponseStart(statusCode, headers) {
           // A streamed answer's upstream time ends at its headers (SPEC 9 logs and histograms):
@@ -133,10 +139,12 @@ export function createForwarder(
         onFailure(error) {
           // The time it took to fail (a timeout, a refused connection) is upstream time too.
           outcome.upstreamMs = performance.now() - sentAt
-          // An upload the upstream failed midway: undici stops reading the request stream, so the
-          // rest of the body is read by no one and the connection cannot carry another request
-          // (the client's upload would block until the keep-alive timeout): the answer closes it.
-          if (!request.complete) exchange.answerHeaders.connection = 'close'
+          // An upload the upstream failed midway (its connection made, the body going): undici
+          // stops reading the request stream, so the rest of the body is read by no one and the
+          // connection cannot carry another request (the client's upload would block until the
+          // keep-alive timeout): the answer closes it. One that never connected was not read at
+          // all, and Node reads and drops the rest after the answer, as for the gateway's errors.
+          if (sending && !request.complete) exchange.answerHeaders.connection = 'close'
           answerError(exchange, error)
         },
         onReaderStalled() {

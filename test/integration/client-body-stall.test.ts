@@ -3,6 +3,7 @@ import { connect, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
 import { send } from '../helpers/http.js'
+import { refusingOrigin } from '../helpers/fault-upstream.js'
 import { startHttpServer } from '../helpers/http-server.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
@@ -252,5 +253,15 @@ describe('an upload its upstream fails midway (SPEC 6, 7)', () => {
     expect(line()).toMatchObject({ status: 502, error: 'UPSTREAM_UNAVAILABLE' })
     expect((await send(gw.adminUrl, '/metrics')).text).toMatch(/v4gw_upstream_failures_total\{tenant="acme",upstream="v4",cause="reset"\} 1/)
   })
-})
 
+  it('keeps the connection when the upstream refused it before any of the body went: Node reads and drops the rest, and serves the next request', async () => {
+    const gw = await startGateway(testConfig(await refusingOrigin(), { log: { level: 'silent' } }))
+    const body = 'x'.repeat(256 * 1024)
+    const upload = buildRawRequest('POST /v4/upload HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['content-length', String(body.length)]], body)
+    const next = buildRawRequest('GET /v4/after HTTP/1.1', [['host', 'gw.test'], ['authorization', ALICE], ['connection', 'close']])
+    const answer = await rawExchange(gw.url, Buffer.concat([upload, next]), { timeoutMs: 10_000 })
+    const text = answer.bytes.toString('latin1')
+    expect(text.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 502', 'HTTP/1.1 502'])
+    expect(text.split('HTTP/1.1 502')[1]).not.toMatch(/connection: close/i)
+  })
+})
