@@ -215,18 +215,6 @@ function mergeInto(view: RouteView, tally: RouteTally): void {
 }
 
 /**
- * A route's reset at ARGV[1] (DELETE /admin/shadow): its counts, pointers, samples and hourly
- * buckets (KEYS) go and its `since` becomes the reset, in one step, so that no WRITE_TALLY lands
- * between the two; unless the store holds a reset at or after it already (a later one), which
- * must not be undone.
- */
-const RESET_ROUTE = `local at = tonumber(ARGV[1])
-if tonumber(redis.call('HGET', KEYS[1], 'since') or '0') >= at then return 0 end
-redis.call('DEL', unpack(KEYS))
-redis.call('HSET', KEYS[1], 'since', ARGV[1])
-return 1`
-
-/**
  * One route's tally written in one step (a script runs whole, nothing between its commands):
  * skipped when a reset (DELETE /admin/shadow, on any replica) set the route's `since` after the
  * tally's last record, else its counts, hourly buckets, pointers and samples added. Read and
@@ -311,8 +299,6 @@ export class ShadowResults {
   /** In memory: since when each route's counts hold (the start, or its reset). */
   readonly #startedAtMs: number
   readonly #resetAt = new Map<string, number>()
-  /** With Redis, routes reset while the store did not take it: reset in the store first at the next flush. */
-  readonly #unwrittenResets = new Set<string>()
   #downSinceMs: number | undefined
   #timer: NodeJS.Timeout | undefined
   #flushing: Promise<void> | undefined
@@ -404,9 +390,10 @@ export class ShadowResults {
 
   /**
    * `DELETE /admin/shadow`: the counts of a tenant's routes (or one route) start again from now.
-   * With the store away (`local`), this replica's counts start again now, and the fleet's start
-   * again when the store answers: the reset is written first then, at that moment. At its own
-   * instant it would delete what other replicas wrote since while `since` claimed it whole.
+   * With the store away the answer is `local`: this replica's counts start again, the fleet's do
+   * not (carried to the store later, a reset either deletes what other replicas counted after it
+   * or drops what this one counted during the outage: docs/decisions.md); the caller resets again
+   * once the store answers.
    */
   async reset(tenant: string, routes: readonly string[], nowMs: number): Promise<FleetScope> {
     for (const route of routes) {
@@ -415,35 +402,24 @@ export class ShadowResults {
       this.#earlier.delete(key)
       this.#resetAt.set(key, nowMs)
     }
-    if (this.#store.connection === undefined) return 'replica'
-    if (this.#store.isUp() && (await this.#writeResets(routes.map((route) => routeKey(tenant, route)), nowMs))) return 'fleet'
-    for (const route of routes) this.#unwrittenResets.add(routeKey(tenant, route))
-    return 'local'
-  }
-
-  /** Writes resets at `atMs`, one script per route in one pipeline; true when the store took them all (each one taken leaves `#unwrittenResets`). */
-  async #writeResets(keys: readonly string[], atMs: number): Promise<boolean> {
     const connection = this.#store.connection
-    if (connection === undefined || keys.length === 0) return true
+    if (connection === undefined) return 'replica'
+    if (!this.#store.isUp()) return 'local'
     try {
-      const results = await connection.run((client) => {
-        const pipeline = client.pipeline()
-        for (const key of keys) {
-          const [tenant, route] = splitRouteKey(key)
+      await connection.run((client) => {
+        // One transaction: no WRITE_TALLY of another replica between a route's DEL and its new
+        // `since`, which would see no reset and write counts made before it.
+        const transaction = client.multi()
+        for (const route of routes) {
           const base = this.#routeBase(tenant, route)
-          const routeKeys = [`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, atMs)]
-          pipeline.eval(RESET_ROUTE, routeKeys.length, ...routeKeys, String(atMs))
+          transaction.del(`${base}:c`, `${base}:p`, `${base}:s`, ...hourKeys(base, nowMs))
+          transaction.hset(`${base}:c`, 'since', String(nowMs))
         }
-        return pipeline.exec()
+        return transaction.exec()
       })
-      let all = true
-      for (const [index, key] of keys.entries()) {
-        if (results?.[index]?.[0] != null) all = false
-        else this.#unwrittenResets.delete(key)
-      }
-      return all
+      return 'fleet'
     } catch {
-      return false
+      return 'local'
     }
   }
 
@@ -452,6 +428,7 @@ export class ShadowResults {
     for (const [tenant, labels] of routes) {
       for (const route of labels) {
         const key = routeKey(tenant, route)
+        // Local: since the outage began, or this replica's reset made during it.
         const resetAtMs = this.#resetAt.get(key)
         const since = scope === 'local' ? Math.max(this.#downSinceMs ?? nowMs, resetAtMs ?? 0) : (resetAtMs ?? this.#startedAtMs)
         const view = emptyView(since)
@@ -515,9 +492,7 @@ export class ShadowResults {
 
   async #write(): Promise<void> {
     const connection = this.#store.connection
-    if (connection === undefined || !this.#store.isUp()) return
-    // A reset the store did not take goes first: the counts made after it are written after it.
-    if (!(await this.#writeResets([...this.#unwrittenResets], Date.now())) || (this.#pending.size === 0 && this.#earlier.size === 0)) return
+    if (connection === undefined || !this.#store.isUp() || (this.#pending.size === 0 && this.#earlier.size === 0)) return
     const batch: Array<[string, RouteTally]> = []
     for (const [key, tallies] of this.#earlier) for (const tally of tallies) batch.push([key, tally])
     batch.push(...this.#pending)
