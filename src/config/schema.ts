@@ -558,9 +558,9 @@ const configObject = z.strictObject({
     .strictObject({
       kind: storeKind.optional(),
       redis: redisSchema.optional(),
-      // SPEC 12: a fleet answer may be up to 10 s old; a replica's counts reach the store a flushMs
-      // after its last write ended, which may take up to the store's 1 s command timeout.
-      flushMs: wholeNumber(z.number().int().min(1).max(9_000, 'at most 9000 ms: a fleet answer may be up to 10 s old (SPEC 12), and each replica writes its counts a flushMs after its last write, which may take up to 1 s')).optional()
+      // SPEC 12: a fleet answer may be up to 10 s old. A count made as a write starts waits for
+      // that write (up to the store's 1 s command timeout), flushMs, and the next write (1 s more).
+      flushMs: wholeNumber(z.number().int().min(1).max(8_000, 'at most 8000 ms: a fleet answer may be up to 10 s old (SPEC 12), and a count can wait for a write (up to 1 s), flushMs and the next write (up to 1 s)')).optional()
     })
     .superRefine((store, ctx) => {
       if (store.kind === 'redis' && store.redis?.url == null) {
