@@ -1,4 +1,5 @@
 import { ERROR_STATUS } from '../errors/registry.js'
+import { watchBacklog } from '../util/backlog-watch.js'
 import type { Exchange } from './exchange.js'
 
 /** A whole answer goes out a slice of this size at a time, so a reader's progress shows slice by slice. */
@@ -20,7 +21,7 @@ export function deliver(exchange: Exchange, payload: Buffer | string | undefined
     response.end(payload)
     exchange.record.bytesOut += payloadBytes
     // What the socket did not take at once (its buffers full): watched until it is taken.
-    if (response.writableLength > 0 && !response.writableFinished) watchBacklog(exchange, stallMs)
+    if (response.writableLength > 0 && !response.writableFinished) watchBacklog(response, stallMs, () => cutStalledReader(exchange), () => waitsForTurn(exchange))
     return
   }
   const bytes = typeof payload === 'string' ? Buffer.from(payload) : payload
@@ -28,7 +29,7 @@ export function deliver(exchange: Exchange, payload: Buffer | string | undefined
   // Each slice must be taken within stallMs of the last, or of its turn on a pipelined connection.
   const timer = setTimeout(function sliceStalled() {
     if (waitsForTurn(exchange)) timer.refresh()
-    else cut(exchange)
+    else cutStalledReader(exchange)
   }, stallMs)
   const stop = (): void => clearTimeout(timer)
   response.once('close', stop)
@@ -50,7 +51,12 @@ export function deliver(exchange: Exchange, payload: Buffer | string | undefined
   next()
 }
 
-function cut(exchange: Exchange): void {
+/**
+ * SPEC 10: a client that stopped reading its answer for the upstream limit is cut, as a stalled
+ * upload is (body-stall.ts); its end (in-flight slot freed, upstream call cancelled) follows the
+ * response's close, and its line says 408.
+ */
+export function cutStalledReader(exchange: Exchange): void {
   const response = exchange.response
   if (response.writableFinished || response.destroyed) return
   exchange.record.errorCode = 'REQUEST_TIMEOUT'
@@ -59,39 +65,10 @@ function cut(exchange: Exchange): void {
 }
 
 /**
- * Cuts the exchange's client (408 on its line) once the response's bytes waiting for it have not
- * shrunk for `stallMs`, looked at again while they shrink; nothing when none wait. Ends by itself
- * when the response finishes or closes.
- */
-function watchBacklog(exchange: Exchange, stallMs: number): void {
-  const response = exchange.response
-  let backlog = response.writableLength
-  let timer: NodeJS.Timeout | undefined
-  const stop = (): void => {
-    clearTimeout(timer)
-    response.off('close', stop)
-    response.off('finish', stop)
-  }
-  const look = (): void => {
-    const now = response.writableLength
-    if (now < backlog || waitsForTurn(exchange)) {
-      backlog = now
-      timer = setTimeout(look, stallMs)
-      return
-    }
-    stop()
-    cut(exchange)
-  }
-  timer = setTimeout(look, stallMs)
-  response.once('close', stop)
-  response.once('finish', stop)
-}
-
-/**
  * An answer queued behind a pipelined one has no socket until the answers before it have gone: it
  * waits for its turn, not for its reader. Not once its connection is gone (Node never closes such
  * an answer): then the watch ends it.
  */
-function waitsForTurn(exchange: Exchange): boolean {
+export function waitsForTurn(exchange: Exchange): boolean {
   return exchange.response.socket === null && !exchange.connection.destroyed
 }

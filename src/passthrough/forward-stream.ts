@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { pipeline, Transform, type Readable } from 'node:stream'
-import { ERROR_STATUS } from '../errors/registry.js'
+import { cutStalledReader, waitsForTurn } from '../kernel/delivery-watch.js'
 import type { Exchange } from '../kernel/exchange.js'
 import { writeInterim } from '../kernel/interim-answer.js'
 import { continueIfExpected, requestBody } from '../kernel/request-body.js'
@@ -88,9 +88,7 @@ export function createForwarder(
           if (exchange.cancelled) cancel()
           else exchange.cancel = cancel
         },
-        waitsForTurn() {
-          return response.socket === null && !exchange.connection.destroyed
-        },
+        waitsForTurn: () => waitsForTurn(exchange),
         onResponseStart(statusCode, headers) {
           // A streamed answer's upstream time ends at its headers (SPEC 9 logs and histograms):
           // the body then flows at the pace of both ends.
@@ -147,15 +145,7 @@ export function createForwarder(
           if (sending && !request.complete) exchange.answerHeaders.connection = 'close'
           answerError(exchange, error)
         },
-        onReaderStalled() {
-          // SPEC 10: the client stopped reading for the upstream limit. It is cut, as a stalled
-          // upload is (kernel/body-stall.ts); its end (in-flight slot freed, upstream call
-          // cancelled) follows the response's close, and its line says 408.
-          if (response.writableFinished || response.destroyed) return
-          outcome.errorCode = 'REQUEST_TIMEOUT'
-          outcome.brokenOffStatus = ERROR_STATUS.REQUEST_TIMEOUT
-          response.destroy()
-        },
+        onReaderStalled: () => cutStalledReader(exchange),
         onBrokenOff(error) {
           // The client saw the upstream's status and a cut body; the log and metrics say whose
           // failure it was (not 499, a client that left), unless the client did leave first.

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable, Writable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { GatewayError } from '../errors/registry.js'
+import { watchBacklog } from '../util/backlog-watch.js'
 import { cutAtShutdownError, mapUpstreamError, mapUpstreamErrorAfterHeaders } from './map-upstream-error.js'
 import { connectorSkippingUnaskedContinue } from './skip-unasked-continue.js'
 
@@ -283,8 +284,8 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
 class StreamingHandler implements Dispatcher.DispatchHandler {
   private started = false
   private ended = false
-  /** Set while `target.body` is behind (the upstream paused for it): when its reader's pace is next looked at. */
-  private stallCheck: NodeJS.Timeout | undefined = undefined
+  /** Set while `target.body` is behind (the upstream paused for it, or its last bytes wait): ends the look at its reader's pace. */
+  private stopWatch: (() => void) | undefined = undefined
 
   constructor(
     private readonly target: StreamTarget,
@@ -316,26 +317,17 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     if (this.target.body.write(chunk)) return
     controller.pause()
     // undici runs no body timeout while paused: the reader's pace is looked at here, only while it
-    // is behind, so an answer that flows costs no timer. A reader that took some of what waits
-    // (its backlog shrank) is slow, not stalled, and is waited for again.
+    // is behind, so an answer that flows costs no timer.
     const body = this.target.body
-    let backlog = body.writableLength
-    const look = (): void => {
-      const now = body.writableLength
-      if (now < backlog || this.target.waitsForTurn?.() === true) {
-        backlog = now
-        this.stallCheck = setTimeout(look, this.stallMs)
-        return
-      }
-      this.stallCheck = undefined
-      body.off('drain', drained)
-      this.target.onReaderStalled()
-    }
     const drained = (): void => {
       this.stopStallCheck()
       controller.resume()
     }
-    this.stallCheck = setTimeout(look, this.stallMs)
+    this.stopWatch = watchBacklog(body, this.stallMs, () => {
+      this.stopWatch = undefined
+      body.off('drain', drained)
+      this.target.onReaderStalled()
+    }, () => this.target.waitsForTurn?.() === true)
     body.once('drain', drained)
   }
 
@@ -370,30 +362,16 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     // The last of the answer may still wait for a reader that took none of it (Node emits no
     // 'finish' then, and the in-flight slot would stay taken): looked at as while paused, only
     // when bytes wait, until it is taken or the response closes.
-    let backlog = body.writableLength
-    if (backlog === 0 || body.writableFinished) return
-    const look = (): void => {
-      const now = body.writableLength
-      if (body.writableFinished || body.destroyed) {
-        this.stallCheck = undefined
-        return
-      }
-      if (now < backlog || this.target.waitsForTurn?.() === true) {
-        backlog = now
-        this.stallCheck = setTimeout(look, this.stallMs)
-        return
-      }
-      this.stallCheck = undefined
+    if (body.writableLength === 0 || body.writableFinished) return
+    this.stopWatch = watchBacklog(body, this.stallMs, () => {
+      this.stopWatch = undefined
       this.target.onReaderStalled()
-    }
-    this.stallCheck = setTimeout(look, this.stallMs)
-    body.once('close', () => this.stopStallCheck())
+    }, () => this.target.waitsForTurn?.() === true)
   }
 
   private stopStallCheck(): void {
-    if (this.stallCheck === undefined) return
-    clearTimeout(this.stallCheck)
-    this.stallCheck = undefined
+    this.stopWatch?.()
+    this.stopWatch = undefined
   }
 }
 
