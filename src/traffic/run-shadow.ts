@@ -221,7 +221,8 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       let endWait: ((error: GatewayError) => void) | undefined
       // SPEC 15: timeoutMs is the V4 side's own limit. A call is cut where undici lets it be (once
       // connected); one still connecting, or waiting on another comparison's sessions.start, is
-      // let go here and ends on its own (its connect timeout at the latest), holding no slot.
+      // let go here and ends on its own (its connect timeout at the latest), its slot held until
+      // then (releaseOnceCallsEnd).
       const waitEnds = new Promise<never>((_resolve, reject) => {
         endWait = reject
       })
