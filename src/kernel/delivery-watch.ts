@@ -21,7 +21,7 @@ export function deliver(exchange: Exchange, payload: Buffer | string | undefined
     response.end(payload)
     exchange.record.bytesOut += payloadBytes
     // What the socket did not take at once (its buffers full): watched until it is taken.
-    if (response.writableLength > 0 && !response.writableFinished) watchBacklog(response, stallMs, () => cutStalledReader(exchange), () => waitsForTurn(exchange))
+    if (response.writableLength > 0 && !response.writableFinished) response.once('close', watchBacklog(response, stallMs, () => cutStalledReader(exchange), () => waitsForTurn(exchange)))
     return
   }
   const bytes = typeof payload === 'string' ? Buffer.from(payload) : payload

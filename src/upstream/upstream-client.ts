@@ -367,6 +367,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
       this.stopWatch = undefined
       this.target.onReaderStalled()
     }, () => this.target.waitsForTurn?.() === true)
+    body.once('close', () => this.stopStallCheck())
   }
 
   private stopStallCheck(): void {
