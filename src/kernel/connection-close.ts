@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 
 /**
  * Connections that have their last answer, as an answer with `connection: close` or a framing
@@ -35,4 +36,45 @@ export function noteAnsweredBeforeBody(request: IncomingMessage): void {
 /** Whether the parser of `socket` is still in the body of a request that has its answer. */
 export function inAnsweredBody(socket: object): boolean {
   return answeredBeforeBody.get(socket)?.complete === false
+}
+
+/**
+ * How long a connection stays open after its last answer, at most, while the client still sends
+ * the body that answer refused (nginx's lingering close; its `lingering_timeout` is 5 s too).
+ */
+export const LINGER_AFTER_ANSWER_MS = 5_000
+
+/**
+ * The connection of a request answered with `connection: close` before its body arrived whole
+ * (a 413, an upstream that failed or answered mid-upload) is not closed the moment its answer is
+ * written: the kernel answers bytes that arrive for a closed socket with a reset, and a reset
+ * throws away the answer before a client that sends its whole body first has read it (it sees
+ * EPIPE or ECONNRESET instead of the 413). The gateway ends its side, reads and drops the rest of
+ * the body, and closes once it has arrived, or after LINGER_AFTER_ANSWER_MS.
+ *
+ * node:http ends such a connection by calling its socket's `destroySoon` (`resOnFinish` in
+ * `_http_server.js`, Node 20 to 24); this socket's lingers first. Tests hold every supported Node
+ * to it (a client that writes 40 MiB before it reads gets its 413). `connection` is the
+ * exchange's: undici lets go of a streamed request's socket.
+ */
+export function lingerUntilBodyEnds(request: IncomingMessage, connection: Socket): void {
+  if (connection.destroyed || request.complete) return
+  connection.destroySoon = function lingeringDestroySoon(): void {
+    this.end()
+    const close = (): void => {
+      clearTimeout(cut)
+      this.destroy()
+    }
+    const cut = setTimeout(close, LINGER_AFTER_ANSWER_MS).unref()
+    this.once('close', () => clearTimeout(cut))
+    // Node drops the rest of a body no one read (`req._dump`); one still piped to an upstream
+    // call (upload-stream.ts) is taken from it and dropped here too: its answer has gone. A
+    // request destroyed before its end has nothing more to give: the timer closes the connection.
+    if (request.destroyed) return
+    request.unpipe()
+    request.resume()
+    // All of the body read, nothing is left for a reset to answer: the answer reaches the client.
+    if (request.complete) close()
+    else request.once('end', close)
+  }
 }

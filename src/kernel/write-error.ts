@@ -6,7 +6,7 @@ import { logGatewayError, type RequestLogIds } from '../observability/log-gatewa
 import { traceIdOf } from '../observability/trace-context.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import { roundMs } from '../util/round-ms.js'
-import { markClosing } from './connection-close.js'
+import { lingerUntilBodyEnds, markClosing } from './connection-close.js'
 import type { Exchange } from './exchange.js'
 
 /**
@@ -39,8 +39,12 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json; charset=utf-8', 'content-length': bytes }
   // The rest of an oversized body is not read: the connection cannot carry another request.
   const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' || exchange.answerHeaders.connection === 'close' ? { connection: 'close' } : undefined
-  // Nothing after this request is served on its connection (connection-close.ts).
-  if (close !== undefined) markClosing(exchange.request.socket)
+  // Nothing after this request is served on its connection (connection-close.ts), and the rest
+  // of its body is read before the connection closes, so that the answer is not lost to a reset.
+  if (close !== undefined) {
+    markClosing(exchange.request.socket)
+    lingerUntilBodyEnds(exchange.request, exchange.connection)
+  }
   try {
     response.writeHead(gatewayError.statusCode, { ...exchange.answerHeaders, ...close, ...envelope })
   } catch (headerError) {

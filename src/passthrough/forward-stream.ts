@@ -1,9 +1,11 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
-import { pipeline, Transform, type Readable } from 'node:stream'
+import { Transform, type Readable } from 'node:stream'
+import { lingerUntilBodyEnds } from '../kernel/connection-close.js'
 import { cutStalledReader, waitsForTurn } from '../kernel/delivery-watch.js'
 import type { Exchange } from '../kernel/exchange.js'
 import { writeInterim } from '../kernel/interim-answer.js'
 import { continueIfExpected, requestBody } from '../kernel/request-body.js'
+import { isLongUpload, uploadStream } from '../kernel/upload-stream.js'
 import type { UpstreamOutcome } from '../observability/access-record.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
@@ -64,7 +66,9 @@ export function createForwarder(
     let sending = false
     const incoming = requestBody(request)
     if (incoming !== null) continueIfExpected(request, response)
-    const body = incoming === null || tap === undefined ? incoming : tapped(incoming, tap)
+    // The body in a stream of its own (upload-stream.ts) when it is copied or long; else the request itself.
+    const upload = incoming === null ? null : tap !== undefined ? tapped(incoming, tap) : isLongUpload(incoming) ? uploadStream(incoming) : null
+    const body = upload ?? incoming
     // A request without a body has it whole at once (SPEC 15: a session-execute request's sampling is settled then).
     if (incoming === null) tap?.onRequestEnd()
     upstream.stream(
@@ -102,6 +106,8 @@ export function createForwarder(
           // An HTTP/1.1 connection whose request body was not read to its end cannot carry another
           // request; while draining, none should carry another (SPEC 9).
           if (!request.complete || isDraining()) answer.connection = 'close'
+          // The rest of the body is read before the connection closes, so that a reset does not take the answer with it.
+          if (!request.complete) lingerUntilBodyEnds(request, exchange.connection)
           // Left out with the hop-by-hop fields (a request cannot carry trailers upstream: undici
           // sends none), the upstream's announcement goes back where its trailers can follow.
           if (headers.trailer !== undefined && carriesTrailers(request, statusCode, answer['content-length'] !== undefined)) answer.trailer = headers.trailer
@@ -143,6 +149,8 @@ export function createForwarder(
           // keep-alive timeout): the answer closes it. One that never connected was not read at
           // all, and Node reads and drops the rest after the answer, as for the gateway's errors.
           if (sending && !request.complete) exchange.answerHeaders.connection = 'close'
+          // undici leaves a body it never began to send as it is: let go of it, so that the rest is dropped.
+          upload?.destroy()
           answerError(exchange, error)
         },
         onReaderStalled: () => cutStalledReader(exchange),
@@ -161,7 +169,7 @@ export function createForwarder(
 }
 
 /** The request body as it goes upstream, each chunk handed to the tap on its way (backpressure kept by pipeline). */
-function tapped(body: Readable, tap: StreamTap): Readable {
+function tapped(body: IncomingMessage, tap: StreamTap): Readable {
   const copy = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       tap.onRequestChunk(chunk)
@@ -172,9 +180,9 @@ function tapped(body: Readable, tap: StreamTap): Readable {
       done()
     }
   })
-  // A request that breaks off fails the copy too, so the upstream call ends as it would have.
-  pipeline(body, copy, () => undefined)
-  return copy
+  // A request that breaks off fails the copy too, so the upstream call ends as it would have;
+  // a copy the call stopped reading lets go of the request, which keeps its connection.
+  return uploadStream(body, copy)
 }
 
 /**

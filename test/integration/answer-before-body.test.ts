@@ -1,0 +1,137 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { connect, type Socket } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { LINGER_AFTER_ANSWER_MS } from '../../src/kernel/connection-close.js'
+import { startHttpServer } from '../helpers/http-server.js'
+import { parseRawResponse, type RawResponse } from '../helpers/raw-http.js'
+import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { until } from '../helpers/until.js'
+
+/**
+ * Answers written before the request's body has arrived (a 413, an upstream that answered or
+ * failed mid-upload) reach the client even when it sends its whole body before it reads, as
+ * clients without `Expect: 100-continue` do: the gateway reads and drops the rest of the body
+ * before it closes (connection-close.ts). Closing at once had the kernel answer the client's
+ * next bytes with a reset, which threw the answer away: the client saw EPIPE and nothing else.
+ */
+
+const MiB = 1024 * 1024
+
+interface UploadOutcome {
+  response: RawResponse | undefined
+  /** Body bytes the client got to write. */
+  sent: number
+  errorCode: string | undefined
+  /** The client's connection, its own side still open. */
+  socket: Socket
+}
+
+/**
+ * A client that writes a request of `size` body bytes whole before it reads anything, or only
+ * `stopAfter` of them and then keeps its side open. Resolves once the server has ended its side.
+ */
+function uploadThenRead(baseUrl: string, head: string, size: number, stopAfter = size): Promise<UploadOutcome> {
+  const { hostname, port } = new URL(baseUrl)
+  return new Promise((resolve) => {
+    // allowHalfOpen: the client's side stays open after the server's FIN, as a client's that is still sending.
+    const socket = connect({ host: hostname, port: Number(port), allowHalfOpen: true })
+    const chunks: Buffer[] = []
+    let sent = 0
+    let errorCode: string | undefined
+    const settle = (): void => resolve({ response: parseRawResponse(Buffer.concat(chunks), true, 'POST'), sent, errorCode, socket })
+    socket.pause()
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', (error: NodeJS.ErrnoException) => (errorCode = error.code))
+    socket.on('end', settle)
+    socket.on('close', settle)
+    socket.write(`${head}content-length: ${size}\r\n\r\n`)
+    const slice = Buffer.alloc(64 * 1024, 0x20)
+    const pump = (): void => {
+      while (sent < stopAfter) {
+        const piece = slice.subarray(0, Math.min(slice.length, stopAfter - sent))
+        sent += piece.length
+        if (!socket.write(piece)) {
+          socket.once('drain', pump)
+          return
+        }
+      }
+      // All written (or all it will write): now it reads.
+      socket.resume()
+    }
+    pump()
+  })
+}
+
+/** Open connections on the gateway's traffic listener. */
+function openConnections(gw: StartedGateway): Promise<number> {
+  return new Promise((resolve, reject) => gw.gateway.trafficServer.getConnections((error, count) => (error ? reject(error) : resolve(count))))
+}
+
+const LEGACY_HEAD = 'POST /v1/headless/runs HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer t\r\ncontent-type: application/json\r\n'
+const NATIVE_HEAD = 'POST /v4/execute HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer t\r\ncontent-type: application/json\r\n'
+
+/** An upstream that answers at once, before reading the body, then reads the rest before it closes (as nginx does). */
+function answerEarlyAndLinger(statusCode: number) {
+  return (request: IncomingMessage, response: ServerResponse): void => {
+    const socket = request.socket
+    socket.destroySoon = () => {
+      socket.end()
+      request.resume()
+      request.once('end', () => socket.destroy())
+    }
+    response.writeHead(statusCode, { connection: 'close', 'content-type': 'application/json', 'content-length': 22 })
+    response.end('{"error":"too large!"}')
+  }
+}
+
+describe('an answer written before the request body has arrived', () => {
+  it('a legacy body declared over limits.bodyBytes: a client that writes 40 MiB first still reads its 413', async () => {
+    const gw = await startGateway(testConfig('http://127.0.0.1:9'))
+    const outcome = await uploadThenRead(gw.url, LEGACY_HEAD, 40 * MiB)
+    expect(outcome.sent).toBe(40 * MiB)
+    expect(outcome.errorCode).toBeUndefined()
+    expect(outcome.response?.status).toBe(413)
+    expect(outcome.response?.headers.connection).toBe('close')
+    expect(outcome.response?.json).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } })
+    outcome.socket.destroy()
+  })
+
+  it('a native upload the upstream answered at once (its own 413, connection: close) gets that answer', async () => {
+    const upstream = await startHttpServer(answerEarlyAndLinger(413))
+    const gw = await startGateway(testConfig(upstream.url))
+    const outcome = await uploadThenRead(gw.url, NATIVE_HEAD, 40 * MiB)
+    expect(outcome.sent).toBe(40 * MiB)
+    expect(outcome.errorCode).toBeUndefined()
+    expect(outcome.response?.status).toBe(413)
+    expect(outcome.response?.text).toBe('{"error":"too large!"}')
+    outcome.socket.destroy()
+  })
+
+  it('a native upload the upstream cut midway gets the 502 envelope', async () => {
+    const upstream = await startHttpServer((request) => {
+      let read = 0
+      request.on('data', (chunk: Buffer) => {
+        read += chunk.length
+        if (read > MiB) request.socket.destroy()
+      })
+    })
+    const gw = await startGateway(testConfig(upstream.url))
+    const outcome = await uploadThenRead(gw.url, NATIVE_HEAD, 40 * MiB)
+    expect(outcome.errorCode).toBeUndefined()
+    expect(outcome.response?.status).toBe(502)
+    expect(outcome.response?.json).toMatchObject({ error: { code: 'UPSTREAM_UNAVAILABLE' } })
+    outcome.socket.destroy()
+  })
+
+  it('a client that stops sending the rest has its 413, and the connection is closed after the linger', async () => {
+    const gw = await startGateway(testConfig('http://127.0.0.1:9'))
+    // 2 MiB of a declared 40: the connection waits for the rest no longer than LINGER_AFTER_ANSWER_MS.
+    const outcome = await uploadThenRead(gw.url, LEGACY_HEAD, 40 * MiB, 2 * MiB)
+    const answeredAt = performance.now()
+    expect(outcome.response?.status).toBe(413)
+    expect(await openConnections(gw)).toBe(1)
+    await until(async () => (await openConnections(gw)) === 0, LINGER_AFTER_ANSWER_MS + 5_000)
+    expect(performance.now() - answeredAt).toBeGreaterThan(LINGER_AFTER_ANSWER_MS - 1_000)
+    outcome.socket.destroy()
+  }, 20_000)
+})
