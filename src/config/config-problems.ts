@@ -41,11 +41,19 @@ function formatPath(path: Path): string {
 
 /**
  * A key as a problem shows it. A YAML flow mapping written without the space after a colon
- * (`{ token:s3cret }`) makes one key of a name and its value, and the value may be a secret:
- * such a key keeps only the name.
+ * (`{ token:s3cret }`), or with another character there (`{ token=s3cret }`, `{ token :s3cret }`,
+ * `{ url redis://:pw@h }`), makes one key of a name and its value, and the value may be a secret.
+ * A key is shown whole only when it is a name (an RFC 9110 token: every key of the schema, a
+ * tenant, a host or header name, with a port), a route label (`POST /v1/runs`) or an IPv6
+ * address; any other keeps only its leading name.
  */
 function shownKey(key: string): string {
-  const glued = /^([A-Za-z_][\w-]*):\S/.exec(key)
-  // A bare IPv6 address (a tenancy.hosts key) is not one: its problem says how to write it.
-  return glued === null || isIPv6(key) ? key : `${glued[1]}:…`
+  if (SHOWN_WHOLE.test(key) || ROUTE_LABEL.test(key) || isIPv6(key) || BRACKETED_IPV6.test(key)) return key
+  const name = LEADING_NAME.exec(key)?.[0] ?? ''
+  return key[name.length] === ':' ? `${name}:…` : `${name}…`
 }
+
+const SHOWN_WHOLE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?::\d{1,5})?$/
+const ROUTE_LABEL = /^[A-Z]+ \/[^\s]*$/
+const BRACKETED_IPV6 = /^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/
+const LEADING_NAME = /^[A-Za-z_][\w-]*/

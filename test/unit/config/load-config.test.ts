@@ -114,6 +114,17 @@ describe('loadConfig reads files', () => {
     expect(error.message).not.toMatch(/TOPSECRET|PWzz/)
   })
 
+  it.each([
+    ['a space before the colon', 'admin: { token :TOPSECRETzz }\n', 'admin: Unrecognized key: "token…"'],
+    ['an equals sign', 'admin: { token=TOPSECRETzz }\n', 'admin: Unrecognized key: "token…"'],
+    ['a space instead of the colon', 'sessions: { redis: { url redis://:PWzz@h } }\n', 'sessions.redis: Unrecognized key: "url…"'],
+    ['a header and its value as one key', 'tracing: { headers: { x-api-key TOPSECRETzz } }\n', 'tracing.headers.x-api-key…: ']
+  ])('names a key written with its value (%s) without the value', async (_case, line, shown) => {
+    const error = await configError(await writeTemp('joined.yaml', `${MINIMAL_YAML}${line}`))
+    expect(error.problems.some((problem) => problem.startsWith(shown))).toBe(true)
+    expect(error.message).not.toMatch(/TOPSECRET|PWzz/)
+  })
+
   it('names a glued key without its value where it is part of a problem\'s path', async () => {
     const error = await configError(await writeTemp('glued-path.yaml', `${MINIMAL_YAML}  token:TOPSECRETzz: {}\n`))
     expect(error.problems).toEqual([expect.stringMatching(/^tenants\.token:…: /)])
