@@ -158,6 +158,15 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
   connection.onChange((up) => {
     if (up) for (const [claim, name] of givenUp) releaseGivenUp(claim, name)
   })
+  /**
+   * This replica's claims in Redis whose requests still run (key → owner). While the store is
+   * down, a duplicate that reaches this replica waits for the one running here rather than run
+   * it again from memory, which knows nothing of it.
+   */
+  const runningHere = new Map<string, string>()
+  const endedHere = (key: string, owner: string): void => {
+    if (runningHere.get(key) === owner) runningHere.delete(key)
+  }
 
   return {
     async claim(key, fingerprint, leaseMs, bounds) {
@@ -169,8 +178,12 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
         const local = memory.peek(key)
         if (local !== undefined) return connection.isUp() ? { claimed: false, record: local } : { claimed: false, record: local, unavailable: true }
       }
-      // No request waits on a store that is down (SPEC 12).
-      if (!connection.isUp()) return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
+      // No request waits on a store that is down (SPEC 12), except on one this replica runs.
+      if (!connection.isUp()) {
+        const running = runningHere.get(key)
+        if (running !== undefined) return inMemory({ claimed: false, record: { state: 'running', fingerprint: fingerprintOf(running) } })
+        return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
+      }
       const claim = `${CLAIM_TAG}${randomBytes(16).toString('hex')}:${fingerprint}`
       const name = redisKey(key)
       let found: Buffer | null
@@ -182,7 +195,10 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
         releaseGivenUp(claim, name)
         return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
       }
-      if (found === null) return { claimed: true, owner: claim }
+      if (found === null) {
+        runningHere.set(key, claim)
+        return { claimed: true, owner: claim }
+      }
       const record = decodeRecord(found)
       // Not a record of ours (written by something else under our prefix): never overwritten, never replayed.
       if (record === undefined) return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
@@ -205,6 +221,7 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
       }
       try {
         const written = await connection.run((client) => scripts(client).v4gwIdempotencyComplete(redisKey(key), owner, encodeRecord(fingerprintOf(owner), answer), ttlMs))
+        endedHere(key, owner)
         waiters.wake(key)
         return written === 1
       } catch {
@@ -212,13 +229,22 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
         // memory, so a retry that reaches it replays; the claim in Redis ends with its lease.
         const local = memory.claim(key, fingerprintOf(owner), ttlMs, bounds)
         const kept = local.claimed && memory.complete(key, local.owner, answer, ttlMs, bounds)
+        endedHere(key, owner)
         waiters.wake(key)
         return kept ? 'local' : false
       }
     },
     async release(key, owner) {
       if (!owner.startsWith(CLAIM_TAG)) memory.release(key, owner)
-      else await connection.run((client) => scripts(client).v4gwIdempotencyRelease(redisKey(key), owner)).catch(() => undefined)
+      else {
+        endedHere(key, owner)
+        const name = redisKey(key)
+        await connection.run((client) => scripts(client).v4gwIdempotencyRelease(name, owner)).catch(() => {
+          // Deleted once the store is back, as a claim given up on is: left, it would answer the
+          // retry SPEC 16 lets run 409 until its lease ends.
+          if (givenUp.size < MAX_GIVEN_UP) givenUp.set(owner, name)
+        })
+      }
       waiters.wake(key)
     },
     changed(key, waitMs, scope) {

@@ -27,6 +27,42 @@ async function replica(prefix: string, url = redis.url): Promise<{ shared: Share
   return { shared, records: createSharedIdempotencyStore(shared, { pollMs: 5 }) }
 }
 
+/**
+ * A TCP proxy to the real redis-server whose link can be cut (every connection dropped, new ones
+ * refused: the store is down for this replica) and restored; closed when the test finishes.
+ */
+async function cuttableProxy(): Promise<{ url: string; cut(): void; restore(): void }> {
+  const target = new URL(redis.url)
+  const sockets = new Set<Socket>()
+  let refusing = false
+  const proxy = createServer((client) => {
+    if (refusing) return void client.destroy()
+    const server = connect(Number(target.port), target.hostname)
+    sockets.add(client).add(server)
+    client.pipe(server).pipe(client)
+    for (const socket of [client, server]) socket.on('error', () => undefined).on('close', () => (client.destroy(), server.destroy(), sockets.delete(socket)))
+  })
+  await ownedByTest(
+    'cuttableProxy',
+    () => new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve)),
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy()
+        proxy.close(() => resolve())
+      })
+  )
+  return {
+    url: `redis://127.0.0.1:${(proxy.address() as { port: number }).port}`,
+    cut() {
+      refusing = true
+      for (const socket of sockets) socket.destroy()
+    },
+    restore() {
+      refusing = false
+    }
+  }
+}
+
 describe('SPEC 16 idempotency records on the shared store (real redis-server)', () => {
   it('lets one of two replicas claim a key; the other sees the claim, then the answer that replaced it', async () => {
     const prefix = `t${++prefixes}:`
@@ -144,6 +180,35 @@ describe('SPEC 16 idempotency records on the shared store (real redis-server)', 
       for (const socket of sockets) socket.destroy()
       await new Promise<void>((resolve) => proxy.close(() => resolve()))
     }
+  })
+
+  it('deletes a claim whose release the store could not take, once the store is back, so that the retry runs', async () => {
+    const link = await cuttableProxy()
+    const prefix = `t${++prefixes}:`
+    const { shared, records } = await replica(prefix, link.url)
+    await until(() => shared.connection?.isUp() === true)
+    const owner = ownerOf(await records.claim('released', FP, 60_000, BOUNDS))
+    link.cut()
+    await until(() => shared.connection?.isUp() === false)
+    // Not kept (SPEC 16): released while the store is away, the command is never sent.
+    await records.release('released', owner)
+    expect(await redis.client().exists(`${prefix}i:released`)).toBe(1)
+    link.restore()
+    await until(async () => (await redis.client().exists(`${prefix}i:released`)) === 0, 10_000)
+    expect(await records.claim('released', FP, 60_000, BOUNDS)).toMatchObject({ claimed: true })
+  })
+
+  it('has a duplicate wait for the request this replica runs when the store goes away meanwhile, then replay its answer', async () => {
+    const link = await cuttableProxy()
+    const { shared, records } = await replica(`t${++prefixes}:`, link.url)
+    await until(() => shared.connection?.isUp() === true)
+    const owner = ownerOf(await records.claim('running', FP, 60_000, BOUNDS))
+    link.cut()
+    await until(() => shared.connection?.isUp() === false)
+    // Its memory knows nothing of the claim in Redis: it would have run the execution a second time.
+    expect(await records.claim('running', FP, 60_000, BOUNDS)).toEqual({ claimed: false, record: { state: 'running', fingerprint: FP }, unavailable: true })
+    expect(await records.complete('running', owner, answer('first'), 60_000, BOUNDS)).toBe('local')
+    expect(await records.claim('running', FP, 60_000, BOUNDS)).toMatchObject({ claimed: false, record: { state: 'done', answer: { body: Buffer.from('first') } }, unavailable: true })
   })
 
   it('round-trips any body bytes and headers through the record encoding', () => {
