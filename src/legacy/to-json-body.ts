@@ -10,6 +10,11 @@ export function toJsonBody(body: unknown): string {
     return JSON.stringify(body)
   } catch (error) {
     if (!(error instanceof RangeError)) throw error
-    throw new GatewayError('INVALID_REQUEST', 'request body is nested too deeply to pass on', { details: [{ pointer: '', message: 'nested too deeply' }] })
+    throw nestedTooDeeply()
   }
+}
+
+/** The 400 for a body that a recursion over it (JSON.stringify, a fingerprint) ran out of stack on. */
+export function nestedTooDeeply(): GatewayError {
+  return new GatewayError('INVALID_REQUEST', 'request body is nested too deeply to pass on', { details: [{ pointer: '', message: 'nested too deeply' }] })
 }

@@ -2,6 +2,7 @@ import { hash } from 'node:crypto'
 import type { IdempotencyConfig } from '../config/schema.js'
 import { GatewayError } from '../errors/registry.js'
 import type { RequestHead } from '../kernel/request-head.js'
+import { nestedTooDeeply } from '../legacy/to-json-body.js'
 import { canonicalJson } from '../util/canonical-json.js'
 
 /** What SPEC 16 needs to run a keyed request once: its record, its fingerprint and its settings. */
@@ -70,10 +71,24 @@ export function buildIdempotencyRequest(keyed: IdempotencyKey, input: Fingerprin
   const parts = [tenant, credentialHash, route, keyed.key].map((part) => `${part.length}:${part}`).join('')
   return {
     recordKey: hash('sha256', parts, 'hex'),
-    fingerprint: hash('sha256', wellFormed(canonicalJson({ method, route, params, query, stateKey, body })), 'hex'),
+    fingerprint: hash('sha256', wellFormed(canonicalText({ method, route, params, query, stateKey, body })), 'hex'),
     settings: keyed.settings,
     boundsGroup: `${tenant}\u0000${route}`,
     leaseMs: 2 * (limits.upstreamTimeoutMs + limits.connectTimeoutMs)
+  }
+}
+
+/**
+ * The fingerprint's RFC 8785 text. Its recursion runs out of stack some levels before
+ * JSON.stringify's: such a body is refused as the translation refuses one too deep for that
+ * (a 400, never a 500).
+ */
+function canonicalText(fields: Record<string, unknown>): string {
+  try {
+    return canonicalJson(fields)
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error
+    throw nestedTooDeeply()
   }
 }
 

@@ -37,6 +37,16 @@ describe('SPEC 16 idempotency step', () => {
     expect(request.leaseMs).toBe(70_000)
   })
 
+  it('refuses a body too deep for the fingerprint with the 400 of a body too deep to send, not a RangeError (a 500)', () => {
+    const keyed = { key: 'k', settings: IDEMPOTENCY_DEFAULTS }
+    let input: unknown = 1
+    // JSON.parse reads any depth; the fingerprint's recursion runs out of stack far before this.
+    for (let level = 0; level < 200_000; level++) input = [input]
+    expect(() => buildIdempotencyRequest(keyed, { ...INPUT, body: { input } }, LIMITS)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST', statusCode: 400, message: 'request body is nested too deeply to pass on' })
+    )
+  })
+
   it('gives another fingerprint for another method or path parameter (SPEC 16: { method, route, params, query, stateKey, body })', () => {
     const keyed = { key: 'k', settings: IDEMPOTENCY_DEFAULTS }
     const base = buildIdempotencyRequest(keyed, { ...INPUT, params: { runId: 'r-1' } }, LIMITS).fingerprint
