@@ -202,10 +202,11 @@ const routeDeprecationSchema = z
   .nullable()
 
 /**
- * SPEC 16: the headers the gateway sets on a V4 call itself, or that carry a credential: a
- * `forwardHeader` naming one would replace it.
+ * SPEC 16: the headers the gateway sets on a V4 call itself (SPEC 14's `Via` among them), that
+ * carry a credential, or that are the connection's (RFC 9110 7.6.1, `expect`): a
+ * `forwardHeader` naming one would replace it, or have undici refuse every keyed call.
  */
-const RESERVED_CALL_HEADERS = [...CREDENTIAL_HEADERS, 'content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'accept', 'accept-encoding', 'host', 'connection', 'user-agent', 'x-request-id', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'traceparent', 'tracestate', 'baggage'] as const
+const RESERVED_CALL_HEADERS = [...CREDENTIAL_HEADERS, 'content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'accept', 'accept-encoding', 'host', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'expect', 'via', 'user-agent', 'x-request-id', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'traceparent', 'tracestate', 'baggage'] as const
 
 const idempotencyHeader = z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name').transform((name) => name.toLowerCase())
 const forwardHeader = z
