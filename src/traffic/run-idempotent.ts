@@ -10,6 +10,9 @@ import type { IdempotencyStore, RecordBounds, StoredAnswer } from '../sessions/i
 import { roundMs } from '../util/round-ms.js'
 import { legacyAnswer, writeAnswer, type LegacyAnswer } from './legacy-answer.js'
 
+/** The longest delay Node's timers take (2^31-1 ms). */
+const MAX_TIMER_MS = 2_147_483_647
+
 export interface IdempotentRunDeps extends LegacyCallDeps {
   /** SPEC 16's records: the replica's own memory, or the store its replicas share. */
   idempotency: IdempotencyStore
@@ -133,7 +136,8 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
   const calls = plan.calls
   // SPEC 16: the claim is renewed every third of its life while the request runs (a session-execute
   // can wait on a start lock and make several calls).
-  const renewal = setInterval(() => void Promise.resolve(store.renew(recordKey, owner, leaseMs)).catch(() => {}), Math.max(1, Math.floor(leaseMs / 3)))
+  // Node runs an interval past 2^31-1 ms every 1 ms: the largest limits make a lease whose third is.
+  const renewal = setInterval(() => void Promise.resolve(store.renew(recordKey, owner, leaseMs)).catch(() => {}), Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(leaseMs / 3))))
   renewal.unref()
   const live: LiveClaim = { key: recordKey, owner, executions: 0, cut: false, stopRenewal: () => clearInterval(renewal) }
   deps.liveClaims?.add(live)

@@ -138,6 +138,23 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(executions(upstream)).toHaveLength(1)
   })
 
+  it('renews a claim at most every 2^31-1 ms, however long the limits make its lease (Node runs a longer interval every 1 ms)', async () => {
+    const warnings: Error[] = []
+    const onWarning = (warning: Error): void => void warnings.push(warning)
+    process.on('warning', onWarning)
+    try {
+      // The largest limits the config takes: a lease of 2 × (2^31-1 + 2^31-1) ms, a third of it past Node's timer range.
+      const limits = { limits: { upstreamTimeoutMs: 2_147_483_647, connectTimeoutMs: 2_147_483_647 } }
+      const upstream = await startFaultUpstream((exchange) => void setTimeout(() => answerJson(exchange, 200, { output: 'ran' }), 100))
+      const gw = await idempotentGateway(upstream.url, {}, {}, limits)
+      expect((await send(gw.url, EXECUTE, { headers: keyed('k-long-lease'), json: { input: 1 } })).status).toBe(200)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.map((warning) => warning.name)).not.toContain('TimeoutOverflowWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
   it('executes every request that carries no key, as before', async () => {
     const upstream = await startFaultUpstream()
     const gw = await idempotentGateway(upstream.url)
