@@ -70,6 +70,25 @@ export interface UpstreamTiming {
 }
 
 /**
+ * The reason a call the gateway ended itself is aborted with: its client left or stopped
+ * reading, or a comparison's time ran out (SPEC 15). No failure of the upstream's: its CLIENT
+ * span says `cancelled`, not an upstream error code (SPEC 17 `error.type`).
+ */
+class CancelledByGateway extends Error {
+  constructor() {
+    super('the gateway cancelled the call')
+  }
+}
+
+/** SPEC 17: the CLIENT span's `error.type` of a call the gateway cancelled (a low-cardinality identifier, as semantic conventions ask). */
+export const CANCELLED_CALL_TYPE = 'cancelled'
+
+/** The span's `error.type` for a call that ended with `error`, mapped to `failure` for its answer. */
+function failureType(error: Error, failure: GatewayError): string {
+  return error instanceof CancelledByGateway ? CANCELLED_CALL_TYPE : failure.code
+}
+
+/**
  * Cancels whichever upstream call of a request is under way, e.g. when its client goes away.
  * Cheaper than an AbortController per request, and it also covers calls not yet started.
  */
@@ -213,7 +232,7 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     const scope = this.cancelScope
     if (scope !== undefined) {
-      const cancel = (): void => controller.abort(new Error('the client went away'))
+      const cancel = (): void => controller.abort(new CancelledByGateway())
       if (scope.cancelled) return cancel()
       scope.cancel = cancel
     }
@@ -260,14 +279,15 @@ class BufferingHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.fail(this.statusCode === 0 ? mapUpstreamError(error) : mapUpstreamErrorAfterHeaders(error))
+    const failure = this.statusCode === 0 ? mapUpstreamError(error) : mapUpstreamErrorAfterHeaders(error)
+    this.fail(failure, failureType(error, failure))
   }
 
-  private fail(error: GatewayError): void {
+  private fail(error: GatewayError, spanType: string = error.code): void {
     if (this.settled) return
     this.settled = true
     const endedAt = this.addTime()
-    this.call?.failed(error.code, endedAt)
+    this.call?.failed(spanType, endedAt)
     this.reject(error)
   }
 
@@ -296,7 +316,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.target.onStart(() => controller.abort(new Error('the client went away')))
+    this.target.onStart(() => controller.abort(new CancelledByGateway()))
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
@@ -341,7 +361,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     // Before headers the client still gets an answer (SPEC 6); after, only an aborted stream can say it.
     if (!this.started) {
       const failure = mapUpstreamError(error)
-      this.call?.failed(failure.code, performance.now())
+      this.call?.failed(failureType(error, failure), performance.now())
       return this.target.onFailure(failure)
     }
     // An answer that ended at its headers is whole: what undici says after (a 304's Content-Length
@@ -349,7 +369,7 @@ class StreamingHandler implements Dispatcher.DispatchHandler {
     this.stopStallCheck()
     if (this.ended) return
     const failure = mapUpstreamErrorAfterHeaders(error)
-    this.call?.failed(failure.code, performance.now())
+    this.call?.failed(failureType(error, failure), performance.now())
     this.target.onBrokenOff(failure)
     this.target.body.destroy(error)
   }

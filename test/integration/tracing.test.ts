@@ -493,10 +493,10 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
   }
 
   /** A request's access line and SERVER span, once both are in. */
-  async function endOf(gw: StartedGateway, requestId: string): Promise<{ line: Record<string, unknown>; server: ExportedSpan }> {
+  async function endOf(gw: StartedGateway, requestId: string): Promise<{ line: Record<string, unknown>; server: ExportedSpan; clients: ExportedSpan[] }> {
     const line = await accessLine(gw, requestId)
-    const server = (await traceOf(receiver, line.traceId as string)).find((span) => span.kind === 'SERVER') as ExportedSpan
-    return { line, server }
+    const spans = await traceOf(receiver, line.traceId as string)
+    return { line, server: spans.find((span) => span.kind === 'SERVER') as ExportedSpan, clients: spans.filter((span) => span.kind === 'CLIENT') }
   }
 
   it('a native answer whose body the upstream cut: the 200 that was sent, error.type, and the span an error', async () => {
@@ -519,11 +519,13 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     const upstream = await startFaultUpstream(() => {})
     const gw = await startGateway(tracedConfig(upstream.url, receiver))
     await leaveOnceCalled(gw, upstream, { ...ALICE, 'x-request-id': 'left-early-1' })
-    const { line, server } = await endOf(gw, 'left-early-1')
+    const { line, server, clients } = await endOf(gw, 'left-early-1')
     expect(line.status).toBe(499)
     expect(server.attributes).not.toHaveProperty('http.response.status_code')
     expect(server.attributes).not.toHaveProperty('error.type')
     expect(server.statusCode).toBe(0)
+    // The call its leaving cancelled says so, not that the upstream failed (it was UPSTREAM_UNAVAILABLE).
+    expect(clients.map((span) => span.attributes['error.type'])).toEqual(['cancelled'])
   })
 
   it('a streamed native answer whose client left before its first body bytes: no status on the span (Node had not written the head), and no error', async () => {
@@ -542,10 +544,12 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     await new Promise((resolve) => setTimeout(resolve, 100))
     controller.abort()
     await sent
-    const { line, server } = await endOf(gw, 'left-before-body-1')
+    const { line, server, clients } = await endOf(gw, 'left-before-body-1')
     expect(line.status).toBe(499)
     expect(server.attributes).not.toHaveProperty('http.response.status_code')
     expect(server.statusCode).toBe(0)
+    // The streamed call its leaving cut: cancelled by the gateway (it was UPSTREAM_BAD_RESPONSE), its 200 kept.
+    expect(clients.map((span) => [span.attributes['http.response.status_code'], span.attributes['error.type']])).toEqual([[200, 'cancelled']])
   })
 
   it('a keyed request whose client left and whose execution then timed out: no status, error.type, and the span an error (SPEC 16)', async () => {
