@@ -16,6 +16,7 @@ import { pauseBrownouts, resumeBrownouts } from '../tenancy/pause-brownouts.js'
 import { removeStageOverrides, setStageOverride } from '../tenancy/set-stage-override.js'
 import type { StageOverrideRecords } from '../tenancy/stage-override-records.js'
 import { assertAdminToken } from './admin-auth.js'
+import { bodyProblems } from './body-problems.js'
 import { buildMigrationAnswer, migrationRoutes, parseClientsListed } from './migration-answer.js'
 import { logAdminChange } from './admin-change.js'
 import { isAdminHost, isLoopbackPeer } from './admin-guards.js'
@@ -164,7 +165,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the explain body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
         const parsed = explainBodySchema.safeParse(request.body)
         if (!parsed.success) {
-          const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
+          const details = bodyProblems(parsed.error)
           throw new GatewayError('INVALID_REQUEST', 'expected { method, path, tenant?, headers?, body?, rawBody?, at? }', { details })
         }
         return deps.explain(parsed.data as ExplainInput)
@@ -172,7 +173,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       admin.post('/brownouts/pause', { preHandler: acceptChange }, async function pauseBrownoutsEndpoint(request) {
         const parsed = pauseBodySchema.safeParse(request.body ?? null)
         if (!parsed.success) {
-          const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
+          const details = bodyProblems(parsed.error)
           throw new GatewayError('INVALID_REQUEST', 'expected { tenant, route?, until, reason }', { details })
         }
         return pauseBrownouts(deps.runtime(), parsed.data, Date.now())
@@ -188,7 +189,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
       admin.put('/migration/stage', { preHandler: acceptChange }, async function putStageOverride(request) {
         const parsed = stageOverrideBodySchema.safeParse(request.body ?? null)
         if (!parsed.success) {
-          const details = parsed.error.issues.map((issue) => ({ pointer: `/${issue.path.join('/')}`, message: issue.message }))
+          const details = bodyProblems(parsed.error)
           throw new GatewayError('INVALID_REQUEST', 'expected { tenant, route?, stage, reason, until? }', { details })
         }
         return setStageOverride(deps.runtime(), deps.stageOverrides, parsed.data, Date.now())

@@ -42,7 +42,7 @@ function call(gw: StartedGateway, tenant = 'acme'): Promise<Answer> {
   return send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-tenant-id': tenant }, json: { input: 1 } })
 }
 
-function putOverride(gw: StartedGateway, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Answer> {
+function putOverride(gw: StartedGateway, body: Record<string, unknown> | unknown[], headers: Record<string, string> = {}): Promise<Answer> {
   return send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers, json: body })
 }
 
@@ -109,6 +109,11 @@ describe('stage overrides on one gateway (SPEC 14)', () => {
     expect(noReason.json.error.details).toEqual([expect.objectContaining({ pointer: '/reason' })])
     const badStage = await putOverride(gw, { tenant: 'acme', stage: 'sideways', reason: 'r' })
     expect(badStage.json.error.details).toEqual([expect.objectContaining({ pointer: '/stage' })])
+    // Each unknown member at its own pointer (RFC 6901); a body that is no object at the body's, "".
+    const unknown = await putOverride(gw, { tenant: 'acme', stage: 'legacy', reason: 'r', rollback: true, 'a/b': 1 })
+    expect(unknown.json.error.details).toEqual([expect.objectContaining({ pointer: '/rollback' }), expect.objectContaining({ pointer: '/a~1b' })])
+    const list = await putOverride(gw, [])
+    expect(list.json.error.details).toEqual([expect.objectContaining({ pointer: '' })])
     expect((await putOverride(gw, { tenant: 'nope', stage: 'legacy', reason: 'r' })).json.error.code).toBe('TENANT_UNKNOWN')
     expect((await putOverride(gw, { tenant: 'acme', route: 'POST /nope', stage: 'legacy', reason: 'r' })).json.error.code).toBe('ROUTE_NOT_FOUND')
     const form = await send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'tenant=acme' })
