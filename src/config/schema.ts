@@ -320,12 +320,41 @@ const tenantObject = z.strictObject({
 
 export const tenantSchema = tenantObject.superRefine(checkDeprecations)
 
+/**
+ * A route table in which every route can be matched, and none takes native traffic (SPEC 2: a
+ * path under `/v4/` is streamed unchanged; legacy routes are matched first, so one that matches
+ * such a path would rewrite it). Routes match in order, the first that fits wins
+ * (legacy/route-table.ts): one listed after a route of its method that fits every path it does
+ * (each segment a parameter or the same) is never matched, and its settings never apply.
+ */
+function checkRouteTable(routes: readonly z.output<typeof legacyRouteSchema>[], ctx: z.RefinementCtx): void {
+  const segmentsOf = (path: string): string[] => path.split('/').slice(1)
+  routes.forEach((route, index) => {
+    const segments = segmentsOf(route.path)
+    const first = segments[0] as string
+    if (segments.length > 1 && (first === 'v4' || first.startsWith(':'))) {
+      ctx.addIssue({ code: 'custom', path: ['legacy', 'routes', index, 'path'], message: `${route.path} would match native /v4/… requests, which are streamed unchanged (SPEC 2): a legacy route starts with a segment of its own` })
+    }
+    const earlier = routes.findIndex((other, at) => at < index && other.method === route.method && fitsEveryPath(segmentsOf(other.path), segments))
+    if (earlier !== -1) {
+      const shadowing = routes[earlier] as z.output<typeof legacyRouteSchema>
+      ctx.addIssue({ code: 'custom', path: ['legacy', 'routes', index], message: `never matched: routes.${earlier} (${shadowing.method} ${shadowing.path}) comes first and matches every request this route would` })
+    }
+  })
+}
+
+/** Whether a route of `first`'s segments matches every path one of `later`'s does. */
+function fitsEveryPath(first: readonly string[], later: readonly string[]): boolean {
+  return first.length === later.length && first.every((segment, index) => segment.startsWith(':') || segment === later[index])
+}
+
 /** SPEC 13 validation at load, for the tenant's deprecation and each route's effective one (SPEC 14: route keys name configured routes). */
 function checkDeprecations(tenant: z.output<typeof tenantObject>, ctx: z.RefinementCtx): void {
   const tenantDeprecation = tenant.legacy.deprecation
   if (tenantDeprecation !== null) {
     for (const problem of deprecationProblems(tenantDeprecation)) ctx.addIssue({ code: 'custom', path: ['legacy', 'deprecation', ...problem.path], message: problem.message })
   }
+  checkRouteTable(tenant.legacy.routes, ctx)
   checkClientIdKinds(tenant, ctx)
   checkMigration(tenant, ctx)
   for (const problem of shadowProblems(tenant, EMBEDDED_UPSTREAM)) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message })

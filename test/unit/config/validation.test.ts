@@ -292,6 +292,29 @@ describe('legacy.deprecation.link', () => {
 })
 
 describe('routes', () => {
+  it('refuses a route that a route listed before it shadows: the same method and path shape, the first always wins', async () => {
+    const problems = await problemsOf(
+      withRoutes([
+        { method: 'POST', path: '/v1/x', action: 'execute' },
+        { method: 'post', path: '/v1/x', action: 'proxy', rewrite: '/v4/x' },
+        { method: 'POST', path: '/v1/runs/:runId/invoke', action: 'execute' },
+        { method: 'POST', path: '/v1/runs/latest/invoke', action: 'execute' },
+        { method: 'GET', path: '/v1/runs/latest/invoke', action: 'proxy', rewrite: '/v4/latest' }
+      ])
+    )
+    expect(problems).toEqual([
+      expect.stringMatching(/^tenants\.acme\.legacy\.routes\.1: never matched: routes\.0 \(POST \/v1\/x\) comes first/),
+      expect.stringMatching(/^tenants\.acme\.legacy\.routes\.3: never matched: routes\.2 \(POST \/v1\/runs\/:runId\/invoke\)/)
+    ])
+    // A literal route listed before the parameter one that would cover it is matched first: fine.
+    await expect(load(withRoutes([{ method: 'POST', path: '/v1/runs/latest/invoke', action: 'execute' }, { method: 'POST', path: '/v1/runs/:runId/invoke', action: 'execute' }]))).resolves.toBeDefined()
+  })
+
+  it.each(['/v4/execute', '/:version/execute'])('refuses a legacy route %s, which would take native /v4/ traffic', async (path) => {
+    const problems = await problemsOf(withRoutes([{ method: 'POST', path, action: 'execute' }]))
+    expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.path: .*native \/v4\//)])
+  })
+
   it('refuses a proxy route without rewrite', async () => {
     const problems = await problemsOf(withRoutes([{ method: 'GET', path: '/v1/policies', action: 'proxy' }]))
     expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.legacy\.routes\.0\.rewrite: /)])
