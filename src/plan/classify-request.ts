@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/registry.js'
 import type { TrafficClass } from '../observability/access-record.js'
 import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
-import { buildRewrittenPath, matchRoute, type RouteMatch } from '../legacy/route-table.js'
+import { matchRoute, type RouteMatch } from '../legacy/route-table.js'
 import { resolveTenant } from '../tenancy/resolve-tenant.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import { parseRequestTarget, type RequestTarget } from './request-target.js'
@@ -41,17 +41,6 @@ export function assertNotBlocked(runtime: GatewayRuntime, target: Pick<RequestTa
 function underAny(prefixes: readonly string[], path: string): boolean {
   for (let index = 0; index < prefixes.length; index++) if (path.startsWith(prefixes[index] as string)) return true
   return false
-}
-
-/**
- * A proxy route's upstream path, checked against the blocked prefixes before anything else is
- * read of the request (docs/decisions.md, order of checks): a path parameter can carry it into one
- * (`/v1/areas/:area` → `/v4/:area`).
- */
-export function rewrittenProxyPath(runtime: GatewayRuntime, match: RouteMatch, note: ClassificationNote): string {
-  const path = buildRewrittenPath(match.route, match.params)
-  assertNotBlocked(runtime, parseRequestTarget(path), note)
-  return path
 }
 
 /** Which of SPEC 2's classes a request is, and for whom; blocked and unroutable requests throw their SPEC 6 error. */

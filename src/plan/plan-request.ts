@@ -13,7 +13,7 @@ import type { GatewayRuntime } from '../tenancy/gateway-runtime.js'
 import type { TenantRuntime } from '../tenancy/tenant-runtime.js'
 import { deprecationHeadersFor, type DeprecationPolicy } from '../tenancy/deprecation-policy.js'
 import { resolveEffectiveStage, type EffectiveStage } from '../tenancy/migration-policy.js'
-import { assertNotBlocked, classifyRequest, rewrittenProxyPath } from './classify-request.js'
+import { assertNotBlocked, classifyRequest } from './classify-request.js'
 import { decideDeprecation, type DeprecationFacts } from './deprecation-step.js'
 import { buildIdempotencyRequest, readIdempotencyKey, type IdempotencyRequest } from './idempotency-step.js'
 import { cameThroughFleet, decideMigration, LOOP_DETECTED_MESSAGE, nativeOnlyRefusal, withVia, type MigrationFacts } from './migration-step.js'
@@ -206,16 +206,14 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
   // SPEC 14's effective stage: one lookup and a compare in `translate` with no override.
   const configured = tenant.migration.get(route.label) as NonNullable<ReturnType<TenantRuntime['migration']['get']>>
   const effective = candidateOrigin !== undefined ? TRANSLATE_STAGE : resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides, tenant.name, route.label, head.now)
-  // Stages legacy and shadow never translate; canary knows only once the client is known.
-  const translates = effective.stage === 'translate' || effective.stage === 'native-only'
   let answerHeaders = legacyAnswerHeaders(head, tenant, policy, successorBeforeSession(route.action))
   // Who calls, whatever the answer (SPEC 12: the registry records refused calls under their client
   // too); a credential that cannot be read is refused below, in SPEC 6's order.
   const { credential, unreadable, clientId } = identifyClient(runtime, head, facts, tenant, target, clientIdGiven)
   try {
-    // Checked before the credential is judged or the body read (docs/decisions.md, order of
-    // checks), where the translation may serve; the legacy upstream gets the client's path, not the rewritten one.
-    const proxyPath = route.action !== 'proxy' ? undefined : translates ? rewrittenProxyPath(runtime, match, facts) : buildRewrittenPath(route, match.params)
+    // The rewritten path, for the successor links; its blocked-prefix check belongs to the
+    // translation, once the stage's side and the brownout decision are made (SPEC 14's order).
+    const proxyPath = route.action !== 'proxy' ? undefined : buildRewrittenPath(route, match.params)
     if (policy !== null && proxyPath !== undefined) answerHeaders = { ...answerHeaders, ...deprecationHeadersFor(policy, proxyPath) }
     const credentials = runtime.config.credentials
     const successorPath = proxyPath ?? (successorBeforeSession(route.action) as string)
@@ -252,8 +250,9 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
       return migration.shadow === true ? { ...legacyPlan, shadow: true } : legacyPlan
     }
     if (tenant.usesStages) answerHeaders['x-v4gw-served-by'] = 'v4'
-    // In a canary, the rewritten path's check waited for the side (SPEC 14: the legacy side refuses nothing).
-    if (!translates && proxyPath !== undefined) assertNotBlocked(runtime, parseRequestTarget(proxyPath), facts)
+    // Checked before the credential is judged or the body read (docs/decisions.md, order of
+    // checks); the legacy side refuses nothing and gets the client's path, not the rewritten one.
+    if (proxyPath !== undefined) assertNotBlocked(runtime, parseRequestTarget(proxyPath), facts)
     if (unreadable !== undefined) throw unreadable
     if (proxyPath !== undefined) {
       facts.v4Path = proxyPath

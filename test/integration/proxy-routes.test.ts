@@ -49,6 +49,29 @@ function expectGatewayError(answer: Answer, status: number, code: string): void 
   expect(answer.json.error.requestId).toBe(answer.headers['x-request-id'])
 }
 
+describe('a proxy route whose rewritten path is blocked, on a route retired or browned out (SPEC 14 order)', () => {
+  const upstream = useRecordingUpstream()
+  const deprecation = { date: '2026-01-01T00:00:00Z', brownouts: { minNoticeMs: 0, windows: [{ start: '2026-01-01T00:00:00Z', end: '2099-01-01T00:00:00Z' }] } }
+  const gw = useGateway(() =>
+    testConfig(upstream.url, {
+      internalAdmin: { pathPrefixes: ['/v4/internal'] },
+      tenancy: { default: 'retired' },
+      tenants: {
+        retired: { upstream: { staging: upstream.url }, legacy: { routes: PROXY_ROUTES, deprecation: { date: '2026-01-01T00:00:00Z' } }, migration: { stage: 'native-only' } },
+        dimmed: { upstream: { staging: upstream.url }, legacy: { routes: PROXY_ROUTES, deprecation } }
+      }
+    })
+  )
+
+  it('answers the 410 every other path of the route gets, not the 403 of the translation it never reaches', async () => {
+    const gone = await send(gw.url, '/v1/areas/internal/keys', { headers: { 'x-api-key': 'key_live_a' } })
+    expectGatewayError(gone, 410, 'LEGACY_GONE')
+    const brownout = await send(gw.url, '/v1/areas/internal/keys', { headers: { 'x-api-key': 'key_live_a', 'x-tenant-id': 'dimmed' } })
+    expectGatewayError(brownout, 410, 'LEGACY_BROWNOUT')
+    expect(upstream.requests).toHaveLength(0)
+  })
+})
+
 describe('proxy routes towards a recording upstream', () => {
   const upstream = useRecordingUpstream()
   const gw = useGateway(() => proxyConfig(upstream.url))
