@@ -169,9 +169,16 @@ export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: G
       facts.action = route.action
       // SPEC 12: the registry records a refused call under its client like any other.
       // `explain --client` names the client of a refused call too (SPEC 14).
-      identifyClient(runtime, head, facts, classification.tenant, classification.target, clientIdGiven)
+      const { tenant } = classification
+      const { clientId } = identifyClient(runtime, head, facts, tenant, classification.target, clientIdGiven)
+      // SPEC 17: its line, span and metrics name the route's stage, and the deprecation headers its answer carries.
+      const configured = tenant.migration.get(route.label) as NonNullable<ReturnType<TenantRuntime['migration']['get']>>
+      const effective = resolveEffectiveStage(configured, tenant.legacyOrigin !== undefined, runtime.stageOverrides, tenant.name, route.label, head.now)
+      const policy = tenant.deprecation.get(route.label) ?? null
+      facts.migration = decideMigration(effective, configured, tenant.name, clientId, policy?.exemptUntilMs.get(clientId), head.now)
+      if (policy !== null) facts.deprecation = { clientId, action: 'header' }
       const successorPath = route.action === 'proxy' ? buildRewrittenPath(route, classification.match.params) : successorBeforeSession(route.action)
-      return refuse(facts, legacyAnswerHeaders(head, classification.tenant, classification.tenant.deprecation.get(route.label) ?? null, successorPath), error)
+      return refuse(facts, legacyAnswerHeaders(head, tenant, policy, successorPath), error)
     }
   } catch {
     // Whatever else is wrong with it, this is its answer.

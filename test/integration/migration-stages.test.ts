@@ -148,6 +148,20 @@ describe('SPEC 14 Via and loops', () => {
     expect(retired.headers.deprecation).toBeDefined()
   })
 
+  it('names the stage and the deprecation headers of a legacy request it refused before planning it (SPEC 17: line, metrics)', async () => {
+    const own = await startGateway({
+      log: { level: 'info' },
+      tenancy: { default: 'retired' },
+      tenants: { retired: { upstream: { staging: sim.url }, legacy: { deprecation: { date: '2026-01-01T00:00:00Z' } }, migration: { stage: 'native-only' } } }
+    })
+    const answer = await send(own.url, '/v1/headless/runs', { headers: { ...runtime, via: own.gateway.runtime().via, 'x-request-id': 'refused-loop-1' }, json: { input: 1 } })
+    expect(answer.status).toBe(508)
+    expect(answer.headers.deprecation).toBeDefined()
+    const line = own.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'refused-loop-1')
+    expect(line).toMatchObject({ status: 508, route: 'POST /v1/headless/runs', stage: 'native-only', deprecation: 'header' })
+    expect((await send(own.adminUrl, '/metrics')).text).toMatch(/^v4gw_legacy_deprecation_total\{tenant="retired",route="POST \/v1\/headless\/runs",action="header"\} 1$/m)
+  })
+
   it('stops a legacy upstream that sends requests back to the gateway after one round', async () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { 'x-tenant-id': 'loopy' }, json: { input: 1 } })
     // The way back carries the gateway's Via member: answered 508 there, and that answer comes back.
