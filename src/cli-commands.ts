@@ -3,8 +3,6 @@ import { parseArgs } from 'node:util'
 import type { CliCommand } from './cli-args.js'
 import type { GatewayConfig } from './config/schema.js'
 import type { ExplainInput, Explanation } from './plan/explain-request.js'
-import type { GatewayRuntime } from './tenancy/gateway-runtime.js'
-import type { SharedStore } from './store/shared-store.js'
 import type { HeldSignals } from './held-signals.js'
 
 // Each command imports what it needs when it runs: `v4gw fingerprint` or `check-config` should not
@@ -184,9 +182,6 @@ async function explainCommand(args: string[]): Promise<void> {
   const { loadConfig, resolveConfigPath } = await import('./config/load-config.js')
   const config = await loadConfig(resolveConfigPath(values.config))
   if (values.client !== undefined && !CLIENT_ID.test(values.client)) throw new UsageError('--client takes a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous')
-  const [{ buildGatewayRuntime }, { explainRequest }] = await Promise.all([import('./tenancy/gateway-runtime.js'), import('./plan/explain-request.js')])
-  // Nothing is started: an embedded upstream is shown by name.
-  const runtime = buildGatewayRuntime(config, 'http://embedded-simulator', { embeddedLegacyOrigin: 'http://embedded-legacy-backend' })
   const input: ExplainInput = {
     method,
     path,
@@ -196,32 +191,45 @@ async function explainCommand(args: string[]): Promise<void> {
     ...(values.at === undefined ? {} : { at: values.at }),
     ...(values.client === undefined ? {} : { client: values.client })
   }
-  const explanation = config.store.kind === 'redis' && config.store.redis.url !== null ? await explainWithStoreRecords(runtime, input, config.store) : explainRequest(runtime, input)
+  const explanation = config.store.kind === 'redis' && config.store.redis.url !== null ? await explainWithStoreRecords(config, input) : await explainFromConfig(config, input)
   console.log(JSON.stringify(explanation, null, 2))
 }
 
+/** Nothing is started: an embedded upstream is shown by name. */
+const EMBEDDED_ORIGINS = { simulator: 'http://embedded-simulator', legacy: 'http://embedded-legacy-backend' }
+
+async function explainFromConfig(config: GatewayConfig, input: ExplainInput): Promise<Explanation> {
+  const [{ buildGatewayRuntime }, { explainRequest }] = await Promise.all([import('./tenancy/gateway-runtime.js'), import('./plan/explain-request.js')])
+  return explainRequest(buildGatewayRuntime(config, EMBEDDED_ORIGINS.simulator, { embeddedLegacyOrigin: EMBEDDED_ORIGINS.legacy }), input)
+}
+
 /**
- * With `store: redis` a keyed request's record is read from Redis as the gateways would read it
- * (SPEC 16: a GET, never a claim), connecting only when the request has a key. With `store: memory`
- * the records live in the gateway's process: `POST /admin/explain` reads them.
+ * With `store: redis` the fleet's records are read from Redis as the gateways read them: its
+ * stage overrides and brownout pauses (SPEC 13, 14), which decide before the config does, and a
+ * keyed request's record (SPEC 16: a GET, never a claim). With `store: memory` they live in the
+ * gateway's process: `POST /admin/explain` reads them.
  */
-async function explainWithStoreRecords(runtime: GatewayRuntime, input: ExplainInput, store: GatewayConfig['store']): Promise<Explanation> {
-  const [{ explainRequestWithRecords }, { createSharedStore }, { createSharedIdempotencyStore }] = await Promise.all([
+async function explainWithStoreRecords(config: GatewayConfig, input: ExplainInput): Promise<Explanation> {
+  const [{ buildGatewayRuntime }, { explainRequestWithRecords }, { createSharedStore }, { createSharedIdempotencyStore }, { BrownoutPauses }, { StageOverrideRecords }] = await Promise.all([
+    import('./tenancy/gateway-runtime.js'),
     import('./plan/explain-request.js'),
     import('./store/shared-store.js'),
-    import('./sessions/shared-idempotency-store.js')
+    import('./sessions/shared-idempotency-store.js'),
+    import('./tenancy/brownout-pauses.js'),
+    import('./tenancy/stage-override-records.js')
   ])
-  let shared: SharedStore | undefined
   const quiet = { info: () => undefined, warn: () => undefined }
+  const shared = await createSharedStore({ kind: 'redis', url: config.store.redis.url, keyPrefix: config.store.redis.keyPrefix, logger: quiet })
+  const brownoutPauses = new BrownoutPauses(shared)
+  const stageOverrides = new StageOverrideRecords(shared)
   try {
-    return await explainRequestWithRecords(runtime, input, {
-      async peek(key) {
-        shared ??= await createSharedStore({ kind: 'redis', url: store.redis.url, keyPrefix: store.redis.keyPrefix, logger: quiet })
-        return createSharedIdempotencyStore(shared).peek(key)
-      }
-    })
+    await Promise.all([brownoutPauses.start(), stageOverrides.start()])
+    const runtime = buildGatewayRuntime(config, EMBEDDED_ORIGINS.simulator, { embeddedLegacyOrigin: EMBEDDED_ORIGINS.legacy, brownoutPauses, stageOverrides })
+    return await explainRequestWithRecords(runtime, input, createSharedIdempotencyStore(shared))
   } finally {
-    await shared?.close()
+    brownoutPauses.stop()
+    stageOverrides.stop()
+    await shared.close()
   }
 }
 

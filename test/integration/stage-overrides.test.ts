@@ -6,6 +6,7 @@ import { send, type Answer } from '../helpers/http.js'
 import { useRecordingUpstream } from '../helpers/recording-upstream.js'
 import { until, useRedisServer } from '../helpers/redis-server.js'
 import { startGateway, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
+import { runCli } from '../helpers/spawn-cli.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 import { useTempDir } from '../helpers/temp-dir.js'
 
@@ -342,6 +343,26 @@ describe('stage overrides shared by the fleet through Redis (SPEC 14)', () => {
     const invoke = await send(late.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'acme' }, json: { input: 1 } })
     expect(invoke.headers['x-v4gw-served-by']).toBe('legacy')
   })
+})
+
+describe('v4gw explain --config with store: redis (SPEC 14: the decision the fleet makes)', () => {
+  const redis = useRedisServer()
+  const dir = useTempDir('v4gw-explain-overrides-')
+
+  it('reads the fleet\'s stage overrides from Redis: a rolled-back route is explained as served by the legacy upstream', async () => {
+    const config = { log: { level: 'silent' }, store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'explained:' } }, tenancy: { default: 'acme' }, tenants: stagedTenants() }
+    const configPath = join(dir.path, 'gateway.yaml')
+    await writeFile(configPath, stringify(config))
+    const explain = async (): Promise<{ migration: { stage: string; stageSource: string; side: string } }> => {
+      const run = await runCli(['explain', '--config', configPath, 'POST', '/v1/headless/runs', '--header', 'authorization:Bearer demo-token-alice', '--body', '{"input":1}'])
+      expect(run.code).toBe(0)
+      return JSON.parse(run.stdout) as { migration: { stage: string; stageSource: string; side: string } }
+    }
+    expect((await explain()).migration).toMatchObject({ stage: 'translate', side: 'v4' })
+    const gw = await startGateway(config)
+    expect((await putOverride(gw, { tenant: 'acme', route: ROUTE, stage: 'legacy', reason: 'fleet rollback' })).json.scope).toBe('fleet')
+    expect((await explain()).migration).toMatchObject({ stage: 'legacy', stageSource: 'override', side: 'legacy' })
+  }, 60_000)
 })
 
 async function metric(gw: StartedGateway, pattern: RegExp): Promise<string | undefined> {
