@@ -8,8 +8,10 @@ import type { GatewayConfig } from './config/schema.js'
  */
 export interface CalendarEvent {
   tenant: string
-  /** `METHOD /path`, or null for every legacy route of the tenant that has no deprecation of its own. */
+  /** `METHOD /path`, or null for every legacy route of the tenant that has no schedule of its own. */
   route: string | null
+  /** On a tenant's event: its routes with a schedule of their own (listed apart) or none, which it does not cover. */
+  except?: readonly string[]
   kind: 'brownout' | 'sunset'
   startMs: number
   /** A window's end; a sunset is an instant. */
@@ -23,15 +25,18 @@ export function calendarEvents(config: GatewayConfig, onlyTenant?: string): Cale
   for (const [name, tenant] of Object.entries(config.tenants)) {
     if (onlyTenant !== undefined && name !== onlyTenant) continue
     const own = tenant.legacy.deprecation
-    events.push(...eventsOf(name, null, own))
+    const apart: string[] = []
     for (const route of tenant.legacy.routes) {
       const label = `${route.method} ${route.path}`
       const entry = tenant.migration.routes[label]?.deprecation
       if (entry === undefined) continue
       const effective = effectiveDeprecation(own, entry) ?? null
       if (sameSchedule(effective, own)) continue
+      apart.push(label)
       events.push(...eventsOf(name, label, effective))
     }
+    // A route with `deprecation: null`, or windows of its own, is not in the tenant's windows: they say so.
+    events.push(...eventsOf(name, null, own).map((event) => (apart.length === 0 ? event : { ...event, except: apart })))
   }
   return events.sort((a, b) => a.startMs - b.startMs || a.tenant.localeCompare(b.tenant) || (a.route ?? '').localeCompare(b.route ?? ''))
 }
@@ -49,8 +54,12 @@ function sameSchedule(a: DeprecationConfig | null, b: DeprecationConfig | null):
 }
 
 function summary(event: CalendarEvent): string {
-  const where = event.route === null ? `tenant ${event.tenant}, legacy routes` : `tenant ${event.tenant}, ${event.route}`
+  const where = event.route === null ? `tenant ${event.tenant}, legacy routes${exceptions(event)}` : `tenant ${event.tenant}, ${event.route}`
   return event.kind === 'brownout' ? `Legacy API brownout (${where})` : `Legacy API sunset (${where})`
+}
+
+function exceptions(event: CalendarEvent): string {
+  return event.except === undefined ? '' : ` except ${event.except.join(', ')}`
 }
 
 /** RFC 5545 3.3.5: a UTC DATE-TIME, `20270302T140000Z`. */
@@ -107,7 +116,7 @@ export function formatCalendarMarkdown(events: readonly CalendarEvent[]): string
   const when = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`
   const lines = ['| tenant | routes | event | starts | ends | who |', '|---|---|---|---|---|---|']
   for (const event of events) {
-    lines.push(`| ${event.tenant} | ${event.route ?? 'all legacy routes'} | ${event.kind} | ${when(event.startMs)} | ${event.endMs === null ? '–' : when(event.endMs)} | ${event.detail} |`)
+    lines.push(`| ${event.tenant} | ${event.route ?? `all legacy routes${exceptions(event)}`} | ${event.kind} | ${when(event.startMs)} | ${event.endMs === null ? '–' : when(event.endMs)} | ${event.detail} |`)
   }
   if (events.length === 0) lines.push('| – | – | no brownout window or sunset configured | – | – | – |')
   return `${lines.join('\n')}\n`

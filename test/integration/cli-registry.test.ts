@@ -319,6 +319,7 @@ describe('v4gw calendar (SPEC 13)', () => {
     expect(ics).toContain(`DTSTART:${utc(first + 120 * DAY)}\r\n`)
     // Unfolded, the summary names the tenant and route.
     expect(ics.replace(/\r\n /g, '')).toContain('SUMMARY:Legacy API sunset (tenant acme\\, POST /v1/runs/invoke)')
+    expect(ics.replace(/\r\n /g, '')).toContain('SUMMARY:Legacy API brownout (tenant acme\\, legacy routes except POST /v1/runs/invoke)')
   })
 
   it('prints a Markdown table with --format md', async () => {
@@ -326,7 +327,8 @@ describe('v4gw calendar (SPEC 13)', () => {
     const result = await runCli(['calendar', '--config', file, '--format', 'md', '--tenant', 'acme'])
     expect(result.code).toBe(0)
     expect(result.stdout).toContain('| tenant | routes | event | starts | ends | who |')
-    expect(result.stdout).toContain(`| acme | all legacy routes | brownout | ${iso(first).slice(0, 16).replace('T', ' ')} UTC | ${iso(first + HOUR).slice(0, 16).replace('T', ' ')} UTC | 25 % of clients |`)
+    // The route with a schedule of its own (no windows) is not in the tenant's windows, and they say so.
+    expect(result.stdout).toContain(`| acme | all legacy routes except POST /v1/runs/invoke | brownout | ${iso(first).slice(0, 16).replace('T', ' ')} UTC | ${iso(first + HOUR).slice(0, 16).replace('T', ' ')} UTC | 25 % of clients |`)
     expect(result.stdout).toContain('| acme | POST /v1/runs/invoke | sunset |')
   })
 })
