@@ -155,9 +155,10 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
   // SPEC 17: a comparison's V4 call that gave no answer is an upstream failure labelled `shadow`.
   const onShadowUpstreamFailure = (tenant: string, cause: string): void => metrics.observeUpstreamFailure(tenant, 'shadow', cause)
   const trafficHandler = createTrafficHandler({ getRuntime, upstream, sessions, idempotency, liveClaims, logger, isDraining, onRequestDone, shadowResults, onShadowUpstreamFailure, shadowUpstream, tracing })
-  const trafficServer = createTrafficServer(trafficHandler, logger, (refusal) =>
+  const trafficServer = createTrafficServer(trafficHandler, logger, (refusal, refused) => {
     metrics.observeRequest({ tenant: undefined, trafficClass: undefined, route: undefined, statusCode: refusal.statusCode, durationMs: 0, upstreamMs: undefined, errorCode: refusal.code })
-  )
+    trafficHandler.logRefusedUnread(refusal, refused)
+  })
 
   const adminLog = logger.child({ listener: 'admin' })
   const admin = Fastify({

@@ -19,11 +19,22 @@ function toGatewayError(code: string | undefined): GatewayError {
  * it. Only the error code is logged: Node attaches the raw request bytes, credentials included,
  * to parser errors.
  */
+/**
+ * A request Node refused before the gateway saw it, as its answer went: what its access line can
+ * say (SPEC 17). Nothing of it was parsed but, for CONNECT, its method.
+ */
+export interface RefusedUnread {
+  readonly requestId: string
+  readonly method: string | undefined
+  readonly clientAddress: string | undefined
+  readonly bytesOut: number
+}
+
 export function answerClientError(
   log: Logger,
   error: Error & { code?: string },
   socket: Duplex,
-  onAnswered?: (gatewayError: GatewayError) => void,
+  onAnswered?: (gatewayError: GatewayError, refused: RefusedUnread) => void,
   answerBrokenBody?: (response: ServerResponse, gatewayError: GatewayError) => boolean
 ): void {
   if (error.code === 'ECONNRESET') {
@@ -66,9 +77,11 @@ export function answerClientError(
     // The body of a request the kernel admitted: answered as that request, with its id, line and count (SPEC 6).
     if (inItsBody && current !== undefined && answerBrokenBody?.(current, gatewayError) === true) return
     const requestId = randomUUID()
-    log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
-    onAnswered?.(gatewayError)
-    endWithError(socket, gatewayError, requestId)
+    // With `onAnswered`, the request's access line says the rest (the traffic listener's).
+    if (onAnswered === undefined) log.info({ requestId, code: error.code, status: gatewayError.statusCode, error: gatewayError.code }, 'malformed request refused')
+    else log.debug({ requestId, code: error.code }, 'malformed request refused')
+    const bytesOut = endWithError(socket, gatewayError, requestId)
+    onAnswered?.(gatewayError, { requestId, method: undefined, clientAddress: remoteAddressOf(socket), bytesOut })
   }
   // In the body of a request not answered yet, this is its answer. In a later request's head, it
   // follows the answers under way, so that it is neither written into one nor read as theirs.
@@ -98,12 +111,17 @@ function afterAnswersUnderWay(socket: Duplex, then: () => void): void {
  * CONNECT asks for a tunnel, which only a forward proxy gives (SPEC 2: never an open proxy).
  * Node hands it to the 'connect' event, not to the request listener, and would otherwise drop the socket.
  */
-export function answerConnect(log: Logger, socket: Duplex, onAnswered?: (gatewayError: GatewayError) => void): void {
+export function answerConnect(log: Logger, socket: Duplex, onAnswered?: (gatewayError: GatewayError, refused: RefusedUnread) => void): void {
   const requestId = randomUUID()
-  log.info({ requestId, status: 400, error: 'INVALID_REQUEST' }, 'CONNECT refused')
+  if (onAnswered === undefined) log.info({ requestId, status: 400, error: 'INVALID_REQUEST' }, 'CONNECT refused')
   const refusal = new GatewayError('INVALID_REQUEST', 'CONNECT is not served: this gateway is not a forward proxy')
-  onAnswered?.(refusal)
-  endWithError(socket, refusal, requestId)
+  const bytesOut = endWithError(socket, refusal, requestId)
+  onAnswered?.(refusal, { requestId, method: 'CONNECT', clientAddress: remoteAddressOf(socket), bytesOut })
+}
+
+/** The peer's address, as a request's `clientAddress` (a socket already gone has none). */
+function remoteAddressOf(socket: Duplex): string | undefined {
+  return (socket as Duplex & { remoteAddress?: string }).remoteAddress
 }
 
 /**
@@ -113,17 +131,20 @@ export function answerConnect(log: Logger, socket: Duplex, onAnswered?: (gateway
  */
 const LINGER_MS = 1_000
 
-function endWithError(socket: Duplex, gatewayError: GatewayError, requestId: string): void {
+/** Writes the error answer and closes; returns the body's length in bytes. */
+function endWithError(socket: Duplex, gatewayError: GatewayError, requestId: string): number {
   const body = JSON.stringify(buildErrorBody(gatewayError, requestId, 0))
+  const bytes = Buffer.byteLength(body)
   closeGently(
     socket,
     `HTTP/1.1 ${gatewayError.statusCode} ${STATUS_CODES[gatewayError.statusCode] ?? ''}\r\n` +
       'content-type: application/json; charset=utf-8\r\n' +
-      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      `content-length: ${bytes}\r\n` +
       `x-request-id: ${requestId}\r\n` +
       'connection: close\r\n\r\n' +
       body
   )
+  return bytes
 }
 
 /** Ends the connection after what was written to it (and `last`), and cuts it once the client had LINGER_MS to read that. */

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Server as NetServer, type AddressInfo, type Socket } from 'node:net'
 import type { Logger } from 'pino'
 import type { GatewayError } from '../errors/registry.js'
-import { answerClientError, answerConnect } from './client-error.js'
+import { answerClientError, answerConnect, type RefusedUnread } from './client-error.js'
 
 /** The traffic listener's open connections, which the drain goes through (Node lists them for no one else). */
 const openConnections = new WeakMap<Server, Set<Socket>>()
@@ -34,7 +34,7 @@ function untrackResponse(this: ServerResponse): void {
 export function createTrafficServer(
   handler: { handle(request: IncomingMessage, response: ServerResponse): void; answerBrokenBody?(response: ServerResponse, error: GatewayError): boolean },
   log: Logger,
-  onRefusedUnread?: (refusal: GatewayError) => void
+  onRefusedUnread?: (refusal: GatewayError, refused: RefusedUnread) => void
 ): Server {
   const handle = (request: IncomingMessage, response: ServerResponse): void => {
     trackResponse(request.socket, response)
@@ -53,7 +53,7 @@ export function createTrafficServer(
   // header size limit already bounds the count.
   server.maxHeadersCount = 0
   // What Node refuses before the handler sees a request (malformed HTTP, CONNECT) is a request too:
-  // `onRefusedUnread` counts it, as the handler's requests are counted.
+  // `onRefusedUnread` counts and logs it, as the handler's requests are.
   const answerBrokenBody = handler.answerBrokenBody?.bind(handler)
   server.on('clientError', (error: Error & { code?: string }, socket) => answerClientError(log, error, socket, onRefusedUnread, answerBrokenBody))
   server.on('connect', (_request, socket) => answerConnect(log, socket, onRefusedUnread))

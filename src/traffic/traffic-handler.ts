@@ -1,4 +1,6 @@
 import type { Logger } from 'pino'
+import type { GatewayError } from '../errors/registry.js'
+import type { RefusedUnread } from '../kernel/client-error.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import { createTrafficKernel, type TrafficKernel } from '../kernel/traffic-kernel.js'
@@ -53,7 +55,10 @@ export interface TrafficDeps {
   shadowUpstream?: UpstreamClient | undefined
 }
 
-export type TrafficHandler = Omit<TrafficKernel, 'answerError'>
+export type TrafficHandler = Omit<TrafficKernel, 'answerError'> & {
+  /** The access line of a request Node refused before the handler saw it (malformed HTTP, CONNECT). */
+  logRefusedUnread(refusal: GatewayError, refused: RefusedUnread): void
+}
 
 /**
  * The traffic listener: the kernel admits each request and owns its lifecycle, the planner
@@ -145,6 +150,25 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   return {
     handle: kernel.handle,
     answerBrokenBody: kernel.answerBrokenBody,
+    logRefusedUnread(refusal, refused) {
+      // SPEC 17: its access line, as every request's; only what Node let the gateway know of it.
+      if (!deps.getRuntime().config.log.access || !writesAccessLines(deps.logger)) return
+      accessLog({
+        requestId: refused.requestId,
+        method: refused.method,
+        tenant: undefined,
+        class: undefined,
+        route: undefined,
+        v4Path: undefined,
+        status: refusal.statusCode,
+        durationMs: 0,
+        upstreamMs: undefined,
+        bytesOut: refused.bytesOut,
+        session: undefined,
+        error: refusal.code,
+        clientAddress: refused.clientAddress
+      })
+    },
     startSampling: kernel.startSampling,
     stop() {
       kernel.stop()

@@ -126,6 +126,31 @@ describe('an unreachable upstream on the access line (SPEC 17)', () => {
   })
 })
 
+describe('the access line of a request Node refused before the gateway saw it (SPEC 17: every request)', () => {
+  it('is written for a header too large, malformed framing and CONNECT: status, error, body bytes, client address; none with log.access false', async () => {
+    const gateway = await startGateway(testConfig(await refusingOrigin()))
+    const refused = async (request: string): Promise<Record<string, unknown>> => {
+      const result = await rawExchange(gateway.url, request)
+      const requestId = result.response?.headers['x-request-id'] as string
+      await until(() => gateway.logs.lines().some((line) => line.msg === 'request' && line.requestId === requestId))
+      const line = gateway.logs.lines().find((one) => one.msg === 'request' && one.requestId === requestId) as Record<string, unknown>
+      expect(line.bytesOut).toBe(Buffer.byteLength(result.response?.text ?? ''))
+      return line
+    }
+    expect(await refused(`GET /v4/x HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).toMatchObject({ status: 431, error: 'REQUEST_HEADERS_TOO_LARGE', durationMs: 0, clientAddress: '127.0.0.1' })
+    expect(await refused('GET /v4/x HTTP/1.1\r\nHost: a\r\nBroken header line\r\n\r\n')).toMatchObject({ status: 400, error: 'INVALID_REQUEST', clientAddress: '127.0.0.1' })
+    expect(await refused('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')).toMatchObject({ method: 'CONNECT', status: 400, error: 'INVALID_REQUEST' })
+    // Its own info line is gone: the access line says it (the parser's code is at debug).
+    expect(gateway.logs.lines().filter((line) => line.msg === 'malformed request refused' || line.msg === 'CONNECT refused')).toEqual([])
+
+    const quiet = await startGateway(testConfig(await refusingOrigin(), { log: { access: false } }))
+    const result = await rawExchange(quiet.url, 'GET /v4/x HTTP/1.1\r\nHost: a\r\nBroken header line\r\n\r\n')
+    expect(result.response?.status).toBe(400)
+    expect((await send(quiet.adminUrl, '/metrics')).text).toMatch(/v4gw_requests_total\{[^}]*code="400"[^}]*\} 1/)
+    expect(quiet.logs.lines().filter((line) => line.msg === 'request')).toEqual([])
+  })
+})
+
 describe('log.access: false (SPEC 17)', () => {
   it('writes no access line, and still writes the gateway’s own lines', async () => {
     const gateway = await startGateway(testConfig(await refusingOrigin(), { log: { level: 'debug', access: false } }))
