@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { RedisConnection } from '../store/redis-connection.js'
 import type { SharedStore } from '../store/shared-store.js'
-import { createMemoryIdempotencyStore, SWEEP_PER_CLAIM, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type StoredAnswer } from './idempotency-store.js'
+import { createMemoryIdempotencyStore, SWEEP_PER_CLAIM, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type RecordBounds, type StoredAnswer } from './idempotency-store.js'
 import { KeyWaiters } from './key-waiters.js'
 
 /**
@@ -167,6 +167,12 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
   const endedHere = (key: string, owner: string): void => {
     if (runningHere.get(key) === owner) runningHere.delete(key)
   }
+  /** A claim the store cannot take: a wait for the request this replica runs under the key, else this replica's memory. */
+  const claimWhileAway = (key: string, fingerprint: string, leaseMs: number, bounds: RecordBounds): ClaimResult => {
+    const running = runningHere.get(key)
+    if (running !== undefined) return inMemory({ claimed: false, record: { state: 'running', fingerprint: fingerprintOf(running) } })
+    return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
+  }
 
   return {
     async claim(key, fingerprint, leaseMs, bounds) {
@@ -179,11 +185,7 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
         if (local !== undefined) return connection.isUp() ? { claimed: false, record: local } : { claimed: false, record: local, unavailable: true }
       }
       // No request waits on a store that is down (SPEC 12), except on one this replica runs.
-      if (!connection.isUp()) {
-        const running = runningHere.get(key)
-        if (running !== undefined) return inMemory({ claimed: false, record: { state: 'running', fingerprint: fingerprintOf(running) } })
-        return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
-      }
+      if (!connection.isUp()) return claimWhileAway(key, fingerprint, leaseMs, bounds)
       const claim = `${CLAIM_TAG}${randomBytes(16).toString('hex')}:${fingerprint}`
       const name = redisKey(key)
       let found: Buffer | null
@@ -193,7 +195,8 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
         // Bounded: a claim given up on ends with its lease anyway.
         if (givenUp.size < MAX_GIVEN_UP) givenUp.set(claim, name)
         releaseGivenUp(claim, name)
-        return inMemory(memory.claim(key, fingerprint, leaseMs, bounds))
+        // A store that hangs fails the commands in flight before it is found down: the same rule.
+        return claimWhileAway(key, fingerprint, leaseMs, bounds)
       }
       if (found === null) {
         runningHere.set(key, claim)
@@ -240,9 +243,10 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
         endedHere(key, owner)
         const name = redisKey(key)
         await connection.run((client) => scripts(client).v4gwIdempotencyRelease(name, owner)).catch(() => {
-          // Deleted once the store is back, as a claim given up on is: left, it would answer the
-          // retry SPEC 16 lets run 409 until its lease ends.
+          // Sent again at once and once the store is back, as a claim given up on is: left, it
+          // would answer the retry SPEC 16 lets run 409 until its lease ends.
           if (givenUp.size < MAX_GIVEN_UP) givenUp.set(owner, name)
+          releaseGivenUp(owner, name)
         })
       }
       waiters.wake(key)

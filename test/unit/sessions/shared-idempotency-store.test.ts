@@ -31,15 +31,18 @@ async function replica(prefix: string, url = redis.url): Promise<{ shared: Share
  * A TCP proxy to the real redis-server whose link can be cut (every connection dropped, new ones
  * refused: the store is down for this replica) and restored; closed when the test finishes.
  */
-async function cuttableProxy(): Promise<{ url: string; cut(): void; restore(): void }> {
+async function cuttableProxy(): Promise<{ url: string; cut(): void; hang(): void; restore(): void }> {
   const target = new URL(redis.url)
   const sockets = new Set<Socket>()
   let refusing = false
+  // Hanging: the connections stay, and nothing more goes either way (a Redis that stopped answering).
+  let hanging = false
   const proxy = createServer((client) => {
     if (refusing) return void client.destroy()
     const server = connect(Number(target.port), target.hostname)
     sockets.add(client).add(server)
-    client.pipe(server).pipe(client)
+    client.on('data', (bytes: Buffer) => void (hanging || server.write(bytes)))
+    server.on('data', (bytes: Buffer) => void (hanging || client.write(bytes)))
     for (const socket of [client, server]) socket.on('error', () => undefined).on('close', () => (client.destroy(), server.destroy(), sockets.delete(socket)))
   })
   await ownedByTest(
@@ -57,8 +60,12 @@ async function cuttableProxy(): Promise<{ url: string; cut(): void; restore(): v
       refusing = true
       for (const socket of sockets) socket.destroy()
     },
+    hang() {
+      hanging = true
+    },
     restore() {
       refusing = false
+      hanging = false
     }
   }
 }
@@ -209,6 +216,17 @@ describe('SPEC 16 idempotency records on the shared store (real redis-server)', 
     expect(await records.claim('running', FP, 60_000, BOUNDS)).toEqual({ claimed: false, record: { state: 'running', fingerprint: FP }, unavailable: true })
     expect(await records.complete('running', owner, answer('first'), 60_000, BOUNDS)).toBe('local')
     expect(await records.claim('running', FP, 60_000, BOUNDS)).toMatchObject({ claimed: false, record: { state: 'done', answer: { body: Buffer.from('first') } }, unavailable: true })
+  })
+
+  it('has a duplicate whose claim command fails on a hung store wait for the request this replica runs, as when the store is found down', async () => {
+    const link = await cuttableProxy()
+    const { shared, records } = await replica(`t${++prefixes}:`, link.url)
+    await until(() => shared.connection?.isUp() === true)
+    ownerOf(await records.claim('hung', FP, 60_000, BOUNDS))
+    link.hang()
+    // Sent while the store still counts as up: the command times out, and the claim goes on without it.
+    expect(shared.connection?.isUp()).toBe(true)
+    expect(await records.claim('hung', FP, 60_000, BOUNDS)).toEqual({ claimed: false, record: { state: 'running', fingerprint: FP }, unavailable: true })
   })
 
   it('round-trips any body bytes and headers through the record encoding', () => {
