@@ -59,22 +59,26 @@ export const LINGER_AFTER_ANSWER_MS = 5_000
  */
 export function lingerUntilBodyEnds(request: IncomingMessage, connection: Socket): void {
   if (connection.destroyed || request.complete) return
+  // Nothing after this answer is served: a request pipelined behind the body is not a request.
+  markClosing(connection)
   connection.destroySoon = function lingeringDestroySoon(): void {
     this.end()
     const close = (): void => {
       clearTimeout(cut)
       this.destroy()
     }
+    // All of the body read, nothing is left for a reset to answer: the answer reaches the client.
+    if (request.complete) return close()
     const cut = setTimeout(close, LINGER_AFTER_ANSWER_MS).unref()
     this.once('close', () => clearTimeout(cut))
-    // Node drops the rest of a body no one read (`req._dump`); one still piped to an upstream
-    // call (upload-stream.ts) is taken from it and dropped here too: its answer has gone. A
-    // request destroyed before its end has nothing more to give: the timer closes the connection.
+    // A request undici destroyed (a body of 64 KiB or less it stopped sending, upload-stream.ts)
+    // is read no further: Node stops reading the connection for it. The client has the timer's
+    // time to read the answer before the close resets what it still sends.
     if (request.destroyed) return
+    // Node drops the rest of a body no one read (`req._dump`); one still piped to an upstream
+    // call (upload-stream.ts) is taken from it and dropped here too: its answer has gone.
     request.unpipe()
     request.resume()
-    // All of the body read, nothing is left for a reset to answer: the answer reaches the client.
-    if (request.complete) close()
-    else request.once('end', close)
+    request.once('end', close)
   }
 }

@@ -4,11 +4,11 @@ import { PassThrough, type Transform } from 'node:stream'
 /**
  * A request body as an upstream call reads it, through a stream of its own. undici destroys the
  * body it was given when its call ends before reading all of it (an upstream that failed or
- * answered mid-upload), and a request destroyed before its end takes its connection with it,
- * its answer not yet written: the client would see a reset, not the answer. Cut off, this
- * stream only lets go of the request, which the connection's lingering close then drains
- * (connection-close.ts). A request that breaks off breaks this stream, so that the upstream call
- * ends as it would have.
+ * answered mid-upload), and Node reads no more of a connection for a request destroyed before
+ * its end: the rest of the body could not be drained, and the close after the answer would
+ * reset the client's upload, and the answer with it. Cut off, this stream only lets go of the
+ * request, which the connection's lingering close then drains (connection-close.ts). A request
+ * that breaks off breaks this stream, so that the upstream call ends as it would have.
  */
 export function uploadStream(request: IncomingMessage, through: Transform = new PassThrough()): Transform {
   // `pipe`, not `pipeline`: the latter destroys the request when `through` is destroyed.

@@ -39,12 +39,12 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json; charset=utf-8', 'content-length': bytes }
   // The rest of an oversized body is not read: the connection cannot carry another request.
   const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' || exchange.answerHeaders.connection === 'close' ? { connection: 'close' } : undefined
-  // Nothing after this request is served on its connection (connection-close.ts), and the rest
-  // of its body is read before the connection closes, so that the answer is not lost to a reset.
-  if (close !== undefined) {
-    markClosing(exchange.request.socket)
-    lingerUntilBodyEnds(exchange.request, exchange.connection)
-  }
+  // Nothing after this request is served on its connection (connection-close.ts).
+  if (close !== undefined) markClosing(exchange.request.socket)
+  // The last answer (the gateway's, or one the client asked to close after) to a request whose
+  // body has not arrived whole: the rest is read before the connection closes, so that the
+  // answer is not lost to a reset.
+  if (close !== undefined || !response.shouldKeepAlive) lingerUntilBodyEnds(exchange.request, exchange.connection)
   try {
     response.writeHead(gatewayError.statusCode, { ...exchange.answerHeaders, ...close, ...envelope })
   } catch (headerError) {

@@ -30,7 +30,7 @@ interface UploadOutcome {
  * A client that writes a request of `size` body bytes whole before it reads anything, or only
  * `stopAfter` of them and then keeps its side open. Resolves once the server has ended its side.
  */
-function uploadThenRead(baseUrl: string, head: string, size: number, stopAfter = size): Promise<UploadOutcome> {
+function uploadThenRead(baseUrl: string, head: string, size: number, stopAfter = size, after = ''): Promise<UploadOutcome> {
   const { hostname, port } = new URL(baseUrl)
   return new Promise((resolve) => {
     // allowHalfOpen: the client's side stays open after the server's FIN, as a client's that is still sending.
@@ -55,7 +55,8 @@ function uploadThenRead(baseUrl: string, head: string, size: number, stopAfter =
           return
         }
       }
-      // All written (or all it will write): now it reads.
+      // All written (or all it will write), and what it pipelines after: now it reads.
+      if (after !== '') socket.write(after)
       socket.resume()
     }
     pump()
@@ -104,6 +105,36 @@ describe('an answer written before the request body has arrived', () => {
     expect(outcome.errorCode).toBeUndefined()
     expect(outcome.response?.status).toBe(413)
     expect(outcome.response?.text).toBe('{"error":"too large!"}')
+    outcome.socket.destroy()
+  })
+
+  it('serves nothing pipelined behind the body of a request whose answer closes the connection', async () => {
+    let served = 0
+    const answerEarly = answerEarlyAndLinger(413)
+    const upstream = await startHttpServer((request, response) => {
+      served++
+      answerEarly(request, response)
+    })
+    const gw = await startGateway(testConfig(upstream.url))
+    const next = 'DELETE /v4/things/1 HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer t\r\n\r\n'
+    const outcome = await uploadThenRead(gw.url, NATIVE_HEAD, MiB, MiB, next)
+    expect(outcome.response?.status).toBe(413)
+    // Read to its end and past: the DELETE was read off the connection, and never served, nor
+    // begun (a request the kernel takes has a line, 499 when its connection goes first).
+    await until(async () => (await openConnections(gw)) === 0)
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.path === '/v4/execute'))
+    expect(served).toBe(1)
+    expect(gw.logs.lines().filter((line) => line.msg === 'request').map((line) => line.path)).toEqual(['/v4/execute'])
+    outcome.socket.destroy()
+  })
+
+  it('a client that asked to close (Connection: close) and is refused before its body gets its 401 too', async () => {
+    const gw = await startGateway(testConfig('http://127.0.0.1:9'))
+    const head = 'POST /v1/headless/runs HTTP/1.1\r\nhost: gw\r\nconnection: close\r\ncontent-type: application/json\r\n'
+    const outcome = await uploadThenRead(gw.url, head, 8 * MiB)
+    expect(outcome.sent).toBe(8 * MiB)
+    expect(outcome.errorCode).toBeUndefined()
+    expect(outcome.response?.status).toBe(401)
     outcome.socket.destroy()
   })
 
