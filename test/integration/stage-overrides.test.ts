@@ -363,6 +363,15 @@ describe('v4gw explain --config with store: redis (SPEC 14: the decision the fle
     expect((await putOverride(gw, { tenant: 'acme', route: ROUTE, stage: 'legacy', reason: 'fleet rollback' })).json.scope).toBe('fleet')
     expect((await explain()).migration).toMatchObject({ stage: 'legacy', stageSource: 'override', side: 'legacy' })
   }, 60_000)
+
+  it('says when the store does not answer that what the fleet decided beyond the config is unknown', async () => {
+    const configPath = join(dir.path, 'unreachable.yaml')
+    await writeFile(configPath, stringify({ store: { kind: 'redis', redis: { url: 'redis://127.0.0.1:1', keyPrefix: 'x:' } }, tenancy: { default: 'acme' }, tenants: stagedTenants() }))
+    const run = await runCli(['explain', '--config', configPath, 'POST', '/v1/headless/runs', '--header', 'authorization:Bearer demo-token-alice', '--body', '{"input":1}'])
+    expect(run.code).toBe(0)
+    expect(run.stderr).toContain("store redis does not answer: the fleet's stage overrides and brownout pauses are unknown")
+    expect(JSON.parse(run.stdout).migration).toMatchObject({ stage: 'translate', stageSource: 'config' })
+  }, 60_000)
 })
 
 async function metric(gw: StartedGateway, pattern: RegExp): Promise<string | undefined> {
