@@ -240,7 +240,8 @@ describe('the access line’s clientId (SPEC 12, 17)', () => {
         `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
       'utf8'
     )
-    expect((await rawExchange(gw.url, request, { timeoutMs: 3_000 })).response).toBeDefined()
+    // The simulator knows no such token: refused, and its line still names the client.
+    expect((await rawExchange(gw.url, request, { timeoutMs: 3_000 })).response?.status).toBe(401)
     const printed = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'fingerprint'], { input: `${token}\n`, encoding: 'utf8', timeout: 10_000 })
     expect(printed.stdout).toBe(`${fingerprintOf(token)}\n`)
     await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'utf8-credential-id'))

@@ -19,7 +19,7 @@ const ALICE = { authorization: 'Bearer demo-token-alice' }
 const ROUTE = 'POST /v1/headless/runs'
 const INVOKE = 'POST /v1/runs/invoke'
 /** Long enough for every record to be set and seen in force before it ends, on a busy machine. */
-const LIFETIME_MS = 3_000
+const LIFETIME_MS = 6_000
 
 const legacy = useRecordingUpstream((_recorded, response) => {
   response.writeHead(200, { 'content-type': 'application/json' })

@@ -73,7 +73,8 @@ describe('a Redis that hangs is found down by its PING, without waiting on reque
       const { value: answer, ms } = await timed(() => invoke(stateId))
       expect(answer.status).toBe(200)
       expect(answer.headers['x-v4-session-id']).toEqual(expect.any(String))
-      expect(ms).toBeLessThan(300)
+      // Below one 1 s command timeout: none was waited out (a loaded machine adds its own time).
+      expect(ms).toBeLessThan(900)
     }
     // A hit on one of them, from this replica's map.
     const again = await invoke('after-1')

@@ -117,7 +117,11 @@ describe('the export thread', () => {
     // Async: the collector answers from this process while the child runs.
     const { spawn } = await import('node:child_process')
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' })
-    expect(await new Promise((resolve) => child.on('exit', resolve))).toBe(0)
+    // A child that hangs is not left behind the test.
+    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    const exit = await new Promise((resolve) => child.on('exit', resolve))
+    clearTimeout(killer)
+    expect(exit).toBe(0)
     expect(collector.exchanges).toHaveLength(1)
   })
 

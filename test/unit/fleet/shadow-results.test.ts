@@ -170,10 +170,10 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     expect((await a.answer(ROUTES, T0 + 200)).tenants.acme?.[ROUTE]).toMatchObject({ since: new Date(T0 + 100).toISOString(), comparisons: 0 })
   })
 
-  // A flush that read the route's reset instant and then wrote wrote counts made before a reset
-  // that landed between the two. The reset is put right after the flush's first call to Redis:
-  // whatever that call did, the reset comes after it, so the counts must be gone. (Only here is
-  // the store's call wrapped: no socket can place a reset between two of a flush's commands.)
+  // A flush that took its counts and then wrote them wrote counts made before a reset that landed
+  // between the two. The reset is put right before the flush's first call to Redis, once it has
+  // its counts in hand: the write must see it (WRITE_TALLY checks the reset and writes in one
+  // script). (Only here is the store's call wrapped: no socket can place a reset there.)
   it('leaves no count made before a reset that lands while a flush is under way', async () => {
     const prefix = `sh${++prefixes}:`
     const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: prefix, logger: QUIET }), (shared) => shared.close())
@@ -182,14 +182,15 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     const connection = store.connection as NonNullable<typeof store.connection>
     const run = connection.run.bind(connection)
     let calls = 0
+    let resetScope: string | undefined
     connection.run = (async (work: Parameters<typeof run>[0]) => {
-      const result = await run(work)
-      if (++calls === 1) expect(await b.reset('acme', [ROUTE], Date.now())).toBe('fleet')
-      return result
+      if (++calls === 1) resetScope = await b.reset('acme', [ROUTE], Date.now())
+      return run(work)
     }) as typeof connection.run
     a.record(outcome('mismatch', Date.now() - 1_000, { pointers: ['/before'] }))
     await a.flush()
     expect(calls).toBeGreaterThan(0)
+    expect(resetScope).toBe('fleet')
     const route = (await b.answer(ROUTES, Date.now())).tenants.acme?.[ROUTE]
     expect(route).toMatchObject({ comparisons: 0, mismatches: 0, topPointers: [], samples: [] })
   })

@@ -65,7 +65,7 @@ describe('the batched log destination', () => {
     await new Promise((resolve) => setTimeout(resolve, 30))
     expect((await stat(path)).size).toBe(0)
     for (let index = 0; index < 100; index++) destination.stream.write(line)
-    await until(async () => (await stat(path)).size > 0, 200)
+    await until(async () => (await stat(path)).size > 0)
     expect((await stat(path)).size).toBeLessThan(300 * Buffer.byteLength(line))
     destination.flushSync()
     expect((await stat(path)).size).toBe(300 * Buffer.byteLength(line))

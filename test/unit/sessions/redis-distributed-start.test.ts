@@ -73,12 +73,20 @@ describe('startAcrossReplicas (one session per identity across replicas, SPEC 4)
 
   it('takes the lock of a crashed owner once it expires, not before', async () => {
     const store = sharedStore()
-    const lock = sharedLock({ lockMs: 150 })
-    lock.holders.set('k', Date.now() + 150)
-    const began = Date.now()
-    const started = await startAcrossReplicas('k', 'acme', slowStart('ses_1', 1), store, lock)
-    expect(started.startedHere).toBe(true)
-    expect(Date.now() - began).toBeGreaterThanOrEqual(140)
+    // waitMs well past the crashed owner's lock: a start here at waitMs would be the other path.
+    const lock = sharedLock({ lockMs: 150, waitMs: 60_000 })
+    const crashedUntil = Date.now() + 150
+    lock.holders.set('k', crashedUntil)
+    let startedAt = 0
+    const start = vi.fn(async (): Promise<StartResult<Rejection>> => {
+      startedAt = Date.now()
+      return { sessionId: 'ses_1' }
+    })
+    const started = await startAcrossReplicas('k', 'acme', start, store, lock)
+    expect(started).toEqual({ result: { sessionId: 'ses_1' }, startedHere: true })
+    // It took the lock (not the give-up path), once the crashed owner's had ended.
+    expect(lock.onWaitExpired).not.toHaveBeenCalled()
+    expect(startedAt).toBeGreaterThanOrEqual(crashedUntil)
   })
 
   it('starts here without waiting when the shared store is unavailable', async () => {
