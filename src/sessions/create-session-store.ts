@@ -8,11 +8,20 @@ import { createMemorySessionStore, type SessionStore } from './session-store.js'
 export const MAX_START_LOCK_MS = 10_000
 
 /**
- * A start lock lives as long as a `sessions.start` may take (`limits.upstreamTimeoutMs`), capped:
- * a start slower than the cap lets a waiter start its own session (a second session, never a hang).
+ * A start lock's life: how long a crashed owner holds up a key (a live owner renews it while its
+ * start runs), as long as a `sessions.start` may take (`limits.upstreamTimeoutMs`), capped.
  */
 export function startLockMs(upstreamTimeoutMs: number): number {
   return Math.min(upstreamTimeoutMs, MAX_START_LOCK_MS)
+}
+
+/**
+ * How long a waiter waits for a live owner's start: the longest that start may take (its
+ * connection, then its answer's headers: undici counts the upstream timeout from the connection
+ * on), and a second. Past it, the waiter starts its own session (a second session, never a hang).
+ */
+export function startWaitMs(limits: Pick<GatewayConfig['limits'], 'upstreamTimeoutMs' | 'connectTimeoutMs'>): number {
+  return limits.connectTimeoutMs + limits.upstreamTimeoutMs + 1_000
 }
 
 /**
@@ -37,6 +46,7 @@ export function createSessionStore(
     maxEntries: sessions.maxEntries,
     ttlMs: sessions.ttlMs,
     lockMs: () => startLockMs(currentLimits().upstreamTimeoutMs),
+    waitMs: () => startWaitMs(currentLimits()),
     logger,
     onUnavailable: () => store.countUnavailable('sessions')
   }, { ownsConnection: false })

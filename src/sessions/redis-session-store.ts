@@ -12,8 +12,13 @@ export interface RedisSessionStoreOptions {
   maxEntries: number
   /** A shared entry's life, counted from creation (`sessions.ttlMs`, SPEC 4). */
   ttlMs: number
-  /** Life of a start lock: how long a crashed owner can hold up a key; a function is read per lock (a reload may change it). */
+  /**
+   * Life of a start lock: how long a crashed owner can hold up a key; a live owner renews it every
+   * third of it while its start runs. A function is read per lock (a reload may change it).
+   */
   lockMs: number | (() => number)
+  /** How long a waiter waits for a live owner's start before starting its own; default lockMs + 1 s. */
+  waitMs?: number | (() => number)
   logger: StoreLogger
   /** How long a local copy of a shared entry is trusted; default min(ttlMs, 5 s). */
   localTtlMs?: number
@@ -37,6 +42,7 @@ interface SharedRead {
 
 /** Deletes KEYS[1] only while it still holds ARGV[1]: lock release and session eviction. */
 const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+const COMPARE_AND_PEXPIRE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end"
 
 export interface RedisSessionStore extends SessionStore {
   readonly startLock: StartLock
@@ -148,12 +154,16 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
     return counts
   }
 
+  /** The renewals of the locks this store holds: a closed store renews none. */
+  const renewals = new Set<NodeJS.Timeout>()
   const configuredLockMs = options.lockMs
   const lockMs = typeof configuredLockMs === 'function' ? configuredLockMs : () => configuredLockMs
+  const configuredWaitMs = options.waitMs
+  const waitMs = configuredWaitMs === undefined ? () => lockMs() + 1_000 : typeof configuredWaitMs === 'function' ? configuredWaitMs : () => configuredWaitMs
   const startLock: StartLock = {
     pollMs: options.pollMs ?? DEFAULT_POLL_MS,
     get waitMs() {
-      return lockMs() + 1_000
+      return waitMs()
     },
     async acquire(key, tenant): Promise<LockAttempt> {
       if (!connection.isUp()) return { state: 'unavailable' }
@@ -172,9 +182,20 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
         void connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, lockKey, owner)).catch(() => undefined)
         return { state: 'unavailable' }
       }
+      // SPEC 4: one start per key across replicas. The lock outlives a start that takes longer
+      // than its life (a slow connect comes on top of the upstream timeout), renewed while held;
+      // a crashed owner renews nothing, and its lock ends within its life.
+      const lifeMs = lockMs()
+      const renewal = setInterval(() => {
+        void connection.run((client) => client.eval(COMPARE_AND_PEXPIRE, 1, lockKey, owner, lifeMs)).catch(() => undefined)
+      }, Math.max(1, Math.floor(lifeMs / 3)))
+      renewal.unref()
+      renewals.add(renewal)
       return {
         state: 'acquired',
         async release() {
+          clearInterval(renewal)
+          renewals.delete(renewal)
           // Only our own lock: after an expiry another replica may hold it by now.
           await connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, lockKey, owner)).catch(() => undefined)
         }
@@ -254,6 +275,10 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
       return local.size
     },
     describe: () => ({ kind: 'redis', redis: connection.isUp() ? 'up' : 'down' }),
-    close: () => (ownsConnection ? connection.close() : Promise.resolve())
+    close() {
+      for (const renewal of renewals) clearInterval(renewal)
+      renewals.clear()
+      return ownsConnection ? connection.close() : Promise.resolve()
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
+import { startAcrossReplicas, type StartResult } from '../../../src/sessions/distributed-start.js'
 import { buildRedisKeys, escapeGlob } from '../../../src/sessions/redis-keys.js'
 import { sessionKeyPrefix } from '../../../src/sessions/session-key.js'
 import { createRedisSessionStore, type RedisSessionStore, type RedisSessionStoreOptions } from '../../../src/sessions/redis-session-store.js'
@@ -271,9 +272,28 @@ describe('the start lock', () => {
     expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
   })
 
+  it('is renewed while its start runs: a start slower than its life is still the only one (SPEC 4)', async () => {
+    // A life of 200 ms and a start of a second: without renewal, B took the lock and started too.
+    const [replicaA, replicaB] = await twoReplicas({ lockMs: 200, waitMs: 5_000 })
+    const starts: string[] = []
+    const start = (sessionId: string) => async (): Promise<StartResult<never>> => {
+      starts.push(sessionId)
+      await sleep(1_000)
+      return { sessionId }
+    }
+    const first = startAcrossReplicas('k', 'acme', start('ses_a'), replicaA, replicaA.startLock)
+    await sleep(20)
+    const second = startAcrossReplicas('k', 'acme', start('ses_b'), replicaB, replicaB.startLock)
+    expect(await first).toEqual({ result: { sessionId: 'ses_a' }, startedHere: true })
+    expect(await second).toEqual({ result: { sessionId: 'ses_a' }, startedHere: false })
+    expect(starts).toEqual(['ses_a'])
+  })
+
   it('expires by itself, so a crashed owner does not hold the key', async () => {
     const [replicaA, replicaB] = await twoReplicas({ lockMs: 100 })
     expect((await replicaA.startLock.acquire('k', 'acme')).state).toBe('acquired')
+    // A's process goes: nothing renews its lock.
+    await replicaA.close()
     await sleep(150)
     expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
   })
@@ -292,8 +312,11 @@ describe('the start lock', () => {
   it('release leaves alone a lock that expired and was taken by another replica', async () => {
     const [replicaA, replicaB, prefix] = await twoReplicas({ lockMs: 100 })
     const stale = await replicaA.startLock.acquire('k', 'acme')
-    await sleep(150)
+    // A's lock ended under it (Redis lost it, or a renewal did not get through in time).
+    await redis.client().del(`${prefix}l:acme:k`)
     expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
+    // A's renewals leave B's lock alone too.
+    await sleep(150)
     const holder = await redis.client().get(`${prefix}l:acme:k`)
     if (stale.state === 'acquired') await stale.release()
     expect(await redis.client().get(`${prefix}l:acme:k`)).toBe(holder)
