@@ -6,7 +6,8 @@ import { buildRedisKeys, escapeGlob } from '../../../src/sessions/redis-keys.js'
 import { sessionKeyPrefix } from '../../../src/sessions/session-key.js'
 import { createRedisSessionStore, type RedisSessionStore, type RedisSessionStoreOptions } from '../../../src/sessions/redis-session-store.js'
 import { createLogSink } from '../../helpers/log-sink.js'
-import { useRedisServer } from '../../helpers/redis-server.js'
+import { startRedisProxy } from '../../helpers/redis-proxy.js'
+import { until, useRedisServer } from '../../helpers/redis-server.js'
 import { ownedByTest } from '../../helpers/teardown.js'
 
 const redis = useRedisServer()
@@ -307,6 +308,17 @@ describe('the start lock', () => {
     await sleep(1_000)
     // The SET went through once Redis went on: a lock nobody owns would stay for lockMs.
     expect(await redis.client().exists(lockKey)).toBe(0)
+  })
+
+  it('deletes a lock the store took but whose answer the connection lost, once the store is back', async () => {
+    const link = await startRedisProxy(redis.url)
+    const keyPrefix = `t${++prefixCount}:`
+    // A life of a minute: left, the lock would hold up every replica's miss on the key that long.
+    const store = await openStore({ url: link.url, keyPrefix, lockMs: 60_000 })
+    link.loseReplyTo(/\r\nNX\r\n/)
+    expect((await store.startLock.acquire('k', 'acme')).state).toBe('unavailable')
+    expect(await redis.client().exists(`${keyPrefix}l:acme:k`)).toBe(1)
+    await until(async () => (await redis.client().exists(`${keyPrefix}l:acme:k`)) === 0, 10_000)
   })
 
   it('release leaves alone a lock that expired and was taken by another replica', async () => {

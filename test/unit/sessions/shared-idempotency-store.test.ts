@@ -1,8 +1,8 @@
-import { createServer, connect, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import type { ClaimResult, IdempotencyStore, StoredAnswer } from '../../../src/sessions/idempotency-store.js'
 import { createSharedIdempotencyStore, decodeRecord, encodeRecord } from '../../../src/sessions/shared-idempotency-store.js'
 import { createSharedStore, type SharedStore } from '../../../src/store/shared-store.js'
+import { startRedisProxy } from '../../helpers/redis-proxy.js'
 import { until, useRedisServer } from '../../helpers/redis-server.js'
 import { ownedByTest } from '../../helpers/teardown.js'
 
@@ -25,49 +25,6 @@ function ownerOf(result: ClaimResult): string {
 async function replica(prefix: string, url = redis.url): Promise<{ shared: SharedStore; records: IdempotencyStore }> {
   const shared = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url, keyPrefix: prefix, logger: QUIET }), (store) => store.close())
   return { shared, records: createSharedIdempotencyStore(shared, { pollMs: 5 }) }
-}
-
-/**
- * A TCP proxy to the real redis-server whose link can be cut (every connection dropped, new ones
- * refused: the store is down for this replica) and restored; closed when the test finishes.
- */
-async function cuttableProxy(): Promise<{ url: string; cut(): void; hang(): void; restore(): void }> {
-  const target = new URL(redis.url)
-  const sockets = new Set<Socket>()
-  let refusing = false
-  // Hanging: the connections stay, and nothing more goes either way (a Redis that stopped answering).
-  let hanging = false
-  const proxy = createServer((client) => {
-    if (refusing) return void client.destroy()
-    const server = connect(Number(target.port), target.hostname)
-    sockets.add(client).add(server)
-    client.on('data', (bytes: Buffer) => void (hanging || server.write(bytes)))
-    server.on('data', (bytes: Buffer) => void (hanging || client.write(bytes)))
-    for (const socket of [client, server]) socket.on('error', () => undefined).on('close', () => (client.destroy(), server.destroy(), sockets.delete(socket)))
-  })
-  await ownedByTest(
-    'cuttableProxy',
-    () => new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve)),
-    () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy()
-        proxy.close(() => resolve())
-      })
-  )
-  return {
-    url: `redis://127.0.0.1:${(proxy.address() as { port: number }).port}`,
-    cut() {
-      refusing = true
-      for (const socket of sockets) socket.destroy()
-    },
-    hang() {
-      hanging = true
-    },
-    restore() {
-      refusing = false
-      hanging = false
-    }
-  }
 }
 
 describe('SPEC 16 idempotency records on the shared store (real redis-server)', () => {
@@ -145,52 +102,22 @@ describe('SPEC 16 idempotency records on the shared store (real redis-server)', 
   })
 
   it('deletes a claim the store applied but whose answer the connection lost, once the store is back', async () => {
-    const target = new URL(redis.url)
-    // A TCP proxy to the real redis-server that can lose Redis's replies and cut the connection.
-    let armed = false
-    const sockets = new Set<Socket>()
-    const proxy = createServer((client) => {
-      const server = connect(Number(target.port), target.hostname)
-      sockets.add(client).add(server)
-      let losing = false
-      client.on('data', (bytes: Buffer) => {
-        server.write(bytes)
-        // The claim script reaches Redis and runs; its reply never comes back, and the connection goes.
-        if (armed && /eval/i.test(bytes.toString('latin1'))) {
-          armed = false
-          losing = true
-          setTimeout(() => {
-            client.destroy()
-            server.destroy()
-          }, 200)
-        }
-      })
-      server.on('data', (bytes: Buffer) => {
-        if (!losing && !client.destroyed) client.write(bytes)
-      })
-      for (const socket of [client, server]) socket.on('error', () => undefined).on('close', () => sockets.delete(socket))
-    })
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
-    const address = proxy.address() as { port: number }
-    try {
-      const prefix = `t${++prefixes}:`
-      const { shared, records } = await replica(prefix, `redis://127.0.0.1:${address.port}`)
-      await until(() => shared.connection?.isUp() === true)
-      armed = true
-      const claim = await records.claim('lost', FP, 60_000, BOUNDS)
-      // This replica went on from its own memory, as SPEC 16 says for a store that does not answer.
-      expect(claim).toMatchObject({ claimed: true, unavailable: true })
-      // The claim was applied, with a lease of a minute that nobody renews; gone once the store is back.
-      await until(async () => shared.connection?.isUp() === true, 10_000)
-      await until(async () => (await redis.client().exists(`${prefix}i:lost`)) === 0, 5_000)
-    } finally {
-      for (const socket of sockets) socket.destroy()
-      await new Promise<void>((resolve) => proxy.close(() => resolve()))
-    }
+    const link = await startRedisProxy(redis.url)
+    const prefix = `t${++prefixes}:`
+    const { shared, records } = await replica(prefix, link.url)
+    await until(() => shared.connection?.isUp() === true)
+    // The claim script reaches Redis and runs; its reply never comes back, and the connection goes.
+    link.loseReplyTo(/eval/i)
+    const claim = await records.claim('lost', FP, 60_000, BOUNDS)
+    // This replica went on from its own memory, as SPEC 16 says for a store that does not answer.
+    expect(claim).toMatchObject({ claimed: true, unavailable: true })
+    // The claim was applied, with a lease of a minute that nobody renews; gone once the store is back.
+    await until(async () => shared.connection?.isUp() === true, 10_000)
+    await until(async () => (await redis.client().exists(`${prefix}i:lost`)) === 0, 5_000)
   })
 
   it('deletes a claim whose release the store could not take, once the store is back, so that the retry runs', async () => {
-    const link = await cuttableProxy()
+    const link = await startRedisProxy(redis.url)
     const prefix = `t${++prefixes}:`
     const { shared, records } = await replica(prefix, link.url)
     await until(() => shared.connection?.isUp() === true)
@@ -206,7 +133,7 @@ describe('SPEC 16 idempotency records on the shared store (real redis-server)', 
   })
 
   it('has a duplicate wait for the request this replica runs when the store goes away meanwhile, then replay its answer', async () => {
-    const link = await cuttableProxy()
+    const link = await startRedisProxy(redis.url)
     const { shared, records } = await replica(`t${++prefixes}:`, link.url)
     await until(() => shared.connection?.isUp() === true)
     const owner = ownerOf(await records.claim('running', FP, 60_000, BOUNDS))
@@ -219,7 +146,7 @@ describe('SPEC 16 idempotency records on the shared store (real redis-server)', 
   })
 
   it('has a duplicate whose claim command fails on a hung store wait for the request this replica runs, as when the store is found down', async () => {
-    const link = await cuttableProxy()
+    const link = await startRedisProxy(redis.url)
     const { shared, records } = await replica(`t${++prefixes}:`, link.url)
     await until(() => shared.connection?.isUp() === true)
     ownerOf(await records.claim('hung', FP, 60_000, BOUNDS))
