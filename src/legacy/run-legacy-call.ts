@@ -132,8 +132,10 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     sessionId = retry.result.sessionId
     response = await send(deps, target, calls.execution(sessionId), target.cancelScope, target.onExecution)
   }
-  // A 401 evicts the entry, the retried one included, and is returned as it came.
-  if (response.statusCode === 401) await deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId)
+  // A 401 evicts the entry, the retried one included, and is returned as it came, without waiting
+  // on the shared store's delete (SPEC 12: only misses and claims talk to it on the request path):
+  // this replica's copy goes at once, in the call.
+  if (response.statusCode === 401) deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId).catch(() => undefined)
   return { response, sessionId }
 }
 

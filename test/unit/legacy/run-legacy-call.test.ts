@@ -74,3 +74,25 @@ describe('a request waiting on a sessions.start another request sent (run-legacy
     expect([one.sessionOutcome, other.sessionOutcome]).toEqual(['stale-retry', 'stale-retry'])
   })
 })
+
+describe('a mapped session answered 401 (run-legacy-call.ts)', () => {
+  it('is answered without waiting on the shared store\'s delete, its entry gone from this replica at once', async () => {
+    let starts = 0
+    const upstream: UpstreamClient = {
+      request: (request: UpstreamRequest) =>
+        Promise.resolve(request.path === '/v4/sessions.start' ? json(201, { sessionId: `ses_${++starts}` }) : json(401, { error: { code: 'AUTH_INVALID' } })),
+      stream: () => undefined,
+      close: () => Promise.resolve(),
+      destroy: () => Promise.resolve()
+    }
+    // The shared delete of a Redis that hangs: the local copy goes, the store's answer never comes.
+    const memory = createMemorySessionStore({ maxEntries: 10, ttlMs: 60_000 })
+    const store = { ...memory, deleteIfSession: (key: string, sessionId: string, tenant: string) => (memory.deleteIfSession(key, sessionId, tenant), new Promise<boolean>(() => undefined)) }
+    const deps = { upstream, sessions: createSessionMap<UpstreamResponse>(store) }
+    const target = { origin: 'http://v4.test', timeoutMs: 1_000, cancelScope: { cancelled: false, cancel: undefined }, trace: trace(), tracer: undefined }
+    expect((await runLegacyCalls(calls(), target, deps)).response.statusCode).toBe(401)
+    // The next request starts a new session: the entry was gone before the answer.
+    expect((await runLegacyCalls(calls(), { ...target, trace: trace() }, deps)).response.statusCode).toBe(401)
+    expect(starts).toBe(2)
+  })
+})
