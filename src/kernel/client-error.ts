@@ -13,13 +13,6 @@ function toGatewayError(code: string | undefined): GatewayError {
 }
 
 /**
- * Answers requests Node's parser refuses (malformed framing, `Content-Length` with
- * `Transfer-Encoding`, oversized headers) in the SPEC 6 envelope, then closes the connection,
- * as RFC 9112 11.2 asks after a framing error: one answer per request, and nothing read after
- * it. Only the error code is logged: Node attaches the raw request bytes, credentials included,
- * to parser errors.
- */
-/**
  * A request Node refused before the gateway saw it, as its answer went: what its access line can
  * say (SPEC 17). Nothing of it was parsed but, for CONNECT, its method.
  */
@@ -30,6 +23,14 @@ export interface RefusedUnread {
   readonly bytesOut: number
 }
 
+/**
+ * Answers requests Node's parser refuses (malformed framing, `Content-Length` with
+ * `Transfer-Encoding`, oversized headers) in the SPEC 6 envelope, then closes the connection,
+ * as RFC 9112 11.2 asks after a framing error: one answer per request, and nothing read after
+ * it. Only the error code is logged: Node attaches the raw request bytes, credentials included,
+ * to parser errors. With `onAnswered` (the traffic listener), the request's access line is its
+ * record; without (the admin listener), an info line is.
+ */
 export function answerClientError(
   log: Logger,
   error: Error & { code?: string },

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import type { Socket } from 'node:net'
+import { Socket } from 'node:net'
 
 /**
  * Connections that have their last answer, as an answer with `connection: close` or a framing
@@ -61,15 +61,13 @@ export function lingerUntilBodyEnds(request: IncomingMessage, connection: Socket
   if (connection.destroyed || request.complete) return
   // Nothing after this answer is served: a request pipelined behind the body is not a request.
   markClosing(connection)
-  connection.destroySoon = function lingeringDestroySoon(): void {
+  connection.destroySoon = function lingeringDestroySoon(this: Socket): void {
+    // All of the body read, nothing is left for a reset to answer: closed as Node closes it, once
+    // the answer is written.
+    if (request.complete) return Socket.prototype.destroySoon.call(this)
     this.end()
-    const close = (): void => {
-      clearTimeout(cut)
-      this.destroy()
-    }
-    // All of the body read, nothing is left for a reset to answer: the answer reaches the client.
-    if (request.complete) return close()
-    const cut = setTimeout(close, LINGER_AFTER_ANSWER_MS).unref()
+    // A client that neither sends the rest nor reads is cut, answer written or not.
+    const cut = setTimeout(() => this.destroy(), LINGER_AFTER_ANSWER_MS).unref()
     this.once('close', () => clearTimeout(cut))
     // A request undici destroyed (a body of 64 KiB or less it stopped sending, upload-stream.ts)
     // is read no further: Node stops reading the connection for it. The client has the timer's
@@ -79,6 +77,9 @@ export function lingerUntilBodyEnds(request: IncomingMessage, connection: Socket
     // call (upload-stream.ts) is taken from it and dropped here too: its answer has gone.
     request.unpipe()
     request.resume()
-    request.once('end', close)
+    request.once('end', () => {
+      clearTimeout(cut)
+      Socket.prototype.destroySoon.call(this)
+    })
   }
 }

@@ -46,7 +46,8 @@ export function createSessionStore(
     maxEntries: sessions.maxEntries,
     ttlMs: sessions.ttlMs,
     lockMs: () => startLockMs(currentLimits().upstreamTimeoutMs),
-    waitMs: () => startWaitMs(currentLimits()),
+    // The upstream client keeps the start's connect timeout (restart-only); the upstream timeout follows a reload.
+    waitMs: () => startWaitMs({ connectTimeoutMs: config.limits.connectTimeoutMs, upstreamTimeoutMs: currentLimits().upstreamTimeoutMs }),
     logger,
     onUnavailable: () => store.countUnavailable('sessions')
   }, { ownsConnection: false })

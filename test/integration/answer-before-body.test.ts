@@ -2,9 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { LINGER_AFTER_ANSWER_MS } from '../../src/kernel/connection-close.js'
+import { stringify } from 'yaml'
+import { send } from '../helpers/http.js'
 import { startHttpServer } from '../helpers/http-server.js'
-import { parseRawResponse, type RawResponse } from '../helpers/raw-http.js'
+import { parseRawResponse, rawExchange, type RawResponse } from '../helpers/raw-http.js'
+import { spawnGateway } from '../helpers/spawn-gateway.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
+import { useTempDir } from '../helpers/temp-dir.js'
 import { until } from '../helpers/until.js'
 
 /**
@@ -165,4 +169,29 @@ describe('an answer written before the request body has arrived', () => {
     expect(performance.now() - answeredAt).toBeGreaterThan(LINGER_AFTER_ANSWER_MS - 1_000)
     outcome.socket.destroy()
   }, 20_000)
+})
+
+describe('an answer that closes the connection after a body that came whole meanwhile (a process of its own)', () => {
+  const dir = useTempDir('v4gw-linger-')
+
+  it('closes as Node does, and the gateway goes on serving (a refused head, Connection: close, HTTP/1.0)', async () => {
+    const config = { listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 }, tenancy: { default: 'acme' }, tenants: { acme: { upstream: { staging: 'http://127.0.0.1:9' } } } }
+    const gateway = await spawnGateway(await dir.write('gateway.yaml', stringify(config)))
+    // Each answered as its request is being read: the body is whole only once the answer has gone.
+    const requests = [
+      'GET / HTTP/1.1\r\n\r\n',
+      'POST /v1/headless/runs HTTP/1.1\r\nhost: gw\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"input":1}',
+      'POST /v1/headless/runs HTTP/1.0\r\nhost: gw\r\ncontent-type: application/json\r\ncontent-length: 11\r\n\r\n{"input":1}'
+    ]
+    const statuses = []
+    for (const request of requests) {
+      const result = await rawExchange(gateway.url, request, { timeoutMs: 3_000 })
+      expect(result.closedByServer).toBe(true)
+      statuses.push(result.response?.status)
+    }
+    expect(statuses).toEqual([400, 401, 401])
+    expect((await send(gateway.adminUrl, '/healthz')).status).toBe(200)
+    expect(gateway.child.exitCode).toBeNull()
+    expect(gateway.output()).not.toMatch(/ReferenceError|uncaught/i)
+  }, 30_000)
 })

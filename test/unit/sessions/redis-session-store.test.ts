@@ -1,7 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
+import { configSchema } from '../../../src/config/schema.js'
+import { createSessionStore } from '../../../src/sessions/create-session-store.js'
 import { startAcrossReplicas, type StartResult } from '../../../src/sessions/distributed-start.js'
+import { createSharedStore } from '../../../src/store/shared-store.js'
 import { buildRedisKeys, escapeGlob } from '../../../src/sessions/redis-keys.js'
 import { sessionKeyPrefix } from '../../../src/sessions/session-key.js'
 import { createRedisSessionStore, type RedisSessionStore, type RedisSessionStoreOptions } from '../../../src/sessions/redis-session-store.js'
@@ -327,11 +330,30 @@ describe('the start lock', () => {
     // A's lock ended under it (Redis lost it, or a renewal did not get through in time).
     await redis.client().del(`${prefix}l:acme:k`)
     expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
-    // A's renewals leave B's lock alone too.
-    await sleep(150)
     const holder = await redis.client().get(`${prefix}l:acme:k`)
     if (stale.state === 'acquired') await stale.release()
     expect(await redis.client().get(`${prefix}l:acme:k`)).toBe(holder)
+  })
+
+  it('has a waiter wait for the start config\'s connect timeout, which a reload leaves in force, and the running upstream timeout', async () => {
+    const config = configSchema.parse({ limits: { connectTimeoutMs: 5_000, upstreamTimeoutMs: 30_000 }, tenants: { acme: { upstream: { staging: 'http://127.0.0.1:9' } } } })
+    const shared = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: `t${++prefixCount}:`, logger: pino({ level: 'silent' }) }), (store) => store.close())
+    let limits = config.limits
+    const sessions = createSessionStore(config, shared, pino({ level: 'silent' }), {}, () => limits) as RedisSessionStore
+    expect(sessions.startLock.waitMs).toBe(5_000 + 30_000 + 1_000)
+    // A reload: the upstream client keeps its connect timeout (restart-only); the upstream timeout is the new one.
+    limits = { ...limits, connectTimeoutMs: 1_000, upstreamTimeoutMs: 10_000 }
+    expect(sessions.startLock.waitMs).toBe(5_000 + 10_000 + 1_000)
+  })
+
+  it('is renewed only while it is its owner\'s: another holder\'s lock ends when its own life does', async () => {
+    const [replicaA, , prefix] = await twoReplicas({ lockMs: 100 })
+    expect((await replicaA.startLock.acquire('k', 'acme')).state).toBe('acquired')
+    // A's lock ended under it, and a holder that renews nothing took the key for 300 ms.
+    await redis.client().del(`${prefix}l:acme:k`)
+    await redis.client().set(`${prefix}l:acme:k`, 'another-owner', 'PX', 300)
+    // A renews every 33 ms: a renewal of any holder's lock would keep it for good.
+    await until(async () => (await redis.client().exists(`${prefix}l:acme:k`)) === 0, 3_000)
   })
 })
 
