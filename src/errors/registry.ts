@@ -24,7 +24,7 @@ export const ERROR_STATUS = {
   // SPEC 13: a scheduled brownout selects the client; the route is past an enforced sunset.
   LEGACY_BROWNOUT: 410,
   LEGACY_GONE: 410,
-  // SPEC 6 rows of part two (sections 14-16); the gateway answers them once those sections are built.
+  // SPEC 6 rows of part two (sections 14-16).
   IDEMPOTENCY_IN_PROGRESS: 409,
   IDEMPOTENCY_KEY_REUSED: 422,
   IDEMPOTENCY_RESULT_TOO_LARGE: 409,

@@ -45,7 +45,7 @@ export function readIdempotencyKey(settings: IdempotencyConfig | null | undefine
   if (!VISIBLE_KEY.test(key)) {
     // The value itself stays out of the message: a client may have put anything there.
     throw new GatewayError('INVALID_REQUEST', `the ${settings.keyHeader} header must be 1-255 visible ASCII characters, or an RFC 8941 string of them`, {
-      details: [{ pointer: settings.keyHeader, message: 'expected 1-255 visible ASCII characters' }]
+      details: [{ pointer: `header:${settings.keyHeader}`, message: 'expected 1-255 visible ASCII characters' }]
     })
   }
   return { key, settings }

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
+import { expectGatewayError } from '../helpers/gateway-error.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
 import { runCli } from '../helpers/spawn-cli.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
@@ -50,7 +51,7 @@ describe('deprecation and brownouts on the traffic listener (SPEC 13)', () => {
 
   it('answers 410 LEGACY_BROWNOUT in an open window with error.migration, the deprecation headers and no Retry-After, forwarding nothing', async () => {
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-request-id': 'brownout-line-1' }, json: { input: 1 } })
-    expect(answer.status).toBe(410)
+    expectGatewayError(answer, 410, 'LEGACY_BROWNOUT', ['migration'])
     // SPEC 17: the access line carries the deprecation outcome.
     expect(gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'brownout-line-1')).toMatchObject({ deprecation: 'brownout', status: 410, error: 'LEGACY_BROWNOUT' })
     expect(answer.json.error).toMatchObject({

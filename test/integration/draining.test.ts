@@ -1,6 +1,7 @@
 import { connect } from 'node:net'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { expectGatewayError } from '../helpers/gateway-error.js'
 import { useRecordingUpstream } from '../helpers/recording-upstream.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
@@ -13,8 +14,7 @@ describe('a draining gateway', () => {
   it('answers 503 SHUTTING_DOWN with connection: close to requests that still arrive, and reports not ready', async () => {
     gw.gateway.startDraining()
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { authorization: 'Bearer demo-token-alice' }, json: { input: 1 } })
-    expect(answer.status).toBe(503)
-    expect(answer.json.error.code).toBe('SHUTTING_DOWN')
+    expectGatewayError(answer, 503, 'SHUTTING_DOWN')
     expect(answer.headers.connection).toBe('close')
     expect(answer.headers['x-request-id']).toBe(answer.json.error.requestId)
     expect((await send(gw.adminUrl, '/readyz')).status).toBe(503)

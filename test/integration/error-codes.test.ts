@@ -2,6 +2,7 @@ import { gzipSync } from 'node:zlib'
 import { beforeEach, describe, it, expect } from 'vitest'
 import { refusingOrigin } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
+import { expectGatewayError } from '../helpers/gateway-error.js'
 import { rawExchange as exchangeRaw } from '../helpers/raw-http.js'
 import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
@@ -13,31 +14,6 @@ import { until } from '../helpers/until.js'
 const ALICE = { authorization: 'Bearer demo-token-alice' }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const BODY_LIMIT = 1024
-
-interface ErrorDetail {
-  pointer: string
-  message: string
-}
-
-/**
- * Asserts the whole SPEC 6 envelope: status, `application/json`, `error.{code,message,requestId,details?}`,
- * `meta.{requestId,timingMs.total}` and nothing else, and `x-request-id` equal to `error.requestId`.
- * Returns the details (empty when there are none).
- */
-function expectGatewayError(answer: Answer, status: number, code: string): ErrorDetail[] {
-  expect({ status: answer.status, code: answer.json?.error?.code }).toEqual({ status, code })
-  expect(answer.headers['content-type']).toMatch(/^application\/json\s*(;|$)/)
-  const requestId = answer.headers['x-request-id']
-  expect(typeof requestId).toBe('string')
-  expect(Object.keys(answer.json).sort()).toEqual(['error', 'meta'])
-  const { details, ...error } = answer.json.error as { details?: ErrorDetail[] }
-  expect(error).toEqual({ code, message: expect.stringMatching(/\S/), requestId })
-  expect(answer.json.meta).toEqual({ requestId, timingMs: { total: expect.any(Number) } })
-  if (details === undefined) return []
-  expect(details.length).toBeGreaterThan(0)
-  for (const detail of details) expect(detail).toEqual({ pointer: expect.any(String), message: expect.any(String) })
-  return details
-}
 
 /**
  * One HTTP/1.1 exchange over a raw socket, for what undici will not send (odd request targets,

@@ -2,6 +2,7 @@ import { hash } from 'node:crypto'
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
+import { expectGatewayError } from '../helpers/gateway-error.js'
 import { until } from '../helpers/until.js'
 import { answerAfter, startRecordingUpstream, useRecordingUpstream, type RecordingUpstream } from '../helpers/recording-upstream.js'
 import { startGateway, testConfig } from '../helpers/start-gateway.js'
@@ -23,7 +24,7 @@ describe('load shedding', () => {
     expect(answers.filter((answer) => answer.status === 200)).toHaveLength(5)
     expect(shed).toHaveLength(7)
     for (const answer of shed) {
-      expect(answer.json.error.code).toBe('OVERLOADED')
+      expectGatewayError(answer, 503, 'OVERLOADED')
       expect(answer.headers['retry-after']).toBe('2')
     }
     expect((await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'after' } })).status).toBe(200)

@@ -3,6 +3,7 @@ import { request } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { clientBucket } from '../../src/plan/client-bucket.js'
 import { send } from '../helpers/http.js'
+import { expectGatewayError } from '../helpers/gateway-error.js'
 import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
 import { configSchema } from '../../src/config/schema.js'
 import { startGateway, useGateway } from '../helpers/start-gateway.js'
@@ -137,8 +138,7 @@ describe('SPEC 14 Via and loops', () => {
   it('answers 508 LOOP_DETECTED to a request that already passed through the fleet, and forwards nothing', async () => {
     const before = legacy.requests.length
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { 'x-tenant-id': 'old', via: `1.1 other, ${gw.gateway.runtime().via}` }, json: { input: 1 } })
-    expect(answer.status).toBe(508)
-    expect(answer.json.error.code).toBe('LOOP_DETECTED')
+    expectGatewayError(answer, 508, 'LOOP_DETECTED')
     // The gateway's own answer to a legacy route of a tenant that uses stages (SPEC 14).
     expect(answer.headers['x-v4gw-served-by']).toBe('gateway')
     expect(legacy.requests.length).toBe(before)
