@@ -168,7 +168,7 @@ export function createForwarder(
   }
 }
 
-/** The request body as it goes upstream, each chunk handed to the tap on its way (backpressure kept by pipeline). */
+/** The request body as it goes upstream, each chunk handed to the tap on its way (backpressure kept by pipe). */
 function tapped(body: IncomingMessage, tap: StreamTap): Readable {
   const copy = new Transform({
     transform(chunk: Buffer, _encoding, done) {
