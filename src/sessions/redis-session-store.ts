@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { createRedisConnection, type RedisConnection, type StoreLogger } from '../store/redis-connection.js'
+import { pendingDeletes } from '../store/pending-deletes.js'
 import { buildRedisKeys } from './redis-keys.js'
 import { sessionKeyPrefix } from './session-key.js'
 import type { LockAttempt, SessionEntry, SessionStore, StartLock } from './session-store.js'
@@ -33,8 +34,6 @@ export interface RedisSessionStoreOptions {
 export const DEFAULT_LOCAL_TTL_MS = 5_000
 const DEFAULT_POLL_MS = 25
 const SCAN_COUNT = 500
-/** Start locks given up on that are kept to delete once the store is back (each ends with its life anyway). */
-const MAX_GIVEN_UP_LOCKS = 10_000
 
 /** One read of a shared entry, and whether something since (a write, a delete, the start lock, a clear) made its answer too old to keep. */
 interface SharedRead {
@@ -156,17 +155,8 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
     return counts
   }
 
-  /** Locks this replica gave up taking that the store may still hold (owner → lock key), deleted if still theirs. */
-  const givenUpLocks = new Map<string, string>()
-  const releaseGivenUpLock = (owner: string, lockKey: string): void => {
-    connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, lockKey, owner)).then(
-      () => givenUpLocks.delete(owner),
-      () => undefined
-    )
-  }
-  connection.onChange((up) => {
-    if (up) for (const [owner, lockKey] of givenUpLocks) releaseGivenUpLock(owner, lockKey)
-  })
+  /** Locks this replica gave up taking that the store may still hold: deleted if still theirs (store/pending-deletes.ts). */
+  const deleteLater = pendingDeletes(connection, (lockKey, owner) => connection.run((client) => client.eval(COMPARE_AND_DELETE, 1, lockKey, owner)))
   /** The renewals of the locks this store holds: a closed store renews none. */
   const renewals = new Set<NodeJS.Timeout>()
   const configuredLockMs = options.lockMs
@@ -190,13 +180,9 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
         if (taken === null) return { state: 'held' }
       } catch {
         // A SET that timed out here may still run once a stalled Redis goes on, or be sent again
-        // by ioredis on its next connection (a reply lost with its connection), leaving a lock
-        // nobody owns that every replica would wait out. The delete goes on the same connection,
-        // after it, so it runs after it too; one that cannot be sent (the connection is gone) is
-        // sent once the store is up again, after what ioredis sends again. Not awaited: this
-        // replica starts now.
-        if (givenUpLocks.size < MAX_GIVEN_UP_LOCKS) givenUpLocks.set(owner, lockKey)
-        releaseGivenUpLock(owner, lockKey)
+        // by ioredis on its next connection, leaving a lock nobody owns that every replica would
+        // wait out. Not awaited: this replica starts now.
+        deleteLater(lockKey, owner)
         return { state: 'unavailable' }
       }
       // SPEC 4: one start per key across replicas. The lock outlives a start that takes longer

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { RedisConnection } from '../store/redis-connection.js'
+import { pendingDeletes } from '../store/pending-deletes.js'
 import type { SharedStore } from '../store/shared-store.js'
 import { createMemoryIdempotencyStore, SWEEP_PER_CLAIM, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type RecordBounds, type StoredAnswer } from './idempotency-store.js'
 import { KeyWaiters } from './key-waiters.js'
@@ -111,8 +112,6 @@ export interface SharedIdempotencyOptions {
 }
 
 const DEFAULT_POLL_MS = 25
-/** Claims given up on that are kept to delete once the store is back (each ends with its lease anyway). */
-const MAX_GIVEN_UP = 10_000
 
 /**
  * SPEC 16's records on the shared store, with this replica's bounded memory records standing in
@@ -140,24 +139,8 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
     return claim.slice(claim.indexOf(':', CLAIM_TAG.length) + 1)
   }
 
-  /**
-   * Claims this replica gave up on that the store may still apply (claim → its Redis key): a
-   * stalled Redis that goes on, or ioredis sending the command again on the new connection once
-   * it reconnects (its `autoResendUnfulfilledCommands`). Such a claim nobody renews or completes
-   * would answer every replica 409 for its whole lease. Each is deleted if still ours, at once
-   * (after it on the same connection) and, if that could not be sent, once the store is up again:
-   * ioredis sends the commands it resends before it reports the connection ready.
-   */
-  const givenUp = new Map<string, string>()
-  const releaseGivenUp = (claim: string, name: string): void => {
-    connection.run((client) => scripts(client).v4gwIdempotencyRelease(name, claim)).then(
-      () => givenUp.delete(claim),
-      () => undefined
-    )
-  }
-  connection.onChange((up) => {
-    if (up) for (const [claim, name] of givenUp) releaseGivenUp(claim, name)
-  })
+  /** Claims given up on, and releases the store did not take: deleted if still ours (store/pending-deletes.ts). */
+  const deleteLater = pendingDeletes(connection, (name, claim) => connection.run((client) => scripts(client).v4gwIdempotencyRelease(name, claim)))
   /**
    * This replica's claims in Redis whose requests still run (key → owner). While the store is
    * down, a duplicate that reaches this replica waits for the one running here rather than run
@@ -192,9 +175,8 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
       try {
         found = await connection.run((client) => scripts(client).v4gwIdempotencyClaimBuffer(name, claim, leaseMs))
       } catch {
-        // Bounded: a claim given up on ends with its lease anyway.
-        if (givenUp.size < MAX_GIVEN_UP) givenUp.set(claim, name)
-        releaseGivenUp(claim, name)
+        // A claim given up on that the store may still apply would answer every replica 409 for its lease.
+        deleteLater(name, claim)
         // A store that hangs fails the commands in flight before it is found down: the same rule.
         return claimWhileAway(key, fingerprint, leaseMs, bounds)
       }
@@ -243,10 +225,8 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
         endedHere(key, owner)
         const name = redisKey(key)
         await connection.run((client) => scripts(client).v4gwIdempotencyRelease(name, owner)).catch(() => {
-          // Sent again at once and once the store is back, as a claim given up on is: left, it
-          // would answer the retry SPEC 16 lets run 409 until its lease ends.
-          if (givenUp.size < MAX_GIVEN_UP) givenUp.set(owner, name)
-          releaseGivenUp(owner, name)
+          // Left, it would answer the retry SPEC 16 lets run 409 until its lease ends.
+          deleteLater(name, owner)
         })
       }
       waiters.wake(key)
