@@ -223,9 +223,10 @@ async function explainWithStoreRecords(config: GatewayConfig, input: ExplainInpu
   const brownoutPauses = new BrownoutPauses(shared)
   const stageOverrides = new StageOverrideRecords(shared)
   try {
-    await Promise.all([brownoutPauses.start(), stageOverrides.start()])
-    // What the fleet has decided beyond the config is unknown then: said, rather than shown as the config's.
-    if (!shared.isUp()) console.error("v4gw explain: store redis does not answer: the fleet's stage overrides and brownout pauses are unknown, the config's decision is shown")
+    const read = await Promise.all([brownoutPauses.start(), stageOverrides.start()])
+    // Down, or connected and hung past the command timeout: what the fleet has decided beyond
+    // the config is unknown then, and said, rather than shown as the config's.
+    if (!read.every(Boolean)) console.error("v4gw explain: store redis does not answer: the fleet's stage overrides and brownout pauses are unknown, the config's decision is shown")
     const runtime = buildGatewayRuntime(config, EMBEDDED_ORIGINS.simulator, { embeddedLegacyOrigin: EMBEDDED_ORIGINS.legacy, brownoutPauses, stageOverrides })
     return await explainRequestWithRecords(runtime, input, createSharedIdempotencyStore(shared))
   } finally {

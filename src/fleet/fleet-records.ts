@@ -70,7 +70,7 @@ export class FleetRecords<T extends ExpiringRecord> {
   readonly #local = new Map<string, Versioned<T>>()
   #timer: NodeJS.Timeout | undefined
   #stopped = false
-  #refreshing: Promise<void> | undefined
+  #refreshing: Promise<boolean> | undefined
   #lastWrite = 0
 
   constructor(options: FleetRecordsOptions) {
@@ -140,15 +140,19 @@ export class FleetRecords<T extends ExpiringRecord> {
     await this.refresh()
   }
 
-  /** Starts the refresh loop; the first refresh is awaited (bounded by the store's command timeout). */
-  async start(): Promise<void> {
-    if (this.#store.connection === undefined) return
+  /**
+   * Starts the refresh loop; the first refresh is awaited (bounded by the store's command
+   * timeout). True when the fleet's records were read (always, without a store).
+   */
+  async start(): Promise<boolean> {
+    if (this.#store.connection === undefined) return true
     // Back from an outage: changes made meanwhile go out now rather than at the next tick.
     this.#store.onChange((up) => {
       if (up && !this.#stopped) void this.refresh()
     })
-    await this.refresh()
+    const read = await this.refresh()
     this.#schedule()
+    return read
   }
 
   stop(): void {
@@ -159,24 +163,24 @@ export class FleetRecords<T extends ExpiringRecord> {
   /**
    * One exchange with the store: adopt what others wrote later than this copy, write back what
    * the store lacks or holds older (changes made while it was away, or a store that lost them),
-   * and drop what has ended, here and there.
+   * and drop what has ended, here and there. True when the store's records were read.
    */
-  refresh(): Promise<void> {
+  refresh(): Promise<boolean> {
     this.#refreshing ??= this.#exchange().finally(() => {
       this.#refreshing = undefined
     })
     return this.#refreshing
   }
 
-  async #exchange(): Promise<void> {
+  async #exchange(): Promise<boolean> {
     const connection = this.#store.connection
-    if (connection === undefined || !this.#store.isUp()) return
+    if (connection === undefined || !this.#store.isUp()) return false
     const nowMs = Date.now()
     let stored: Record<string, string>
     try {
       stored = await connection.run((client) => client.hgetall(this.#hashKey))
     } catch {
-      return
+      return false
     }
     const ended: string[] = []
     for (const [key, raw] of Object.entries(stored)) {
@@ -205,6 +209,7 @@ export class FleetRecords<T extends ExpiringRecord> {
     } catch {
       // The store went away mid-exchange: what was not written is written at the next one.
     }
+    return true
   }
 
   async #change(key: string, record: Versioned<T>): Promise<FleetScope> {

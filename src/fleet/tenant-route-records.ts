@@ -21,8 +21,8 @@ export class TenantRouteRecords<T extends TenantRouteRecord> {
     this.#records = new FleetRecords<T>({ store, family, logger })
   }
 
-  /** Loads the fleet's records and keeps them fresh (with Redis; nothing to do in memory). */
-  start(): Promise<void> {
+  /** Loads the fleet's records and keeps them fresh (with Redis; nothing to do in memory); true when they were read. */
+  start(): Promise<boolean> {
     return this.#records.start()
   }
 

@@ -9,6 +9,8 @@ export interface RedisProxy {
   cut(): void
   /** Keeps the connections and passes nothing more either way: a Redis that stopped answering. */
   hang(): void
+  /** Passes until a command whose bytes match `command` arrives, then hangs as `hang()` does (that command not sent). */
+  hangAt(command: RegExp): void
   /**
    * The next command whose bytes match `command` reaches Redis and runs; its reply never comes
    * back, and the connection is dropped 200 ms later (a reply lost with its connection).
@@ -25,12 +27,17 @@ export async function startRedisProxy(targetUrl: string): Promise<RedisProxy> {
   let refusing = false
   let hanging = false
   let losing: RegExp | undefined
+  let hangingAt: RegExp | undefined
   const proxy = createServer((client) => {
     if (refusing) return void client.destroy()
     const server = connect(Number(target.port), target.hostname)
     sockets.add(client).add(server)
     let replyLost = false
     client.on('data', (bytes: Buffer) => {
+      if (hangingAt !== undefined && hangingAt.test(bytes.toString('latin1'))) {
+        hangingAt = undefined
+        hanging = true
+      }
       if (hanging) return
       server.write(bytes)
       if (losing !== undefined && losing.test(bytes.toString('latin1'))) {
@@ -70,6 +77,9 @@ export async function startRedisProxy(targetUrl: string): Promise<RedisProxy> {
     },
     hang() {
       hanging = true
+    },
+    hangAt(command) {
+      hangingAt = command
     },
     loseReplyTo(command) {
       losing = command

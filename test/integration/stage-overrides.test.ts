@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send, type Answer } from '../helpers/http.js'
 import { useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { startRedisProxy } from '../helpers/redis-proxy.js'
 import { until, useRedisServer } from '../helpers/redis-server.js'
 import { startGateway, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
 import { runCli } from '../helpers/spawn-cli.js'
@@ -367,6 +368,17 @@ describe('v4gw explain --config with store: redis (SPEC 14: the decision the fle
   it('says when the store does not answer that what the fleet decided beyond the config is unknown', async () => {
     const configPath = join(dir.path, 'unreachable.yaml')
     await writeFile(configPath, stringify({ store: { kind: 'redis', redis: { url: 'redis://127.0.0.1:1', keyPrefix: 'x:' } }, tenancy: { default: 'acme' }, tenants: stagedTenants() }))
+    const run = await runCli(['explain', '--config', configPath, 'POST', '/v1/headless/runs', '--header', 'authorization:Bearer demo-token-alice', '--body', '{"input":1}'])
+    expect(run.code).toBe(0)
+    expect(run.stderr).toContain("store redis does not answer: the fleet's stage overrides and brownout pauses are unknown")
+    expect(JSON.parse(run.stdout).migration).toMatchObject({ stage: 'translate', stageSource: 'config' })
+  }, 60_000)
+
+  it('says so too when the store is connected but does not answer the read of the records (hung past the command timeout)', async () => {
+    const proxy = await startRedisProxy(redis.url)
+    proxy.hangAt(/HGETALL/i)
+    const configPath = join(dir.path, 'hung.yaml')
+    await writeFile(configPath, stringify({ store: { kind: 'redis', redis: { url: proxy.url, keyPrefix: 'hung:' } }, tenancy: { default: 'acme' }, tenants: stagedTenants() }))
     const run = await runCli(['explain', '--config', configPath, 'POST', '/v1/headless/runs', '--header', 'authorization:Bearer demo-token-alice', '--body', '{"input":1}'])
     expect(run.code).toBe(0)
     expect(run.stderr).toContain("store redis does not answer: the fleet's stage overrides and brownout pauses are unknown")
