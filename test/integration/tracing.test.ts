@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { request as undiciRequest } from 'undici'
 import { describe, expect, it } from 'vitest'
@@ -550,6 +551,26 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     expect(server.statusCode).toBe(0)
     // The streamed call its leaving cut: cancelled by the gateway (it was UPSTREAM_BAD_RESPONSE), its 200 kept.
     expect(clients.map((span) => [span.attributes['http.response.status_code'], span.attributes['error.type']])).toEqual([[200, 'cancelled']])
+  })
+
+  it.each([
+    ['an upload undici reads as it came', 20_000],
+    ['a long upload, read through a stream of its own', 200_000]
+  ])('a native upload whose client left mid-body (%s): its CLIENT span says cancelled, not that the upstream failed', async (_kind, length) => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await startGateway(tracedConfig(upstream.url, receiver))
+    const requestId = `left-mid-upload-${length}`
+    const reached = new Promise<void>((resolve) => upstream.server.once('request', () => resolve()))
+    const client = connect(Number(new URL(gw.url).port), '127.0.0.1')
+    client.on('error', () => undefined)
+    const head = `POST /v4/execute HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: ${ALICE.authorization}\r\nX-Request-Id: ${requestId}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
+    client.write(head + '{"input":"' + 'x'.repeat(1_000))
+    await reached
+    client.resetAndDestroy()
+    const { line, clients } = await endOf(gw, requestId)
+    expect(line.status).toBe(499)
+    // undici ends the call with the body's error before the gateway's cancel: it was UPSTREAM_UNAVAILABLE.
+    expect(clients.map((span) => span.attributes['error.type'])).toEqual(['cancelled'])
   })
 
   it('a keyed request whose client left and whose execution then timed out: no status, error.type, and the span an error (SPEC 16)', async () => {
