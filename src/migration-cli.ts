@@ -131,10 +131,11 @@ export async function sunsetCheckCommand(args: string[], out: (text: string) => 
     if (error instanceof AdminUnavailable) return cannotTell(error.message)
     throw error
   }
-  const tenant = answer.tenants[values.tenant]
+  // Own keys only: `--tenant constructor` or `--route toString` name no tenant or route, not a method of every object.
+  const tenant = Object.hasOwn(answer.tenants, values.tenant) ? answer.tenants[values.tenant] : undefined
   if (tenant === undefined) return cannotTell('the answer holds no such tenant')
   const labels = values.route === undefined ? Object.keys(tenant.routes) : [values.route]
-  if (values.route !== undefined && tenant.routes[values.route] === undefined) return cannotTell(`the tenant has no legacy route "${values.route}" (its routes: ${Object.keys(tenant.routes).join(', ')})`)
+  if (values.route !== undefined && !Object.hasOwn(tenant.routes, values.route)) return cannotTell(`the tenant has no legacy route "${values.route}" (its routes: ${Object.keys(tenant.routes).join(', ')})`)
   const nowMs = Date.now()
   const cutoffMs = nowMs - quietDays * DAY_MS
   const window = `the last ${quietDays} day${quietDays === 1 ? '' : 's'}`

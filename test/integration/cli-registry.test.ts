@@ -197,10 +197,12 @@ describe('v4gw sunset-check (SPEC 12)', () => {
     await call(gw, ALICE)
 
     // Independent runs of the CLI, side by side (each process takes seconds to start on a busy machine).
-    const [quiet, busy, unknownRoute, unknownTenant, tooRecent, noToken] = await Promise.all([
+    const [quiet, busy, unknownRoute, inheritedName, unknownTenant, tooRecent, noToken] = await Promise.all([
       check('--route', 'POST /v1/runs/invoke'),
       check(),
       check('--route', 'GET /v1/nothing'),
+      // A name every object inherits is no route either (it was a TypeError: exit 1, "still called").
+      check('--route', 'constructor'),
       runCli(['sunset-check', '--admin', gw.adminUrl, '--tenant', 'globex'], env),
       check('--route', 'POST /v1/runs/invoke', '--quiet-days', '60'),
       runCli(['sunset-check', '--admin', gw.adminUrl, '--tenant', 'acme'])
@@ -212,6 +214,8 @@ describe('v4gw sunset-check (SPEC 12)', () => {
     expect(busy.stdout).toContain(`POST /v1/headless/runs  ${clientIdOf('demo-token-alice')} billing-batch`)
     expect(unknownRoute.code).toBe(2)
     expect(unknownRoute.stderr).toContain('no legacy route')
+    expect(inheritedName.code).toBe(2)
+    expect(inheritedName.stderr).toContain('no legacy route "constructor"')
     expect(unknownTenant.code).toBe(2)
     expect(unknownTenant.stderr).toContain('TENANT_UNKNOWN')
     expect(tooRecent.code).toBe(2)
