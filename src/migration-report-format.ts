@@ -52,12 +52,18 @@ const SCOPE_WORDS = {
   replica: 'this process only (replica, store: memory)'
 } as const
 
-/** A Markdown table cell: no line break, no `|` that would end it, no backtick or angle bracket that would format it. */
+/**
+ * A Markdown table cell: no line break, no `|` that would end it, no backtick or angle bracket
+ * that would format it, and no bare URL, `www.` name or e-mail address that GitHub's Markdown
+ * would make a link of (GFM's autolink extension): a client's user agent is its own text.
+ */
 function cell(value: string | number | null | undefined): string {
   if (value === null || value === undefined || value === '') return '–'
   return String(value)
     .replace(/[\p{Cc}\u2028\u2029]+/gu, ' ')
-    .replace(/([\\|`*_<>[\]])/g, '\\$1')
+    .replace(/([\\|`*_<>[\]@])/g, '\\$1')
+    .replace(/:(?=\/\/)/g, '\\:')
+    .replace(/\b(www)\./gi, '$1\\.')
 }
 
 /** An instant as a person reads it in a status update: `2026-11-26 14:03 UTC`. */
