@@ -21,9 +21,11 @@ function trackResponse(socket: Socket, response: ServerResponse): void {
 }
 
 function untrackResponse(this: ServerResponse): void {
-  // The request keeps its socket; the response has let go of it by its 'finish'.
+  // The request keeps its socket; the response has let go of it by its 'finish'. Not always: a
+  // small upload goes to undici as the request itself, and undici lets go of its socket once it
+  // has sent it (`request.socket = null`): the entry stays, and the drain reads it as finished.
   const socket = this.req.socket
-  if (unfinishedResponses.get(socket) === this) unfinishedResponses.delete(socket)
+  if (socket !== null && unfinishedResponses.get(socket) === this) unfinishedResponses.delete(socket)
 }
 
 /**
@@ -112,7 +114,8 @@ export function closeServer(server: Server, idleCloseMs: number): Promise<void> 
     const idleMs = Math.max(1, idleCloseMs)
     const closeWhenIdle = (socket: Socket): void => {
       const response = unfinishedResponses.get(socket)
-      if (response === undefined) socket.setTimeout(idleMs)
+      // An entry whose response has finished is one `untrackResponse` could not remove.
+      if (response === undefined || response.writableFinished) socket.setTimeout(idleMs)
       // Once it has gone, the connection may serve the next pipelined answer: look again.
       else
         response.once('close', () => {

@@ -144,6 +144,40 @@ describe('closing the gateway with kept-alive connections open', () => {
   })
 })
 
+describe('closing the gateway with a kept-alive connection whose last request was a small native upload', () => {
+  const sim = useSimulator()
+
+  it('closes it once idle for shutdown.idleCloseMs, not at the end of the grace period', async () => {
+    // A body of 64 KiB or less goes to undici as the request itself, which undici lets go of
+    // (`request.socket = null`) once it has sent it: the drain must still see the answer as gone.
+    const gw = await startGateway(testConfig(sim.url, { shutdown: { graceMs: 60_000 } }))
+    const { host, port } = new URL(gw.url)
+    const idle = await new Promise<KeptAlive>((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1', () => resolve(new KeptAlive(socket)))
+    })
+    const body = JSON.stringify({ input: 'small native upload' })
+    idle.socket.write(
+      buildRawRequest(
+        'POST /v4/execute HTTP/1.1',
+        [
+          ['host', host],
+          ['authorization', 'Bearer demo-token-alice'],
+          ['content-type', 'application/json'],
+          ['content-length', String(Buffer.byteLength(body))]
+        ],
+        body
+      )
+    )
+    expect(await idle.nextResponse()).toMatch(/^HTTP\/1\.1 200 /)
+
+    const closed = gw.gateway.close()
+    // 1 s idle against a 60 s grace: 15 s tells them apart on any machine.
+    await Promise.race([idle.whenClosed, new Promise((resolve) => setTimeout(resolve, 15_000))])
+    expect(idle.closed).toBe(true)
+    await closed
+  }, 30_000)
+})
+
 /**
  * A response whose headers left before the signal said keep-alive; when its body ends during
  * the drain, its connection turns idle, and the client may send its next request on it at once.
