@@ -168,6 +168,26 @@ describe('an answer written before the request body has arrived', () => {
     outcome.socket.destroy()
   })
 
+  it('a small native upload the upstream cut before its end: the 502 is the upstream failure it is on the access line, not a client that left', async () => {
+    // 64 KiB or less goes to undici as the request itself, which undici destroys when its call fails.
+    const upstream = await startHttpServer((request) => {
+      let read = 0
+      request.on('data', (chunk: Buffer) => {
+        read += chunk.length
+        if (read >= 4_096) request.socket.resetAndDestroy()
+      })
+    })
+    const gw = await startGateway(testConfig(upstream.url))
+    const outcome = await uploadThenRead(gw.url, `${NATIVE_HEAD}x-request-id: small-cut-1\r\n`, 10_000, 4_096)
+    expect(outcome.response?.status).toBe(502)
+    expect(outcome.response?.json).toMatchObject({ error: { code: 'UPSTREAM_UNAVAILABLE' } })
+    await until(async () => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'small-cut-1'))
+    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'small-cut-1')
+    expect(line).toMatchObject({ status: 502, error: 'UPSTREAM_UNAVAILABLE' })
+    expect(gw.logs.lines().some((entry) => entry.requestId === 'small-cut-1' && /went away/.test(String(entry.msg)))).toBe(false)
+    outcome.socket.destroy()
+  })
+
   it('a client that stops sending the rest has its 413, and the connection is closed after the linger', async () => {
     const gw = await startGateway(testConfig('http://127.0.0.1:9'))
     // 2 MiB of a declared 40: the connection waits for the rest no longer than LINGER_AFTER_ANSWER_MS.
