@@ -39,12 +39,6 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json; charset=utf-8', 'content-length': bytes }
   // The rest of an oversized body is not read: the connection cannot carry another request.
   const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' || exchange.answerHeaders.connection === 'close' ? { connection: 'close' } : undefined
-  // Nothing after this request is served on its connection (connection-close.ts).
-  if (close !== undefined) markClosing(exchange.request.socket)
-  // The last answer (the gateway's, or one the client asked to close after) to a request whose
-  // body has not arrived whole: the rest is read before the connection closes, so that the
-  // answer is not lost to a reset.
-  if (close !== undefined || !response.shouldKeepAlive) lingerUntilBodyEnds(exchange.request, exchange.connection)
   try {
     response.writeHead(gatewayError.statusCode, { ...exchange.answerHeaders, ...close, ...envelope })
   } catch (headerError) {
@@ -56,6 +50,15 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
       response.destroy()
       return
     }
+  }
+  // The connection's last answer: the gateway's own close, one the client asked to close after,
+  // or one to an `Expect: 100-continue` request refused before its 100 (Node's writeHead turns
+  // keep-alive off then: the client may be sending its body all the same). Nothing after it is
+  // served on its connection, and the rest of its body is read before the close, so that the
+  // answer is not lost to a reset (connection-close.ts).
+  if (close !== undefined || !response.shouldKeepAlive) {
+    markClosing(exchange.connection)
+    lingerUntilBodyEnds(exchange.request, exchange.connection)
   }
   response.end(body)
   // An answer to HEAD has no body: Node sends none (RFC 9110 9.3.2).

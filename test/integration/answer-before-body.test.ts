@@ -100,6 +100,40 @@ describe('an answer written before the request body has arrived', () => {
     outcome.socket.destroy()
   })
 
+  it('an Expect: 100-continue request refused before its 100, whose client sends the body anyway, gets its 401', async () => {
+    const gw = await startGateway(testConfig('http://127.0.0.1:9'))
+    // RFC 9110 10.1.1 lets a client send the body without waiting for the 100; Node's writeHead
+    // closes the connection after a final answer sent before it.
+    const head = 'POST /v1/headless/runs HTTP/1.1\r\nhost: gw\r\nexpect: 100-continue\r\nauthorization: Bearer key_x\r\ncontent-type: application/json\r\n'
+    const outcome = await uploadThenRead(gw.url, head, 8 * MiB)
+    expect(outcome.sent).toBe(8 * MiB)
+    expect(outcome.errorCode).toBeUndefined()
+    expect(outcome.response?.status).toBe(401)
+    expect(outcome.response?.headers.connection).toBe('close')
+    outcome.socket.destroy()
+  })
+
+  it('serves nothing pipelined behind an Expect: 100-continue request refused before its 100', async () => {
+    let served = 0
+    const upstream = await startHttpServer((_request, response) => {
+      served++
+      response.end('{}')
+    })
+    const gw = await startGateway(testConfig(upstream.url))
+    const head = 'POST /v1/headless/runs HTTP/1.1\r\nhost: gw\r\nexpect: 100-continue\r\nauthorization: Bearer key_x\r\ncontent-type: application/json\r\n'
+    const { hostname, port } = new URL(gw.url)
+    const socket = connect({ host: hostname, port: Number(port), allowHalfOpen: true })
+    const received: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => received.push(chunk))
+    const ended = new Promise<void>((resolve) => socket.once('end', resolve))
+    socket.write(`${head}content-length: 11\r\n\r\n{"input":1}DELETE /v4/things/1 HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer t\r\n\r\n`)
+    await ended
+    expect(parseRawResponse(Buffer.concat(received), false, 'POST')?.status).toBe(401)
+    await until(async () => (await openConnections(gw)) === 0)
+    expect(served).toBe(0)
+    socket.destroy()
+  })
+
   it('a native upload the upstream answered at once (its own 413, connection: close) gets that answer', async () => {
     const upstream = await startHttpServer(answerEarlyAndLinger(413))
     const gw = await startGateway(testConfig(upstream.url))
