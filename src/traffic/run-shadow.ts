@@ -187,8 +187,10 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       }
       // The legacy answer has gone out whole (or failed): the V4 side starts only now, off the client's path.
       // A request whose body had not come in whole (answered before it ended) is not what translate
-      // would have read: not compared (skipped).
-      const primary = exchange.request.complete ? comparison.primaryAnswer(exchange.response.writableFinished) : 'skipped'
+      // would have read: not compared (skipped). A legacy side that gave no answer is primary_error
+      // all the same (a refused connection fails before the body is in), unless the client left.
+      const answered = comparison.primaryAnswer(exchange.response.writableFinished)
+      const primary = exchange.request.complete || (answered === 'primary_error' && !exchange.clientGone) ? answered : 'skipped'
       if (primary === 'skipped' || primary === 'primary_error') {
         release(comparison)
         record(comparison, comparison.recordOf(primary))

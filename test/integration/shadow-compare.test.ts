@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto'
 import { createServer, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
@@ -189,6 +189,34 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     expect((await execute(gw)).status).toBe(502)
     await until(async () => (await shadowOf(gw)).primaryErrors === 1)
     expect(v4.requests).toHaveLength(0)
+  })
+
+  it('counts a legacy side that fails before the body has come in whole as primary_error too, not skipped', async () => {
+    const v4 = await startRecordingUpstream()
+    // Reset at the head: the gateway's 502 goes out while the client is still sending.
+    const legacyServer = createServer((request) => request.socket.destroy())
+    await new Promise<void>((resolve) => legacyServer.listen(0, '127.0.0.1', resolve))
+    const legacy = { url: `http://127.0.0.1:${(legacyServer.address() as AddressInfo).port}` } as RecordingUpstream
+    try {
+      const gw = await startGateway(shadowConfig(v4, legacy))
+      const body = Buffer.from(JSON.stringify({ input: 'x'.repeat(300_000) }))
+      const { port } = new URL(gw.url)
+      const socket = connect(Number(port), '127.0.0.1')
+      socket.on('error', () => undefined)
+      const received: Buffer[] = []
+      socket.on('data', (chunk: Buffer) => received.push(chunk))
+      socket.write(`POST /v1/headless/runs HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`)
+      socket.write(body.subarray(0, 64 * 1024))
+      await until(() => Buffer.concat(received).includes('\r\n\r\n'))
+      expect(Buffer.concat(received).toString('latin1')).toMatch(/^HTTP\/1\.1 502 /)
+      socket.end(body.subarray(64 * 1024))
+      await until(async () => (await shadowOf(gw))?.primaryErrors === 1)
+      expect(await shadowOf(gw)).toMatchObject({ skipped: 0 })
+      expect(v4.requests).toHaveLength(0)
+      socket.destroy()
+    } finally {
+      await new Promise((resolve) => legacyServer.close(resolve))
+    }
   })
 
   it.each([
