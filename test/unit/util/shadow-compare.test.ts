@@ -35,6 +35,15 @@ describe('compareAnswers (SPEC 15 "Comparing")', () => {
     expect(compareAnswers(primary, candidate, noIgnore).sort()).toEqual(['/kind', '/only', '/output/extra', '/output/text'])
   })
 
+  it('compares a document nested deeper than a walk of it can go by its bytes, instead of throwing (RangeError)', () => {
+    // JSON.parse reads 100,000 levels; a recursive walk runs out of stack long before.
+    const deep = `{"input":${'['.repeat(100_000)}${']'.repeat(100_000)}}`
+    const primary = raw(deep, JSON_TYPE)
+    expect(compareAnswers(primary, raw(deep, JSON_TYPE), noIgnore)).toEqual([])
+    expect(compareAnswers(primary, json({ error: { code: 'INVALID_REQUEST' } }, 400), noIgnore)).toEqual(['#status', ''])
+    expect(compareAnswers(json({ a: 1 }), primary, noIgnore)).toEqual([''])
+  })
+
   it('compares arrays in order and writes their indexes as *', () => {
     expect(compareAnswers(json({ items: [1, 2] }), json({ items: [2, 1] }), noIgnore)).toEqual(['/items/*'])
     expect(compareAnswers(json({ items: [{ id: 1 }] }), json({ items: [{ id: 2 }] }), noIgnore)).toEqual(['/items/*/id'])
