@@ -107,10 +107,14 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
   /** Counts a comparison's end, unless it was abandoned or a reload took its route away. */
   function record(comparison: Comparison, result: ShadowRecord): void {
     comparison.finished = true
-    if (comparison.abandoned) return
-    const now = deps.currentRuntime?.()
-    if (now !== undefined && now !== comparison.runtime && !now.tenancy.tenants.get(comparison.tenant)?.routes.some((route) => route.label === comparison.route)) return
+    if (comparison.abandoned || !routeStands(comparison)) return
     deps.results.record(result)
+  }
+
+  /** SPEC 17: a comparison whose route a reload removed is discarded, its series not brought back. */
+  function routeStands(comparison: Comparison): boolean {
+    const now = deps.currentRuntime?.()
+    return now === undefined || now === comparison.runtime || now.tenancy.tenants.get(comparison.tenant)?.routes.some((route) => route.label === comparison.route) === true
   }
 
   /**
@@ -302,7 +306,7 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
         release(comparison)
         // One whose state's sampling is not settled yet was never a comparison; one that has its
         // outcome (let go at its timeout, its call still connecting) is counted already.
-        if (comparison.settled === 'compare' && !comparison.finished) deps.results.record(comparison.recordOf('abandoned'))
+        if (comparison.settled === 'compare' && !comparison.finished && routeStands(comparison)) deps.results.record(comparison.recordOf('abandoned'))
       }
     }
   }

@@ -762,6 +762,25 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
       v4Side.release()
     }
   })
+  it('does not count as abandoned at shutdown a comparison whose route a reload removed meanwhile', async () => {
+    const v4Side = heldV4()
+    const v4 = await startRecordingUpstream(v4Side.handler)
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    try {
+      await execute(gw)
+      await until(() => v4Side.holding() === 1)
+      const withoutExecute = shadowConfig(v4, legacy)
+      ;(withoutExecute.tenants as Record<string, Record<string, unknown>>).acme!.legacy = { routes: LEGACY_V1_ROUTES.filter((route) => `${route.method} ${route.path}` !== EXECUTE) }
+      await gw.gateway.applyConfig(configSchema.parse(withoutExecute))
+      await gw.close()
+      const answer = await gw.gateway.shadow.answer(new Map([['acme', [EXECUTE]]]), Date.now())
+      expect(answer.tenants.acme?.[EXECUTE]?.abandoned ?? 0).toBe(0)
+    } finally {
+      v4Side.release()
+    }
+  })
+
   it('abandons a comparison waiting on its sessions.start at shutdown: the process does not wait for the start', async () => {
     const v4Side = heldV4()
     const v4 = await startRecordingUpstream(v4Side.handler)
