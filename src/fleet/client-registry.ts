@@ -155,6 +155,16 @@ export class ClientRegistry {
       // A write under way took only what was counted before it: what came after goes now.
       await this.#flushing
       await this.flush()
+      // SPEC 12 adds the counts of an outage to the store when it answers again; a replica that
+      // stops first cannot, and the fleet's answers (their `since` included) will not show them:
+      // said, so that a sunset decided on them can be checked against this line.
+      const lost = this.#data.requestTotals()
+      if (lost.legacy + lost.native > 0) {
+        this.#logger.warn(
+          { store: 'redis', legacyRequests: lost.legacy, nativeRequests: lost.native, since: new Date(this.#data.startMs).toISOString() },
+          "the registry counts held on this replica could not be written to the store before it stopped: the fleet's registry misses these requests"
+        )
+      }
     }
   }
 

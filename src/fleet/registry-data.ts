@@ -108,6 +108,19 @@ export class RegistryData {
     return this.tenants.size === 0
   }
 
+  /** The legacy and native requests counted here (SPEC 12's legacy share, every tenant and day). */
+  requestTotals(): { legacy: number; native: number } {
+    let legacy = 0
+    let native = 0
+    for (const tenant of this.tenants.values()) {
+      for (const counts of tenant.share.values()) {
+        legacy += counts.legacy
+        native += counts.native
+      }
+    }
+    return { legacy, native }
+  }
+
   tenant(name: string): TenantData {
     let tenant = this.tenants.get(name)
     if (tenant === undefined) this.tenants.set(name, (tenant = { routes: new Map(), share: new Map() }))

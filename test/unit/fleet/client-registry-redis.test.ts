@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ClientRegistry, type LegacySample, type RegistryBounds } from '../../../src/fleet/client-registry.js'
+import type { StoreLogger } from '../../../src/store/redis-connection.js'
 import { createSharedStore, type SharedStore } from '../../../src/store/shared-store.js'
 import { useRedisServer } from '../../helpers/redis-server.js'
 import { ownedByTest } from '../../helpers/teardown.js'
@@ -52,6 +53,34 @@ describe('the client registry on Redis (SPEC 12)', () => {
     }
     expect(await routeOf(registry)).toMatchObject({ scope: 'fleet', route: { requests: 3, distinctClients: 3 } })
     await registry.close()
+  })
+
+  it('says, when it stops while the store refuses its writes, how many requests the fleet\'s registry misses', async () => {
+    const warnings: Array<[Record<string, unknown>, string]> = []
+    const logger: StoreLogger = { info: () => undefined, warn: ((fields: Record<string, unknown>, message: string) => void warnings.push([fields, message])) as StoreLogger['warn'] }
+    const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: `crr${++prefixes}:`, logger: QUIET }), (shared) => shared.close())
+    const registry = new ClientRegistry({ store, bounds: BOUNDS, flushMs: HOUR, configHash: () => 'h', logger })
+    await redis.client().config('SET', 'maxmemory', '1')
+    try {
+      registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa'))
+      registry.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb'))
+      registry.recordNative('acme', Date.now())
+      await registry.close()
+    } finally {
+      await redis.client().config('SET', 'maxmemory', '0')
+    }
+    const lost = warnings.find(([, message]) => message.includes('before it stopped'))
+    expect(lost?.[0]).toMatchObject({ legacyRequests: 2, nativeRequests: 1 })
+  })
+
+  it('says nothing of the kind when it stops with everything written', async () => {
+    const warnings: string[] = []
+    const logger: StoreLogger = { info: () => undefined, warn: ((_fields: unknown, message: string) => void warnings.push(message)) as StoreLogger['warn'] }
+    const store = await ownedByTest('sharedStore', () => createSharedStore({ kind: 'redis', url: redis.url, keyPrefix: `crr${++prefixes}:`, logger: QUIET }), (shared) => shared.close())
+    const registry = new ClientRegistry({ store, bounds: BOUNDS, flushMs: HOUR, configHash: () => 'h', logger })
+    registry.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa'))
+    await registry.close()
+    expect(warnings).toEqual([])
   })
 
   it('writes, when it stops, what it counted while a write was under way, not only what that write took', async () => {
