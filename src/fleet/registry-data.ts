@@ -50,6 +50,8 @@ export class RouteData {
   lastSeenMs = 0
   lastSeenNonExemptMs = 0
   clientsEvicted = 0
+  /** Clients the retention took away (`sweep`): with `clientsEvicted`, every id the route stopped listing. */
+  clientsSwept = 0
   readonly distinct = new HyperLogLog()
   readonly days = new Map<number, DayCount>()
   /** By last seen, least recent first: a Map keeps insertion order, and each request moves its client to the end. */
@@ -218,6 +220,7 @@ export class RegistryData {
         for (const [id, client] of route.clients) {
           if (client.lastSeenMs >= cutoffMs) break
           route.clients.delete(id)
+          route.clientsSwept++
           this.#clientCount--
         }
       }
@@ -259,6 +262,7 @@ export class RegistryData {
         into.lastSeenMs = route.lastSeenMs
         into.lastSeenNonExemptMs = route.lastSeenNonExemptMs
         into.clientsEvicted = route.clientsEvicted
+        into.clientsSwept = route.clientsSwept
         into.distinct.merge(route.distinct)
         into.departed = route.departed
         for (const [day, count] of route.days) into.days.set(day, count)
@@ -324,6 +328,7 @@ export class RegistryData {
         into.lastSeenMs = Math.max(into.lastSeenMs, route.lastSeenMs)
         into.lastSeenNonExemptMs = Math.max(into.lastSeenNonExemptMs, route.lastSeenNonExemptMs)
         into.clientsEvicted += route.clientsEvicted
+        into.clientsSwept += route.clientsSwept
         into.distinct.merge(route.distinct)
         if (route.departed !== undefined) for (const [id, days] of route.departed) this.#depart(into, id, days)
         for (const [day, count] of route.days) {

@@ -1,6 +1,6 @@
 import type { RedisConnection } from '../store/redis-connection.js'
 import { dayName, dayOf, DAY_MS, DAYS_KEPT, type RegistryBounds, type RegistryData } from './registry-data.js'
-import { firstListedDay, type ClientView, type RouteView, type TenantView } from './registry-view.js'
+import { distinctClientCount, firstListedDay, type ClientView, type RouteView, type TenantView } from './registry-view.js'
 
 /**
  * SPEC 12's client registry in Redis: its own key family, `<keyPrefix>r:` (tenant names hold no
@@ -9,7 +9,7 @@ import { firstListedDay, type ClientView, type RouteView, type TenantView } from
  *   r:since                 when the store's registry data begins (the first write; SET NX)
  *   r:hashes                ZSET config hash -> when a replica last wrote with it
  *   r:T:share               HASH "<day>:l" / "<day>:n" -> legacy / native requests that UTC day
- *   r:T:m:ROUTE             HASH requests, lastSeen, lastSeenNonExempt, evicted
+ *   r:T:m:ROUTE             HASH requests, lastSeen, lastSeenNonExempt, evicted, swept (clients the retention trimmed)
  *   r:T:d:ROUTE             HASH <day> -> requests
  *   r:T:c:ROUTE             HASH client id -> {u, n, f, l, b} (user agent, requests, first/last seen, last brownout)
  *   r:T:z:ROUTE             ZSET client id -> last seen (most recent first; least recent evicted)
@@ -98,7 +98,11 @@ local function drop(ids)
     redis.call('HDEL', KEYS[3], unpack(chunk))
   end
 end
-drop(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. string.format('%d', cutoff)))
+local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. string.format('%d', cutoff))
+if #expired > 0 then
+  drop(expired)
+  redis.call('HINCRBY', KEYS[1], 'swept', #expired)
+end
 local over = redis.call('ZCARD', KEYS[4]) - maxPer
 if over > 0 then
   drop(redis.call('ZRANGE', KEYS[4], 0, over - 1))
@@ -230,6 +234,7 @@ export async function readFleet(connection: RedisConnection, prefix: string, rou
         pipeline.hgetall(routeKeys.main)
         pipeline.hgetall(routeKeys.days)
         pipeline.pfcount(routeKeys.distinct)
+        pipeline.zcard(routeKeys.recent)
         // ZREVRANGE's stop -1 would mean every client: `?clients=0` asks for none.
         if (clientsPerRoute > 0) pipeline.zrevrange(routeKeys.recent, 0, clientsPerRoute - 1)
       }
@@ -250,6 +255,7 @@ export async function readFleet(connection: RedisConnection, prefix: string, rou
         main: answers[at++] as Record<string, string>,
         days: answers[at++] as Record<string, string>,
         distinct: answers[at++] as number,
+        held: answers[at++] as number,
         recent: clientsPerRoute > 0 ? (answers[at++] as string[]) : []
       }))
     }
@@ -288,7 +294,8 @@ export async function readFleet(connection: RedisConnection, prefix: string, rou
         requests: Number(route.main.requests ?? 0),
         lastSeenMs: numberOr(route.main.lastSeen),
         lastSeenNonExemptMs: numberOr(route.main.lastSeenNonExempt),
-        distinctClients: route.distinct,
+        // A client list evicted by memory pressure (it has a TTL; `m:` has none) bounds nothing.
+        distinctClients: route.held === 0 ? route.distinct : distinctClientCount(route.distinct, route.held, Number(route.main.evicted ?? 0) + Number(route.main.swept ?? 0)),
         clientsEvicted: Number(route.main.evicted ?? 0),
         days,
         clients

@@ -39,6 +39,17 @@ export interface RegistryView {
   tenants: Map<string, TenantView>
 }
 
+/**
+ * SPEC 12's `distinctClients`, which counts client ids: the route's HyperLogLog estimate, held
+ * to what is certain. Every client listed is one id, and every id the route stopped listing left
+ * one record, so the count lies between the clients held and those plus every eviction and
+ * retention sweep. A route that never let a client go (most) reads its exact count, never 101
+ * next to 100 listed.
+ */
+export function distinctClientCount(estimate: number, held: number, departed: number): number {
+  return Math.min(Math.max(estimate, held), held + departed)
+}
+
 export const EMPTY_ROUTE: RouteView = Object.freeze({ requests: 0, lastSeenMs: null, lastSeenNonExemptMs: null, distinctClients: 0, clientsEvicted: 0, days: [], clients: [] })
 
 /** The oldest UTC day an answer lists at `nowMs`. */
@@ -72,7 +83,7 @@ export function viewOfData(data: RegistryData, tenants: readonly string[], clien
         requests: route.requests,
         lastSeenMs: route.lastSeenMs === 0 ? null : route.lastSeenMs,
         lastSeenNonExemptMs: route.lastSeenNonExemptMs === 0 ? null : route.lastSeenNonExemptMs,
-        distinctClients: route.distinct.count(),
+        distinctClients: distinctClientCount(route.distinct.count(), route.clients.size, route.clientsEvicted + route.clientsSwept),
         clientsEvicted: route.clientsEvicted,
         days: [...route.days]
           .filter(([day]) => day >= firstDay)

@@ -43,6 +43,33 @@ describe('the client registry in memory (SPEC 12)', () => {
     await registry.close()
   })
 
+  it('counts distinct clients exactly while it lists them all, and within what it listed and let go once it evicted some', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(5_000), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    const now = Date.now()
+    // 3,000 ids: the HyperLogLog alone reads a few dozen off (about 1.6 % standard error).
+    for (let index = 0; index < 3_000; index++) registry.recordLegacy(sample(`hdr:client-${index}`, now - 10_000 + index))
+    expect((await viewOf(registry, 0)).route).toMatchObject({ distinctClients: 3_000, clientsEvicted: 0 })
+    const evicting = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(100), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    for (let index = 0; index < 130; index++) evicting.recordLegacy(sample(`hdr:client-${index}`, now - 10_000 + index))
+    const { route } = await viewOf(evicting, 0)
+    expect(route?.clientsEvicted).toBe(30)
+    expect(route?.distinctClients).toBeGreaterThanOrEqual(100)
+    expect(route?.distinctClients).toBeLessThanOrEqual(130)
+    await registry.close()
+    await evicting.close()
+  })
+
+  it('keeps in distinctClients the clients the retention took from the list, as the HyperLogLog does', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(10_000, 100_000, 1), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    const now = Date.now()
+    for (let index = 0; index < 5; index++) registry.recordLegacy(sample(`hdr:gone-${index}`, now - 2 * DAY_MS))
+    for (let index = 0; index < 5; index++) registry.recordLegacy(sample(`hdr:here-${index}`, now))
+    const { route } = await viewOf(registry)
+    expect(route?.clients).toHaveLength(5)
+    expect(route?.distinctClients).toBe(10)
+    await registry.close()
+  })
+
   it('lists clients by when they were last seen, not by when their request finished: a long call seen first is listed after a short one seen later', async () => {
     const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
     const now = Date.now()
