@@ -27,7 +27,7 @@ export interface RedisSessionStoreOptions {
   pollMs?: number
   /** How long `create` waits for the first connection attempt; default 2 s. */
   connectWaitMs?: number
-  /** A miss served from this replica's map because the store is down (SPEC 12's counter). */
+  /** A miss served from this replica's map, or a start made without the lock, because the store is down or hung (SPEC 12's counter). */
   onUnavailable?: () => void
 }
 
@@ -183,6 +183,8 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
         // by ioredis on its next connection, leaving a lock nobody owns that every replica would
         // wait out. Not awaited: this replica starts now.
         deleteLater(lockKey, owner)
+        // Served without the store (SPEC 12's counter), though it still counted as up: hung.
+        options.onUnavailable?.()
         return { state: 'unavailable' }
       }
       // SPEC 4: one start per key across replicas. The lock outlives a start that takes longer

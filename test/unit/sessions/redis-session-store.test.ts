@@ -302,12 +302,15 @@ describe('the start lock', () => {
     expect((await replicaB.startLock.acquire('k', 'acme')).state).toBe('acquired')
   })
 
-  it('leaves no lock behind when taking it timed out on a stalled Redis that then goes on', async () => {
-    const store = await openStore({ lockMs: 8_000 })
+  it('leaves no lock behind when taking it timed out on a stalled Redis that then goes on, and counts the start made without it', async () => {
+    let unavailable = 0
+    const store = await openStore({ lockMs: 8_000, onUnavailable: () => unavailable++ })
     const lockKey = `t${prefixCount}:l:acme:k`
     // Every client but this one waits 1.5 s, past the store's 1 s command timeout; then Redis runs what was sent.
     await redis.client().call('CLIENT', 'PAUSE', '1500', 'ALL')
     expect((await store.startLock.acquire('k', 'acme')).state).toBe('unavailable')
+    // SPEC 12: a start this replica makes without the store's lock is a request served without it.
+    expect(unavailable).toBe(1)
     await sleep(1_000)
     // The SET went through once Redis went on: a lock nobody owns would stay for lockMs.
     expect(await redis.client().exists(lockKey)).toBe(0)
