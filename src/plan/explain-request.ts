@@ -243,12 +243,30 @@ function bodyBytes(input: ExplainInput, head: RequestHead): (() => string) | und
   return input.rawBody !== undefined ? () => input.rawBody as string : () => toJsonBody(input.body ?? null)
 }
 
+/**
+ * The body as the explanation shows it: parsed when it is JSON, else its text. One nested deeper
+ * than JSON.stringify can go (JSON.parse reads any depth) is streamed unchanged all the same
+ * (SPEC 7), but cannot be printed parsed: its text, or a note when it came parsed.
+ */
 function shownBody(input: ExplainInput): unknown {
-  if (input.rawBody === undefined) return input.body
+  if (input.rawBody === undefined) return printable(input.body) ? input.body : NOT_PRINTABLE
   try {
-    return JSON.parse(input.rawBody) as unknown
+    const parsed = JSON.parse(input.rawBody) as unknown
+    return printable(parsed) ? parsed : input.rawBody
   } catch {
     return input.rawBody
+  }
+}
+
+const NOT_PRINTABLE = '(a JSON body nested too deeply to print; sent as it came)'
+
+function printable(value: unknown): boolean {
+  try {
+    JSON.stringify(value)
+    return true
+  } catch (error) {
+    if (error instanceof RangeError) return false
+    throw error
   }
 }
 

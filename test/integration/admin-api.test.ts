@@ -120,6 +120,19 @@ describe('the admin listener', () => {
     expect(explained.json.calls).toEqual([])
   })
 
+  it('explains a native body nested too deeply to print as the streamed call it is, not a 500', async () => {
+    const depth = 100_000
+    const deep = `${'['.repeat(depth)}${']'.repeat(depth)}`
+    const parsed = JSON.stringify({ method: 'POST', path: '/v4/execute', headers: { authorization: 'Bearer demo-token-alice' }, body: 'x' }).replace('"x"', deep)
+    const asParsed = await send(gw.adminUrl, '/admin/explain', { headers: { ...admin, 'content-type': 'application/json' }, body: parsed })
+    expect(asParsed.status).toBe(200)
+    expect(asParsed.json.calls).toHaveLength(1)
+    expect(asParsed.json.calls[0]).toMatchObject({ method: 'POST', body: expect.stringContaining('nested too deeply to print') })
+    const asText = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { method: 'POST', path: '/v4/execute', headers: { authorization: 'Bearer demo-token-alice' }, rawBody: deep } })
+    expect(asText.status).toBe(200)
+    expect(asText.json.calls[0].body).toBe(deep)
+  })
+
   it('explains a legacy body over limits.bodyBytes as the 413 the traffic listener gives it', async () => {
     const limited = await startGateway(testConfig(sim.url, { limits: { bodyBytes: 10 } }))
     const request = { method: 'POST', path: '/v1/headless/runs', headers: { authorization: 'Bearer demo-token-alice' }, body: { input: '0123456789abcdef' } }
