@@ -164,7 +164,8 @@ async function explainCommand(args: string[]): Promise<void> {
   const [method, path] = positionals
   if (method === undefined || path === undefined || positionals.length > 2) throw new UsageError('explain takes METHOD and PATH')
   // A header given twice is sent twice, as a client would (a second credential is a conflict).
-  const headers: Record<string, string[]> = {}
+  // No prototype: `-H "__proto__: x"` or `-H "constructor: x"` is a header like any other.
+  const headers: Record<string, string[]> = Object.create(null) as Record<string, string[]>
   for (const header of values.header ?? []) {
     const colon = header.indexOf(':')
     // Its text is not repeated: a header given as `-H "Bearer …"` is a credential (SPEC 5).

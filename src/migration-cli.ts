@@ -180,7 +180,7 @@ export async function calendarCommand(args: string[], out: (text: string) => voi
   if (values.config === undefined) throw new MigrationUsageError('--config FILE is required')
   if (values.format !== 'ics' && values.format !== 'md') throw new MigrationUsageError('--format is ics or md')
   const config = await loadConfig(values.config)
-  if (values.tenant !== undefined && config.tenants[values.tenant] === undefined) throw new MigrationUsageError(`--tenant: the config has no tenant "${values.tenant}"`)
+  if (values.tenant !== undefined && !Object.hasOwn(config.tenants, values.tenant)) throw new MigrationUsageError(`--tenant: the config has no tenant "${values.tenant}"`)
   const events = calendarEvents(config, values.tenant)
   out(values.format === 'ics' ? formatIcs(events, Date.now()) : formatCalendarMarkdown(events))
   return 0

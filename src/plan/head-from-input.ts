@@ -36,7 +36,9 @@ export function headersFromRaw(rawHeaders: readonly string[]): IncomingHttpHeade
   for (let index = 0; index < rawHeaders.length; index += 2) {
     const name = (rawHeaders[index] as string).toLowerCase()
     const value = rawHeaders[index + 1] as string
-    const previous = headers[name]
+    // Own fields only, as Node's `typeof dest[field] === 'string'`: a `constructor` field is not
+    // joined to Object's. A `__proto__` field is dropped, as Node drops it (a string cannot be a prototype).
+    const previous = Object.hasOwn(headers, name) ? headers[name] : undefined
     if (name === 'set-cookie') headers[name] = previous === undefined ? [value] : [...(previous as string[]), value]
     else if (previous === undefined) headers[name] = value
     else if (FIRST_ONLY.has(name)) continue

@@ -326,6 +326,15 @@ describe('v4gw calendar (SPEC 13)', () => {
     expect(ics.replace(/\r\n /g, '')).toContain('SUMMARY:Legacy API brownout (tenant acme\\, legacy routes except POST /v1/runs/invoke)')
   })
 
+  it('refuses a --tenant the config does not have, one named like an object property included (64)', async () => {
+    const file = await dir.write('calendar-unknown.yaml', stringify(config))
+    for (const tenant of ['nobody', 'constructor']) {
+      const result = await runCli(['calendar', '--config', file, '--tenant', tenant])
+      expect(result.code).toBe(64)
+      expect(result.stderr).toContain(`the config has no tenant "${tenant}"`)
+    }
+  })
+
   it('prints a Markdown table with --format md', async () => {
     const file = await dir.write('calendar-md.yaml', stringify(config))
     const result = await runCli(['calendar', '--config', file, '--format', 'md', '--tenant', 'acme'])

@@ -330,6 +330,16 @@ describe('v4gw explain', () => {
     expect(`${stdout}${stderr}`).not.toContain('eyJhbGci')
   })
 
+  it('takes a header named like an object property (__proto__, constructor) as a header, and prints a body too deep to print parsed as its text', async () => {
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`
+    const { code, stdout, stderr } = await runCli(['explain', '--config', 'config/gateway.yaml', 'POST', '/v4/execute', '-H', '__proto__: x', '-H', 'constructor: y', '-H', 'authorization: Bearer demo-token-alice', '--body', deep])
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    const explanation = JSON.parse(stdout)
+    expect(explanation.calls[0].headers).toMatchObject({ constructor: 'y' })
+    expect(explanation.calls[0].body).toBe(deep)
+  })
+
   it('redacts a credential header spelled with underscores in the calls it prints (a proxy may read x_api_key as x-api-key)', async () => {
     const { code, stdout } = await runCli(['explain', '--config', 'config/gateway.yaml', 'GET', '/v4/policies', '-H', 'x_api_key: key_underscore_explain_secret', '-H', 'x_session_token: underscore_session_secret'])
     expect(code).toBe(0)

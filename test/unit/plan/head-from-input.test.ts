@@ -20,6 +20,7 @@ const CASES: [string, [string, string][]][] = [
   ['first-only fields keep their first copy', [['host', 'a'], ['authorization', 'Bearer 1'], ['Authorization', 'Bearer 2'], ['user-agent', 'u1'], ['user-agent', 'u2'], ['content-type', 'a/b'], ['content-type', 'c/d'], ['referer', 'r1'], ['referer', 'r2']]],
   ['cookies joined with a semicolon, set-cookie kept as a list', [['host', 'a'], ['cookie', 'a=1'], ['cookie', 'b=2'], ['set-cookie', 's=1'], ['set-cookie', 's=2']]],
   ['the tenancy and forwarding headers', [['host', 'a'], ['x-tenant-id', 'acme'], ['x-tenant-id', 'acme'], ['x-forwarded-for', '10.0.0.1'], ['X-Forwarded-For', '10.0.0.2']]],
+  ['names an object has by inheritance, and __proto__', [['host', 'a'], ['constructor', 'c1'], ['Constructor', 'c2'], ['toString', 't'], ['__proto__', 'p'], ['hasOwnProperty', 'h']]],
   ['proxy-authorization and the other first-only fields', [['host', 'a'], ['proxy-authorization', 'p1'], ['proxy-authorization', 'p2'], ['from', 'f1'], ['from', 'f2'], ['max-forwards', '1'], ['max-forwards', '2'], ['if-modified-since', 'x'], ['if-modified-since', 'y']]]
 ]
 
@@ -29,6 +30,9 @@ describe('headersFromRaw', () => {
     await rawExchange(server.url, buildRawRequest('GET / HTTP/1.1', [...lines, ['connection', 'close']]), { timeoutMs: 2_000 })
     const node = seen[0]
     expect(node).toBeDefined()
-    expect(headersFromRaw(node!.rawHeaders)).toEqual(node!.headers)
+    const built = headersFromRaw(node!.rawHeaders)
+    // toEqual skips a prototype's difference and an own `__proto__`: compared as entries, prototype too.
+    expect(Object.entries(built)).toEqual(Object.entries(node!.headers))
+    expect(Object.getPrototypeOf(built)).toBe(Object.getPrototypeOf(node!.headers))
   })
 })
