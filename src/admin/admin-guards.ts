@@ -4,9 +4,14 @@ import { normalizeHost } from '../util/normalize-host.js'
 /** The names and addresses of loopback a `Host` may give, as normalizeHost leaves them (SPEC 18). */
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]'])
 
-/** An IPv6 address in one spelling, bracketed as in a `Host` (`[::1]`, not `[0:0::1]`). */
+/**
+ * An IPv6 address in one spelling, bracketed as in a `Host` (`[::1]`, not `[0:0::1]`), without
+ * its zone id: `isIPv6` accepts `fe80::1%eth0` (a link-local peer, a configured host), the URL
+ * parser does not, and the zone does not change which address it is.
+ */
 function bracketedIPv6(address: string): string {
-  return new URL(`http://[${address}]`).hostname
+  const zone = address.indexOf('%')
+  return new URL(`http://[${zone < 0 ? address : address.slice(0, zone)}]`).hostname
 }
 
 /** `0.0.0.0`, `::` and their other spellings: a listener on one has no address of its own to name. */
@@ -31,7 +36,8 @@ function asHostHeader(host: string): string | undefined {
  */
 export function isAdminHost(hostHeader: string | undefined, listenerHost: string | undefined, allowedHosts: readonly string[]): boolean {
   const host = normalizeHost(hostHeader)
-  if (host === undefined) return false
+  // A zone id in a Host (`[::1%1]`) is no URI host (RFC 3986; RFC 6874's `%25` no browser sends): it names nothing here.
+  if (host === undefined || host.includes('%')) return false
   const named = host.startsWith('[') && host.endsWith(']') && isIPv6(host.slice(1, -1)) ? bracketedIPv6(host.slice(1, -1)) : host
   if (LOOPBACK_HOSTS.has(named)) return true
   if (listenerHost !== undefined && !isWildcardHost(listenerHost) && asHostHeader(listenerHost) === named) return true
