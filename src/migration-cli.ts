@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { z } from 'zod'
 import { calendarEvents, formatCalendarMarkdown, formatIcs } from './brownout-calendar.js'
 import { resolveAdminToken } from './config/admin-token.js'
 import { loadConfig } from './config/load-config.js'
@@ -83,8 +84,35 @@ async function fetchMigration(base: URL, token: string | undefined, tenant: stri
     throw new AdminUnavailable(`the admin API answered 200 with a body that is not JSON (${response.headers.get('content-type') ?? 'no content-type'})`)
   }
   if (answer?.schemaVersion !== 2) throw new AdminUnavailable(`the admin API answered schemaVersion ${String((answer as Partial<MigrationAnswer> | null)?.schemaVersion)}; this v4gw reads 2`)
+  // Something on the way that answers 200 in another shape (a proxy's page, a rewritten body)
+  // is no answer to judge: exit 2, not a TypeError read as exit 1, "a client still calls".
+  const shaped = JUDGED_SHAPE.safeParse(answer)
+  if (!shaped.success) {
+    const issue = shaped.error.issues[0]
+    throw new AdminUnavailable(`the admin API answered 200 with a body that is not a migration answer (at /${issue?.path.map(String).join('/') ?? ''}: ${issue?.message ?? 'unexpected'})`)
+  }
   return answer
 }
+
+/** The parts of SPEC 12's answer that `sunset-check` and `report` judge on; other members pass. */
+const JUDGED_SHAPE = z.looseObject({
+  scope: z.enum(['fleet', 'local', 'replica']),
+  tenants: z.record(
+    z.string(),
+    z.looseObject({
+      since: z.string().nullable(),
+      routes: z.record(
+        z.string(),
+        z.looseObject({
+          requests: z.number(),
+          lastSeen: z.string().nullable(),
+          lastSeenNonExempt: z.string().nullable(),
+          clients: z.array(z.looseObject({ clientId: z.string(), requests: z.number(), lastSeen: z.string(), exemptUntil: z.string().nullable() }))
+        })
+      )
+    })
+  )
+})
 
 /** `v4gw report --admin URL [--tenant T] [--format md|csv|json]`: 0 printed, 1 no answer to print. */
 export async function reportCommand(args: string[], out: (text: string) => void, err: (text: string) => void): Promise<number> {

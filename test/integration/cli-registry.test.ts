@@ -266,6 +266,19 @@ describe('v4gw sunset-check (SPEC 12)', () => {
     expect(reportNoFile.stderr).toContain('could not be read (ENOENT)')
   }, 60_000)
 
+  it('exits 2 for a 200 in JSON that is not a migration answer (something on the way rewrote it), not 1 as if a client had called', async () => {
+    const shapes = [
+      { schemaVersion: 2, scope: 'fleet', tenants: null },
+      { schemaVersion: 2, scope: 'fleet', tenants: { acme: { since: '2026-11-01T00:00:00.000Z', routes: { 'POST /v1/headless/runs': { requests: 1, lastSeen: null, lastSeenNonExempt: '2026-11-29T00:00:00.000Z' } } } } }
+    ]
+    for (const shape of shapes) {
+      const rewritten = await startHttpServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(shape)))
+      const check = await runCli(['sunset-check', '--admin', rewritten.url, '--tenant', 'acme'], env)
+      expect(check.code).toBe(2)
+      expect(check.stderr).toContain('not a migration answer')
+    }
+  }, 60_000)
+
   it('exits 2 for an answer that breaks off after its head (a replica restarting), not 1 as if a client had called; report exits 1', async () => {
     const cut = await startHttpServer((request, response) => {
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': '5000' })
