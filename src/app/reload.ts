@@ -10,7 +10,7 @@ import { listUpcomingBrownouts } from '../tenancy/deprecation-policy.js'
 import { usesEmbeddedLegacy, usesEmbeddedUpstream } from '../tenancy/tenant-runtime.js'
 
 /** Keys that need a restart: they shape listeners and pools built once. */
-export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis', 'store', 'metrics.statusCodeLabel', 'tracing.enabled', 'tracing.endpoint', 'tracing.protocol', 'tracing.headers', 'tracing.serviceName', 'tracing.maxQueueSpans', 'tracing.batchDelayMs'] as const
+export const RESTART_ONLY_KEYS = ['listen', 'admin.host', 'admin.port', 'limits.connectTimeoutMs', 'limits.maxEventLoopDelayMs', 'sessions.maxEntries', 'sessions.ttlMs', 'sessions.store', 'sessions.redis', 'store', 'tracing.enabled', 'tracing.endpoint', 'tracing.protocol', 'tracing.headers', 'tracing.serviceName', 'tracing.maxQueueSpans', 'tracing.batchDelayMs'] as const
 
 export interface ConfigReloadDeps {
   /** The config the gateway started with: restart-only keys keep its values until a restart. */
@@ -74,6 +74,7 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
     }
     const configured = (tenant: string, route: string): boolean => next.tenancy.tenants.get(tenant)?.routes.some((r) => `${r.method} ${r.path}` === route) === true
     migration.applyBounds()
+    metrics.setStatusCodeLabel(config.metrics.statusCodeLabel)
     // SPEC 17: series of tenants and legacy routes the reload removed go too.
     const metricsRetained = metrics.retain((tenant, route) => (route === '' || route === 'native' ? next.tenancy.tenants.has(tenant) : configured(tenant, route)))
     // Everything above applies before this first wait. A shared store answers later, and its

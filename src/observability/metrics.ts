@@ -19,6 +19,11 @@ export interface GatewayMetrics {
    * dashboard stops showing them; `keep` gets each series' tenant and route label.
    */
   retain(keep: (tenant: string, route: string) => boolean): Promise<void>
+  /**
+   * SPEC 17's `metrics.statusCodeLabel`, which a reload may change: `v4gw_requests_total` is made
+   * again with the other label set (its counts start over, as after a restart).
+   */
+  setStatusCodeLabel(on: boolean): void
   observeSessionEvent(event: SessionOutcome | 'evicted' | 'capacity-evicted'): void
   observeReload(result: 'success' | 'failure'): void
   /** SPEC 12: a request served without the shared store it would have used. */
@@ -138,14 +143,16 @@ export function createMetrics(options: {
       }
     })
   }
-  const statusCodeLabel = options.statusCodeLabel !== false
-  const requests = countedPerRequest(
-    'v4gw_requests_total',
-    statusCodeLabel
-      ? 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic), status class and status code'
-      : 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic) and status class',
-    statusCodeLabel ? (['tenant', 'class', 'route', 'status_class', 'code'] as const) : (['tenant', 'class', 'route', 'status_class'] as const)
-  )
+  const requestsCounter = (withCode: boolean): CountedPerRequest<string> =>
+    countedPerRequest(
+      'v4gw_requests_total',
+      withCode
+        ? 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic), status class and status code'
+        : 'Requests on the traffic listener by tenant, traffic class, legacy route ("native" for native traffic) and status class',
+      withCode ? (['tenant', 'class', 'route', 'status_class', 'code'] as const) : (['tenant', 'class', 'route', 'status_class'] as const)
+    )
+  let statusCodeLabel = options.statusCodeLabel !== false
+  let requests = requestsCounter(statusCodeLabel)
   gaugeAtScrape('v4gw_requests_in_flight', 'Requests in flight as limits.maxInFlight counts them: admitted and not ended, a keyed call whose client left included, an event-loop shed until its 503 is written', options.requestsInFlight)
   const loadShed = counter(
     'v4gw_load_shed_total',
@@ -270,7 +277,7 @@ export function createMetrics(options: {
     ['reason'] as const
   )
 
-  const series: (string | number)[] = statusCodeLabel ? ['', '', '', '', 0] : ['', '', '', '']
+  let series: (string | number)[] = statusCodeLabel ? ['', '', '', '', 0] : ['', '', '', '']
   const sessionEvent: string[] = ['']
   return {
     registry,
@@ -296,6 +303,13 @@ export function createMetrics(options: {
       if (sample.deprecationAction !== undefined) deprecationActions.cells.add([tenant, route, sample.deprecationAction])
       if (sample.idempotencyOutcome !== undefined) idempotencyOutcomes.cells.add([tenant, route, sample.idempotencyOutcome])
       if (sample.servedBy !== undefined) legacyRequests.cells.add([tenant, route, sample.servedBy])
+    },
+    setStatusCodeLabel(on) {
+      if (on === statusCodeLabel) return
+      registry.removeSingleMetric('v4gw_requests_total')
+      statusCodeLabel = on
+      requests = requestsCounter(on)
+      series = on ? ['', '', '', '', 0] : ['', '', '', '']
     },
     async retain(keep) {
       await Promise.all([

@@ -8,7 +8,7 @@ import { arrivalBarrier } from '../helpers/arrival-barrier.js'
 import { answerJson, refusingOrigin, resetConnection, useFaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
 import { answerAfter, useRecordingUpstream } from '../helpers/recording-upstream.js'
-import { LEGACY_V1_ROUTES } from '../../src/config/schema.js'
+import { configSchema, LEGACY_V1_ROUTES } from '../../src/config/schema.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { useTempDir } from '../helpers/temp-dir.js'
 import { until } from '../helpers/until.js'
@@ -61,6 +61,21 @@ describe('SPEC 17 metrics', () => {
     const text = await scrape(gateway)
     expect(seriesValue(text, 'v4gw_requests_total', 'tenant="acme",class="native",route="native",status_class="2xx"')).toBe(1)
     expect(text).not.toMatch(/v4gw_requests_total\{[^}]*code=/)
+  })
+
+  it('takes metrics.statusCodeLabel from a reload, for the requests after it (SPEC 8: not marked restart)', async () => {
+    const gateway = await startGateway(testConfig(upstream.url))
+    await send(gateway.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
+    const without = await gateway.gateway.applyConfig(configSchema.parse(testConfig(upstream.url, { metrics: { statusCodeLabel: false } })))
+    expect(without.restartRequired).toEqual([])
+    await send(gateway.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
+    const after = await scrape(gateway)
+    // The counter is made again with the other labels: its counts start over, as after a restart.
+    expect(seriesValue(after, 'v4gw_requests_total', 'tenant="acme",class="native",route="native",status_class="2xx"')).toBe(1)
+    expect(after).not.toMatch(/v4gw_requests_total\{[^}]*code=/)
+    await gateway.gateway.applyConfig(configSchema.parse(testConfig(upstream.url)))
+    await send(gateway.url, '/v4/execute', { headers: ALICE, json: { input: 1 } })
+    expect(seriesValue(await scrape(gateway), 'v4gw_requests_total', 'tenant="acme",class="native",route="native",status_class="2xx",code="200"')).toBe(1)
   })
 
   it('says which build and which Node run, as an info metric', async () => {
