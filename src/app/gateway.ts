@@ -54,9 +54,10 @@ export interface Gateway {
   reload(): Promise<ReloadResult>
   /**
    * Swaps in a validated config for new requests at once; drops sessions of tenants whose upstream
-   * changed, and resolves with how many went once a shared store has said.
+   * changed, and resolves with how many went once a shared store has said, and with the
+   * restart-only keys that differ from the running values (they wait for a restart).
    */
-  applyConfig(config: GatewayConfig, embeddedOrigin?: string): Promise<{ sessionsDropped: number }>
+  applyConfig(config: GatewayConfig, embeddedOrigin?: string): Promise<{ sessionsDropped: number; restartRequired: string[] }>
   /** Readiness goes false and new requests get 503 SHUTTING_DOWN; in-flight ones go on. */
   startDraining(): void
   /** Listens on the config's addresses; `port: 0` overrides are for tests. */
