@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { Server as NetServer, type AddressInfo, type Socket } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import type { Logger } from 'pino'
 import type { GatewayError } from '../errors/registry.js'
 import { answerClientError, answerConnect, type RefusedUnread } from './client-error.js'
@@ -75,6 +75,8 @@ export function createTrafficServer(
   return server
 }
 
+function keepIdleConnections(): void {}
+
 /** Listens and resolves with the listener's URL. */
 export function listen(server: Server, host: string, port: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -107,9 +109,12 @@ export function listen(server: Server, host: string, port: number): Promise<stri
 export function closeServer(server: Server, idleCloseMs: number): Promise<void> {
   if (!server.listening) return Promise.resolve()
   return new Promise((resolve) => {
-    // net.Server's own close: it stops accepting now and calls back when the last connection
-    // has ended. http.Server's would also close the idle connections in this same turn.
-    NetServer.prototype.close.call(server, () => resolve())
+    // http.Server's close without its first step, which closes the idle connections in this same
+    // turn: the rest of it stops accepting now, calls back when the last connection has ended, and
+    // clears the timer that checks the connections' request timeouts (net.Server's close alone
+    // left that timer holding the server, and through it the gateway, for the process's life).
+    server.closeIdleConnections = keepIdleConnections
+    server.close(() => resolve())
     // 0 would turn the timeout off: "at once" is the next turn of the loop.
     const idleMs = Math.max(1, idleCloseMs)
     const closeWhenIdle = (socket: Socket): void => {
