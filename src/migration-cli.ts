@@ -94,20 +94,23 @@ async function fetchMigration(base: URL, token: string | undefined, tenant: stri
   return answer
 }
 
+/** An instant as the answer writes it: a date a comparison can use (`Date.parse` of anything else is NaN, which compares false). */
+const instant = z.iso.datetime({ offset: true })
+
 /** The parts of SPEC 12's answer that `sunset-check` and `report` judge on; other members pass. */
 const JUDGED_SHAPE = z.looseObject({
   scope: z.enum(['fleet', 'local', 'replica']),
   tenants: z.record(
     z.string(),
     z.looseObject({
-      since: z.string().nullable(),
+      since: instant,
       routes: z.record(
         z.string(),
         z.looseObject({
           requests: z.number(),
-          lastSeen: z.string().nullable(),
-          lastSeenNonExempt: z.string().nullable(),
-          clients: z.array(z.looseObject({ clientId: z.string(), requests: z.number(), lastSeen: z.string(), exemptUntil: z.string().nullable() }))
+          lastSeen: instant.nullable(),
+          lastSeenNonExempt: instant.nullable(),
+          clients: z.array(z.looseObject({ clientId: z.string(), requests: z.number(), lastSeen: instant, exemptUntil: instant.nullable() }))
         })
       )
     })

@@ -63,7 +63,7 @@ function cell(value: string | number | null | undefined): string {
     .replace(/[\p{Cc}\u2028\u2029]+/gu, ' ')
     .replace(/([\\|`*_<>[\]@])/g, '\\$1')
     .replace(/:(?=\/\/)/g, '\\:')
-    .replace(/\b(www)\./gi, '$1\\.')
+    .replace(/(www)\./gi, '$1\\.')
 }
 
 /** An instant as a person reads it in a status update: `2026-11-26 14:03 UTC`. */

@@ -159,9 +159,9 @@ export class ClientRegistry {
       // stops first cannot, and the fleet's answers (their `since` included) will not show them:
       // said, so that a sunset decided on them can be checked against this line.
       const lost = this.#data.requestTotals()
-      if (lost.legacy + lost.native > 0) {
+      if (lost.routes + lost.shareLegacy + lost.shareNative > 0) {
         this.#logger.warn(
-          { store: 'redis', legacyRequests: lost.legacy, nativeRequests: lost.native, since: new Date(this.#data.startMs).toISOString() },
+          { store: 'redis', legacyRequests: Math.max(lost.routes, lost.shareLegacy), nativeRequests: lost.shareNative, since: new Date(this.#data.startMs).toISOString() },
           "the registry counts held on this replica could not be written to the store before it stopped: the fleet's registry misses these requests"
         )
       }

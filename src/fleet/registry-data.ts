@@ -110,17 +110,23 @@ export class RegistryData {
     return this.tenants.size === 0
   }
 
-  /** The legacy and native requests counted here (SPEC 12's legacy share, every tenant and day). */
-  requestTotals(): { legacy: number; native: number } {
-    let legacy = 0
-    let native = 0
+  /**
+   * What is counted here: the legacy routes' requests (SPEC 12's sunset evidence), and the legacy
+   * share's legacy and native requests. A delta the store took in part may hold either without
+   * the other (its share written, a route refused, or the reverse).
+   */
+  requestTotals(): { routes: number; shareLegacy: number; shareNative: number } {
+    let routes = 0
+    let shareLegacy = 0
+    let shareNative = 0
     for (const tenant of this.tenants.values()) {
+      for (const route of tenant.routes.values()) routes += route.requests
       for (const counts of tenant.share.values()) {
-        legacy += counts.legacy
-        native += counts.native
+        shareLegacy += counts.legacy
+        shareNative += counts.native
       }
     }
-    return { legacy, native }
+    return { routes, shareLegacy, shareNative }
   }
 
   tenant(name: string): TenantData {

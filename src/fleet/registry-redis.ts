@@ -9,7 +9,7 @@ import { distinctClientCount, firstListedDay, type ClientView, type RouteView, t
  *   r:since                 when the store's registry data begins (the first write; SET NX)
  *   r:hashes                ZSET config hash -> when a replica last wrote with it
  *   r:T:share               HASH "<day>:l" / "<day>:n" -> legacy / native requests that UTC day
- *   r:T:m:ROUTE             HASH requests, lastSeen, lastSeenNonExempt, evicted, swept (clients the retention trimmed)
+ *   r:T:m:ROUTE             HASH requests, lastSeen, lastSeenNonExempt, evicted, listed (ids ever added to z:, -1 unknown)
  *   r:T:d:ROUTE             HASH <day> -> requests
  *   r:T:c:ROUTE             HASH client id -> {u, n, f, l, b} (user agent, requests, first/last seen, last brownout)
  *   r:T:z:ROUTE             ZSET client id -> last seen (most recent first; least recent evicted)
@@ -57,6 +57,13 @@ local function later(key, field, value)
 end
 -- No TTL on main (sunset evidence): a route unused for the whole retention starts over, as in memory.
 if tonumber(redis.call('HGET', KEYS[1], 'lastSeen') or '0') < cutoff then redis.call('DEL', KEYS[1], KEYS[5]) end
+-- Ids ever added to the client list: an upper bound of the distinct clients that no eviction of
+-- the list's keys lowers. Known only when counted from the route's first write (-1: a route older
+-- than the count).
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('HSET', KEYS[1], 'listed', '0')
+elseif redis.call('HEXISTS', KEYS[1], 'listed') == 0 then redis.call('HSET', KEYS[1], 'listed', '-1') end
+local counting = tonumber(redis.call('HGET', KEYS[1], 'listed')) >= 0
+local added = 0
 redis.call('HINCRBY', KEYS[1], 'requests', p.n)
 later(KEYS[1], 'lastSeen', p.l)
 later(KEYS[1], 'lastSeenNonExempt', p.e)
@@ -89,8 +96,9 @@ for _, c in ipairs(p.c) do
     r = { u = c[2], n = c[3], f = c[4], l = c[5], b = c[6] }
   end
   redis.call('HSET', KEYS[3], id, cjson.encode(r))
-  redis.call('ZADD', KEYS[4], r.l, id)
+  added = added + redis.call('ZADD', KEYS[4], r.l, id)
 end
+if counting and added > 0 then redis.call('HINCRBY', KEYS[1], 'listed', added) end
 local function drop(ids)
   for i = 1, #ids, 1000 do
     local chunk = { unpack(ids, i, math.min(i + 999, #ids)) }
@@ -98,11 +106,7 @@ local function drop(ids)
     redis.call('HDEL', KEYS[3], unpack(chunk))
   end
 end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. string.format('%d', cutoff))
-if #expired > 0 then
-  drop(expired)
-  redis.call('HINCRBY', KEYS[1], 'swept', #expired)
-end
+drop(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. string.format('%d', cutoff)))
 local over = redis.call('ZCARD', KEYS[4]) - maxPer
 if over > 0 then
   drop(redis.call('ZRANGE', KEYS[4], 0, over - 1))
@@ -294,8 +298,7 @@ export async function readFleet(connection: RedisConnection, prefix: string, rou
         requests: Number(route.main.requests ?? 0),
         lastSeenMs: numberOr(route.main.lastSeen),
         lastSeenNonExemptMs: numberOr(route.main.lastSeenNonExempt),
-        // A client list evicted by memory pressure (it has a TTL; `m:` has none) bounds nothing.
-        distinctClients: route.held === 0 ? route.distinct : distinctClientCount(route.distinct, route.held, Number(route.main.evicted ?? 0) + Number(route.main.swept ?? 0)),
+        distinctClients: distinctClientsInStore(route.distinct, route.held, route.main),
         clientsEvicted: Number(route.main.evicted ?? 0),
         days,
         clients
@@ -304,6 +307,19 @@ export async function readFleet(connection: RedisConnection, prefix: string, rou
     tenants.set(tenant, { share: shareDays(share, firstDay), routes: views })
   }
   return { sinceMs: sinceRaw === null ? null : Number(sinceRaw), configHashes, tenants }
+}
+
+/**
+ * SPEC 12's `distinctClients` from the store: PFCOUNT held to what is certain, as in memory
+ * (registry-view.ts). At least the clients listed now; at most every id ever added to the list
+ * (`listed`, in the summary that has no TTL, so an eviction of the list under memory pressure
+ * lowers nothing) and the delta evictions that never reached it (within `evicted`). A route
+ * written before `listed` was counted has no upper bound: the estimate, at least the list.
+ */
+function distinctClientsInStore(estimate: number, held: number, main: Record<string, string>): number {
+  const listed = main.listed === undefined ? -1 : Number(main.listed)
+  if (listed < 0) return Math.max(estimate, held)
+  return distinctClientCount(estimate, held, Math.max(0, listed + Number(main.evicted ?? 0) - held))
 }
 
 function unwrap(results: [Error | null, unknown][] | null): unknown[] {

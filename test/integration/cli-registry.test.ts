@@ -267,8 +267,12 @@ describe('v4gw sunset-check (SPEC 12)', () => {
   }, 60_000)
 
   it('exits 2 for a 200 in JSON that is not a migration answer (something on the way rewrote it), not 1 as if a client had called', async () => {
+    const route = { requests: 1, lastSeen: '2026-11-01T00:00:00.000Z', lastSeenNonExempt: '2026-11-01T00:00:00.000Z', clients: [] }
     const shapes = [
       { schemaVersion: 2, scope: 'fleet', tenants: null },
+      // A since that is no instant compared false against the cutoff: exit 0, "complete since null".
+      { schemaVersion: 2, scope: 'fleet', tenants: { acme: { since: null, routes: { 'POST /v1/headless/runs': route } } } },
+      { schemaVersion: 2, scope: 'fleet', tenants: { acme: { since: 'unknown', routes: { 'POST /v1/headless/runs': route } } } },
       { schemaVersion: 2, scope: 'fleet', tenants: { acme: { since: '2026-11-01T00:00:00.000Z', routes: { 'POST /v1/headless/runs': { requests: 1, lastSeen: null, lastSeenNonExempt: '2026-11-29T00:00:00.000Z' } } } } }
     ]
     for (const shape of shapes) {

@@ -33,7 +33,7 @@ describe("v4gw report's formats (SPEC 12)", () => {
               clientsListed: 1,
               clientsEvicted: 0,
               deprecation: null,
-              clients: [{ clientId: 'hdr:a', label: null, owner: null, userAgent: 'x | y\n## [click](http://evil.example) see https://evil.example, WWW.evil.example or ops@evil.example', requests: 1, firstSeen: '2026-11-27T07:59:00.000Z', lastSeen: '2026-11-27T07:59:00.000Z', lastBrownout: null, exemptUntil: null }]
+              clients: [{ clientId: 'hdr:a', label: null, owner: null, userAgent: 'x | y\n## [click](http://evil.example) see https://evil.example, WWW.evil.example, _www.evil.example or ops@evil.example', requests: 1, firstSeen: '2026-11-27T07:59:00.000Z', lastSeen: '2026-11-27T07:59:00.000Z', lastBrownout: null, exemptUntil: null }]
             }
           }
         }
@@ -43,7 +43,7 @@ describe("v4gw report's formats (SPEC 12)", () => {
       .split('\n')
       .find((line) => line.startsWith('| hdr:a'))
     // GFM would link a bare URL, a www. name and an address: each is broken by an escape that renders as nothing.
-    expect(row).toContain('x \\| y ## \\[click\\](http\\://evil.example) see https\\://evil.example, WWW\\.evil.example or ops\\@evil.example')
+    expect(row).toContain('x \\| y ## \\[click\\](http\\://evil.example) see https\\://evil.example, WWW\\.evil.example, \\_www\\.evil.example or ops\\@evil.example')
     expect(row?.split(/(?<!\\)\|/)).toHaveLength(10)
   })
 

@@ -90,6 +90,34 @@ describe('the client registry on Redis (SPEC 12)', () => {
     await registry.close()
   })
 
+  it('keeps distinctClients when memory pressure evicts the client list (it has a TTL) and the next write lists one client again', async () => {
+    const prefix = `crr${++prefixes}:`
+    const { registry } = await replica(prefix)
+    for (let index = 0; index < 500; index++) registry.recordLegacy(sample(`hdr:client-${index}`))
+    expect((await routeOf(registry)).route?.distinctClients).toBe(500)
+    // What volatile-lru takes first: the keys with a TTL, the list and the records; the summary has none.
+    await redis.client().del(`${prefix}r:acme:z:${ROUTE}`, `${prefix}r:acme:c:${ROUTE}`)
+    registry.recordLegacy(sample('hdr:client-7'))
+    const { route } = await routeOf(registry)
+    expect(route?.clients).toHaveLength(1)
+    // The HyperLogLog's 500, about: not capped at the one client listed.
+    expect(route?.distinctClients).toBeGreaterThan(450)
+    await registry.close()
+  })
+
+  it('bounds distinctClients from below only on a route written before ids were counted (no listed in its summary)', async () => {
+    const prefix = `crr${++prefixes}:`
+    const { registry } = await replica(prefix)
+    for (let index = 0; index < 300; index++) registry.recordLegacy(sample(`hdr:client-${index}`))
+    await registry.flush()
+    await redis.client().hdel(`${prefix}r:acme:m:${ROUTE}`, 'listed')
+    await redis.client().del(`${prefix}r:acme:z:${ROUTE}`, `${prefix}r:acme:c:${ROUTE}`)
+    registry.recordLegacy(sample('hdr:client-new'))
+    const { route } = await routeOf(registry)
+    expect(route?.distinctClients).toBeGreaterThan(250)
+    await registry.close()
+  })
+
   it('keeps in distinctClients the clients the retention trimmed from the store\'s list, as PFCOUNT does', async () => {
     const { registry } = await replica(`crr${++prefixes}:`, undefined, { maxTotal: 100_000, forTenant: () => ({ maxPerRoute: 10_000, retentionDays: 1 }) })
     for (let index = 0; index < 5; index++) registry.recordLegacy({ ...sample(`hdr:gone-${index}`), atMs: Date.now() - 2 * 86_400_000 })

@@ -327,6 +327,19 @@ describe('the registry bounds from the running config', () => {
   })
 })
 
+describe('what a delta holds, for the warning of a replica that stops with it', () => {
+  it('counts a route the store refused without its legacy share (the share taken, the route not)', () => {
+    const data = new RegistryData(Date.now(), bounds(), true)
+    const now = Date.now()
+    data.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now))
+    data.recordLegacy(sample('fp:bbbbbbbbbbbbbbbb', now))
+    data.recordNative('acme', now)
+    expect(data.requestTotals()).toEqual({ routes: 2, shareLegacy: 2, shareNative: 1 })
+    // What `#write` keeps when only the route's script was refused: the route, not the share.
+    expect(data.only([{ tenant: 'acme', route: ROUTE }]).requestTotals()).toEqual({ routes: 2, shareLegacy: 0, shareNative: 0 })
+  })
+})
+
 describe('the in-memory HyperLogLog', () => {
   it('counts small sets exactly and large ones within a few percent', () => {
     const small = new HyperLogLog()
