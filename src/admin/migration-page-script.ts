@@ -416,8 +416,17 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
       el('span', { class: 'muted' }, count(entry.distinctClients) + ' distinct client(s), ' + count(listed) + ' listed' + (entry.clientsEvicted ? ', ' + count(entry.clientsEvicted) + ' evicted' : ''))]);
     var details = el('details', { class: 'clients', open: clients.length > 0 && clients.length <= 50 ? '' : null }, summary);
     if (clients.length === 0) {
+      // Requests without a listed client: their records were evicted (clients.maxPerRoute,
+      // clients.maxTotal). Never "no client has called", which reads as safe to retire.
+      if (typeof entry.requests === 'number' && entry.requests > 0) {
+        details.appendChild(note('No client is listed, yet the route has ' + count(entry.requests) + ' request(s)' + (typeof entry.lastSeen === 'string' ? ', the last ' + when(entry.lastSeen) : '') + ': the clients that called it were evicted from the registry (clients.maxPerRoute, clients.maxTotal). It is still called.'));
+        return details;
+      }
       details.appendChild(note((typeof since === 'string' ? 'No client has called this route since ' + when(since) + '.' : 'No client has called this route.')));
       return details;
+    }
+    if (typeof entry.distinctClients === 'number' && entry.distinctClients > clients.length) {
+      details.appendChild(note(count(entry.distinctClients - clients.length) + ' more client(s) are not listed here: the most recent ' + count(clients.length) + ' are. v4gw report lists up to 10,000.'));
     }
     details.appendChild(table(['client', 'id', 'last seen', 'user agent', 'requests', 'first seen', 'last brownout', 'exempt until'], clients.map(function (client) {
       if (!isObject(client)) return null;

@@ -205,6 +205,27 @@ describe('the migration page /admin/ui in chromium', () => {
     await context.close()
   })
 
+  it('never says "no client has called" a route whose clients were evicted but which has requests', { timeout: 60_000 }, async () => {
+    // One client record in all: the invoke route's client is evicted by the next route's.
+    const evicting = await startGateway(testConfig(sim.url, { admin: { token: ADMIN_TOKEN }, clients: { maxTotal: 1 } }))
+    await send(evicting.url, '/v1/runs/invoke', { headers: { authorization: 'Bearer demo-token-alice' }, json: { input: 1, stateId: 's' } })
+    await send(evicting.url, '/v1/headless/runs', { headers: { authorization: 'Bearer demo-token-bob' }, json: { input: 1 } })
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(`${evicting.adminUrl}/admin/ui`)
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    const invoke = page.locator('details.clients', { hasText: 'POST /v1/runs/invoke' })
+    await invoke.waitFor({ state: 'attached' })
+    const text = (await invoke.textContent()) ?? ''
+    expect(text).toContain('No client is listed, yet the route has 1 request(s)')
+    expect(text).not.toContain('No client has called this route')
+    // A route nobody called still says so.
+    const unused = page.locator('details.clients', { hasText: 'POST /v1/runs/:runId/invoke' })
+    await expect(unused.textContent()).resolves.toContain('No client has called this route')
+    await context.close()
+  })
+
   it('shows, as text, a pause whose route a reload removed: not applied, and why (SPEC 13, 14)', { timeout: 60_000 }, async () => {
     const routes = [{ method: 'POST', path: '/v1/headless/runs', action: 'execute' }, { method: 'POST', path: '/v1/runs/invoke', action: 'session-execute', stateKey: 'body:/stateId' }]
     const config = (withInvoke: boolean) => testConfig(sim.url, { admin: { token: ADMIN_TOKEN }, tenants: { acme: { upstream: { staging: sim.url }, legacy: { routes: withInvoke ? routes : routes.slice(0, 1) } } } })
