@@ -34,7 +34,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { CANDIDATES, loadSpec, PROXY_READY, productionNodeFlags, proxyScriptArgs, writeGatewayConfig } from './candidates.mjs'
-import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll } from './processes.mjs'
+import { clockTicksPerSecond, detectPinning, killAllNow, measuredEnv, pinSelf, runNode, startNode, stopAll } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const ROOT = dirname(BENCH_DIR)
@@ -132,7 +132,8 @@ async function startSide(row, build, label, stubUrl, workDir, redisUrl, sinkUrl)
     args: [...(row.productionFlags ? GATEWAY_NODE_FLAGS : []), ...proxyScriptArgs(row, stubUrl)],
     core: MEASURED_CORE,
     pin: true,
-    ready: PROXY_READY
+    ready: PROXY_READY,
+    env: measuredEnv()
   })
   return { handle, url: match[1] }
 }
@@ -152,11 +153,15 @@ async function startGateway(row, build, label, stubUrl, workDir, redisUrl, sinkU
     args: [...(row.nodeDefaults ? [] : GATEWAY_NODE_FLAGS), join(build, 'cli.js'), '--config', config],
     core: MEASURED_CORE,
     pin: true,
-    ready: /^v4gw listening on (\S+) \(admin/,
-    env: { ...process.env, NODE_ENV: 'production' },
+    // The serving PID: on Node without process.execve a gateway that relaunches itself with flags
+    // it lacks (the node-defaults row without V4GW_NODE_FLAGS=off, a base build whose flag list
+    // differs) serves from the launcher's child. A build older than the PID in its line serves
+    // from the process started.
+    ready: /^v4gw listening on (\S+) \(admin \S+\)(?: pid (\d+))?/,
+    env: measuredEnv({ NODE_ENV: 'production', ...(row.nodeDefaults ? { V4GW_NODE_FLAGS: 'off' } : {}) }),
     stdoutFile: join(workDir, `${row.name}-${label}.log`)
   })
-  return { handle, url: match[1] }
+  return { handle, url: match[1], servingPid: match[2] === undefined ? handle.pid : Number(match[2]) }
 }
 
 /** One load window on one build; resolves with its CPU µs per answered request. */
@@ -167,7 +172,7 @@ async function load(row, gateway, warmupSec, otherPids) {
     connections: Math.max(1, Math.round(settings.connections / 2)),
     warmupSec,
     durationSec: settings.durationSec,
-    measuredPid: gateway.handle.pid,
+    measuredPid: gateway.servingPid ?? gateway.handle.pid,
     otherPids
   })
   const output = await runNode({ name: `load(${row.name})`, args: [join(BENCH_DIR, 'load.mjs'), JSON.stringify(spec)], core: LOAD_CORE, pin: true, timeoutMs: (warmupSec + settings.durationSec + 30) * 1000 })
@@ -188,7 +193,8 @@ async function compareRow(comparison, workDir, ticksPerSecond) {
   const base = await startSide(comparison.base.row, comparison.base.build, 'base', match[1], workDir, baseRedis, sink?.match[1])
   const change = await startSide(comparison.change.row, comparison.change.build, 'change', match[1], workDir, changeRedis, sink?.match[1])
   for (const [side, started] of [[comparison.base, base], [comparison.change, change]]) await side.row.check(side.row.name, started.url, side.row.load)
-  const otherPids = [stub.pid, process.pid, base.handle.pid, change.handle.pid, ...(sink === undefined ? [] : [sink.handle.pid])]
+  // A launcher and its serving child are both the benchmark's (each listed once).
+  const otherPids = [...new Set([stub.pid, process.pid, base.handle.pid, change.handle.pid, base.servingPid ?? base.handle.pid, change.servingPid ?? change.handle.pid, ...(sink === undefined ? [] : [sink.handle.pid])])]
   const ratios = []
   const perRequest = { base: [], change: [] }
   for (let round = 0; round < settings.rounds; round++) {

@@ -36,6 +36,17 @@ export function pinSelf(core) {
  * matches `ready`, with the match. Stdout after that is drained and discarded so that a chatty
  * child (the gateway's JSON access log) never blocks on a full pipe.
  */
+/**
+ * The environment of a measured process (a gateway or a reference proxy): the runner's, without
+ * what would give one of them other Node flags than the other. A gateway adds only the production
+ * flags `NODE_OPTIONS` lacks, where a reference's command-line flags win over it, and
+ * `V4GW_NODE_FLAGS=off` would turn the gateway's off alone (like for like, issue 27).
+ */
+export function measuredEnv(extra = {}) {
+  const { NODE_OPTIONS: _nodeOptions, V4GW_NODE_FLAGS: _gatewayFlags, ...env } = process.env
+  return { ...env, ...extra }
+}
+
 export function startNode({ name, args, core, pin, ready, readyTimeoutMs = 20_000, env = process.env, stdoutFile, executable = process.execPath }) {
   const command = pin ? 'taskset' : executable
   const commandArgs = pin ? ['-c', String(core), executable, ...args] : args

@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util'
 import { CANDIDATES, CANDIDATE_NAMES, MEASUREMENT_ORDER, loadSpec, PROXY_READY, productionNodeFlags, proxyScriptArgs, writeGatewayConfig } from './candidates.mjs'
 import { createServer } from 'node:net'
 import { measurementPlan, pairedRatios } from './paired-windows.mjs'
-import { clockTicksPerSecond, detectPinning, killAllNow, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
+import { clockTicksPerSecond, detectPinning, killAllNow, measuredEnv, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const ROOT = dirname(BENCH_DIR)
@@ -160,7 +160,8 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl, sinkUrl) {
       args: [...(candidate.productionFlags ? GATEWAY_NODE_FLAGS : []), ...profileFlags(candidate.name), ...proxyScriptArgs(candidate, stubUrl)],
       core: MEASURED_CORE,
       pin,
-      ready: PROXY_READY
+      ready: PROXY_READY,
+      env: measuredEnv()
     })
     return { handle, url: match[1] }
   }
@@ -185,7 +186,7 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl, sinkUrl) {
     core: MEASURED_CORE,
     pin,
     ready: /^v4gw listening on (\S+) \(admin \S+\) pid (\d+)/,
-    env: { ...process.env, NODE_ENV: 'production', ...(candidate.nodeDefaults ? { V4GW_NODE_FLAGS: 'off' } : {}) },
+    env: measuredEnv({ NODE_ENV: 'production', ...(candidate.nodeDefaults ? { V4GW_NODE_FLAGS: 'off' } : {}) }),
     stdoutFile: join(workDir, `${candidate.name}.log`)
   })
   // On Node without process.execve the gateway is the launcher's child: measure the one that serves.
@@ -211,7 +212,8 @@ async function measureOnce(candidate) {
       warmupSec: settings.warmupSec,
       durationSec: settings.durationSec,
       measuredPid: measured.servingPid ?? measured.handle.pid,
-      otherPids: [stub.pid, process.pid, ...(sink === undefined ? [] : [sink.handle.pid])]
+      // The row's own store works for it: its CPU is the row's cost, not another process's noise.
+      otherPids: [stub.pid, process.pid, ...(sink === undefined ? [] : [sink.handle.pid]), ...(redis === undefined ? [] : [redis.handle.pid])]
     })
     const output = await runNode({
       name: `load(${candidate.name})`,
@@ -221,6 +223,12 @@ async function measureOnce(candidate) {
       timeoutMs: (settings.warmupSec + settings.durationSec + 30) * 1000
     })
     if (measured.handle.exited) throw new Error(`${candidate.name}: the measured process exited during the run`)
+    // A traced row is judged on the price of its spans: they must have reached the collector (one
+    // export a second at least, over the warm-up and the window).
+    if (sink !== undefined) {
+      const taken = await (await fetch(new URL('/stats', sink.match[1]))).json()
+      if (!(taken.exports > 0)) throw new Error(`${candidate.name}: no span reached the collector during the run`)
+    }
     const sample = JSON.parse(output.trim().split('\n').at(-1))
     const completed = sample.ok + sample.non2xx
     return {
@@ -373,6 +381,8 @@ function goalLines(rows, samples, memory) {
     lines.push(
       `${value <= MAX_P99_OVER_P50 ? 'PASS' : 'FAIL'} ${name} p99 = ${value.toFixed(2)}x its p50, the median of the within-window ratios ` +
         `(goal <= ${MAX_P99_OVER_P50}x; ${spread}p99 ${row.p99Ms.toFixed(2)} ms over p50 ${row.p50Ms.toFixed(2)} ms = ${(row.p99Ms / row.p50Ms).toFixed(2)}x)` +
+        // The percentiles are of the answered requests: failures (timeouts included) are said, not hidden.
+        (row.failures > 0 ? ` [${row.failures} failed request(s) are not in the percentiles]` : '') +
         (CANDIDATES.find((candidate) => candidate.name === name)?.nodeDefaults === true ? ' [diagnostic row: started without the production Node flags]' : '')
     )
   }
