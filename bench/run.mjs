@@ -1,4 +1,4 @@
-/* global process, console */
+/* global process, console, fetch, URL */
 // npm run bench [-- --quick] [-- --json FILE]: the gateway side by side with the alternatives a
 // user would pick, as ratios (docs/performance.md). Loopback only, bounded in time, and it ends only the
 // processes it started, by PID. Uses the built gateway (dist/), so `npm run bench` builds first.
