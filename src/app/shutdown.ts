@@ -106,6 +106,10 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
           if (!flushed) deps.tracing.abandon()
         }
         if (deps.ownsSessionStore) await sessionStore.close?.()
+        // A keyed run whose client left and that still runs after the guards (waiting on another
+        // replica's start, say) is one cut at shutdown too (SPEC 16): its claim is settled now,
+        // while the store still answers, not left to its lease because the close came before the cut.
+        if (!cut) claimsCut = deps.cutClaims?.().catch(() => undefined) ?? Promise.resolve()
         await claimsCut
         await deps.store.close()
       })()

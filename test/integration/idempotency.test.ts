@@ -654,6 +654,36 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
   it('ends one within the grace period, logged and its span exported, with store: redis (keeping the answer is a round trip)', () =>
     keyedCallAtClose({ store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'v4gw-keyed-close:' } } }))
 
+  it('deletes, at a close that ends before the grace period, the claim of one still waiting on another replica\'s start (no execution sent)', async () => {
+    const prefix = 'v4gw-keyed-close-waiting:'
+    const store = { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: prefix } } }
+    const upstream = await startFaultUpstream(() => {})
+    const [starter, waiter] = [await idempotentGateway(upstream.url, {}, {}, store), await idempotentGateway(upstream.url, {}, {}, store)]
+    // The starter holds the state's start lock: its sessions.start gets no answer.
+    const starting = send(starter.url, '/v1/runs/invoke', { headers: AUTH, json: { input: 1, stateId: 'held-by-the-other' } }).catch(() => undefined)
+    const start = await upstream.nextExchange()
+    expect(start.url).toBe('/v4/sessions.start')
+    // The waiter's keyed request claims its key, then waits on that lock; its client leaves.
+    const headers = keyed('k-waits-on-lock', 'waits-on-lock')
+    const left = clientLeft(waiter, headers)
+    const controller = new AbortController()
+    const { request } = await import('undici')
+    const sent = request(new URL('/v1/runs/invoke', waiter.url), { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{"input":2,"stateId":"held-by-the-other"}', signal: controller.signal }).catch(() => undefined)
+    await until(async () => (await redis.client().keys(`${prefix}i:*`)).length === 1)
+    controller.abort()
+    await sent
+    await left
+    // No call of its own in flight: the pool closes at once, and the close ends after its guards.
+    await waiter.close()
+    // SPEC 16: cut at shutdown with no execution sent, its claim is deleted (a retry runs at once),
+    // not left to its lease (every retry a 409 for up to a minute).
+    expect(await redis.client().keys(`${prefix}i:*`)).toEqual([])
+    expect(executions(upstream)).toHaveLength(0)
+    upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'ran' }))
+    answerJson(start, 200, { sessionId: 'sess-held' })
+    await starting
+  }, 30_000)
+
   it('keeps nothing of one whose execution would go out after the pool closed: never sent, its claim deleted, no upstream failure', async () => {
     const prefix = 'v4gw-keyed-not-sent:'
     const upstream = await startFaultUpstream(() => {})
