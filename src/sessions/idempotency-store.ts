@@ -43,8 +43,13 @@ export interface RecordBounds {
 }
 
 export interface IdempotencyStore {
-  /** Claims `key` for `leaseMs` when nothing live holds it; otherwise the record that does. */
-  claim(key: string, fingerprint: string, leaseMs: number, bounds: RecordBounds): ClaimResult | Promise<ClaimResult>
+  /**
+   * Claims `key` for `leaseMs` when nothing live holds it; otherwise the record that does.
+   * `waitingOnRunning`: the caller's last look found this request running under the key (it is a
+   * duplicate that waits), so a look the store fails while it still counts as up reads as still
+   * running rather than as a store away (one stalled command is not an outage).
+   */
+  claim(key: string, fingerprint: string, leaseMs: number, bounds: RecordBounds, waitingOnRunning?: boolean): ClaimResult | Promise<ClaimResult>
   /** Extends a claim `owner` still holds; false when it no longer does. */
   renew(key: string, owner: string, leaseMs: number): boolean | Promise<boolean>
   /**

@@ -158,7 +158,7 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
   }
 
   return {
-    async claim(key, fingerprint, leaseMs, bounds) {
+    async claim(key, fingerprint, leaseMs, bounds, waitingOnRunning) {
       // A record made here during an outage answers first (its execution ran on this replica);
       // those that have ended go a few at a time (the memory store's own claims, which also sweep,
       // are not made while the store answers), so the outage's records do not stay for good.
@@ -177,6 +177,10 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
       } catch {
         // A claim given up on that the store may still apply would answer every replica 409 for its lease.
         deleteLater(name, claim)
+        // A duplicate that saw the first request running a moment ago keeps waiting for it while
+        // the store still counts as up (a fork, a slow command): running it here too would make
+        // two executions of one key across replicas (SPEC 16) for one stalled look.
+        if (waitingOnRunning === true && connection.isUp()) return { claimed: false, record: { state: 'running', fingerprint } }
         // A store that hangs fails the commands in flight before it is found down: the same rule.
         return claimWhileAway(key, fingerprint, leaseMs, bounds)
       }

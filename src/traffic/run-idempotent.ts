@@ -92,7 +92,8 @@ export async function runIdempotent(exchange: Exchange, plan: IdempotentPlan, de
   const run: KeyedRun = { unavailable: false }
   let waited = false
   for (;;) {
-    const claim = await store.claim(recordKey, fingerprint, leaseMs, bounds)
+    // After a look that found this request running, a stalled look is not taken for an outage.
+    const claim = await store.claim(recordKey, fingerprint, leaseMs, bounds, waited)
     if (claim.unavailable === true) run.unavailable = true
     if (claim.claimed) return executeOnce(exchange, plan, deps, claim.owner, bounds, run)
     const record = claim.record

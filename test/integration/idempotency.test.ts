@@ -791,4 +791,33 @@ describe('SPEC 16 claims on a shared store', () => {
     expect(replay.headers['idempotent-replayed']).toBe('true')
     expect(executions(upstream)).toHaveLength(1)
   })
+
+  it('keeps a duplicate waiting on another replica\'s running request through a look the store fails while up: one execution, replayed', async () => {
+    const store = { store: { kind: 'redis', redis: { url: redis.url, keyPrefix: 'v4gw-keyed-failed-look:' } } }
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, {}, {}, store)
+    const other = await idempotentGateway(upstream.url, { waitMs: 10_000 }, {}, store)
+    const first = send(gw.url, EXECUTE, { headers: keyed('k-failed-look'), json: { input: 1 } })
+    const held = await upstream.nextExchange()
+    // A second execution, if one is sent, is answered at once (so the test fails on its count, not a timeout).
+    upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'twice' }))
+    const duplicate = send(other.url, EXECUTE, { headers: keyed('k-failed-look'), json: { input: 1 } })
+    // The duplicate looks every few ms; then its looks fail for a moment with an error reply (as a
+    // stalled or refusing store's would), the connection up all along.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const rejectedBefore = Number(/rejected_calls=(\d+)/.exec(String(await redis.client().info('commandstats')).split('\n').find((line) => line.startsWith('cmdstat_evalsha')) ?? '')?.[1] ?? 0)
+    await redis.client().call('ACL', 'SETUSER', 'default', '-evalsha', '-eval')
+    try {
+      await until(async () => Number(/rejected_calls=(\d+)/.exec(String(await redis.client().info('commandstats')).split('\n').find((line) => line.startsWith('cmdstat_evalsha')) ?? '')?.[1] ?? 0) > rejectedBefore, 5_000)
+    } finally {
+      await redis.client().call('ACL', 'SETUSER', 'default', '+@all')
+    }
+    answerJson(held, 200, { output: 'once' })
+    expect((await first).status).toBe(200)
+    const second = await duplicate
+    expect(second.status).toBe(200)
+    expect(second.headers['idempotent-replayed']).toBe('true')
+    // SPEC 16 across replicas: one execution of one key (it ran twice: the failed look was read as the store away).
+    expect(executions(upstream)).toHaveLength(1)
+  }, 30_000)
 })
