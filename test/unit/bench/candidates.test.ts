@@ -8,7 +8,7 @@ type Candidate = { name: string; load: { path: string }; check: (name: string, b
 const candidates = CANDIDATES as Candidate[]
 
 /** A loopback server whose answer to every call is `answer(body)`, closed when the test finishes; resolves with its URL. */
-async function serve(answer: (body: string) => { status: number; body: unknown; sessionId?: string }): Promise<string> {
+async function serve(answer: (body: string) => { status: number; body: unknown; sessionId?: string }, { echoRequestId = true } = {}): Promise<string> {
   // As a gateway with SPEC 16 on answers a key it has seen: the stored answer, replayed.
   const keysSeen = new Set<string>()
   const upstream = await startRecordingUpstream((request, response) => {
@@ -16,7 +16,14 @@ async function serve(answer: (body: string) => { status: number; body: unknown; 
     const key = request.headers['idempotency-key']
     const replayed = typeof key === 'string' && keysSeen.has(key)
     if (typeof key === 'string') keysSeen.add(key)
-    response.writeHead(status, { 'content-type': 'application/json', ...(sessionId === undefined ? {} : { 'x-v4-session-id': sessionId }), ...(replayed ? { 'idempotent-replayed': 'true' } : {}) })
+    // As the gateway answers a legacy call (SPEC 6): the request's own id back.
+    const requestId = echoRequestId ? request.headers['x-request-id'] : undefined
+    response.writeHead(status, {
+      'content-type': 'application/json',
+      ...(sessionId === undefined ? {} : { 'x-v4-session-id': sessionId }),
+      ...(replayed ? { 'idempotent-replayed': 'true' } : {}),
+      ...(typeof requestId === 'string' ? { 'x-request-id': requestId } : {})
+    })
     response.end(JSON.stringify(body))
   })
   return upstream.url
@@ -36,5 +43,14 @@ describe('bench/candidates.mjs first-answer checks', () => {
     // The same body (state key) gets the same session, another one another: a hit and a miss as the gateway answers them.
     const url = await serve((body) => ({ status: 200, body: { output: 'ok', meta: { requestId: 'r' } }, sessionId: `ses_${createHash('sha256').update(body).digest('hex').slice(0, 12)}` }))
     await expect(candidate.check(name, url, candidate.load)).resolves.toBeUndefined()
+  })
+
+  const translated = candidates.filter((candidate) => /^gateway-execute(-traced-(1pct|all))?$/.test(candidate.name))
+  it.each(translated.map((candidate) => [candidate.name, candidate] as const))('%s refuses an execution answer streamed through untranslated (no x-request-id of its own)', async (name, candidate) => {
+    const url = await serve(() => ({ status: 200, body: { output: 'ok', meta: { requestId: 'r' } } }), { echoRequestId: false })
+    await expect(candidate.check(name, url, candidate.load)).rejects.toThrow(`${name}: first answer is wrong (expected a translated answer`)
+  })
+  it('checks the three translated execute rows that way', () => {
+    expect(translated.map((candidate) => candidate.name)).toEqual(['gateway-execute', 'gateway-execute-traced-1pct', 'gateway-execute-traced-all'])
   })
 })
