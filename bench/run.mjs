@@ -1,4 +1,4 @@
-/* global process, console, fetch, URL */
+/* global process, console, fetch, URL, setTimeout */
 // npm run bench [-- --quick] [-- --json FILE]: the gateway side by side with the alternatives a
 // user would pick, as ratios (docs/performance.md). Loopback only, bounded in time, and it ends only the
 // processes it started, by PID. Uses the built gateway (dist/), so `npm run bench` builds first.
@@ -223,11 +223,15 @@ async function measureOnce(candidate) {
       timeoutMs: (settings.warmupSec + settings.durationSec + 30) * 1000
     })
     if (measured.handle.exited) throw new Error(`${candidate.name}: the measured process exited during the run`)
-    // A traced row is judged on the price of its spans: they must have reached the collector (one
-    // export a second at least, over the warm-up and the window).
+    // A traced row is judged on the price of its spans: they must have reached the collector (a
+    // batch a second, or sooner when full; a very short window may end before the first).
     if (sink !== undefined) {
-      const taken = await (await fetch(new URL('/stats', sink.match[1]))).json()
-      if (!(taken.exports > 0)) throw new Error(`${candidate.name}: no span reached the collector during the run`)
+      const exported = async () => (await (await fetch(new URL('/stats', sink.match[1]))).json()).exports > 0
+      const deadline = Date.now() + 3_000
+      while (!(await exported())) {
+        if (Date.now() > deadline) throw new Error(`${candidate.name}: no span reached the collector during the run`)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
     }
     const sample = JSON.parse(output.trim().split('\n').at(-1))
     const completed = sample.ok + sample.non2xx
