@@ -129,7 +129,9 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
       const refusal = refuseHead(exchange.head)
       if (refusal !== undefined) {
         exchange.answerHeaders.connection = 'close'
-        throw refusal
+        // Planned as a refusal, as the other early ones: a legacy route's answer carries its
+        // deprecation headers and `x-v4gw-served-by` (SPEC 13, 14), and the registry counts it (SPEC 12).
+        return deps.refuse(exchange, refusal)
       }
       entered = inFlight.tryEnter()
       if (!entered) {

@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
@@ -63,6 +64,30 @@ describe('deprecation and brownouts on the traffic listener (SPEC 13)', () => {
     expect(answer.headers.sunset).toBe(new Date(SUNSET).toUTCString())
     expect(answer.headers.link).toBe(`${FIXED_LINKS}, </v4/execute>; rel="successor-version"`)
     expect(sim.simulator.calls).toEqual([])
+  })
+
+  it('puts the deprecation headers on a legacy request the kernel refuses for its head (a transfer coding, two Hosts), and counts it', async () => {
+    const raw = (head: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const { port } = new URL(gw.url)
+        const socket = connect(Number(port), '127.0.0.1', () => socket.end(head))
+        let text = ''
+        socket.setEncoding('latin1').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve(text)).on('error', reject)
+      })
+    const heads = [
+      `POST /v1/headless/runs HTTP/1.1\r\nHost: gw\r\nAuthorization: ${BOB.authorization}\r\nTransfer-Encoding: gzip, chunked\r\nContent-Type: application/json\r\n\r\n0\r\n\r\n`,
+      `POST /v1/headless/runs HTTP/1.1\r\nHost: gw\r\nHost: other\r\nAuthorization: ${BOB.authorization}\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"input":1}`
+    ]
+    for (const head of heads) {
+      const answer = await raw(head)
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /)
+      expect(answer).toMatch(/\r\ndeprecation: @\d+\r\n/i)
+      expect(answer).toMatch(/\r\nsunset: /i)
+      expect(answer).toContain('rel="successor-version"')
+      expect(answer).toMatch(/\r\nconnection: close\r\n/i)
+    }
+    // SPEC 12: counted under its client, as every legacy request, refused ones included.
+    await until(() => gw.logs.lines().filter((entry) => entry.msg === 'request' && entry.status === 400 && entry.route === 'POST /v1/headless/runs').length === 2)
   })
 
   it('serves an exempt client during the window, with the headers', async () => {
