@@ -39,8 +39,11 @@ export interface DeprecationConfig {
   exempt: ExemptionConfig[]
 }
 
-/** A route's `deprecation` in `migration.routes`: each key it gives replaces the tenant's (SPEC 14). */
-export type RouteDeprecationConfig = Partial<DeprecationConfig>
+/**
+ * A route's `deprecation` in `migration.routes`: each key it gives replaces the tenant's, and
+ * `null` removes the tenant's value (SPEC 14); `date` stays (a deprecation has one).
+ */
+export type RouteDeprecationConfig = { date?: string | undefined } & { [K in Exclude<keyof DeprecationConfig, 'date'>]?: DeprecationConfig[K] | null | undefined }
 
 /** The defaults of SPEC 13 for the keys a route's entry may leave out when the tenant has none. */
 const DEFAULTS: Omit<DeprecationConfig, 'date'> = { successor: true, afterSunset: 'serve', brownouts: null, exempt: [] }
@@ -55,12 +58,16 @@ export const DEFAULT_MIN_NOTICE_MS = 14 * 24 * 3_600_000
 export function effectiveDeprecation(tenant: DeprecationConfig | null, route: RouteDeprecationConfig | null | undefined): DeprecationConfig | null | undefined {
   if (route === undefined) return tenant
   if (route === null) return null
-  const merged = { ...DEFAULTS, ...(tenant ?? {}), ...withoutUndefined(route) }
-  return merged.date === undefined ? undefined : (merged as DeprecationConfig)
-}
-
-function withoutUndefined<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined)) as Partial<T>
+  const merged: Record<string, unknown> = { ...DEFAULTS, ...(tenant ?? {}) }
+  for (const [key, value] of Object.entries(route)) {
+    if (value === undefined) continue
+    // `null` takes the tenant's value away: the key's default (brownouts: none), or no key at all.
+    if (value === null) {
+      if (key in DEFAULTS) merged[key] = DEFAULTS[key as keyof typeof DEFAULTS]
+      else delete merged[key]
+    } else merged[key] = value
+  }
+  return merged.date === undefined ? undefined : (merged as unknown as DeprecationConfig)
 }
 
 export interface BrownoutWindow {

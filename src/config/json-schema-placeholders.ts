@@ -33,6 +33,13 @@ export function acceptPlaceholders(node: JsonSchema): JsonSchema {
     result.anyOf = withOnePlaceholderBranch(node.anyOf.flatMap((child: unknown) => (isPlainObject(child) ? branchesOf(acceptPlaceholders(withoutDefault(child))) : [child])))
     return result
   }
+  // `type: ["boolean", "null"]` (zod writes a nullable scalar so): each type as it may be written.
+  if (Array.isArray(node.type)) {
+    const { type: types, ...rest } = result
+    const annotations = Object.fromEntries(Object.entries(rest).filter(([key]) => (ANNOTATIONS as readonly string[]).includes(key)))
+    const checks = Object.fromEntries(Object.entries(rest).filter(([key]) => !(ANNOTATIONS as readonly string[]).includes(key)))
+    return { ...annotations, anyOf: withOnePlaceholderBranch((types as unknown[]).flatMap((type) => branchesOf(asWritten({ ...checks, type })))) }
+  }
   return asWritten(result)
 }
 

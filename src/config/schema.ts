@@ -187,17 +187,21 @@ const deprecationSchema = z
   })
   .nullable()
 
-/** A route's entry, merged over the tenant's key by key (SPEC 14): no defaults, so what it leaves out is the tenant's. */
+/**
+ * A route's entry, merged over the tenant's key by key (SPEC 14): no defaults, so what it leaves
+ * out is the tenant's; a key set to `null` removes the tenant's value for the route (the key's
+ * default, or none). `date` cannot be removed: a deprecation has one.
+ */
 const routeDeprecationSchema = z
   .strictObject({
     date: instant.optional(),
-    sunset: instant.optional(),
-    link: publicPageUrl.optional(),
-    sunsetLink: publicPageUrl.optional(),
-    successor: booleanAllowingText().optional(),
-    afterSunset: z.enum(['serve', 'gone']).optional(),
+    sunset: instant.nullable().optional(),
+    link: publicPageUrl.nullable().optional(),
+    sunsetLink: publicPageUrl.nullable().optional(),
+    successor: booleanAllowingText().nullable().optional(),
+    afterSunset: z.enum(['serve', 'gone']).nullable().optional(),
     brownouts: brownoutsSchema.nullable().optional(),
-    exempt: exemptSchema.optional()
+    exempt: exemptSchema.nullable().optional()
   })
   .nullable()
 
@@ -257,12 +261,12 @@ const canarySchema = z
   })
   .nullable()
 
-/** A route's canary, merged over the tenant's key by key (SPEC 14): what it leaves out is the tenant's. */
+/** A route's canary, merged over the tenant's key by key (SPEC 14): what it leaves out is the tenant's; `null` removes the tenant's value (0, no list). */
 const routeCanarySchema = z
   .strictObject({
-    percent: clientPercent.optional(),
-    allow: z.array(clientId).optional(),
-    deny: z.array(clientId).optional()
+    percent: clientPercent.nullable().optional(),
+    allow: z.array(clientId).nullable().optional(),
+    deny: z.array(clientId).nullable().optional()
   })
   .nullable()
 
@@ -390,13 +394,13 @@ function checkClientIdKinds(tenant: z.output<typeof tenantObject>, ctx: z.Refine
     if (client.startsWith('hdr') && !byHeader) return `an ${client.slice(0, 4)} id comes only from a header:NAME source, which clients.key (${key.join(', ')}) does not list`
     return undefined
   }
-  const checkExempt = (exempt: readonly { client: string }[] | undefined, path: (string | number)[]) => {
+  const checkExempt = (exempt: readonly { client: string }[] | null | undefined, path: (string | number)[]) => {
     exempt?.forEach((exemption, index) => {
       const message = problem(exemption.client)
       if (message !== undefined) ctx.addIssue({ code: 'custom', path: [...path, index, 'client'], message })
     })
   }
-  const checkIds = (ids: readonly string[] | undefined, path: (string | number)[]) => {
+  const checkIds = (ids: readonly string[] | null | undefined, path: (string | number)[]) => {
     ids?.forEach((client, index) => {
       const message = problem(client)
       if (message !== undefined) ctx.addIssue({ code: 'custom', path: [...path, index], message })
@@ -442,7 +446,8 @@ function checkMigration(tenant: z.output<typeof tenantObject>, ctx: z.Refinement
       ctx.addIssue({ code: 'custom', path: stagePath, message: `${label} is a proxy route: stage shadow compares execute and session-execute routes only (SPEC 15)` })
     }
     if (entry?.canary != null) {
-      const merged = { allow: entry.canary.allow ?? migration.canary?.allow ?? [], deny: entry.canary.deny ?? migration.canary?.deny ?? [] }
+      // A list the route leaves out is the tenant's; one it sets to null is none.
+      const merged = { allow: entry.canary.allow === null ? [] : (entry.canary.allow ?? migration.canary?.allow ?? []), deny: entry.canary.deny === null ? [] : (entry.canary.deny ?? migration.canary?.deny ?? []) }
       checkCanaryLists(merged, ['migration', 'routes', label, 'canary'], ctx)
     }
   }

@@ -111,7 +111,9 @@ export function buildRouteMigrations(tenant: TenantConfig): Map<string, RouteMig
     if (entry.canary === null) canary = NO_CANARY
     else if (entry.canary !== undefined) {
       const base = migration.canary ?? { percent: 0, allow: [], deny: [] }
-      canary = buildCanaryPolicy({ percent: entry.canary.percent ?? base.percent, allow: entry.canary.allow ?? base.allow, deny: entry.canary.deny ?? base.deny })
+      // A key left out is the tenant's; one set to null removes it (SPEC 14): 0 %, no list.
+      const pick = <T>(own: T | null | undefined, tenant: T, none: T): T => (own === undefined ? tenant : own === null ? none : own)
+      canary = buildCanaryPolicy({ percent: pick(entry.canary.percent, base.percent, 0), allow: pick(entry.canary.allow, base.allow, []), deny: pick(entry.canary.deny, base.deny, []) })
     }
     routes.set(label, Object.freeze({ stage, stageFrom, canary }))
   }

@@ -45,6 +45,29 @@ function deprecatedTenant(simulatorUrl: string, deprecation: Record<string, unkn
 
 const FIXED_LINKS = '<https://docs.example.com/v4>; rel="deprecation", <https://docs.example.com/sunset-policy>; rel="sunset"'
 
+describe('a route that removes single deprecation and canary keys of its tenant with null (SPEC 14: key by key)', () => {
+  const { gw } = useSimulatorGateway((url) => ({
+    tenants: {
+      acme: deprecatedTenant(
+        url,
+        { brownouts: null },
+        { routes: { 'POST /v1/runs/invoke': { deprecation: { sunset: null, sunsetLink: null, exempt: null } }, 'POST /v1/runs/:runId/invoke': { canary: { allow: null } } } }
+      )
+    }
+  }))
+
+  it('keeps Deprecation and its link on the route, without the tenant\'s Sunset and sunset link', async () => {
+    const kept = await send(gw.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })
+    expect(kept.headers.sunset).toBe(new Date(SUNSET).toUTCString())
+    const removed = await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'no-sunset' } })
+    expect(removed.status).toBe(200)
+    expect(removed.headers.deprecation).toBe(`@${Math.floor((NOW - 30 * DAY) / 1000)}`)
+    expect(removed.headers.sunset).toBeUndefined()
+    expect(removed.headers.link).toContain('<https://docs.example.com/v4>; rel="deprecation"')
+    expect(removed.headers.link).not.toContain('rel="sunset"')
+  })
+})
+
 describe('deprecation and brownouts on the traffic listener (SPEC 13)', () => {
   const { sim, gw } = useSimulatorGateway((url) => ({
     tenants: { acme: deprecatedTenant(url, {}, { routes: { 'POST /v1/runs/invoke': { deprecation: { brownouts: null } } } }) }

@@ -139,7 +139,7 @@ const VALID: Case[] = [
     name: 'a deprecation with brownout windows, a ladder, a percentage, an exemption and a route of its own',
     yaml: withDeprecation(
       '{ date: "2030-01-01T00:00:00Z", sunset: "2031-01-01T00:00:00Z", afterSunset: gone, sunsetLink: "https://docs.example.com/sunset", brownouts: { windows: [{ start: "2030-03-01T14:00:00Z", end: "2030-03-01T15:00:00Z" }], escalation: { first: "2030-04-01T14:00:00Z", everyMs: 604800000, durationsMs: [3600000, "14400000"] }, clients: 12.5 }, exempt: [{ client: "fp:0123456789abcdef", until: "2030-06-01T00:00:00Z", reason: "contract" }] }',
-      '    migration:\n      routes:\n        "POST /v1/headless/runs": { deprecation: { successor: "false" } }\n        "POST /v1/runs/invoke": { deprecation: null }\n'
+      '    migration:\n      routes:\n        "POST /v1/headless/runs": { deprecation: { successor: "false" } }\n        "POST /v1/runs/invoke": { deprecation: null }\n        "POST /v1/runs/:runId/invoke": { deprecation: { sunset: null, sunsetLink: null, afterSunset: null, successor: null, exempt: null } }\n'
     ),
     valid: true
   },

@@ -45,6 +45,27 @@ describe('SPEC 14 migration keys at load', () => {
     expect(routes.get('POST /v1/runs/:runId/invoke')).toMatchObject({ stage: 'translate', stageFrom: 'default' })
   })
 
+  it('takes a canary key a route sets to null away from the tenant\'s: no allow list, 0 %, the rest kept', () => {
+    const parsed = parse({
+      upstream: { staging, legacy },
+      migration: {
+        stage: 'canary',
+        canary: { percent: 10, allow: [ALICE], deny: ['anonymous'] },
+        routes: { 'POST /v1/runs/invoke': { canary: { allow: null } }, 'POST /v1/headless/runs': { canary: { percent: null, deny: null } } }
+      }
+    })
+    expect(parsed.success).toBe(true)
+    const routes = buildRouteMigrations(parsed.data!.tenants.acme!)
+    const invoke = routes.get('POST /v1/runs/invoke')!
+    expect(invoke.canary.percent).toBe(10)
+    expect([...invoke.canary.allow]).toEqual([])
+    expect([...invoke.canary.deny]).toEqual(['anonymous'])
+    const headless = routes.get('POST /v1/headless/runs')!
+    expect(headless.canary.percent).toBe(0)
+    expect([...headless.canary.allow]).toEqual([ALICE])
+    expect([...headless.canary.deny]).toEqual([])
+  })
+
   it.each(['legacy', 'shadow', 'canary'])('refuses stage %s without upstream.legacy, at the key that sets it', (stage) => {
     expect(problems({ migration: { stage } })).toEqual([expect.stringMatching(/^tenants\.acme\.migration\.stage: stage \w+ needs upstream\.legacy/)])
     expect(problems({ migration: { routes: { 'POST /v1/runs/invoke': { stage } } } })).toEqual([expect.stringMatching(/^tenants\.acme\.migration\.routes\.POST \/v1\/runs\/invoke\.stage: stage \w+ needs upstream\.legacy/)])
