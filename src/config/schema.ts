@@ -233,15 +233,19 @@ const idempotencySchema = z
   })
   .nullable()
 
-/** A route's entry, merged over the tenant's key by key (as SPEC 14 merges deprecation); null turns it off for the route. */
+/**
+ * A route's entry, merged over the tenant's key by key (as SPEC 14 merges deprecation); null turns
+ * it off for the route, and a key set to null takes the tenant's value away (SPEC 16's default).
+ * `forwardHeader`'s default is null: there the two readings agree.
+ */
 const routeIdempotencySchema = z
   .strictObject({
-    keyHeader: idempotencyHeader.optional(),
-    ttlMs: positiveInt.optional(),
-    waitMs: idempotencyWaitMs.optional(),
-    maxBodyBytes: wholeNumber(z.number().int().min(0)).optional(),
-    maxEntries: positiveInt.optional(),
-    maxBytes: positiveInt.optional(),
+    keyHeader: idempotencyHeader.nullable().optional(),
+    ttlMs: positiveInt.nullable().optional(),
+    waitMs: idempotencyWaitMs.nullable().optional(),
+    maxBodyBytes: wholeNumber(z.number().int().min(0)).nullable().optional(),
+    maxEntries: positiveInt.nullable().optional(),
+    maxBytes: positiveInt.nullable().optional(),
     forwardHeader: forwardHeader.nullable().optional()
   })
   .nullable()

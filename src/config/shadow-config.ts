@@ -44,8 +44,19 @@ const routeShape = {
 /** The tenant's block; `maxSessions` is the tenant's shadow session map, so it is set here only. */
 export const shadowConfigSchema = z.strictObject({ ...routeShape, maxSessions: whole(z.number().int().positive()).optional() }).nullable()
 
-/** A route's block, merged over the tenant's key by key. */
-export const routeShadowConfigSchema = z.strictObject(routeShape).nullable()
+/** A route's block, merged over the tenant's key by key; a key set to `null` takes the tenant's value away (the default). */
+export const routeShadowConfigSchema = z
+  .strictObject({
+    percent: percent.nullable().optional(),
+    upstream: z.enum(['staging', 'production']).nullable().optional(),
+    allowProductionSideEffects: flag().nullable().optional(),
+    forwardCredentials: flag().nullable().optional(),
+    timeoutMs: timerMs.nullable().optional(),
+    maxInFlight: whole(z.number().int().positive()).nullable().optional(),
+    maxBodyBytes: whole(z.number().int().positive()).nullable().optional(),
+    ignore: z.array(ignorePointer).nullable().optional()
+  })
+  .nullable()
 
 export type ShadowConfig = NonNullable<z.output<typeof shadowConfigSchema>>
 export type RouteShadowConfig = NonNullable<z.output<typeof routeShadowConfigSchema>>
@@ -56,7 +67,8 @@ export function effectiveShadow(tenant: ShadowConfig | null | undefined, route: 
   const layers = route === null ? [] : [tenant, route]
   for (const layer of layers) {
     if (layer == null) continue
-    for (const [key, value] of Object.entries(layer)) if (value !== undefined) merged[key] = value
+    // A route's `null` for a key: the tenant's value goes, the default stands.
+    for (const [key, value] of Object.entries(layer)) if (value !== undefined) merged[key] = value === null ? SHADOW_DEFAULTS[key as keyof typeof SHADOW_DEFAULTS] : value
   }
   if (tenant != null && tenant.maxSessions !== undefined) merged.maxSessions = tenant.maxSessions
   return merged as ShadowSettings

@@ -98,7 +98,8 @@ export function routeIdempotency(tenant: TenantConfig): Map<string, IdempotencyC
     else if (own === null) settings.set(label, null)
     else {
       const merged: Record<string, unknown> = { ...(tenantSettings ?? IDEMPOTENCY_DEFAULTS) }
-      for (const [key, value] of Object.entries(own)) if (value !== undefined) merged[key] = value
+      // A key set to null takes the tenant's value away: SPEC 16's default.
+      for (const [key, value] of Object.entries(own)) if (value !== undefined) merged[key] = value === null ? IDEMPOTENCY_DEFAULTS[key as keyof IdempotencyConfig] : value
       settings.set(label, Object.freeze(merged as unknown as IdempotencyConfig))
     }
   }

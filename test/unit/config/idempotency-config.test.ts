@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { configSchema } from '../../../src/config/schema.js'
+import { effectiveShadow } from '../../../src/config/shadow-config.js'
+import { routeIdempotency } from '../../../src/tenancy/tenant-runtime.js'
 
 const upstream = { staging: 'http://127.0.0.1:4010' }
 
@@ -50,5 +52,21 @@ describe('SPEC 16 legacy.idempotency in the config', () => {
       migration: { routes: { 'GET /v1/policies': { idempotency: null }, 'POST /v1/headless/runs': { idempotency: { waitMs: 5 } } } }
     })
     expect(parsed.success && parsed.data.tenants.acme?.migration.routes['POST /v1/headless/runs']?.idempotency).toEqual({ waitMs: 5 })
+  })
+
+  it('takes a key a route sets to null away from the tenant\'s (SPEC 14): SPEC 16\'s default for the route, the other keys the tenant\'s', () => {
+    const parsed = parseTenant({ legacy: { idempotency: { waitMs: 50, ttlMs: 60_000 } }, migration: { routes: { 'POST /v1/headless/runs': { idempotency: { waitMs: null } } } } })
+    expect(parsed.success).toBe(true)
+    const routes = routeIdempotency(parsed.data!.tenants.acme!)
+    expect(routes.get('POST /v1/headless/runs')).toMatchObject({ waitMs: 10_000, ttlMs: 60_000 })
+    expect(routes.get('POST /v1/runs/invoke')).toMatchObject({ waitMs: 50, ttlMs: 60_000 })
+  })
+})
+
+describe('SPEC 15 shadow settings merged per route', () => {
+  it('takes a key a route sets to null away from the tenant\'s block: the default for the route, the other keys the tenant\'s', () => {
+    expect(effectiveShadow({ percent: 10, timeoutMs: 800 }, { percent: null })).toMatchObject({ percent: 100, timeoutMs: 800 })
+    expect(effectiveShadow({ percent: 10, timeoutMs: 800 }, { timeoutMs: 2_000 })).toMatchObject({ percent: 10, timeoutMs: 2_000 })
+    expect(configSchema.safeParse({ tenants: { acme: { upstream, migration: { shadow: { percent: 10 }, routes: { 'POST /v1/headless/runs': { shadow: { percent: null, ignore: null } } } } } } }).success).toBe(true)
   })
 })
