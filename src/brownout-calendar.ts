@@ -113,7 +113,12 @@ export function formatIcs(events: readonly CalendarEvent[], nowMs: number): stri
 
 /** The events as a Markdown table. */
 export function formatCalendarMarkdown(events: readonly CalendarEvent[]): string {
-  const when = (ms: number): string => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+  // Minutes as people write them; the seconds (and milliseconds) too when the instant has any, so the table says what the gateway does.
+  const when = (ms: number): string => {
+    const iso = new Date(ms).toISOString()
+    const shown = ms % 60_000 === 0 ? iso.slice(0, 16) : ms % 1_000 === 0 ? iso.slice(0, 19) : iso.slice(0, 23)
+    return `${shown.replace('T', ' ')} UTC`
+  }
   const lines = ['| tenant | routes | event | starts | ends | who |', '|---|---|---|---|---|---|']
   for (const event of events) {
     lines.push(`| ${event.tenant} | ${event.route ?? `all legacy routes${exceptions(event)}`} | ${event.kind} | ${when(event.startMs)} | ${event.endMs === null ? '–' : when(event.endMs)} | ${event.detail} |`)

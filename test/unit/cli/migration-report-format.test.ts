@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { foldLine } from '../../../src/brownout-calendar.js'
+import { foldLine, formatCalendarMarkdown } from '../../../src/brownout-calendar.js'
 import { csvCell, formatMarkdown, type MigrationAnswer } from '../../../src/migration-report-format.js'
 
 describe("v4gw report's formats (SPEC 12)", () => {
@@ -45,6 +45,16 @@ describe("v4gw report's formats (SPEC 12)", () => {
     // GFM would link a bare URL, a www. name and an address: each is broken by an escape that renders as nothing.
     expect(row).toContain('x \\| y ## \\[click\\](http\\://evil.example) see https\\://evil.example, WWW\\.evil.example, \\_www\\.evil.example or ops\\@evil.example')
     expect(row?.split(/(?<!\\)\|/)).toHaveLength(10)
+  })
+
+  it('writes a calendar table\'s instants to the minute, and to the second (or millisecond) when they have one', () => {
+    const at = (iso: string): number => Date.parse(iso)
+    const table = formatCalendarMarkdown([
+      { tenant: 'acme', route: 'POST /v1/x', kind: 'brownout', startMs: at('2027-03-02T14:00:00Z'), endMs: at('2027-03-02T14:00:30Z'), detail: '10 % of clients' },
+      { tenant: 'acme', route: 'POST /v1/x', kind: 'sunset', startMs: at('2027-06-01T00:00:00.250Z'), endMs: null, detail: 'gone' }
+    ])
+    expect(table).toContain('| 2027-03-02 14:00 UTC | 2027-03-02 14:00:30 UTC |')
+    expect(table).toContain('| 2027-06-01 00:00:00.250 UTC | – |')
   })
 
   it('folds iCalendar lines at 75 octets without splitting a UTF-8 character', () => {
