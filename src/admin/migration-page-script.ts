@@ -122,6 +122,8 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
 
   /** The token, asked once: the form stays hidden until the gateway answers 401. */
   function askForToken(message) {
+    // A load still under way was sent with the token that goes now: its answer is not shown.
+    generation++;
     storeToken(null);
     clear(main);
     clear(nav);
@@ -161,12 +163,19 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     return 'HTTP ' + answer.status + (error && typeof error.message === 'string' ? ': ' + error.message : '');
   }
 
+  // The load under way, the token it was sent with, and which load is the latest: an answer to
+  // an older one (another token, or one forgotten since) is not shown.
   var loading = null;
+  var loadingToken = null;
+  var generation = 0;
   function load() {
-    if (loading) return loading;
+    if (loading && loadingToken === token) return loading;
+    var mine = ++generation;
+    loadingToken = token;
     statusLine.textContent = 'Loading…';
-    loading = Promise.all([api('/admin/migration'), api('/admin/shadow').catch(function () { return { status: 0, body: null }; })])
+    var current = Promise.all([api('/admin/migration'), api('/admin/shadow').catch(function () { return { status: 0, body: null }; })])
       .then(function (answers) {
+        if (mine !== generation) return;
         var migration = answers[0];
         if (migration.status === 401) {
           askForToken(token === null ? '' : 'The gateway refused that token: ' + errorMessage(migration));
@@ -179,9 +188,10 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
         form.hidden = true;
         render(migration.body, answers[1]);
       })
-      .catch(function (error) { statusLine.textContent = 'The admin API could not be reached: ' + String(error && error.message ? error.message : error); })
-      .then(function () { loading = null; });
-    return loading;
+      .catch(function (error) { if (mine === generation) statusLine.textContent = 'The admin API could not be reached: ' + String(error && error.message ? error.message : error); })
+      .then(function () { if (loading === current) loading = null; });
+    loading = current;
+    return current;
   }
 
   /** shadow: the /admin/shadow answer, whose 404 is a gateway without shadow results. */

@@ -205,6 +205,34 @@ describe('the migration page /admin/ui in chromium', () => {
     await context.close()
   })
 
+  it('shows no answer to a load sent with a token forgotten since (it came back after the forget)', { timeout: 60_000 }, async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(`${gw.adminUrl}/admin/ui`)
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    await page.locator('section.tenant', { hasText: 'acme' }).waitFor()
+    // The next /admin/migration answer is held in the browser until the token is forgotten.
+    let release: () => void = () => {}
+    const released = new Promise<void>((resolve) => (release = resolve))
+    await page.route('**/admin/migration', async (route) => {
+      const answer = await route.fetch()
+      await released
+      await route.fulfill({ response: answer })
+    })
+    await page.click('#refresh')
+    await page.click('#forget')
+    await page.locator('#token').waitFor({ state: 'visible' })
+    const answered = page.waitForResponse((response) => new URL(response.url()).pathname === '/admin/migration')
+    release()
+    // The held 200 arrives (and the page's handlers of it run): the page stays on the token form, showing no tenant.
+    await answered
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 50)))
+    expect(await page.locator('#token').isVisible()).toBe(true)
+    expect(await page.locator('section.tenant').count()).toBe(0)
+    await context.close()
+  })
+
   it('never says "no client has called" a route whose clients were evicted but which has requests', { timeout: 60_000 }, async () => {
     // One client record in all: the invoke route's client is evicted by the next route's.
     const evicting = await startGateway(testConfig(sim.url, { admin: { token: ADMIN_TOKEN }, clients: { maxTotal: 1 } }))
