@@ -203,6 +203,8 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     var parts = ['Generated ' + when(report.generatedAt) + ' (' + relative(report.generatedAt) + ')', 'scope ' + (report.scope || '–')];
     if (report.schemaVersion !== 2) parts.push('schemaVersion ' + String(report.schemaVersion) + ': this page reads 2, some parts may be missing');
     if (report.scope === 'local') parts.push('the shared store is not answering: this replica\'s data only');
+    // Each answer falls back on its own: the shadow results may be one replica's while the registry is the fleet's.
+    else if (shadow.status === 200 && isObject(shadow.body) && shadow.body.scope === 'local') parts.push('shadow results: this replica\'s only (the shared store did not answer for them)');
     statusLine.textContent = parts.join(' · ');
     if (names.length === 0) main.appendChild(note('No tenant has legacy routes.'));
     names.forEach(function (name, index) {
@@ -465,7 +467,11 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
 
   function shadowTable(routes) {
     if (routes && typeof routes.unavailable === 'string') return note('Shadow results unavailable: /admin/shadow answered ' + routes.unavailable + '.');
-    var names = routes ? Object.keys(routes).filter(function (route) { return isObject(routes[route]) && routes[route].comparisons > 0; }).sort() : [];
+    // A route with any count: one whose requests were all skipped or dropped shows those counts too.
+    var names = routes ? Object.keys(routes).filter(function (route) {
+      var entry = routes[route];
+      return isObject(entry) && ['comparisons', 'skipped', 'dropped', 'primaryErrors', 'candidateErrors', 'abandoned'].some(function (key) { return entry[key] > 0; });
+    }).sort() : [];
     if (names.length === 0) return note('No shadow comparisons.');
     return table(['route', 'verdict', 'last 24 h', 'comparisons', 'matches', 'mismatches', 'candidate errors', 'primary errors', 'dropped', 'skipped', 'top differing pointers'], names.map(function (route) {
       var entry = routes[route];

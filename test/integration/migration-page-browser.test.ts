@@ -205,6 +205,34 @@ describe('the migration page /admin/ui in chromium', () => {
     await context.close()
   })
 
+  it('shows a shadow route whose requests were all skipped, with its counts, not "No shadow comparisons."', { timeout: 60_000 }, async () => {
+    // Bodies over shadow.maxBodyBytes are not compared (SPEC 15: skipped).
+    const legacy = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end(JSON.stringify({ output: 'legacy', meta: { requestId: 'x' } }))
+    })
+    const skipping = await startGateway(testConfig(sim.url, { admin: { token: ADMIN_TOKEN }, tenants: { acme: { upstream: { staging: sim.url, legacy: legacy.url }, migration: { stage: 'shadow', shadow: { maxBodyBytes: 10 } } } } }))
+    for (let call = 0; call < 2; call++) {
+      expect((await send(skipping.url, '/v1/headless/runs', { headers: { authorization: 'Bearer demo-token-alice' }, json: { input: `a body over ten bytes ${call}` } })).status).toBe(200)
+    }
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    await until(async () => (await send(skipping.adminUrl, '/admin/shadow?tenant=acme', { headers: admin })).json?.tenants?.acme?.['POST /v1/headless/runs']?.skipped === 2)
+    const context = await browser.newContext({ viewport: { width: 1600, height: 900 } })
+    const page = await context.newPage()
+    await page.goto(`${skipping.adminUrl}/admin/ui`)
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    const tenant = page.locator('section.tenant', { hasText: 'acme' })
+    await tenant.waitFor()
+    const row = tenant.locator('tr', { hasText: 'POST /v1/headless/runs' }).filter({ hasText: 'nothing compared' })
+    await row.waitFor()
+    const cells = (await row.locator('td').allTextContents()).map((text) => text.trim())
+    // …, dropped, skipped, pointers.
+    expect(cells.at(-2)).toBe('2')
+    await expect(tenant.textContent()).resolves.not.toContain('No shadow comparisons.')
+    await context.close()
+  })
+
   it('shows no answer to a load sent with a token forgotten since (it came back after the forget)', { timeout: 60_000 }, async () => {
     const context = await browser.newContext()
     const page = await context.newPage()
