@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type { RedisConnection } from '../store/redis-connection.js'
+import { isReplyError, type RedisConnection } from '../store/redis-connection.js'
 import { pendingDeletes } from '../store/pending-deletes.js'
 import type { SharedStore } from '../store/shared-store.js'
 import { createMemoryIdempotencyStore, SWEEP_PER_CLAIM, type ClaimResult, type IdempotencyRecord, type IdempotencyStore, type RecordBounds, type StoredAnswer } from './idempotency-store.js'
@@ -174,9 +174,11 @@ export function createSharedIdempotencyStore(shared: SharedStore, options: Share
       let found: Buffer | null
       try {
         found = await connection.run((client) => scripts(client).v4gwIdempotencyClaimBuffer(name, claim, leaseMs))
-      } catch {
-        // A claim given up on that the store may still apply would answer every replica 409 for its lease.
-        deleteLater(name, claim)
+      } catch (error) {
+        // A claim given up on that the store may still apply would answer every replica 409 for its
+        // lease. One the server refused with an error reply was not applied: nothing to delete
+        // (a waiter's looks through a refusing store would otherwise fill the pending deletes).
+        if (!isReplyError(error)) deleteLater(name, claim)
         // A duplicate that saw the first request running a moment ago keeps waiting for it while
         // the store still counts as up (a fork, a slow command): running it here too would make
         // two executions of one key across replicas (SPEC 16) for one stalled look.

@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis'
+import { Redis, ReplyError, type RedisOptions } from 'ioredis'
 import type { Logger } from 'pino'
 
 export type StoreLogger = Pick<Logger, 'info' | 'warn'>
@@ -20,6 +20,15 @@ const TIMEOUTS_BEFORE_DOWN = 3
 const PROBE_INTERVAL_MS = 1_000
 const COMMAND_TIMED_OUT = 'Command timed out'
 const STORE_DOWN = 'store redis is down'
+
+/**
+ * Whether a command failed with the server's own error reply (NOPERM, OOM, READONLY, a script's
+ * error): the server answered, and what failed was not applied. A timeout or a lost connection
+ * may still have been.
+ */
+export function isReplyError(error: unknown): boolean {
+  return error instanceof ReplyError
+}
 
 export interface RedisConnection {
   /** True while the connection is ready and the server answers; commands are only sent then. */
