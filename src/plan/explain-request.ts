@@ -13,7 +13,7 @@ import { headersFromRaw } from './head-from-input.js'
 import type { DeprecationFacts } from './deprecation-step.js'
 import type { MigrationFacts } from './migration-step.js'
 import type { IdempotencyRequest } from './idempotency-step.js'
-import { planRequest, type Plan, type PlanFacts } from './plan-request.js'
+import { planRefusal, planRequest, type Plan, type PlanFacts } from './plan-request.js'
 import { asReceivedHeaderValue } from '../util/header-value-bytes.js'
 
 export interface ExplainInput {
@@ -149,10 +149,10 @@ function explainInto(runtime: GatewayRuntime, input: ExplainInput, onKeyed: (req
   const bytes = bodyBytes(input, head)
   const explanation: Explanation = { calls: [] }
   try {
-    // What the kernel refuses before anything is planned (a second Host, a transfer coding).
+    // What the kernel refuses before anything is planned (a second Host, a transfer coding),
+    // planned as the kernel plans it: the refusal with the facts of the route it names (SPEC 14).
     const refusal = refuseHead(head)
-    if (refusal !== undefined) return withAnswer(explanation, refusal)
-    let plan: Plan = planRequest(runtime, head, { clientId: input.client })
+    let plan: Plan = refusal !== undefined ? planRefusal(runtime, head, refusal, input.client) : planRequest(runtime, head, { clientId: input.client })
     if (plan.kind === 'read-body') {
       // As the listener: a body nested too deeply to send is the client's 400, not a 500 here.
       plan = plan.withBody(bytes === undefined ? Buffer.alloc(0) : Buffer.from(bytes()))

@@ -106,6 +106,7 @@ const CORPUS: Case[] = [
   { name: 'a dot segment', path: '/v1/runs/../headless/runs', headers: runtime, body: json({ input: 1 }), refused: 'INVALID_REQUEST' },
   { name: 'a path no route matches', path: '/v1/headless/runz', headers: runtime, body: json({ input: 1 }), refused: 'ROUTE_NOT_FOUND' },
   { name: 'two Host headers', path: '/v1/headless/runs', headers: { ...runtime, host: ['a.example', 'b.example'] }, body: json({ input: 1 }), refused: 'INVALID_REQUEST' },
+  { name: 'two Host headers on a staged tenant', path: '/v1/headless/runs', headers: { ...runtime, 'x-tenant-id': 'old', host: ['a.example', 'b.example'] }, body: json({ input: 1 }), refused: 'INVALID_REQUEST' },
   // SPEC 16 (keyed tenant): explain looks the key's record up, read only, in order.
   { name: 'a keyed execute whose key holds nothing: executed', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': 'corpus-1' }, body: json({ input: 'once' }), idempotency: 'execute' },
   { name: 'the same keyed execute again: replayed, nothing sent', path: '/v1/headless/runs', headers: { ...keyed, 'idempotency-key': 'corpus-1' }, body: json({ input: 'once' }), idempotency: 'replay' },
@@ -177,6 +178,8 @@ const gw = useGateway(() => {
 })
 
 interface Explained {
+  legacyRoute?: string
+  servedBy?: string
   migration?: { side: string }
   calls: { method: string; url: string; headers: Record<string, string>; body?: unknown; when?: string }[]
   answer?: { status: number; code: string }
@@ -209,6 +212,8 @@ describe('explain prints what the traffic listener does', () => {
     if (entry.refused !== undefined) {
       expect(liveAnswer.json.error.code).toBe(entry.refused)
       expect(explained.answer).toMatchObject({ status: liveAnswer.status, code: entry.refused })
+      // The same decision (SPEC 14): who served it, and the deprecation headers, as the answer says.
+      expect(explained.servedBy).toBe(liveAnswer.headers['x-v4gw-served-by'])
       expect(explained.calls).toEqual([])
       expect(upstream.requests).toEqual([])
       return
