@@ -122,8 +122,10 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
 
   /** The token, asked once: the form stays hidden until the gateway answers 401. */
   function askForToken(message) {
-    // A load still under way was sent with the token that goes now: its answer is not shown.
+    // A load still under way was sent with the token that goes now: its answer is not shown, and
+    // the next load is a new request, the same token given again included.
     generation++;
+    loading = null;
     storeToken(null);
     clear(main);
     clear(nav);

@@ -261,6 +261,30 @@ describe('the migration page /admin/ui in chromium', () => {
     await context.close()
   })
 
+  it('shows the answer to the token given again after a forget, while the load sent before is still out', { timeout: 60_000 }, async () => {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(`${gw.adminUrl}/admin/ui`)
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    await page.locator('section.tenant', { hasText: 'acme' }).waitFor()
+    let release: () => void = () => {}
+    const released = new Promise<void>((resolve) => (release = resolve))
+    await page.route('**/admin/migration', async (route) => {
+      const answer = await route.fetch()
+      await released
+      await route.fulfill({ response: answer })
+    })
+    await page.click('#refresh')
+    await page.click('#forget')
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    release()
+    // The load made with the token given again answers (the one before the forget is not shown).
+    await page.locator('section.tenant', { hasText: 'acme' }).waitFor()
+    await context.close()
+  })
+
   it('never says "no client has called" a route whose clients were evicted but which has requests', { timeout: 60_000 }, async () => {
     // One client record in all: the invoke route's client is evicted by the next route's.
     const evicting = await startGateway(testConfig(sim.url, { admin: { token: ADMIN_TOKEN }, clients: { maxTotal: 1 } }))
