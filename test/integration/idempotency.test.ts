@@ -802,13 +802,17 @@ describe('SPEC 16 claims on a shared store', () => {
     // A second execution, if one is sent, is answered at once (so the test fails on its count, not a timeout).
     upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'twice' }))
     const duplicate = send(other.url, EXECUTE, { headers: keyed('k-failed-look'), json: { input: 1 } })
-    // The duplicate looks every few ms; then its looks fail for a moment with an error reply (as a
-    // stalled or refusing store's would), the connection up all along.
-    await new Promise((resolve) => setTimeout(resolve, 200))
-    const rejectedBefore = Number(/rejected_calls=(\d+)/.exec(String(await redis.client().info('commandstats')).split('\n').find((line) => line.startsWith('cmdstat_evalsha')) ?? '')?.[1] ?? 0)
+    // The duplicate has looked and found the first running once it has looked twice (its second look
+    // comes after a wait); then its looks fail for a moment with an error reply (as a stalled or
+    // refusing store's would), the connection up all along.
+    const evalsha = async (field: 'calls' | 'rejected_calls'): Promise<number> =>
+      Number(new RegExp(`[:,]${field}=(\\d+)`).exec(String(await redis.client().info('commandstats')).split('\n').find((line) => line.startsWith('cmdstat_evalsha')) ?? '')?.[1] ?? 0)
+    const callsBefore = await evalsha('calls')
+    await until(async () => (await evalsha('calls')) >= callsBefore + 2, 5_000)
+    const rejectedBefore = await evalsha('rejected_calls')
     await redis.client().call('ACL', 'SETUSER', 'default', '-evalsha', '-eval')
     try {
-      await until(async () => Number(/rejected_calls=(\d+)/.exec(String(await redis.client().info('commandstats')).split('\n').find((line) => line.startsWith('cmdstat_evalsha')) ?? '')?.[1] ?? 0) > rejectedBefore, 5_000)
+      await until(async () => (await evalsha('rejected_calls')) > rejectedBefore, 5_000)
     } finally {
       await redis.client().call('ACL', 'SETUSER', 'default', '+@all')
     }
