@@ -229,7 +229,9 @@ describe('tracing on, OTLP/HTTP protobuf (the default)', () => {
     expect(response?.status).toBe(400)
     const line = await accessLine(gw, 'two-hosts-traced')
     const [span] = await traceOf(receiver, line.traceId as string)
-    expect(span).toMatchObject({ kind: 'SERVER', name: 'GET', spanId: line.spanId })
+    // Planned as a refusal (the kernel's other early refusals are): named by its class, as the line says it.
+    expect(line).toMatchObject({ tenant: 'acme', class: 'native' })
+    expect(span).toMatchObject({ kind: 'SERVER', name: 'GET /v4/*', spanId: line.spanId })
     expect(span?.attributes).toMatchObject({ 'http.response.status_code': 400, 'error.type': 'INVALID_REQUEST' })
     expect(span?.attributes).not.toHaveProperty('server.address')
   })
