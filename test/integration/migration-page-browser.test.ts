@@ -2,7 +2,7 @@ import { hash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { chromium, type Browser } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
@@ -233,14 +233,17 @@ describe('the migration page /admin/ui in chromium', () => {
     await context.close()
   })
 
-  it('shows no answer to a load sent with a token forgotten since (it came back after the forget)', { timeout: 60_000 }, async () => {
+  /**
+   * A page showing the tenant, whose next /admin/migration answers are held in the browser until
+   * `release` (the gateway has answered; a slow network is what is played).
+   */
+  async function pageWithHeldAnswers(): Promise<{ context: BrowserContext; page: Page; release: () => void }> {
     const context = await browser.newContext()
     const page = await context.newPage()
     await page.goto(`${gw.adminUrl}/admin/ui`)
     await page.fill('#token', ADMIN_TOKEN)
     await page.press('#token', 'Enter')
     await page.locator('section.tenant', { hasText: 'acme' }).waitFor()
-    // The next /admin/migration answer is held in the browser until the token is forgotten.
     let release: () => void = () => {}
     const released = new Promise<void>((resolve) => (release = resolve))
     await page.route('**/admin/migration', async (route) => {
@@ -248,6 +251,11 @@ describe('the migration page /admin/ui in chromium', () => {
       await released
       await route.fulfill({ response: answer })
     })
+    return { context, page, release }
+  }
+
+  it('shows no answer to a load sent with a token forgotten since (it came back after the forget)', { timeout: 60_000 }, async () => {
+    const { context, page, release } = await pageWithHeldAnswers()
     await page.click('#refresh')
     await page.click('#forget')
     await page.locator('#token').waitFor({ state: 'visible' })
@@ -262,19 +270,7 @@ describe('the migration page /admin/ui in chromium', () => {
   })
 
   it('shows the answer to the token given again after a forget, while the load sent before is still out', { timeout: 60_000 }, async () => {
-    const context = await browser.newContext()
-    const page = await context.newPage()
-    await page.goto(`${gw.adminUrl}/admin/ui`)
-    await page.fill('#token', ADMIN_TOKEN)
-    await page.press('#token', 'Enter')
-    await page.locator('section.tenant', { hasText: 'acme' }).waitFor()
-    let release: () => void = () => {}
-    const released = new Promise<void>((resolve) => (release = resolve))
-    await page.route('**/admin/migration', async (route) => {
-      const answer = await route.fetch()
-      await released
-      await route.fulfill({ response: answer })
-    })
+    const { context, page, release } = await pageWithHeldAnswers()
     await page.click('#refresh')
     await page.click('#forget')
     await page.fill('#token', ADMIN_TOKEN)
