@@ -23,6 +23,9 @@ import { runPlan, type RunDeps } from './run-plan.js'
 import { createShadowRunner } from './run-shadow.js'
 import { createTracedRequests } from './traced-requests.js'
 
+/** The failures of an upstream call: the access line names them; with it off, a line of their own does. */
+const UPSTREAM_FAILURE_CODES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_BAD_RESPONSE'])
+
 /** A request that has ended, as metrics and the migration report hear it. */
 export interface FinishedRequest {
   readonly head: RequestHead
@@ -116,7 +119,8 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     deps.onRequestDone({ head, record, statusCode, durationMs })
     // SPEC 17: `log.access: false` turns the lines off; read per request, so a reload turns them.
     // A level above info writes none either: the line's fields are not gathered for nothing.
-    if (!deps.getRuntime().config.log.access || !writesAccessLines(deps.logger)) return
+    if (!deps.getRuntime().config.log.access) return logFailureWithoutAccessLine(exchange, statusCode, span)
+    if (!writesAccessLines(deps.logger)) return
     accessLog({
       requestId: head.requestId,
       // Read from the head, once, at the end: every request has it, planned or refused before.
@@ -145,6 +149,33 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
       clientAddress: head.clientAddress,
       userAgent: userAgentOf(head.headers['user-agent'])
     })
+  }
+
+  /**
+   * With the access lines off, "errors are still logged" (SPEC 17): an upstream failure, which the
+   * access line would have named (its `error` and `cause`; the gateway's own errors have their own
+   * line), gets a line of its own.
+   */
+  function logFailureWithoutAccessLine(exchange: Exchange, statusCode: number, span: { traceId: string; spanId: string } | undefined): void {
+    const { head, record } = exchange
+    if (record.errorCode === undefined || !UPSTREAM_FAILURE_CODES.has(record.errorCode)) return
+    // At debug the failure has its line already (log-gateway-error.ts), with the error itself.
+    if (deps.logger.isLevelEnabled('debug')) return
+    deps.logger.warn(
+      {
+        requestId: head.requestId,
+        traceId: span === undefined ? traceIdOf(head.headers.traceparent) : span.traceId,
+        spanId: span?.spanId,
+        method: head.method,
+        path: pathOf(head.url),
+        tenant: record.tenant,
+        route: record.legacyRoute,
+        status: statusCode,
+        error: record.errorCode,
+        cause: record.upstreamFailure?.cause
+      },
+      'upstream failure'
+    )
   }
 
   return {

@@ -152,6 +152,18 @@ describe('the access line of a request Node refused before the gateway saw it (S
 })
 
 describe('log.access: false (SPEC 17)', () => {
+  it('writes no access line, and still logs an upstream failure at the default level (errors are still logged)', async () => {
+    const gateway = await startGateway(testConfig(await refusingOrigin(), { log: { access: false } }))
+    const answer = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    expect(answer.status).toBe(502)
+    const requestId = answer.headers['x-request-id']
+    await until(() => gateway.logs.lines().some((one) => one.msg === 'upstream failure' && one.requestId === requestId))
+    expect(gateway.logs.lines().find((one) => one.msg === 'upstream failure' && one.requestId === requestId)).toMatchObject({ level: 40, error: 'UPSTREAM_UNAVAILABLE', cause: 'refused', status: 502, route: 'POST /v1/headless/runs' })
+    expect(gateway.logs.lines().filter((one) => one.msg === 'request')).toEqual([])
+    // One line for the one failure.
+    expect(gateway.logs.lines().filter((one) => one.msg === 'upstream failure')).toHaveLength(1)
+  })
+
   it('writes no access line, and still writes the gateway’s own lines', async () => {
     const gateway = await startGateway(testConfig(await refusingOrigin(), { log: { level: 'debug', access: false } }))
     const answer = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
