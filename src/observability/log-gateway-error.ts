@@ -8,7 +8,12 @@ const DELIBERATE_5XX = new Set(['OVERLOADED', 'SHUTTING_DOWN'])
  * An upstream that failed is not the gateway failing: SPEC 17 has the request's access line
  * name it (its `error`), with no other line and no stack trace, except at debug.
  */
-const UPSTREAM_FAILURES = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_BAD_RESPONSE'])
+const UPSTREAM_FAILURES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_BAD_RESPONSE'])
+
+/** Whether an error code is an upstream's failure, which the request's access line names rather than a line of its own. */
+export function isUpstreamFailure(code: string): boolean {
+  return UPSTREAM_FAILURES.has(code)
+}
 
 /**
  * The request a line is about, as its access line names it: its id, its trace, and with tracing
@@ -24,6 +29,6 @@ export interface RequestLogIds {
 export function logGatewayError(log: Pick<Logger, 'debug' | 'info' | 'error'>, error: GatewayError, clientGone: boolean, request?: RequestLogIds): void {
   if (error.statusCode < 500 || DELIBERATE_5XX.has(error.code)) return
   if (clientGone) log.info({ ...request, error: error.code }, 'client went away before its answer')
-  else if (UPSTREAM_FAILURES.has(error.code)) log.debug({ ...request, err: error }, 'upstream failure')
+  else if (isUpstreamFailure(error.code)) log.debug({ ...request, err: error }, 'upstream failure')
   else log.error({ ...request, err: error }, 'gateway error')
 }

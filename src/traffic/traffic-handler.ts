@@ -6,6 +6,7 @@ import type { RequestHead } from '../kernel/request-head.js'
 import { createTrafficKernel, type TrafficKernel } from '../kernel/traffic-kernel.js'
 import type { AccessRecord } from '../observability/access-record.js'
 import { createAccessLog, writesAccessLines } from '../observability/access-log.js'
+import { isUpstreamFailure } from '../observability/log-gateway-error.js'
 import { traceIdOf } from '../observability/trace-context.js'
 import { createForwarder } from '../passthrough/forward-stream.js'
 import { planRefusal, planRequest } from '../plan/plan-request.js'
@@ -23,8 +24,13 @@ import { runPlan, type RunDeps } from './run-plan.js'
 import { createShadowRunner } from './run-shadow.js'
 import { createTracedRequests } from './traced-requests.js'
 
-/** The failures of an upstream call: the access line names them; with it off, a line of their own does. */
-const UPSTREAM_FAILURE_CODES: ReadonlySet<string> = new Set(['UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_BAD_RESPONSE'])
+/**
+ * The trace a request's lines name, read from the head at the end (every request has one, planned
+ * or refused before): with tracing on, the trace its span is in (the client's only when trusted).
+ */
+function traceIdOfLine(head: RequestHead, span: { traceId: string } | undefined): string | undefined {
+  return span === undefined ? traceIdOf(head.headers.traceparent) : span.traceId
+}
 
 /** A request that has ended, as metrics and the migration report hear it. */
 export interface FinishedRequest {
@@ -123,9 +129,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     if (!writesAccessLines(deps.logger)) return
     accessLog({
       requestId: head.requestId,
-      // Read from the head, once, at the end: every request has it, planned or refused before.
-      // With tracing on, the trace the request's span is in (the client's only when trusted).
-      traceId: span === undefined ? traceIdOf(head.headers.traceparent) : span.traceId,
+      traceId: traceIdOfLine(head, span),
       spanId: span?.spanId,
       method: head.method,
       path: pathOf(head.url),
@@ -158,13 +162,13 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
    */
   function logFailureWithoutAccessLine(exchange: Exchange, statusCode: number, span: { traceId: string; spanId: string } | undefined): void {
     const { head, record } = exchange
-    if (record.errorCode === undefined || !UPSTREAM_FAILURE_CODES.has(record.errorCode)) return
+    if (record.errorCode === undefined || !isUpstreamFailure(record.errorCode)) return
     // At debug the failure has its line already (log-gateway-error.ts), with the error itself.
     if (deps.logger.isLevelEnabled('debug')) return
     deps.logger.warn(
       {
         requestId: head.requestId,
-        traceId: span === undefined ? traceIdOf(head.headers.traceparent) : span.traceId,
+        traceId: traceIdOfLine(head, span),
         spanId: span?.spanId,
         method: head.method,
         path: pathOf(head.url),
