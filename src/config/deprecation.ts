@@ -92,6 +92,11 @@ export function brownoutWindows(brownouts: BrownoutsConfig | null): BrownoutWind
   return windows.sort((a, b) => a.startMs - b.startMs || a.endMs - b.endMs)
 }
 
+/** ECMA-262's time values end 8.64e15 ms after the epoch; a window past it has no instant to write. */
+const LAST_DATE_MS = 8.64e15
+const LAST_DATE = new Date(LAST_DATE_MS).toISOString()
+const isDate = (ms: number): boolean => Math.abs(ms) <= LAST_DATE_MS
+
 export interface DeprecationProblem {
   path: (string | number)[]
   message: string
@@ -110,9 +115,15 @@ export function deprecationProblems(deprecation: DeprecationConfig): Deprecation
     let previous: BrownoutWindow | undefined
     for (const window of brownoutWindows(brownouts)) {
       const path = ['brownouts', ...window.source]
+      // Every later step (the Sunset header, the calendar, the page) writes the window's instants.
+      if (!isDate(window.startMs) || !isDate(window.endMs)) {
+        problems.push({ path, message: `a window must end by ${LAST_DATE}, the last instant a date can hold` })
+        continue
+      }
       if (!(window.startMs < window.endMs)) problems.push({ path, message: 'a window starts before it ends' })
       if (window.startMs < earliestMs) {
-        problems.push({ path, message: `starts ${new Date(window.startMs).toISOString()}, before date + minNoticeMs (${new Date(earliestMs).toISOString()}); set brownouts.minNoticeMs: 0 to allow short notice` })
+        const notice = isDate(earliestMs) ? new Date(earliestMs).toISOString() : `after ${LAST_DATE}`
+        problems.push({ path, message: `starts ${new Date(window.startMs).toISOString()}, before date + minNoticeMs (${notice}); set brownouts.minNoticeMs: 0 to allow short notice` })
       }
       if (sunsetMs !== undefined && window.endMs > sunsetMs) problems.push({ path, message: `ends ${new Date(window.endMs).toISOString()}, after the sunset` })
       if (previous !== undefined && window.startMs < previous.endMs) {

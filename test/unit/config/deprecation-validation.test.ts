@@ -78,6 +78,16 @@ describe('deprecation validation at load (SPEC 13)', () => {
     expect(problems).toHaveLength(4)
   })
 
+  it('refuses a window that ends past the last instant a date can hold, with or without a sunset, and a notice that long', async () => {
+    const ladder = { first: iso(NOW + 40 * DAY), everyMs: 7 * DAY, durationsMs: [3_600_000, 9_000_000_000_000_000] }
+    const beyond = 'tenants.acme.legacy.deprecation.brownouts.escalation.1: a window must end by +275760-09-13T00:00:00.000Z, the last instant a date can hold'
+    expect(await problemsOf(tenantWith({ date: DATE, brownouts: { escalation: ladder } }))).toEqual([beyond])
+    expect(await problemsOf(tenantWith({ date: DATE, sunset: SUNSET, brownouts: { escalation: ladder } }))).toEqual([beyond])
+    expect(await problemsOf(tenantWith({ date: DATE, brownouts: { windows: [window(30, 31)], minNoticeMs: 9_000_000_000_000_000 } }))).toEqual([
+      expect.stringMatching(/^tenants\.acme\.legacy\.deprecation\.brownouts\.windows\.0: starts .*, before date \+ minNoticeMs \(after \+275760-09-13T00:00:00\.000Z\)/)
+    ])
+  })
+
   it('allows short notice with minNoticeMs: 0', async () => {
     const path = await dir.write(`config-${++fileCount}.json`, JSON.stringify(tenantWith({ date: DATE, brownouts: { windows: [window(11, 12)], minNoticeMs: 0 } })))
     await expect(loadConfig(path, {})).resolves.toBeDefined()
