@@ -20,6 +20,7 @@ describe('the Node versions the gateway runs on', () => {
   const packageJson = JSON.parse(read('package.json')) as { engines: { node: string } }
   const ciNode24 = /^NODE24_VERSION=(24\.\d+\.\d+)$/m.exec(read('.ci/run'))?.[1]
   const ciNode22 = /^NODE22_VERSION=(22\.\d+\.\d+)$/m.exec(read('.ci/run'))?.[1]
+  const ciNode20 = /^NODE20_VERSION=(20\.\d+\.\d+)$/m.exec(read('.ci/run'))?.[1]
 
   it('builds and runs the image on Node 24 LTS, in every stage', () => {
     const bases = [...read('Dockerfile').matchAll(/^FROM (\S+)/gm)].map((match) => match[1])
@@ -37,7 +38,8 @@ describe('the Node versions the gateway runs on', () => {
     expect(inCaretRanges('v23.11.0', range)).toBe(false)
     expect(inCaretRanges(`v${ciNode24 ?? 'missing'}`, range)).toBe(true)
     expect(inCaretRanges(`v${ciNode22 ?? 'missing'}`, range)).toBe(true)
-    // The suite runs on the machine's Node and on CI's Node 24 and 22: each must be supported.
+    expect(inCaretRanges(`v${ciNode20 ?? 'missing'}`, range)).toBe(true)
+    // The suite runs on the machine's Node and on CI's Node 24, 22 and 20: each must be supported.
     expect(inCaretRanges(process.version, range), `this Node, ${process.version}`).toBe(true)
   })
 
@@ -50,6 +52,11 @@ describe('the Node versions the gateway runs on', () => {
     const readme = read('README.md')
     expect(readme).toMatch(/^## Run it \(fresh machine, Node 24 LTS, 22\.12\+ or 20\.19\+\)$/m)
     expect(readme).toContain('Supported: Node 24 LTS, which the Docker image runs, Node 22.12 or later 22.x, and Node 20.19 or')
+  })
+
+  it('runs the suite on each supported major in CI, the machine\'s Node skipping its own pin', () => {
+    const run = read('.ci/run')
+    for (const major of ['24', '22', '20']) expect(run).toMatch(new RegExp(`^run_suite_on "\\$NODE${major}_VERSION"$`, 'm'))
   })
 
   it('says the same in docs/deploy.md', () => {
