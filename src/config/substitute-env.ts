@@ -17,6 +17,7 @@ export interface EnvProblem {
  */
 export function substituteEnv(document: unknown, env: Record<string, string | undefined>, problems: EnvProblem[], path: (string | number)[] = []): unknown {
   if (typeof document === 'string') {
+    if (document.includes('${')) malformedPlaceholders(document, path, problems)
     return document.replace(PLACEHOLDER, (_match, name: string, fallback: string | undefined) => {
       const value = env[name]
       if (value !== undefined && value !== '') return value
@@ -30,4 +31,30 @@ export function substituteEnv(document: unknown, env: Record<string, string | un
     return Object.fromEntries(Object.entries(document).map(([key, value]) => [key, substituteEnv(value, env, problems, [...path, key])]))
   }
   return document
+}
+
+/** `${` and a name's first character: where a placeholder was meant to start. */
+const PLACEHOLDER_START = /\$\{(?=[A-Za-z_])/g
+
+/**
+ * SPEC 8 has `${NAME}` and `${NAME:-default}`, nothing else. A placeholder nested in a default
+ * (`${A:-${B}}` ends at the first `}`: `s3cret}`, or the text `${B` when A is unset) or one never
+ * closed (`${TOKEN`) would be kept as text, so an `admin.token` could become a string anyone
+ * reading the file can guess: each is a problem. A `${` before anything but a name stays text.
+ */
+function malformedPlaceholders(text: string, path: (string | number)[], problems: EnvProblem[]): void {
+  const starts = new Set<number>()
+  for (const match of text.matchAll(PLACEHOLDER)) {
+    starts.add(match.index)
+    if (match[2]?.includes('${') === true) {
+      problems.push({ path, message: `placeholder \${${match[1] ?? ''}:-…} has a placeholder in its default; nested placeholders are not supported (SPEC 8: \${NAME} and \${NAME:-default})` })
+    }
+  }
+  for (const match of text.matchAll(PLACEHOLDER_START)) {
+    if (starts.has(match.index)) continue
+    // Inside a default: reported above as nested.
+    if ([...starts].some((start) => start < match.index && text.lastIndexOf('}', match.index) < start)) continue
+    const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(text.slice(match.index + 2))?.[0] ?? ''
+    problems.push({ path, message: `\${${name} starts a placeholder that is not closed; write \${${name}} or \${${name}:-default}` })
+  }
 }

@@ -148,6 +148,21 @@ describe('numeric values from the environment', () => {
     expect(problems[0]).toMatch(/^listen\.port: /)
   })
 
+  it('refuses a placeholder nested in a default and one never closed, naming no value; a $ before anything else stays text', async () => {
+    const env = { V4GW_ADMIN_TOKEN: 's3cret-value' }
+    expect(await problemsOf(`${TENANTS}admin:\n  token: "\${V4GW_ADMIN_TOKEN:-\${FALLBACK}}"\n`, env)).toEqual([
+      'admin.token: placeholder ${V4GW_ADMIN_TOKEN:-…} has a placeholder in its default; nested placeholders are not supported (SPEC 8: ${NAME} and ${NAME:-default})'
+    ])
+    expect(await problemsOf(`${TENANTS}admin:\n  token: "\${V4GW_ADMIN_TOKEN"\n`, env)).toEqual([
+      'admin.token: ${V4GW_ADMIN_TOKEN starts a placeholder that is not closed; write ${V4GW_ADMIN_TOKEN} or ${V4GW_ADMIN_TOKEN:-default}'
+    ])
+    expect(await problemsOf(`${TENANTS}admin:\n  token: "a\${A}b\${B:-x"\n`, { A: 'one' })).toEqual([
+      'admin.token: ${B starts a placeholder that is not closed; write ${B} or ${B:-default}'
+    ])
+    const config = await load(`${TENANTS}admin:\n  token: "p$ss\${}$V4GW_ADMIN_TOKEN\${1}"\n`, env)
+    expect(config.admin.token).toBe('p$ss${}$V4GW_ADMIN_TOKEN${1}')
+  })
+
   it('reports a port from the environment above 65535 as a listen.port problem', async () => {
     const problems = await problemsOf(`${TENANTS}listen:\n  port: \${PORT}\n`, { PORT: '70000' })
     expect(problems[0]).toMatch(/^listen\.port: /)
