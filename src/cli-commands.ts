@@ -280,8 +280,10 @@ async function fingerprintCommand(args: string[]): Promise<void> {
 }
 
 /** A listener that cannot bind (a port in use, a privileged port, an address not here): its message says it all. */
+/** A listener that could not open: its address taken or refused, or its host a name that does not resolve. */
 function isListenError(error: unknown): error is NodeJS.ErrnoException {
-  return error instanceof Error && (error as NodeJS.ErrnoException).syscall === 'listen'
+  const syscall = error instanceof Error ? (error as NodeJS.ErrnoException).syscall : undefined
+  return syscall === 'listen' || syscall === 'getaddrinfo'
 }
 
 async function dispatch(command: CliCommand, args: string[], held: HeldSignals | undefined): Promise<void> {
@@ -338,7 +340,7 @@ async function onFailure(error: unknown): Promise<void> {
     process.exit(64)
   }
   if (isListenError(error)) {
-    console.error(`v4gw: ${error.message}`)
+    console.error(error.syscall === 'getaddrinfo' ? `v4gw: ${error.message} (listen.host and admin.host are an address or a name this machine resolves)` : `v4gw: ${error.message}`)
     process.exit(1)
   }
   console.error(error)

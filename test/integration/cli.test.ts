@@ -284,6 +284,13 @@ describe('v4gw simulator', () => {
     expect(gateway.stderr.trim()).toBe(`v4gw: listen EADDRINUSE: address already in use 127.0.0.1:${port}`)
   })
 
+  it('says in one line, without a stack trace, that a listen host does not resolve', async () => {
+    const path = await dir.write('unresolved.yaml', 'listen: { host: no-such-host.invalid, port: 0 }\nadmin: { host: 127.0.0.1, port: 0 }\nlog: { level: warn }\ntenants:\n  demo:\n    upstream: { staging: embedded }\n')
+    const gateway = await runCli(['--config', path])
+    expect(gateway.code).toBe(1)
+    expect(gateway.stderr.trim()).toMatch(/^v4gw: getaddrinfo \w+ no-such-host\.invalid \(listen\.host and admin\.host are an address or a name this machine resolves\)$/)
+  })
+
   it.each(['abc', '70000', ''])('refuses --port %j as a usage error (64), without a stack trace', async (port) => {
     const { code, stderr } = await runCli(['simulator', '--port', port])
     expect(code).toBe(64)
