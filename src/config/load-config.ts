@@ -34,11 +34,31 @@ export async function loadConfig(path: string, env: Record<string, string | unde
 
 export function parseConfigText(text: string, source: string, env: Record<string, string | undefined>): GatewayConfig {
   const document = extname(source) === '.json' ? parseJson(text, source) : parseYaml(text, source)
+  if (depthOver(document, MAX_DEPTH)) throw new ConfigError(source, [`cannot parse the file: it nests mappings and lists deeper than ${MAX_DEPTH} levels`])
   const envProblems: EnvProblem[] = []
   const substituted = substituteEnv(document ?? {}, env, envProblems)
   const result = configSchema.safeParse(substituted)
   if (envProblems.length > 0 || !result.success) throw new ConfigError(source, describeProblems(configSchema, envProblems, result.error?.issues ?? []))
   return deepFreeze(result.data)
+}
+
+/**
+ * The deepest a config's values nest: SPEC 8's deepest key is about ten levels down. The walks
+ * after parsing (placeholders, the schema, freezing) recurse, and JSON.parse takes any depth: a
+ * file of 100,000 `[` would end them in a RangeError, a stack trace instead of a problem.
+ */
+const MAX_DEPTH = 64
+
+/** Whether `document` holds an object or array more than `limit` levels down; a loop, so it cannot overflow itself. */
+function depthOver(document: unknown, limit: number): boolean {
+  const pending: [unknown, number][] = [[document, 0]]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [value, depth] = next
+    if (value === null || typeof value !== 'object') continue
+    if (depth >= limit) return true
+    for (const child of Object.values(value)) pending.push([child, depth + 1])
+  }
+  return false
 }
 
 /*

@@ -97,6 +97,19 @@ describe('loadConfig reads files', () => {
     }
   })
 
+  it.each([
+    ['JSON 100,000 levels deep', 'deep.json', `{"tenants": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`],
+    ['YAML 65 levels deep', 'deep.yaml', `tenants: ${'['.repeat(64)}${']'.repeat(64)}\n`]
+  ])('reports a file nested deeper than 64 levels as a problem, not a stack overflow: %s', async (_case, name, text) => {
+    const error = await configError(await writeTemp(name, text))
+    expect(error.problems).toEqual(['cannot parse the file: it nests mappings and lists deeper than 64 levels'])
+  })
+
+  it('reads a file nested 64 levels deep on to the schema', async () => {
+    const error = await configError(await writeTemp('deep-enough.yaml', `tenants: ${'['.repeat(63)}${']'.repeat(63)}\n`))
+    expect(error.problems).toEqual([expect.stringMatching(/^tenants: Invalid input: expected record/)])
+  })
+
   it('rejects a YAML value with an unknown tag instead of reading it as a string', async () => {
     const error = await configError(await writeTemp('unknown-tag.yaml', `${MINIMAL_YAML}\nlog: { level: !loud info }\n`))
     expect(error.problems).toEqual(['cannot parse the file: Unresolved tag at line 7, column 15'])
