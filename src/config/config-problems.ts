@@ -20,10 +20,16 @@ export function describeProblems(schema: z.core.$ZodType, envProblems: readonly 
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) problems.push(`${formatPath(issue.path)}: ${describeUnknownKey(schema, issue.path, key)}`)
     } else if (!unset.some((problem) => startsWith(issue.path, problem.path))) {
-      problems.push(`${formatPath(issue.path)}: ${issue.message}`)
+      problems.push(`${formatPath(issue.path)}: ${issueMessage(issue)}`)
     }
   }
   return problems
+}
+
+/** zod says only "Invalid key in record" of a key its key schema refused: the key schema's own words say why. */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code !== 'invalid_key' || issue.issues.length === 0) return issue.message
+  return `invalid key: ${[...new Set(issue.issues.map((inner) => inner.message))].join('; ')}`
 }
 
 function startsWith(path: Path, prefix: Path): boolean {

@@ -105,6 +105,13 @@ describe('loadConfig reads files', () => {
     expect(error.problems).toEqual(['cannot parse the file: it nests mappings and lists deeper than 64 levels'])
   })
 
+  it('says why a key of a record is refused, in the key rule\'s own words', async () => {
+    const tenant = await configError(await writeTemp('tenant-name.yaml', 'tenants:\n  "acme corp":\n    upstream:\n      staging: http://127.0.0.1:4010\n'))
+    expect(tenant.problems).toEqual(['tenants.acme…: invalid key: tenant names use A-Z a-z 0-9 . _ -'])
+    const label = await configError(await writeTemp('label-id.yaml', `${MINIMAL_YAML}    clients:\n      labels:\n        fp:xyz: billing\n`))
+    expect(label.problems).toEqual(['tenants.acme.clients.labels.fp:…: invalid key: expected a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous'])
+  })
+
   it('reads a file nested 64 levels deep on to the schema', async () => {
     const error = await configError(await writeTemp('deep-enough.yaml', `tenants: ${'['.repeat(63)}${']'.repeat(63)}\n`))
     expect(error.problems).toEqual([expect.stringMatching(/^tenants: Invalid input: expected record/)])
