@@ -43,7 +43,7 @@ export async function readAdminAddress(path: string, env: Record<string, string 
 }
 
 /** Not strict: a duplicated key elsewhere, or a parse error after the admin section, must not matter. */
-const LENIENT = { uniqueKeys: false, logLevel: 'silent' } as const
+const LENIENT = { uniqueKeys: false, logLevel: 'silent', merge: true } as const
 
 /**
  * The `admin` mapping of a YAML or JSON file (JSON is YAML), however broken the rest is. An

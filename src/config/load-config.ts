@@ -91,7 +91,9 @@ function parseJson(text: string, source: string): unknown {
 
 function parseYamlDocument(text: string): Document.Parsed {
   // logLevel silent: yaml would otherwise print its warnings, with the offending line, to stderr.
-  return parseDocument(text, { prettyErrors: true, uniqueKeys: true, logLevel: 'silent' })
+  // merge: YAML 1.2 dropped `<<` merge keys, but a file of many tenants shares their settings so
+  // (`beta: { <<: *acme, … }`), as Kubernetes and Compose files do.
+  return parseDocument(text, { prettyErrors: true, uniqueKeys: true, logLevel: 'silent', merge: true })
 }
 
 function parseYaml(text: string, source: string): unknown {

@@ -112,6 +112,15 @@ describe('loadConfig reads files', () => {
     expect(label.problems).toEqual(['tenants.acme.clients.labels.fp:…: invalid key: expected a client id: fp:<16 hex digits>, hdr:<id>, hdr#<16 hex digits> or anonymous'])
   })
 
+  it('merges a YAML `<<` key, so tenants can share settings by an anchor; a merge of a scalar is a problem without the value', async () => {
+    const path = await writeTemp('merge.yaml', 'tenants:\n  acme: &base\n    upstream: { staging: http://127.0.0.1:4010 }\n    legacy: { responseFields: [{ from: /output/id, to: /runId }] }\n  beta:\n    <<: *base\n    upstream: { staging: http://127.0.0.1:4011 }\n')
+    const config = await loadConfig(path, {})
+    expect(config.tenants.beta?.upstream.staging).toBe('http://127.0.0.1:4011')
+    expect(config.tenants.beta?.legacy.responseFields).toEqual(config.tenants.acme?.legacy.responseFields)
+    const scalar = await configError(await writeTemp('merge-scalar.yaml', `${MINIMAL_YAML}    <<: key_supersecret42\n`))
+    expect(scalar.problems).toEqual(['cannot parse the file: Merge sources must be maps or map aliases'])
+  })
+
   it('reads a file nested 64 levels deep on to the schema', async () => {
     const error = await configError(await writeTemp('deep-enough.yaml', `tenants: ${'['.repeat(63)}${']'.repeat(63)}\n`))
     expect(error.problems).toEqual([expect.stringMatching(/^tenants: Invalid input: expected record/)])
