@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { percentSchema } from './percent.js'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { normalizeHost } from '../util/normalize-host.js'
+import { isValidHost } from '../util/host-syntax.js'
 import { anyCase } from './json-schema-patterns.js'
 import { DEFAULT_MIN_NOTICE_MS, deprecationProblems, effectiveDeprecation, type DeprecationConfig, type RouteDeprecationConfig } from './deprecation.js'
 import { absent, present, whenKeyIs } from './json-schema-conditions.js'
@@ -479,9 +480,10 @@ export const credentialSourceSchema = z.enum(['authorization', 'x-session-token'
 
 /**
  * isBareHost (and the form checkHostKeys asks of a key) for config.schema.json: a bracketed
- * IPv6 address, or a name with no colon that is one character or does not end in a dot.
+ * IPv6 address, or a name of RFC 3986 reg-name characters that is one character or does not end
+ * in a dot.
  */
-const BARE_HOST_PATTERN = '^(?:\\[[^\\]]*\\]?|[^\\[:]|[^\\[:][^:]*[^:.])$'
+const BARE_HOST_PATTERN = "^(?:\\[[^\\]]*\\]?|[\\w.~!$&'()*+,;=%-]|[\\w.~!$&'()*+,;=%-]*[\\w~!$&'()*+,;=%-])$"
 
 const storeKind = z.enum(['memory', 'redis'])
 
@@ -636,10 +638,10 @@ const configObject = z.strictObject({
   tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema).meta({ minProperties: 1 })
 })
 
-/** A Host entry compared as normalizeHost leaves it: no port, no trailing dot, IPv6 in brackets ("" is min(1)'s). */
+/** A Host entry compared as normalizeHost leaves it (no port, no trailing dot, IPv6 in brackets) and one a Host can be ("" is min(1)'s). */
 function isBareHost(host: string): boolean {
   const lower = host.toLowerCase()
-  return lower === '' || ((lower.startsWith('[') || !lower.includes(':')) && normalizeHost(lower) === lower)
+  return lower === '' || ((lower.startsWith('[') || !lower.includes(':')) && normalizeHost(lower) === lower && isValidHost(lower))
 }
 
 /**
@@ -653,6 +655,9 @@ function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): voi
     if (!lower.startsWith('[') && lower.indexOf(':') !== lower.lastIndexOf(':')) {
       // A bare IPv6 address: a Host header always brackets it (RFC 3986 3.2.2).
       ctx.addIssue({ code: 'custom', path: [host], message: `an IPv6 address comes in brackets in a Host header: write "[${lower}]"` })
+    } else if (!isValidHost(lower)) {
+      // Keys are not substituted (SPEC 8): `${PUBLIC_HOST}` here would match no request.
+      ctx.addIssue({ code: 'custom', path: [host], message: 'expected a host as a Host header names it (RFC 3986: a name, an IPv4 address or a bracketed IPv6 one); keys are not substituted' })
     } else if (normalizeHost(lower) !== lower) {
       ctx.addIssue({ code: 'custom', path: [host], message: `Host is matched without its port or a trailing dot: write "${normalizeHost(lower) ?? ''}"` })
     }

@@ -180,6 +180,19 @@ describe('tenancy references', () => {
     ])
   })
 
+  it('refuses a tenancy.hosts key no Host can be: a placeholder (keys are not substituted), a space', async () => {
+    const problems = await problemsOf({ tenancy: { hosts: { '${PUBLIC_HOST}': 'acme', 'api example.com': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([
+      'tenancy.hosts.…: expected a host as a Host header names it (RFC 3986: a name, an IPv4 address or a bracketed IPv6 one); keys are not substituted',
+      'tenancy.hosts.api…: expected a host as a Host header names it (RFC 3986: a name, an IPv4 address or a bracketed IPv6 one); keys are not substituted'
+    ])
+  })
+
+  it('refuses an allowed admin host no Host can be', async () => {
+    const problems = await problemsOf({ admin: { allowedHosts: ['gw example.com'] }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([expect.stringMatching(/^admin\.allowedHosts\.0: a host as a Host header names it/)])
+  })
+
   it('refuses a bare IPv6 tenancy.hosts key with the bracketed form to write instead', async () => {
     const problems = await problemsOf({ tenancy: { hosts: { '::1': 'acme', 'fe80::1': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
     expect(problems).toEqual([

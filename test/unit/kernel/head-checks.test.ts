@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { isValidHost, refuseHead } from '../../../src/kernel/head-checks.js'
+import { refuseHead } from '../../../src/kernel/head-checks.js'
+import { isValidHost } from '../../../src/util/host-syntax.js'
 import { headersFromRaw } from '../../../src/plan/head-from-input.js'
 
 function head(lines: [string, string][], httpVersion = '1.1') {
