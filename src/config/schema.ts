@@ -638,10 +638,13 @@ const configObject = z.strictObject({
   tenants: z.record(z.string().regex(/^[A-Za-z0-9._-]+$/, 'tenant names use A-Z a-z 0-9 . _ -'), tenantSchema).meta({ minProperties: 1 })
 })
 
-/** A Host entry compared as normalizeHost leaves it (no port, no trailing dot, IPv6 in brackets) and one a Host can be ("" is min(1)'s). */
+/**
+ * A Host entry compared as normalizeHost leaves it (no port, no trailing dot, IPv6 in brackets,
+ * where a zone id is taken as written) and, when a name, one a Host can be ("" is min(1)'s).
+ */
 function isBareHost(host: string): boolean {
   const lower = host.toLowerCase()
-  return lower === '' || ((lower.startsWith('[') || !lower.includes(':')) && normalizeHost(lower) === lower && isValidHost(lower))
+  return lower === '' || ((lower.startsWith('[') || (!lower.includes(':') && isValidHost(lower))) && normalizeHost(lower) === lower)
 }
 
 /**
@@ -655,7 +658,7 @@ function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): voi
     if (!lower.startsWith('[') && lower.indexOf(':') !== lower.lastIndexOf(':')) {
       // A bare IPv6 address: a Host header always brackets it (RFC 3986 3.2.2).
       ctx.addIssue({ code: 'custom', path: [host], message: `an IPv6 address comes in brackets in a Host header: write "[${lower}]"` })
-    } else if (!isValidHost(lower)) {
+    } else if (!lower.startsWith('[') && !isValidHost(lower)) {
       // Keys are not substituted (SPEC 8): `${PUBLIC_HOST}` here would match no request.
       ctx.addIssue({ code: 'custom', path: [host], message: 'expected a host as a Host header names it (RFC 3986: a name, an IPv4 address or a bracketed IPv6 one); keys are not substituted' })
     } else if (normalizeHost(lower) !== lower) {
