@@ -4,6 +4,7 @@ import { buildErrorBody } from '../errors/error-body.js'
 import { roundMs } from '../util/round-ms.js'
 import { sendGatewayError } from './send-gateway-error.js'
 import { GatewayError } from '../errors/registry.js'
+import { maskCredentials } from '../credentials/index.js'
 import type { ShadowResults } from '../fleet/shadow-results.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { ClientRegistry } from '../fleet/client-registry.js'
@@ -100,7 +101,8 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => done(null, parseJsonOrMark(body as string)))
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, (body as Buffer).length === 0 ? undefined : NOT_JSON))
 
-  const acceptChange = changeGuard(() => deps.runtime().config.credentials.serviceKeyPrefix)
+  const serviceKeyPrefix = (): string => deps.runtime().config.credentials.serviceKeyPrefix
+  const acceptChange = changeGuard(serviceKeyPrefix)
 
   app.get('/healthz', async function healthz() {
     return { status: 'ok' }
@@ -146,7 +148,8 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
           throw new GatewayError('INVALID_REQUEST', 'name one tenant, or none for all', { details: [{ pointer: 'query:tenant', message: 'given more than once' }] })
         }
         const deleted = await deps.sessionStore.clear(tenant === '' ? undefined : tenant)
-        request.log.info({ tenant, deleted }, 'session map cleared')
+        // Typed by hand, as the `admin change` line's query is, and masked the same way (SPEC 9).
+        request.log.info({ tenant: tenant === undefined ? undefined : maskCredentials(tenant, serviceKeyPrefix()), deleted }, 'session map cleared')
         return { deleted }
       })
       admin.post('/reload', { preHandler: acceptChange }, async function reload(request, reply) {
@@ -176,7 +179,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
           const details = bodyProblems(parsed.error)
           throw new GatewayError('INVALID_REQUEST', 'expected { tenant, route?, until, reason }', { details })
         }
-        return pauseBrownouts(deps.runtime(), parsed.data, Date.now())
+        return pauseBrownouts(deps.runtime(), { ...parsed.data, reason: maskCredentials(parsed.data.reason, serviceKeyPrefix()) }, Date.now())
       })
       admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/brownouts/pause', { preHandler: acceptChange }, async function resumeBrownoutsEndpoint(request) {
         const { tenant, route } = request.query
@@ -192,7 +195,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
           const details = bodyProblems(parsed.error)
           throw new GatewayError('INVALID_REQUEST', 'expected { tenant, route?, stage, reason, until? }', { details })
         }
-        return setStageOverride(deps.runtime(), deps.stageOverrides, parsed.data, Date.now())
+        return setStageOverride(deps.runtime(), deps.stageOverrides, { ...parsed.data, reason: maskCredentials(parsed.data.reason, serviceKeyPrefix()) }, Date.now())
       })
       admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[]; all?: string | string[] } }>('/migration/stage', { preHandler: acceptChange }, async function deleteStageOverride(request) {
         const { tenant, route, all } = request.query

@@ -125,8 +125,22 @@ describe('the admin change line', () => {
     expect(changeLines('audit-bare-1')).toEqual([expect.objectContaining({ body: '[redacted]' })])
     await send(gw.adminUrl, '/admin/sessions?key_live_in_a_name_42=1', { method: 'DELETE', headers: { ...admin, 'x-request-id': 'audit-name-1' } })
     expect(changeLines('audit-name-1')).toEqual([expect.objectContaining({ query: { '[redacted]': '[redacted]' } })])
+    // The session map's own line masks its tenant as the change line does.
+    await send(gw.adminUrl, '/admin/sessions?tenant=Bearer%20tok-as-a-tenant-5', { method: 'DELETE', headers: { ...admin, 'x-request-id': 'audit-tenant-1' } })
+    expect(gw.logs.lines().filter((line) => line.msg === 'session map cleared' && line.reqId === 'audit-tenant-1')).toEqual([expect.objectContaining({ tenant: 'Bearer [redacted]', deleted: 0 })])
+    // The override is kept, answered and shown with its reason as the line has it (SPEC 12: the report runs in CI).
+    const pause = await send(gw.adminUrl, '/admin/brownouts/pause', { method: 'POST', headers: admin, json: { tenant: 'acme', until: new Date(Date.now() + 3_600_000).toISOString(), reason: 'paused: the caller sent Token tok-in-a-pause-4' } })
+    expect(pause.status).toBe(200)
+    const override = await send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers: admin, json: { tenant: 'acme', stage: 'translate', reason: 'held: token=tok-in-an-override-3' } })
+    expect(override.status).toBe(200)
+    const migration = await send(gw.adminUrl, '/admin/migration', { headers: admin })
+    expect(migration.text).toContain('held: token=[redacted]')
+    expect(migration.text).toContain('paused: the caller sent Token [redacted]')
     const log = gw.logs.text()
-    for (const secret of ['tok-in-a-reason-9', 'tok-after-bearer-8', 'opaque-session-token-7', 'key_live_in_a_name_42']) expect(log).not.toContain(secret)
+    for (const secret of ['tok-in-a-reason-9', 'tok-after-bearer-8', 'opaque-session-token-7', 'key_live_in_a_name_42', 'tok-as-a-tenant-5', 'tok-in-a-pause-4', 'tok-in-an-override-3']) {
+      expect(log).not.toContain(secret)
+      expect(migration.text).not.toContain(secret)
+    }
   })
 
   it('logs a session deletion with its query, and a call without a body', async () => {
