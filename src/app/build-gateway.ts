@@ -81,8 +81,9 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     // The series exist from the start, so an alert on their rate has something to read.
     metrics.observeSpansDropped('queue_full', 0)
     metrics.observeSpansDropped('export_failed', 0)
-    // The endpoint holds no credential (config/url-schemas.ts); the headers are never logged.
-    logger.info({ endpoint: initial.tracing.endpoint, protocol: initial.tracing.protocol, sampleRatio: initial.tracing.sampleRatio }, 'tracing: exporting spans over OTLP')
+    // No userinfo in the endpoint (config/url-schemas.ts), and its query, where a vendor's key
+    // may sit, is not logged; neither are the headers.
+    logger.info({ endpoint: withoutQuery(initial.tracing.endpoint), protocol: initial.tracing.protocol, sampleRatio: initial.tracing.sampleRatio }, 'tracing: exporting spans over OTLP')
   }
   // SPEC 12's client registry: counted in memory, the fleet's with Redis (written every store.flushMs).
   const migration = new ClientRegistry({ store, bounds: boundsFromConfig(() => reloader.runtime().config), flushMs: initial.store.flushMs, configHash: () => configHash(reloader.runtime().config), logger })
@@ -295,4 +296,10 @@ function removedBy(runtime: GatewayRuntime, tenant: string, route: string | unde
   const configured = runtime.tenancy.tenants.get(tenant)
   if (configured === undefined) return 'tenant'
   return route === undefined || configured.migration.has(route) ? undefined : 'route'
+}
+
+/** A URL as a log line may show it: `?…` for its query. */
+function withoutQuery(url: string): string {
+  const query = url.indexOf('?')
+  return query === -1 ? url : `${url.slice(0, query)}?…`
 }

@@ -53,7 +53,8 @@ describe('exporting spans to a collector that misbehaves', () => {
 
   it('a collector that refuses (400): requests are served, the batch’s spans are counted as export_failed, and one warning says so', async () => {
     const receiver = await startOtlpReceiver({ kind: 'refuse', status: 400 })
-    const gw = await tracedGateway(receiver.endpoint)
+    // A vendor's key in the endpoint's query reaches no log line (SPEC 17: collector credentials are never logged).
+    const gw = await tracedGateway(`${receiver.endpoint}?api-key=otlp-key-in-a-query-1`)
     expect(await serveAll(gw, 3)).toEqual([200, 200, 200])
     await until(async () => (await droppedSpans(gw, 'export_failed')) > 0)
     expect(await droppedSpans(gw, 'queue_full')).toBe(0)
@@ -62,6 +63,8 @@ describe('exporting spans to a collector that misbehaves', () => {
     const warnings = gw.logs.lines().filter((line) => typeof line.msg === 'string' && line.msg.startsWith('trace export failed'))
     expect(warnings).toHaveLength(1)
     expect(warnings[0]?.level).toBe(40)
+    expect(gw.logs.lines()).toContainEqual(expect.objectContaining({ msg: 'tracing: exporting spans over OTLP', endpoint: `${receiver.endpoint}?…` }))
+    expect(gw.logs.text()).not.toContain('otlp-key-in-a-query-1')
   })
 
   it('a collector that is down (connection refused): requests are served, and closing the gateway ends within the grace period', async () => {
