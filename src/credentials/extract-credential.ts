@@ -72,6 +72,22 @@ export function firstPresentedToken(
   return undefined
 }
 
+/** SPEC 5's four credential headers, whatever `credentials.sources` reads. */
+export const EVERY_CREDENTIAL_SOURCE: readonly CredentialSource[] = ['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key']
+
+/**
+ * Every token presented in any of SPEC 5's headers (configured as a source or not) and the query
+ * parameter, schemes stripped: what a request could have handed a legacy upstream (SPEC 14 passes
+ * credentials on as sent), so what an answer echoing one must not have kept (SPEC 15).
+ */
+export function everyPresentedToken(headers: Record<string, string[] | undefined>, query: URLSearchParams | null, config: CredentialsConfig): Set<string> {
+  const tokens = new Set<string>()
+  for (const presentation of collectPresentations(headers, query, { ...config, sources: [...EVERY_CREDENTIAL_SOURCE] })) {
+    if (presentation.value !== '' && presentation.malformed !== NO_TOKEN) tokens.add(presentation.value)
+  }
+  return tokens
+}
+
 function collectPresentations(
   headers: Record<string, string[] | undefined>,
   query: URLSearchParams | null,

@@ -1,6 +1,6 @@
 export { classifyCredential } from './classify-credential.js'
 export type { CredentialKind } from './classify-credential.js'
-export { extractCredential, firstPresentedToken, MAX_CREDENTIAL_BYTES } from './extract-credential.js'
+export { EVERY_CREDENTIAL_SOURCE, everyPresentedToken, extractCredential, firstPresentedToken, MAX_CREDENTIAL_BYTES } from './extract-credential.js'
 export { ANONYMOUS, clientIdOfFingerprint, credentialClientId, headerClientId, resolveClientId, type ClientKeySource } from './client-id.js'
 export type { CredentialOrigin, PresentedCredential } from './extract-credential.js'
 export { looksLikeServiceKey, maskCredentials } from './credentials-in-text.js'

@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { buildErrorBody } from '../errors/error-body.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { ShadowOutcome, ShadowRecord, ShadowResults } from '../fleet/shadow-results.js'
-import { firstPresentedToken, looksLikeServiceKey } from '../credentials/index.js'
+import { EVERY_CREDENTIAL_SOURCE, everyPresentedToken, looksLikeServiceKey } from '../credentials/index.js'
 import type { Exchange } from '../kernel/exchange.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import type { LegacyCalls, V4Call } from '../legacy/legacy-calls.js'
@@ -484,22 +484,23 @@ function headerText(value: IncomingHttpHeaders[string] | string[] | string | und
 
 /**
  * SPEC 15 "no credential is kept": a member name that reads as a service key
- * (credentials/credentials-in-text.ts) or is the token this request presented, used by an answer
- * as a map key, is hashed in a recorded pointer even when it is plain. The request's token is
- * read only when a pointer is recorded: a comparison that matches never reads it.
+ * (credentials/credentials-in-text.ts) or is a token this request presented, used by an answer
+ * as a map key, is hashed in a recorded pointer even when it is plain. Every token counts, in
+ * any of SPEC 5's headers or the query: the legacy upstream got them all as sent (SPEC 14), and
+ * two that conflict still reach a comparison (the candidate's 400). They are read only when a
+ * pointer is recorded: a comparison that matches never reads them.
  */
 function credentialTest(runtime: GatewayRuntime, head: RequestHead): CredentialTest {
-  const { serviceKeyPrefix, sources, queryParam } = runtime.config.credentials
-  let token: string | null | undefined
-  const presented = (): string | null => {
+  const { serviceKeyPrefix, queryParam } = runtime.config.credentials
+  let tokens: Set<string> | undefined
+  const presented = (): Set<string> => {
     const queryAt = head.url.indexOf('?')
     const query = queryParam !== null && queryAt !== -1 ? new URLSearchParams(head.url.slice(queryAt + 1)) : null
-    return firstPresentedToken(credentialHeaders(head.rawHeaders, sources), query, runtime.config.credentials)?.value ?? null
+    return everyPresentedToken(credentialHeaders(head.rawHeaders, EVERY_CREDENTIAL_SOURCE), query, runtime.config.credentials)
   }
   return (name) => {
     if (looksLikeServiceKey(name, serviceKeyPrefix)) return true
-    // Read once, even when none was presented (null).
-    if (token === undefined) token = presented()
-    return name === token
+    tokens ??= presented()
+    return tokens.has(name)
   }
 }

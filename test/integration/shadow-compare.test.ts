@@ -118,6 +118,20 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     for (const secret of ['key_live_4f1c9a', TOKEN]) expect(everything).not.toContain(secret)
   })
 
+  it('hashes a member name that is a token the request sent in a header credentials.sources does not read (the legacy upstream got it as sent)', async () => {
+    const second = 'second-token-not-a-source-0123'
+    const usage = (left: number) => ({ ...LEGACY_ANSWER, usage: { [second]: { left } } })
+    const v4 = await startRecordingUpstream((_request, response) => json(response, 200, { ...usage(2), meta: { requestId: 'v4-id' } }))
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, usage(3)))
+    const gw = await startGateway(shadowConfig(v4, legacy, {}, { credentials: { sources: ['authorization'] } }))
+    await execute(gw, { 'x-session-token': second, 'x-request-id': 'shadow-second-token-1' })
+    await until(async () => (await shadowOf(gw)).mismatches === 1)
+    expect(legacy.requests[0]?.headers['x-session-token']).toBe(second)
+    expect((await shadowOf(gw)).topPointers).toEqual([{ pointer: expect.stringMatching(/^\/usage\/~h[0-9a-f]{8}\/left$/), count: 1 }])
+    const everything = `${(await send(gw.adminUrl, '/admin/shadow')).text}${(await send(gw.adminUrl, '/metrics')).text}${gw.logs.text()}`
+    expect(everything).not.toContain(second)
+  })
+
   it("compares the gateway's own refusal as translate would give it: a key_* credential is a 401 candidate with no V4 call", async () => {
     const v4 = await startRecordingUpstream()
     const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
