@@ -25,6 +25,9 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 const LEFT_OUT_OF_ANSWER: ReadonlySet<string> = new Set(['content-length'])
 // A body that parsed as JSON was not encoded, and the body sent is the gateway's own bytes.
 const LEFT_OUT_OF_JSON_ANSWER: ReadonlySet<string> = new Set(['content-length', 'content-encoding'])
+// A body the gateway wrote again is other bytes: a strong validator (RFC 9110 8.8.3) or a digest
+// (RFC 9530, RFC 3230, RFC 1864) of the upstream's bytes would be false of them.
+const LEFT_OUT_OF_REWRITTEN_ANSWER: ReadonlySet<string> = new Set([...LEFT_OUT_OF_JSON_ANSWER, 'etag', 'content-digest', 'repr-digest', 'digest', 'content-md5'])
 
 /** An answer the gateway does not read into: status, headers and body as they came. */
 function asItCame(statusCode: number, upstreamHeaders: IncomingHttpHeaders, body: Buffer): ShapedResponse {
@@ -55,7 +58,6 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
     return asItCame(statusCode, upstreamHeaders, body)
   }
   if (!isPlainObject(document)) return asItCame(statusCode, upstreamHeaders, body)
-  const headers = stripHopByHop(upstreamHeaders, LEFT_OUT_OF_JSON_ANSWER) as Record<string, string | string[]>
   let changed = fillMeta(document, options)
   let payload: string
   try {
@@ -67,7 +69,7 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
       if (value !== undefined) changed = setAtPointer(document, to, structuredClone(value)) || changed
     }
     // An answer that already had everything goes out as it came, without a second serialisation.
-    if (!changed) return { statusCode, headers, payload: body }
+    if (!changed) return { statusCode, headers: stripHopByHop(upstreamHeaders, LEFT_OUT_OF_JSON_ANSWER) as Record<string, string | string[]>, payload: body }
     // Serialised again, a number JSON cannot hold (a 20-digit id, 1e400) would change: the body
     // then goes out as it came, its meta unfilled, since SPEC 6 puts "as they came" first.
     if (firstLossyNumber(text) !== undefined) return asItCame(statusCode, upstreamHeaders, body)
@@ -78,7 +80,7 @@ export function shapeLegacyResponse(statusCode: number, upstreamHeaders: Incomin
     if (error instanceof RangeError) return asItCame(statusCode, upstreamHeaders, body)
     throw error
   }
-  return { statusCode, headers, payload }
+  return { statusCode, headers: stripHopByHop(upstreamHeaders, LEFT_OUT_OF_REWRITTEN_ANSWER) as Record<string, string | string[]>, payload }
 }
 
 /** Fills the `meta` fields SPEC 6 asks for where the upstream left them out; true when it changed anything. */

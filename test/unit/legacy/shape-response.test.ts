@@ -33,6 +33,19 @@ describe('shapeLegacyResponse meta', () => {
     }
   })
 
+  it('leaves out a strong validator and the digests of the upstream\'s bytes when it sends other bytes, and keeps them when it sends those bytes', () => {
+    const described = { ...JSON_HEADERS, etag: '"v4-etag"', 'content-digest': 'sha-256=:AAAA:', 'repr-digest': 'sha-256=:BBBB:', digest: 'SHA-256=CCCC', 'content-md5': 'DDDD', 'cache-control': 'no-store' }
+    const filled = shapeLegacyResponse(200, described, Buffer.from('{"output":1}'), options())
+    expect(filled.payload.toString()).not.toBe('{"output":1}')
+    expect(filled.headers).toEqual({ ...JSON_HEADERS, 'cache-control': 'no-store' })
+    const complete = '{"output":1,"meta":{"requestId":"r","timingMs":{"total":1}}}'
+    for (const responseFields of [[], [{ from: '/nothing', to: '/x' }]]) {
+      const asSent = shapeLegacyResponse(200, described, Buffer.from(complete), options({ responseFields }))
+      expect(asSent.payload.toString()).toBe(complete)
+      expect(asSent.headers).toEqual(described)
+    }
+  })
+
   it('still fills meta in an answer whose long numerals JSON holds unchanged', () => {
     expect(shapeLegacyResponse(200, JSON_HEADERS, Buffer.from('{"output":1.50000000000000000}'), options()).payload.toString()).toBe('{"output":1.5,"meta":{"requestId":"gw-req-1","timingMs":{"total":12.5}}}')
   })
