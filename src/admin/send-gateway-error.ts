@@ -26,6 +26,6 @@ export function sendGatewayError(error: unknown, request: FastifyRequest, reply:
   return reply
     .code(gatewayError.statusCode)
     .header('x-request-id', request.id)
-    .header('content-type', 'application/json; charset=utf-8')
+    .header('content-type', 'application/json')
     .send(body)
 }

@@ -139,7 +139,7 @@ function endWithError(socket: Duplex, gatewayError: GatewayError, requestId: str
   closeGently(
     socket,
     `HTTP/1.1 ${gatewayError.statusCode} ${STATUS_CODES[gatewayError.statusCode] ?? ''}\r\n` +
-      'content-type: application/json; charset=utf-8\r\n' +
+      'content-type: application/json\r\n' +
       `content-length: ${bytes}\r\n` +
       `x-request-id: ${requestId}\r\n` +
       'connection: close\r\n\r\n' +

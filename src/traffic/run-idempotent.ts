@@ -77,7 +77,7 @@ interface KeyedRun {
 }
 
 /** SPEC 6's content type of the gateway's own answers, kept with a stored UPSTREAM_TIMEOUT. */
-const ERROR_CONTENT_TYPE = 'application/json; charset=utf-8'
+const ERROR_CONTENT_TYPE = 'application/json'
 
 /**
  * SPEC 16 for one keyed request: the first claims the key, runs its calls and keeps the answer;

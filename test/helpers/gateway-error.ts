@@ -14,7 +14,8 @@ export interface ErrorDetail {
  */
 export function expectGatewayError(answer: Answer, status: number, code: string, extra: readonly string[] = []): ErrorDetail[] {
   expect({ status: answer.status, code: answer.json?.error?.code }).toEqual({ status, code })
-  expect(answer.headers['content-type']).toMatch(/^application\/json\s*(;|$)/)
+  // SPEC 6: content-type `application/json`, as written (RFC 8259 defines no charset for it).
+  expect(answer.headers['content-type']).toBe('application/json')
   const requestId = answer.headers['x-request-id']
   expect(typeof requestId).toBe('string')
   expect(Object.keys(answer.json).sort()).toEqual(['error', 'meta'])
