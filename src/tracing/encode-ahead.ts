@@ -32,14 +32,23 @@ export function encodingAhead(encoder: SpanEncoder): {
       return body
     },
     exporter(inner) {
+      // Batches still being written: a shutdown hands them to `inner` before stopping it, as the
+      // SDK's processor, whose last flush does not wait for a batch its timer sent, would not.
+      let writing = 0
+      const written: (() => void)[] = []
+      const settled = (): void => {
+        if (--writing === 0) for (const resolve of written.splice(0)) resolve()
+      }
       return {
         export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
           const steps = encoder.steps(spans, SPANS_PER_STEP)
+          writing++
           const step = (): void => {
             let next: IteratorResult<undefined, Uint8Array>
             try {
               next = steps.next()
             } catch (error) {
+              settled()
               done({ code: ExportResultCode.FAILED, error: error instanceof Error ? error : new Error(String(error)) })
               return
             }
@@ -48,12 +57,16 @@ export function encodingAhead(encoder: SpanEncoder): {
               return
             }
             ahead.set(spans, next.value)
+            settled()
             inner.export(spans, done)
           }
           step()
         },
         forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
-        shutdown: () => inner.shutdown()
+        async shutdown() {
+          if (writing > 0) await new Promise<void>((resolve) => written.push(resolve))
+          return inner.shutdown()
+        }
       }
     }
   }

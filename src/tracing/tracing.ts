@@ -114,7 +114,13 @@ export function createTracing(deps: TracingDeps): Tracing {
       // `sampleRatio` reloads (SPEC 17): its bound is read per request.
       return startServerSpan(make, start, settings.trustIncoming, ratioBound(settings.sampleRatio), queryCredential)
     },
-    shutdown: () => queue.shutdown(),
+    // The SDK's processor stops the exporter only when every batch of its last flush went out: one
+    // the collector refused would leave the thread unstopped, and the batches still being sent
+    // unwaited for. The exporter's shutdown waits for them, whatever the flush came to.
+    shutdown: () => queue.shutdown().then(
+      () => exporter.shutdown(),
+      () => exporter.shutdown()
+    ),
     abandon: () => thread.abandon()
   }
 }

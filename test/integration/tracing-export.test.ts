@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process'
+import { createServer } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
 import { freePort } from '../helpers/free-port.js'
+import { listenOnLoopback } from '../helpers/http-server.js'
 import { send } from '../helpers/http.js'
 import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp-receiver.js'
 import { useRecordingUpstream } from '../helpers/recording-upstream.js'
@@ -88,6 +90,54 @@ describe('exporting spans to a collector that misbehaves', () => {
     expect(receiver.spans).toHaveLength(1024)
     expect(receiver.spans.filter((span) => span.kind === 'SERVER')).toHaveLength(512)
     await gw.close()
+  })
+})
+
+describe('closing with more than one batch queued, one of them refused', () => {
+  const upstream = useRecordingUpstream()
+
+  // The SDK's processor stopped the exporter only when every batch of its last flush went out: a
+  // refused one ended the flush at once, and the others still being sent were lost at the exit.
+  it('waits within the grace period for the batches still being sent after one was refused', async () => {
+    const accepted: number[] = []
+    let first: (() => void) | undefined
+    const collector = createServer((request, response) => {
+      const chunks: Buffer[] = []
+      request.on('data', (chunk: Buffer) => chunks.push(chunk))
+      request.on('end', () => {
+        const spans = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: { scopeSpans: { spans: unknown[] }[] }[] }).resourceSpans
+          .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans)).length
+        const accept = (): void => {
+          accepted.push(spans)
+          response.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+        }
+        // The first full batch is held until closing has made the last batches, so they are two.
+        if (first === undefined && accepted.length === 0) return void (first = accept)
+        if (spans === 1024) {
+          first?.()
+          return void response.writeHead(400, { 'content-type': 'text/plain' }).end('refused')
+        }
+        setTimeout(accept, 300)
+      })
+    })
+    const endpoint = `${await listenOnLoopback(collector)}/v1/traces`
+    try {
+      const gw = await startGateway(testConfig(upstream.url, {
+        shutdown: { graceMs: 8_000 },
+        tracing: { enabled: true, endpoint, protocol: 'http/json', sampleRatio: 1, batchDelayMs: 600_000, maxQueueSpans: 4096 }
+      }))
+      // 1,100 requests, 2,200 spans: one full batch sent (and held), then 1,176 queued, two batches at close.
+      for (let round = 0; round < 55; round++) {
+        const statuses = await Promise.all(Array.from({ length: 20 }, () => send(gw.url, '/v4/anything', { headers: ALICE }).then((answer) => answer.status)))
+        expect(new Set(statuses)).toEqual(new Set([200]))
+      }
+      expect(first).toBeDefined()
+      await gw.close()
+      expect(accepted).toEqual([1024, 152])
+    } finally {
+      collector.closeAllConnections()
+      await new Promise((resolve) => collector.close(resolve))
+    }
   })
 })
 

@@ -58,6 +58,31 @@ describe('a batch encoded ahead of its export (tracing/encode-ahead.ts)', () => 
     expect(Buffer.from(inner.bodies[0] as Uint8Array).equals(Buffer.from(createSpanEncoder().encode(spans)))).toBe(true)
   })
 
+  it('hands a batch still being written to the inner exporter before stopping it, when shut down meanwhile', async () => {
+    const encoding = encodingAhead(createSpanEncoder())
+    const calls: string[] = []
+    const inner: SpanExporter = {
+      export(spans, done) {
+        calls.push(`export ${spans.length}`)
+        done({ code: ExportResultCode.SUCCESS })
+      },
+      shutdown: () => {
+        calls.push('shutdown')
+        return Promise.resolve()
+      }
+    }
+    const exporter = encoding.exporter(inner)
+    const result = exported(exporter, endedSpans(SPANS_PER_STEP * 2 + 1))
+    await exporter.shutdown()
+    expect(calls).toEqual([`export ${SPANS_PER_STEP * 2 + 1}`, 'shutdown'])
+    expect((await result).code).toBe(ExportResultCode.SUCCESS)
+    // With nothing being written, a shutdown stops the inner exporter at once.
+    const idle = encoding.exporter(inner)
+    calls.length = 0
+    await idle.shutdown()
+    expect(calls).toEqual(['shutdown'])
+  })
+
   it('serialises a batch that was not written ahead at once', () => {
     const encoding = encodingAhead(createSpanEncoder())
     const spans = endedSpans(3)
