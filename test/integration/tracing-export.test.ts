@@ -32,6 +32,13 @@ async function serveAll(gw: StartedGateway, count: number): Promise<number[]> {
   return statuses
 }
 
+/** Closes `gw` and checks it took less than half the export's timeout (tracing.ts: 10 s), whatever the collector does. */
+async function expectClosedBeforeExportTimeout(gw: StartedGateway): Promise<void> {
+  const started = performance.now()
+  await gw.close()
+  expect(performance.now() - started).toBeLessThan(5_000)
+}
+
 describe('exporting spans to a collector that misbehaves', () => {
   const upstream = useRecordingUpstream()
 
@@ -49,8 +56,9 @@ describe('exporting spans to a collector that misbehaves', () => {
     expect(await serveAll(gw, 6)).toEqual([200, 200, 200, 200, 200, 200])
     expect(receiver.held).toBe(1)
     expect(await droppedSpans(gw, 'queue_full')).toBeGreaterThan(0)
-    // Closing ends within the grace period, the collector still silent.
-    await gw.close()
+    // Closing ends within the grace period (300 ms), the collector still silent: well before the
+    // export's own 10-s timeout, the bound a wrong close would wait for.
+    await expectClosedBeforeExportTimeout(gw)
   })
 
   it('a collector that refuses (400): requests are served, the batch’s spans are counted as export_failed, and one warning says so', async () => {
@@ -74,7 +82,7 @@ describe('exporting spans to a collector that misbehaves', () => {
     expect(await serveAll(gw, 5)).toEqual([200, 200, 200, 200, 200])
     const native = await send(gw.url, '/v4/anything', { headers: ALICE })
     expect(native.status).toBe(200)
-    await gw.close()
+    await expectClosedBeforeExportTimeout(gw)
   })
 
   it('sends a full batch of 1,024 spans as one export, and none before it is full', async () => {
