@@ -761,6 +761,11 @@ describe('bad-input corpus over raw sockets', () => {
       .filter((line) => typeof line.level === 'number' && line.level >= 50)
       .map((line) => `${String(line.msg)}: ${String((line.err as { message?: unknown } | undefined)?.message)}`)
     expect(errors).toEqual([])
+    // An upstream failure is logged at debug, and a request whose client left at info: the access
+    // lines say what each request came to, and none of the corpus may be a 5xx.
+    const requests = gw.logs.lines().filter((line) => line.msg === 'request')
+    expect(requests.length).toBeGreaterThan(100)
+    expect(requests.filter((line) => typeof line.status === 'number' && line.status >= 500).map((line) => `${String(line.requestId)} ${String(line.status)} ${String(line.error)}`)).toEqual([])
   })
 
   it('writes no planted secret into the log', () => {
