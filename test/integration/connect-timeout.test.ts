@@ -141,6 +141,10 @@ describe('an upstream whose connect never completes', () => {
     expect((await send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 1 } })).status).toBe(200)
     // The comparison starts as the answer closes, and then connects for as long as the connect timeout lets it.
     await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(await shadowOf(gateway, 'POST /v1/headless/runs')).toMatchObject({ comparisons: 0, candidateErrors: 0, abandoned: 0 })
     await within(gateway.close(), ANSWER_WITHIN_MS, 'close waited for a comparison still connecting')
+    // It was there, and was cut at shutdown: `abandoned` (SPEC 15), not a candidate error.
+    const after = await gateway.gateway.shadow.answer(new Map([['acme', ['POST /v1/headless/runs']]]), Date.now())
+    expect(after.tenants.acme?.['POST /v1/headless/runs']).toMatchObject({ comparisons: 1, candidateErrors: 0, abandoned: 1 })
   })
 })
