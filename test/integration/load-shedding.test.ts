@@ -70,12 +70,16 @@ describe('load shedding', () => {
     for (let round = 0; round < 5; round++) {
       expect((await send(gw.url, '/v4/anything', { headers: ALICE })).status).toBe(200)
     }
+    const inFlight = async (): Promise<number> => Number(/^v4gw_requests_in_flight (\d+)$/m.exec((await send(gw.adminUrl, '/metrics')).text)?.[1] ?? -1)
+    const before = slow.requests.length
     const aborted = new AbortController()
     const pending = fetch(new URL('/v4/slow', gw.url), { signal: aborted.signal }).catch(() => undefined)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // In flight for certain (its call at the upstream) before it is aborted, and counted.
+    await until(() => slow.requests.length > before)
+    expect(await inFlight()).toBe(1)
     aborted.abort()
     await pending
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await until(async () => (await inFlight()) === 0)
     const both = await Promise.all([send(gw.url, '/v4/a', { headers: ALICE }), send(gw.url, '/v4/b', { headers: ALICE })])
     expect(both.map((answer) => answer.status)).toEqual([200, 200])
   })

@@ -125,7 +125,9 @@ describe('SPEC 17 metrics', () => {
   it('counts one sessions.start that several requests waited for as one upstream failure', async () => {
     const gateway = await startGateway(testConfig(faults.url))
     // The start is reset once every request has joined it (SPEC 4 step 3: started once per key).
-    faults.setHandler((exchange) => setTimeout(() => resetConnection(exchange), 300))
+    const allIn = arrivalBarrier(3)
+    allIn.watch([gateway])
+    faults.setHandler((exchange) => void allIn.arrived.then(() => setTimeout(() => resetConnection(exchange), 50)))
     const startsBefore = faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length
     const answers = await Promise.all(Array.from({ length: 3 }, () => send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'shared-start' } })))
     expect(answers.map((answer) => answer.status)).toEqual([502, 502, 502])
@@ -170,12 +172,14 @@ describe('SPEC 17 metrics', () => {
     const gateway = await startGateway(testConfig(faults.url))
     const startsBefore = faults.exchanges.filter((exchange) => exchange.url === '/v4/sessions.start').length
     let starts = 0
+    // The two requests after the stale answers, both in before their shared start is reset.
+    const bothIn = arrivalBarrier(2)
     faults.setHandler((exchange) => {
       if (exchange.url === '/v4/sessions.start') {
         starts++
         // The first start maps the key; the one after the stale answers is reset once both requests joined it.
         if (starts === 1) answerJson(exchange, 200, { sessionId: 'stale-one' })
-        else setTimeout(() => resetConnection(exchange), 300)
+        else void bothIn.arrived.then(() => setTimeout(() => resetConnection(exchange), 50))
         return
       }
       // SPEC 4 step 5: V4 no longer knows the mapped session.
@@ -183,6 +187,7 @@ describe('SPEC 17 metrics', () => {
     })
     expect((await send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'stale-shared' } })).status).toBe(200)
     starts = 2
+    bothIn.watch([gateway])
     const answers = await Promise.all(Array.from({ length: 2 }, () => send(gateway.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 2, stateId: 'stale-shared' } })))
     expect(answers.map((answer) => answer.status)).toEqual([502, 502])
     // One new start for both requests (SPEC 4 step 3), after the first request's.

@@ -181,14 +181,20 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
   })
 
   it('counts a V4 sessions.start that several comparisons waited for as one upstream failure', async () => {
-    // Cut a second after it came: time for the three comparisons to join it on a loaded machine.
+    // Cut once the three clients have their answers (each comparison starts as its answer ends)
+    // and a moment after, for the last comparison to join it, however loaded the machine.
+    let answered: () => void = () => undefined
+    const allAnswered = new Promise<void>((resolve) => {
+      answered = resolve
+    })
     const v4 = await startRecordingUpstream((_request, _response, raw) => {
-      setTimeout(() => raw.socket.destroy(), 1_000)
+      void allAnswered.then(() => setTimeout(() => raw.socket.destroy(), 50))
     })
     const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
     const gw = await startGateway(shadowConfig(v4, legacy))
     const invoke = () => send(gw.url, '/v1/runs/invoke', { headers: { authorization: `Bearer ${TOKEN}` }, json: { input: 1, stateId: 'shared-shadow-start' } })
     expect((await Promise.all([invoke(), invoke(), invoke()])).map((answer) => answer.status)).toEqual([200, 200, 200])
+    answered()
     await until(async () => (await shadowOf(gw, INVOKE))?.candidateErrors === 3)
     expect(v4.requests.filter((request) => request.url === '/v4/sessions.start')).toHaveLength(1)
     expect((await send(gw.adminUrl, '/metrics')).text).toContain('v4gw_upstream_failures_total{tenant="acme",upstream="shadow",cause="reset"} 1')

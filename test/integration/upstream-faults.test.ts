@@ -1,10 +1,11 @@
 import { connect, type Socket } from 'node:net'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { ERROR_STATUS, type ErrorCode } from '../../src/errors/registry.js'
+import { arrivalBarrier } from '../helpers/arrival-barrier.js'
 import { answerJson, refusingOrigin, resetConnection, useFaultUpstream, type FaultExchange, type FaultUpstream } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawResult } from '../helpers/raw-http.js'
-import { testConfig, useGateway } from '../helpers/start-gateway.js'
+import { testConfig, useGateway, type StartedGateway } from '../helpers/start-gateway.js'
 import { until, within } from '../helpers/until.js'
 
 /*
@@ -93,6 +94,7 @@ function expectAbortedStream(result: RawResult): void {
 
 interface FaultContext {
   upstream: () => FaultUpstream
+  gateway: () => StartedGateway
   url: () => string
   /** The gateway's log lines so far (it logs at info). */
   logs: () => Record<string, unknown>[]
@@ -119,7 +121,7 @@ function useFaultGateway(upstreamTimeoutMs: number): FaultContext {
     upstream.setHandler(answerLikeV4)
     upstream.exchanges.length = 0
   })
-  return { upstream: () => upstream, url: () => gateway.url, logs: () => gateway.logs.lines() }
+  return { upstream: () => upstream, gateway: () => gateway, url: () => gateway.url, logs: () => gateway.logs.lines() }
 }
 
 /** The access line of a native call whose streamed answer `fault` breaks off midway. */
@@ -304,8 +306,17 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
 describe('sessions.start faults', () => {
   // Long enough for a deliberately slow sessions.start; the slowness is the fault under test.
   const context = useFaultGateway(3_000)
-  const SLOW_START_MS = 300
   const CALLERS = 50
+
+  /**
+   * Answers a sessions.start once every caller's body is in the gateway (then a moment for the
+   * last to join it), so that all of them overlap the one start, however slow the machine.
+   */
+  function whenAllIn(): (answer: () => void) => void {
+    const allIn = arrivalBarrier(CALLERS)
+    allIn.watch([context.gateway()])
+    return (answer) => void allIn.arrived.then(() => setTimeout(answer, 50))
+  }
 
   function startRequests(): FaultExchange[] {
     return context.upstream().exchanges.filter((exchange) => exchange.url === '/v4/sessions.start')
@@ -369,9 +380,10 @@ describe('sessions.start faults', () => {
   })
 
   it('starts one session for 50 concurrent callers waiting on a slow sessions.start and gives all of them its id', async () => {
+    const held = whenAllIn()
     context.upstream().setHandler((exchange) => {
       if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
-      setTimeout(() => answerJson(exchange, 201, { sessionId: 'sess-slow', defaults: {}, meta: {} }), SLOW_START_MS)
+      held(() => answerJson(exchange, 201, { sessionId: 'sess-slow', defaults: {}, meta: {} }))
     })
     const answers = await Promise.all(Array.from({ length: CALLERS }, () => sessionCall(context.url(), 'slow-start')))
     expect(startRequests()).toHaveLength(1)
@@ -383,9 +395,10 @@ describe('sessions.start faults', () => {
   })
 
   it('gives all 50 concurrent callers the 500 of one slow sessions.start, unchanged', async () => {
+    const held = whenAllIn()
     context.upstream().setHandler((exchange) => {
       if (exchange.url !== '/v4/sessions.start') return answerLikeV4(exchange)
-      setTimeout(() => answerJson(exchange, 500, { error: { code: 'INTERNAL', message: 'slow and broken' } }), SLOW_START_MS)
+      held(() => answerJson(exchange, 500, { error: { code: 'INTERNAL', message: 'slow and broken' } }))
     })
     const answers = await Promise.all(Array.from({ length: CALLERS }, () => sessionCall(context.url(), 'slow-failing-start')))
     expect(startRequests()).toHaveLength(1)
