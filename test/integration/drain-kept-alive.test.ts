@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { until } from '../helpers/until.js'
 import { useFaultUpstream, type FaultExchange } from '../helpers/fault-upstream.js'
 import { buildRawRequest } from '../helpers/raw-http.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
@@ -221,7 +222,7 @@ describe('closing the gateway while a kept-alive response is still streaming', (
   async function openStreaming(): Promise<Awaited<ReturnType<typeof openRaw>>> {
     const connection = await openRaw()
     connection.socket.write(buildRawRequest('GET /v4/stream HTTP/1.1', [['host', connection.host]]))
-    while (!connection.received().includes('first;')) await new Promise((resolve) => setTimeout(resolve, 10))
+    await until(() => connection.received().includes('first;'), 5_000, 10)
     expect(connection.received()).not.toMatch(/\r\nconnection: close\r\n/i)
     return connection
   }
@@ -248,7 +249,7 @@ describe('closing the gateway while a kept-alive response is still streaming', (
     // signal are closed; the client's next request comes right after.
     await new Promise((resolve) => setTimeout(resolve, IDLE_CLOSE_MS - 20))
     ;(exchange as FaultExchange).response.end('rest')
-    while (!connection.received().includes('rest')) await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(() => connection.received().includes('rest'), 5_000, 5)
     await new Promise((resolve) => setTimeout(resolve, 60))
     connection.socket.write(request(new URL(gw.url).host, 'after-stream'))
     await connection.closedAt
@@ -273,7 +274,7 @@ describe('closing the gateway while a kept-alive response is still streaming', (
     // The client reads nothing yet: the gateway's answer waits in its socket buffers.
     socket.pause()
     socket.write(request(host, 'large'))
-    while (exchange === undefined) await new Promise((resolve) => setTimeout(resolve, 10))
+    await until(() => exchange !== undefined, 5_000, 10)
     await new Promise((resolve) => setTimeout(resolve, 200))
     const closed = gw.gateway.close()
     await new Promise((resolve) => setTimeout(resolve, IDLE_CLOSE_MS + 500))
@@ -295,7 +296,7 @@ describe('closing the gateway while a kept-alive response is still streaming', (
     const { socket, host, received, closedAt } = await openRaw()
     // Two requests in one write: the second waits behind the first (HTTP/1.1 pipelining).
     socket.write(Buffer.concat([buildRawRequest('GET /v4/first HTTP/1.1', [['host', host]]), buildRawRequest('GET /v4/second HTTP/1.1', [['host', host]])]))
-    while (!received().includes('first-begun;') || !held.has('/v4/second')) await new Promise((resolve) => setTimeout(resolve, 10))
+    await until(() => received().includes('first-begun;') && held.has('/v4/second'), 5_000, 10)
 
     const closed = gw.gateway.close()
     await new Promise((resolve) => setTimeout(resolve, 300))

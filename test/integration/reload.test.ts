@@ -38,7 +38,7 @@ describe('hot reload', () => {
     const before = slow.requests.length
     const inFlight = Array.from({ length: 40 }, (_, index) => send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: index } }))
     // Reload only once all 40 are inside the gateway, waiting on the slow upstream.
-    while (slow.requests.length < before + 40) await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(() => slow.requests.length >= before + 40, 5_000, 5)
     await writeConfig(testConfig(simA.url))
     const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
     expect(reload.json).toMatchObject({ status: 'reloaded', tenants: ['acme'] })
@@ -234,8 +234,10 @@ describe('hot reload', () => {
       socket.on('end', () => resolve(text))
     })
     // The tenant, and so its upstream, is resolved from the head; the body comes after the reload.
+    const headRead = new Promise((resolve) => gateway.gateway.trafficServer.once('request', resolve))
     socket.write(`POST /v1/runs/invoke HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer demo-token-alice\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // The head is read (the gateway's own 'request' listener, which plans it, came first).
+    await headRead
     await writeConfig(testConfig(simB.url))
     expect((await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })).json.status).toBe('reloaded')
     socket.write(body.slice(5))
