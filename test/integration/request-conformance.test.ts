@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { connect } from 'node:net'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { buildRawRequest, rawExchange, type RawHeader, type RawResult } from '../helpers/raw-http.js'
 import { useRecordingUpstream } from '../helpers/recording-upstream.js'
@@ -34,8 +34,20 @@ async function exchange(bytes: Buffer, timeoutMs = 2_000): Promise<{ result: Raw
     return { result, forwarded }
   } finally {
     upstream.server.off('request', onRequest)
+    headsInExchanges += forwarded.length
   }
 }
+
+/**
+ * Every head that reached the upstream, and those an exchange saw: a forward that came after its
+ * exchange's window would be missing from its `forwarded`, which a test may expect empty. The
+ * last test of the file holds the two equal.
+ */
+let headsAtUpstream = 0
+let headsInExchanges = 0
+beforeAll(() => {
+  upstream.server.on('request', () => headsAtUpstream++)
+})
 
 /** Requests the traffic listener has counted (v4gw_requests_total, every label set). */
 async function requestsCounted(): Promise<number> {
@@ -239,3 +251,8 @@ describe('framing errors: exactly one answer, then the connection closes (RFC 91
   })
 })
 
+it('forwarded nothing after an exchange had ended: every head at the upstream came within its exchange', async () => {
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  expect(headsAtUpstream).toBeGreaterThan(10)
+  expect(headsAtUpstream).toBe(headsInExchanges)
+})
