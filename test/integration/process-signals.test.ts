@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises'
 import { connect, createServer as createNetServer, type AddressInfo } from 'node:net'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { request as undiciRequest } from 'undici'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
 import { until } from '../helpers/until.js'
@@ -29,7 +29,27 @@ function processConfig(upstreamUrl: string, extra: Record<string, unknown> = {})
 describe('the gateway process and its signals', () => {
   const dir = useTempDir('v4gw-signals-')
   const sim = useSimulator()
-  const slow = useRecordingUpstream(answerAfter(700, { output: 'finished', meta: { requestId: 'r', timingMs: { total: 1 } } }))
+  const finished = answerAfter(0, { output: 'finished', meta: { requestId: 'r', timingMs: { total: 1 } } })
+  // Answers after 700 ms, or when a test that holds it releases it: then however slow the machine,
+  // the request is still in flight while the test looks at the drain.
+  let held: Promise<void> | undefined
+  const slow = useRecordingUpstream((request, response, raw) => {
+    void (held ?? new Promise((resolve) => setTimeout(resolve, 700))).then(() => finished(request, response, raw))
+  })
+  let releaseHeld: () => void = () => undefined
+  /** Holds the slow upstream's answers until the returned function is called (or the test ends). */
+  function holdSlow(): () => void {
+    let release: () => void = () => undefined
+    held = new Promise((resolve) => {
+      release = resolve
+    })
+    releaseHeld = () => {
+      held = undefined
+      release()
+    }
+    return releaseHeld
+  }
+  afterEach(() => releaseHeld())
   const stalled = useRecordingUpstream(() => undefined)
 
   async function spawnWith(name: string, config: Record<string, unknown>): Promise<SpawnedGateway> {
@@ -67,6 +87,7 @@ describe('the gateway process and its signals', () => {
     const gateway = await spawnWith('drain.yaml', processConfig(slow.url))
     expect((await send(gateway.adminUrl, '/readyz')).status).toBe(200)
     const before = slow.requests.length
+    const release = holdSlow()
     const inFlight = send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'slow' } })
     await until(() => slow.requests.length > before)
 
@@ -74,6 +95,7 @@ describe('the gateway process and its signals', () => {
     // A 503 while the request is still in flight (the admin listener stays up until it ends): a
     // refused connection would say only that the admin listener had closed.
     await until(async () => (await send(gateway.adminUrl, '/readyz').catch(() => ({ status: 0 }))).status === 503)
+    release()
     const answer = await inFlight
     expect(answer.status).toBe(200)
     expect(answer.json.output).toBe('finished')
@@ -83,12 +105,16 @@ describe('the gateway process and its signals', () => {
   it('ignores a second SIGTERM or SIGINT while draining: the request in flight still finishes, and the exit is 0', async () => {
     const gateway = await spawnWith('twice.yaml', processConfig(slow.url))
     const before = slow.requests.length
+    const release = holdSlow()
     const inFlight = send(gateway.url, '/v1/headless/runs', { headers: ALICE, json: { input: 'slow' } })
     await until(() => slow.requests.length > before)
     gateway.child.kill('SIGTERM')
     await until(() => gateway.output().includes('draining: readiness is false'))
     gateway.child.kill('SIGTERM')
     gateway.child.kill('SIGINT')
+    // The signals have been taken (or ignored) before the request ends.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    release()
     const answer = await inFlight
     expect(answer.status).toBe(200)
     expect(answer.json.output).toBe('finished')
