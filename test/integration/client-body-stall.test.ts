@@ -28,7 +28,7 @@ describe('a request body that stops arriving (SPEC 10)', () => {
     const gw = await startGateway(testConfig(sim.url, { limits: LIMITS }))
     const stalled = [rawExchange(gw.url, stalledRequest(path, '{"input":'), { timeoutMs: 6_000 }), rawExchange(gw.url, stalledRequest(path, '{"in'), { timeoutMs: 6_000 })]
     // Both slots are held: a third request is shed.
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await until(async () => /^v4gw_requests_in_flight 2$/m.test((await send(gw.adminUrl, '/metrics')).text))
     expect((await send(gw.url, '/v4/execute', { headers: { authorization: ALICE }, json: { input: 1 } })).status).toBe(503)
 
     for (const result of await Promise.all(stalled)) {
@@ -58,7 +58,7 @@ describe('a request body that stops arriving (SPEC 10)', () => {
       socket.write(body.slice(offset, offset + 8))
       await new Promise((resolve) => setTimeout(resolve, 400))
     }
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await until(() => Buffer.concat(received).toString('latin1').includes('\r\n\r\n'))
     socket.destroy()
     expect(Buffer.concat(received).toString('latin1')).toMatch(/^HTTP\/1\.1 200 /)
   })
