@@ -204,7 +204,7 @@ describe('errors the gateway makes in front of the simulator', () => {
     expect(sim.simulator.countCalls('POST', '/v4/execute')).toBe(1)
   })
 
-  it('passes a V4 error on native /v4/* traffic through byte for byte', async () => {
+  it('passes a V4 error on native /v4/* traffic through unchanged: its status, code, message and request id (the bytes: native-passthrough.test.ts)', async () => {
     sim.simulator.resetCalls()
     const answer = await send(gw.url, '/v4/execute', { headers: { 'x-service-api-key': 'key_demo_admin', 'x-request-id': 'native-err-1' }, json: { input: 1 } })
     expect(answer.status).toBe(401)
