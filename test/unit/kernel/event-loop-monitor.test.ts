@@ -34,7 +34,8 @@ describe('the event-loop monitor', () => {
   it('reads a stall once started, then recovers by itself', async () => {
     monitor = createEventLoopMonitor(200)
     monitor.start()
-    await sleep(50)
+    // At once: the sample is the interval's mean, and each calm 10-ms sample taken before the stall
+    // would pull the 1.3-s one down towards the 200-ms limit (five of them: 215 ms).
     blockLoop(1_300)
     expect(await everLate(monitor, 2_200)).toBe(true)
     // A calm second after the stall's sample ends it.
