@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { buildErrorBody } from '../errors/error-body.js'
 import { roundMs } from '../util/round-ms.js'
-import { sendGatewayError } from './send-gateway-error.js'
+import { sendErrorEnvelope, sendGatewayError } from './send-gateway-error.js'
 import { GatewayError } from '../errors/registry.js'
 import { maskCredentials } from '../credentials/index.js'
 import type { ShadowResults } from '../fleet/shadow-results.js'
@@ -158,10 +158,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         // The SPEC 6 envelope, with every problem of the file: each is "path: message", not a pointer into this request.
         const rejected = new GatewayError('CONFIG_INVALID', 'the config file is invalid; the running config stays')
         const body = buildErrorBody(rejected, request.id, roundMs(reply.elapsedTime))
-        return reply
-          .code(rejected.statusCode)
-          .header('x-request-id', request.id)
-          .send({ status: 'rejected', error: { ...body.error, problems: result.problems }, meta: body.meta })
+        return sendErrorEnvelope(reply, rejected.statusCode, request.id, { status: 'rejected', error: { ...body.error, problems: result.problems }, meta: body.meta })
       })
       admin.post('/explain', async function explain(request) {
         if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'explain takes an application/json body')

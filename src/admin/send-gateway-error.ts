@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { buildErrorBody } from '../errors/error-body.js'
+import { buildErrorBody, ERROR_CONTENT_TYPE } from '../errors/error-body.js'
 import { GatewayError, isGatewayError, toGatewayError } from '../errors/registry.js'
 import { clientWentAway } from '../kernel/exchange.js'
 import { logGatewayError } from '../observability/log-gateway-error.js'
@@ -22,10 +22,21 @@ function fromFastifyError(error: unknown): GatewayError {
 export function sendGatewayError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const gatewayError = fromFastifyError(error)
   logGatewayError(request.log, gatewayError, clientWentAway(request.raw))
-  const body = JSON.stringify(buildErrorBody(gatewayError, request.id, roundMs(reply.elapsedTime)))
-  return reply
-    .code(gatewayError.statusCode)
-    .header('x-request-id', request.id)
-    .header('content-type', 'application/json')
-    .send(body)
+  return sendErrorEnvelope(reply, gatewayError.statusCode, request.id, buildErrorBody(gatewayError, request.id, roundMs(reply.elapsedTime)))
 }
+
+/**
+ * An error answer of the admin listener, with SPEC 6's `content-type: application/json` as written:
+ * Fastify adds `; charset=utf-8` to any JSON type unless the reply has a serializer of its own,
+ * so the text goes out through one that leaves it as it is.
+ */
+export function sendErrorEnvelope(reply: FastifyReply, statusCode: number, requestId: string, envelope: object): FastifyReply {
+  return reply
+    .code(statusCode)
+    .header('x-request-id', requestId)
+    .header('content-type', ERROR_CONTENT_TYPE)
+    .serializer(asWritten)
+    .send(JSON.stringify(envelope))
+}
+
+const asWritten = (text: unknown): string => text as string

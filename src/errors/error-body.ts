@@ -5,6 +5,9 @@ export interface ErrorBody {
   meta: { requestId: string; timingMs: { total: number } }
 }
 
+/** SPEC 6: "content-type `application/json`", as written: RFC 8259 defines no charset for it. */
+export const ERROR_CONTENT_TYPE = 'application/json'
+
 /** The SPEC 6 error envelope. */
 export function buildErrorBody(error: GatewayError, requestId: string, totalMs: number): ErrorBody {
   const body: ErrorBody = {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
-import { buildErrorBody } from '../errors/error-body.js'
+import { buildErrorBody, ERROR_CONTENT_TYPE } from '../errors/error-body.js'
 import { GatewayError } from '../errors/registry.js'
 import { inAnsweredBody, isClosing, markClosing } from './connection-close.js'
 
@@ -139,7 +139,7 @@ function endWithError(socket: Duplex, gatewayError: GatewayError, requestId: str
   closeGently(
     socket,
     `HTTP/1.1 ${gatewayError.statusCode} ${STATUS_CODES[gatewayError.statusCode] ?? ''}\r\n` +
-      'content-type: application/json\r\n' +
+      `content-type: ${ERROR_CONTENT_TYPE}\r\n` +
       `content-length: ${bytes}\r\n` +
       `x-request-id: ${requestId}\r\n` +
       'connection: close\r\n\r\n' +

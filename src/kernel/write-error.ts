@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { buildErrorBody } from '../errors/error-body.js'
+import { buildErrorBody, ERROR_CONTENT_TYPE } from '../errors/error-body.js'
 import { toGatewayError, type GatewayError } from '../errors/registry.js'
 import type { AccessRecord } from '../observability/access-record.js'
 import { logGatewayError, type RequestLogIds } from '../observability/log-gateway-error.js'
@@ -36,7 +36,7 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   markMadeByGateway(exchange)
   const body = JSON.stringify(buildErrorBody(gatewayError, exchange.id, roundMs(performance.now() - exchange.head.startedAt)))
   const bytes = Buffer.byteLength(body)
-  const envelope = { 'x-request-id': exchange.id, 'content-type': 'application/json', 'content-length': bytes }
+  const envelope = { 'x-request-id': exchange.id, 'content-type': ERROR_CONTENT_TYPE, 'content-length': bytes }
   // The rest of an oversized body is not read: the connection cannot carry another request.
   const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' || exchange.answerHeaders.connection === 'close' ? { connection: 'close' } : undefined
   try {

@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders } from 'node:http'
-import { buildErrorBody } from '../errors/error-body.js'
+import { buildErrorBody, ERROR_CONTENT_TYPE } from '../errors/error-body.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { Exchange } from '../kernel/exchange.js'
 import { markMadeByGateway, noteUpstreamFailure } from '../kernel/write-error.js'
@@ -77,7 +77,6 @@ interface KeyedRun {
 }
 
 /** SPEC 6's content type of the gateway's own answers, kept with a stored UPSTREAM_TIMEOUT. */
-const ERROR_CONTENT_TYPE = 'application/json'
 
 /**
  * SPEC 16 for one keyed request: the first claims the key, runs its calls and keeps the answer;

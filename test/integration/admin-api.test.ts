@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { expectGatewayError } from '../helpers/gateway-error.js'
 import { send } from '../helpers/http.js'
 import { startGateway, testConfig, useGateway } from '../helpers/start-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
@@ -21,8 +22,7 @@ describe('the admin listener', () => {
   it('answers 401 AUTH_INVALID on /admin/* without the admin token', async () => {
     for (const [method, path] of [['GET', '/admin/sessions'], ['DELETE', '/admin/sessions'], ['POST', '/admin/reload'], ['POST', '/admin/explain'], ['GET', '/admin/migration']] as const) {
       const answer = await send(gw.adminUrl, path, { method })
-      expect(answer.status, `${method} ${path}`).toBe(401)
-      expect(answer.json.error.code).toBe('AUTH_INVALID')
+      expectGatewayError(answer, 401, 'AUTH_INVALID')
     }
   })
 

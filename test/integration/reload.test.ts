@@ -57,7 +57,8 @@ describe('hot reload', () => {
     const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
     expect(reload.status).toBe(400)
     expect(reload.json.error.code).toBe('CONFIG_INVALID')
-    // The SPEC 6 envelope, request id and all.
+    // The SPEC 6 envelope, content type, request id and all.
+    expect(reload.headers['content-type']).toBe('application/json')
     const requestId = reload.headers['x-request-id']
     expect(requestId).toEqual(expect.any(String))
     expect(reload.json).toMatchObject({ status: 'rejected', error: { requestId }, meta: { requestId, timingMs: { total: expect.any(Number) } } })
