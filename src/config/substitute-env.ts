@@ -35,6 +35,7 @@ export function substituteEnv(document: unknown, env: Record<string, string | un
 
 /** `${` and a name's first character: where a placeholder was meant to start. */
 const PLACEHOLDER_START = /\$\{(?=[A-Za-z_])/g
+const NESTED = /\$\{[A-Za-z_]/
 
 /**
  * SPEC 8 has `${NAME}` and `${NAME:-default}`, nothing else. A placeholder nested in a default
@@ -46,8 +47,13 @@ function malformedPlaceholders(text: string, path: (string | number)[], problems
   const starts = new Set<number>()
   for (const match of text.matchAll(PLACEHOLDER)) {
     starts.add(match.index)
-    if (match[2]?.includes('${') === true) {
+    const fallback = match[2]
+    if (fallback === undefined) continue
+    if (NESTED.test(fallback)) {
       problems.push({ path, message: `placeholder \${${match[1] ?? ''}:-…} has a placeholder in its default; nested placeholders are not supported (SPEC 8: \${NAME} and \${NAME:-default})` })
+    } else if (fallback.includes('{')) {
+      // `${A:-{dev}}` ends at the first `}`: A's value would be followed by a stray `}`.
+      problems.push({ path, message: `the default of placeholder \${${match[1] ?? ''}:-…} holds a {: a default ends at the first }, so it can hold neither` })
     }
   }
   for (const match of text.matchAll(PLACEHOLDER_START)) {

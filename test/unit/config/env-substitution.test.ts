@@ -159,8 +159,14 @@ describe('numeric values from the environment', () => {
     expect(await problemsOf(`${TENANTS}admin:\n  token: "a\${A}b\${B:-x"\n`, { A: 'one' })).toEqual([
       'admin.token: ${B starts a placeholder that is not closed; write ${B} or ${B:-default}'
     ])
+    expect(await problemsOf(`${TENANTS}admin:\n  token: "\${V4GW_ADMIN_TOKEN:-{dev}}"\n`, env)).toEqual([
+      'admin.token: the default of placeholder ${V4GW_ADMIN_TOKEN:-…} holds a {: a default ends at the first }, so it can hold neither'
+    ])
     const config = await load(`${TENANTS}admin:\n  token: "p$ss\${}$V4GW_ADMIN_TOKEN\${1}"\n`, env)
     expect(config.admin.token).toBe('p$ss${}$V4GW_ADMIN_TOKEN${1}')
+    // A `$` in a default before anything but a name is text too.
+    const priced = await load(`${TENANTS}admin:\n  token: "\${UNSET_TOKEN:-pa$9}"\n`, env)
+    expect(priced.admin.token).toBe('pa$9')
   })
 
   it('reports a port from the environment above 65535 as a listen.port problem', async () => {
