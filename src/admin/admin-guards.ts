@@ -1,18 +1,9 @@
 import { isIPv4, isIPv6 } from 'node:net'
+import { bracketedIPv6 } from '../util/host-syntax.js'
 import { normalizeHost } from '../util/normalize-host.js'
 
 /** The names and addresses of loopback a `Host` may give, as normalizeHost leaves them (SPEC 18). */
 const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]'])
-
-/**
- * An IPv6 address in one spelling, bracketed as in a `Host` (`[::1]`, not `[0:0::1]`), without
- * its zone id: `isIPv6` accepts `fe80::1%eth0` (a link-local peer, a configured host), the URL
- * parser does not, and the zone does not change which address it is.
- */
-function bracketedIPv6(address: string): string {
-  const zone = address.indexOf('%')
-  return new URL(`http://[${zone < 0 ? address : address.slice(0, zone)}]`).hostname
-}
 
 /** `0.0.0.0`, `::` and their other spellings: a listener on one has no address of its own to name. */
 export function isWildcardHost(host: string): boolean {

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { percentSchema } from './percent.js'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { normalizeHost } from '../util/normalize-host.js'
-import { isValidHost } from '../util/host-syntax.js'
+import { canonicalHost, isValidHost } from '../util/host-syntax.js'
 import { anyCase } from './json-schema-patterns.js'
 import { DEFAULT_MIN_NOTICE_MS, deprecationProblems, effectiveDeprecation, type DeprecationConfig, type RouteDeprecationConfig } from './deprecation.js'
 import { absent, present, whenKeyIs } from './json-schema-conditions.js'
@@ -483,7 +483,7 @@ export const credentialSourceSchema = z.enum(['authorization', 'x-session-token'
  * IPv6 address, or a name of RFC 3986 reg-name characters that is one character or does not end
  * in a dot.
  */
-const BARE_HOST_PATTERN = "^(?:\\[[^\\]]*\\]?|[\\w.~!$&'()*+,;=%-]|[\\w.~!$&'()*+,;=%-]*[\\w~!$&'()*+,;=%-])$"
+const BARE_HOST_PATTERN = "^(?:\\[[^\\]]*\\]?|[\\w.~!$&'()*+,;=-]|(?:[\\w.~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*(?:[\\w~!$&'()*+,;=-]|%[0-9A-Fa-f]{2}))$"
 
 const storeKind = z.enum(['memory', 'redis'])
 
@@ -658,11 +658,13 @@ function checkHostKeys(hosts: Record<string, string>, ctx: z.RefinementCtx): voi
     if (!lower.startsWith('[') && lower.indexOf(':') !== lower.lastIndexOf(':')) {
       // A bare IPv6 address: a Host header always brackets it (RFC 3986 3.2.2).
       ctx.addIssue({ code: 'custom', path: [host], message: `an IPv6 address comes in brackets in a Host header: write "[${lower}]"` })
-    } else if (!lower.startsWith('[') && !isValidHost(lower)) {
+    } else if (!isValidHost(lower)) {
       // Keys are not substituted (SPEC 8): `${PUBLIC_HOST}` here would match no request.
       ctx.addIssue({ code: 'custom', path: [host], message: 'expected a host as a Host header names it (RFC 3986: a name, an IPv4 address or a bracketed IPv6 one); keys are not substituted' })
     } else if (normalizeHost(lower) !== lower) {
       ctx.addIssue({ code: 'custom', path: [host], message: `Host is matched without its port or a trailing dot: write "${normalizeHost(lower) ?? ''}"` })
+    } else if (canonicalHost(lower) !== lower) {
+      ctx.addIssue({ code: 'custom', path: [host], message: `an IPv6 address is matched in one spelling, without a zone: write "${canonicalHost(lower)}"` })
     }
     if (seen.has(lower)) ctx.addIssue({ code: 'custom', path: [host], message: 'listed twice: Host is matched without regard to case' })
     seen.add(lower)

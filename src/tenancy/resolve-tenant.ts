@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors/registry.js'
+import { canonicalHost } from '../util/host-syntax.js'
 import { normalizeHost } from '../util/normalize-host.js'
 import type { TenantRuntime } from './tenant-runtime.js'
 
@@ -23,7 +24,8 @@ export function resolveTenant(
   let name: string | null | undefined = tenantHeader === '' ? undefined : tenantHeader
   let source = `header:${tenancy.header}`
   if (name === undefined) {
-    name = tenancy.hosts.get(normalizeHost(host) ?? '')
+    // An IPv6 literal in one spelling, as the keys are (config/schema.ts: checkHostKeys).
+    name = tenancy.hosts.get(canonicalHost(normalizeHost(host) ?? ''))
     source = 'header:host'
   }
   if (name === undefined) {

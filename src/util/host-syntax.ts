@@ -13,6 +13,24 @@ const IP_LITERAL_HOST = /^\[([\w.:~!$&'()*+,;=%-]+)\](?::\d*)?$/
 const IP_FUTURE = /^v[\dA-Fa-f]+\.[\w.:~!$&'()*+,;=-]+$/i
 const ZONE = /^%25(?:[\w.~-]|%[\dA-Fa-f]{2})+$/
 
+/**
+ * An IPv6 address in one spelling, bracketed as in a `Host` (`[::1]`, not `[0:0::1]`), without
+ * its zone id: `isIPv6` accepts `fe80::1%eth0` (a link-local peer, a configured host), the URL
+ * parser does not, and the zone does not change which address it is.
+ */
+export function bracketedIPv6(address: string): string {
+  const zone = address.indexOf('%')
+  return new URL(`http://[${zone < 0 ? address : address.slice(0, zone)}]`).hostname
+}
+
+/** A host as normalizeHost leaves it, an IPv6 literal in one spelling (`[0:0::1]` is `[::1]`); any other unchanged. */
+export function canonicalHost(host: string): string {
+  if (host.charCodeAt(0) !== 0x5b || !host.endsWith(']')) return host
+  const inner = host.slice(1, -1)
+  const zone = inner.indexOf('%')
+  return isIPv6(zone < 0 ? inner : inner.slice(0, zone)) ? bracketedIPv6(inner) : host
+}
+
 /** Whether a Host value is `uri-host [ ":" port ]` (RFC 9110 7.2, RFC 3986 3.2.2-3.2.3). */
 export function isValidHost(host: string): boolean {
   // One test and no allocation for a name; an IP literal (`[`) is rare enough to be taken apart.

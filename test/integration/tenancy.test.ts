@@ -89,6 +89,12 @@ describe('tenancy and upstream selection', () => {
     expect(callsTo(betaUpstream)).toEqual(['GET /v4/policies'])
   })
 
+  it.each(['[0:0:0:0:0:0:0:1]', '[0:0::1]:8080', '[::1%25lo]'])('selects the tenant by an IPv6 Host in another spelling of the key\'s address: %s', async (host) => {
+    const answer = await send(gw.url, '/v4/policies', { headers: { host } })
+    expect(answer.status).toBe(200)
+    expect(callsTo(betaUpstream)).toEqual(['GET /v4/policies'])
+  })
+
   it('lets the tenant header win over the Host map', async () => {
     await send(gw.url, '/v4/policies', { headers: { host: 'beta.example.com', 'x-tenant-id': 'acme' } })
     expect(callsTo(staging)).toEqual(['GET /v4/policies'])

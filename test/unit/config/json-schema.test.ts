@@ -194,6 +194,8 @@ const INVALID: Case[] = [
   { name: 'a bare IPv6 Host key', yaml: withTenant('tenancy: { hosts: { "fd00::1": acme } }'), valid: false },
   { name: 'a Host key holding a placeholder, which keys never substitute', yaml: withTenant('tenancy: { hosts: { "${PUBLIC_HOST}": acme } }'), valid: false },
   { name: 'an allowed admin host with a space', yaml: withTenant('admin: { allowedHosts: ["gw example.com"] }'), valid: false },
+  { name: 'a Host key with a bare %', yaml: withTenant('tenancy: { hosts: { "a%zz.example": acme } }'), valid: false },
+  { name: 'a Host key with a percent-encoded octet', yaml: withTenant('tenancy: { default: acme, hosts: { "a%2dz.example": acme } }'), valid: true },
   { name: 'an unknown default tenant', yaml: withTenant('tenancy: { default: ghost }'), valid: false, beyondSchema: 'tenant names used elsewhere' },
   { name: 'a Host naming an unknown tenant', yaml: withTenant('tenancy: { hosts: { api.example.com: ghost } }'), valid: false, beyondSchema: 'tenant names used elsewhere' },
   { name: 'a rewrite naming a parameter its path lacks', yaml: withRoute('{ method: GET, path: /v1/policies, action: proxy, rewrite: "/v4/policies/:id" }'), valid: false, beyondSchema: 'route parameters' },

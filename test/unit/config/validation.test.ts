@@ -188,6 +188,16 @@ describe('tenancy references', () => {
     ])
   })
 
+  it('refuses a bracketed tenancy.hosts key no Host can be, and an IPv6 address in another spelling than its one', async () => {
+    const problems = await problemsOf({ tenancy: { hosts: { '[fe80::7%eth0]': 'acme', '[abc': 'acme', '[0:0::1]': 'acme', '[fe80::7%25eth0]': 'acme' } }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
+    expect(problems).toEqual([
+      'tenancy.hosts.…: expected a host as a Host header names it (RFC 3986: a name, an IPv4 address or a bracketed IPv6 one); keys are not substituted',
+      'tenancy.hosts.…: expected a host as a Host header names it (RFC 3986: a name, an IPv4 address or a bracketed IPv6 one); keys are not substituted',
+      'tenancy.hosts.[0:0::1]: an IPv6 address is matched in one spelling, without a zone: write "[::1]"',
+      'tenancy.hosts.…: an IPv6 address is matched in one spelling, without a zone: write "[fe80::7]"'
+    ])
+  })
+
   it('refuses an allowed admin host no Host can be', async () => {
     const problems = await problemsOf({ admin: { allowedHosts: ['gw example.com'] }, ...acme({ staging: 'http://127.0.0.1:4010' }) })
     expect(problems).toEqual([expect.stringMatching(/^admin\.allowedHosts\.0: a host as a Host header names it/)])
