@@ -767,15 +767,26 @@ function checkLegacyUpstreams(config: ParsedConfig, ctx: z.RefinementCtx): void 
 }
 
 /** What one section says of another: tenant names, internal origins. */
+/**
+ * An origin as SPEC 3's internalAdmin guard compares it: scheme, host and port, the host without
+ * its trailing dot (`admin.internal.` is the same host to DNS, and to normalizeHost).
+ */
+function comparedOrigin(url: string): string | undefined {
+  const parsed = parseUrl(url)
+  if (parsed === undefined) return undefined
+  if (parsed.hostname.length > 1 && parsed.hostname.endsWith('.')) parsed.hostname = parsed.hostname.slice(0, -1)
+  return parsed.origin
+}
+
 function checkCrossReferences(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
   if (Object.keys(config.tenants).length === 0) {
     ctx.addIssue({ code: 'custom', path: ['tenants'], message: 'at least one tenant is required' })
   }
-  const blockedOrigins = new Set(config.internalAdmin.urls.map((url) => parseUrl(url)?.origin))
+  const blockedOrigins = new Set(config.internalAdmin.urls.map(comparedOrigin))
   for (const [name, tenant] of Object.entries(config.tenants)) {
     for (const which of ['staging', 'production', 'legacy'] as const) {
       const url = tenant.upstream[which]
-      const origin = url == null || url === EMBEDDED_UPSTREAM ? undefined : parseUrl(url)?.origin
+      const origin = url == null || url === EMBEDDED_UPSTREAM ? undefined : comparedOrigin(url)
       if (origin !== undefined && blockedOrigins.has(origin)) {
         ctx.addIssue({
           code: 'custom',

@@ -124,6 +124,11 @@ describe('internalAdmin.urls', () => {
     expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
   })
 
+  it('refuses a blocked origin whose host is written with a trailing dot, on either side', async () => {
+    expect(await problemsOf({ ...blocked, ...acme({ staging: 'http://admin.internal.:8443' }) })).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: .*internalAdmin/)])
+    expect(await problemsOf({ internalAdmin: { urls: ['http://admin.internal.:8443/x'] }, ...acme({ staging: 'http://admin.internal:8443' }) })).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: .*internalAdmin/)])
+  })
+
   it('refuses a blocked origin whose default port is written out', async () => {
     const problems = await problemsOf({ internalAdmin: { urls: ['http://admin.internal/'] }, ...acme({ staging: 'http://admin.internal:80' }) })
     expect(problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.staging: /)])
