@@ -36,8 +36,11 @@ const DEFAULT_POLL_MS = 25
 const SCAN_COUNT = 500
 
 /** One read of a shared entry, and whether something since (a write, a delete, the start lock, a clear) made its answer too old to keep. */
+/** A shared read that Redis did not answer (down, or hung past the command timeout). */
+const READ_FAILED: unique symbol = Symbol('read failed')
+
 interface SharedRead {
-  promise: Promise<SessionEntry | undefined>
+  promise: Promise<SessionEntry | undefined | typeof READ_FAILED>
   retired: boolean
 }
 
@@ -84,13 +87,13 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
    */
   const sharedReads = new Map<string, SharedRead>()
 
-  function readSharedOnce(key: string, tenant: string): Promise<SessionEntry | undefined> {
+  function readSharedOnce(key: string, tenant: string): Promise<SessionEntry | undefined | typeof READ_FAILED> {
     const redisKey = keys.session(tenant, key)
     const inFlight = sharedReads.get(redisKey)
     if (inFlight !== undefined) return inFlight.promise
     const read: SharedRead = { retired: false, promise: Promise.resolve(undefined) }
     read.promise = readShared(key, tenant, redisKey, read)
-      .catch(() => undefined)
+      .catch((): typeof READ_FAILED => READ_FAILED)
       .finally(() => {
         if (sharedReads.get(redisKey) === read) sharedReads.delete(redisKey)
       })
@@ -221,7 +224,15 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
         options.onUnavailable?.()
         return cached
       }
-      return readSharedOnce(key, tenant)
+      return readSharedOnce(key, tenant).then((entry) => {
+        if (entry !== READ_FAILED) return entry
+        // A read lost to an outage: each request that shared it goes on without the store (SPEC
+        // 12's counter). Counted here when the store is down by now, since the start lock then
+        // answers `unavailable` without counting; a store still up but hung is counted when the
+        // lock's SET fails.
+        if (!connection.isUp()) options.onUnavailable?.()
+        return undefined
+      })
     },
     async set(key, entry) {
       retireSharedRead(keys.session(entry.tenant, key))

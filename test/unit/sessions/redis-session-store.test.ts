@@ -318,6 +318,21 @@ describe('the start lock', () => {
     await until(async () => (await redis.client().exists(lockKey)) === 0, 4_000)
   })
 
+  it('counts a miss whose shared read the store lost going down as served without it, once with the lock that follows (SPEC 12)', async () => {
+    const link = await startRedisProxy(redis.url)
+    let unavailable = 0
+    const store = await openStore({ url: link.url, onUnavailable: () => unavailable++ })
+    link.hang()
+    // Two requests share the read; the store goes down under it.
+    const reads = [store.get('k', 'acme'), store.get('k', 'acme')]
+    link.cut()
+    expect(await Promise.all(reads)).toEqual([undefined, undefined])
+    expect(unavailable).toBe(2)
+    // Their starts then find the store down: counted already.
+    expect((await store.startLock.acquire('k', 'acme')).state).toBe('unavailable')
+    expect(unavailable).toBe(2)
+  })
+
   it('deletes a lock the store took but whose answer the connection lost, once the store is back', async () => {
     const link = await startRedisProxy(redis.url)
     const keyPrefix = `t${++prefixCount}:`
