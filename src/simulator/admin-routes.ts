@@ -12,8 +12,7 @@ export function registerAdminRoutes (app: FastifyInstance, state: SimulatorState
   })
 
   app.post('/v4/policies', async function createPolicy (request, reply) {
-    const identity = resolveAdminIdentity(readPresentedCredentials(request.raw.rawHeaders), state.credentials)
-    assertMayMutate(identity)
+    assertMayMutate(resolveAdminIdentity(readPresentedCredentials(request.raw.rawHeaders), state.credentials))
     const { name, fields } = parsePolicyBody(request.body)
     reply.code(201)
     return { policy: state.policies.create(name, fields), meta: buildMeta(request) }

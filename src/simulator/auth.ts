@@ -110,22 +110,31 @@ function resolveBearerAdminIdentity (authorization: string, lookup: CredentialLo
  * Two credentials are refused so that gateway tests can prove exactly one reached the upstream (SPEC 5),
  * after rule 3: an `sa_*` sent as the API key fails as such whatever else came with it, as on runtime routes.
  */
-export function resolveAdminIdentity (presented: PresentedCredentials, lookup: CredentialLookup): SimulatorIdentity {
+export function resolveAdminIdentity (presented: PresentedCredentials, lookup: CredentialLookup): AdminCaller {
   rejectServiceAccountKey(presented, 'invalid API key: an sa_* service-account identifier is never a credential; send a key_* service-account token')
   const { authorizations, serviceApiKeys } = presented
   if (authorizations.length + serviceApiKeys.length > 1) {
     throw new SimulatorError('CREDENTIALS_AMBIGUOUS', 'send exactly one credential: one x-service-api-key or one Authorization, not both or two of either')
   }
-  if (serviceApiKeys[0] !== undefined) return resolveServiceKeyIdentity(serviceApiKeys[0], lookup)
-  if (authorizations[0] !== undefined) return resolveBearerAdminIdentity(authorizations[0], lookup)
+  if (serviceApiKeys[0] !== undefined) return { identity: resolveServiceKeyIdentity(serviceApiKeys[0], lookup), credential: 'service-key' }
+  if (authorizations[0] !== undefined) return { identity: resolveBearerAdminIdentity(authorizations[0], lookup), credential: 'session-token' }
   throw new SimulatorError('AUTH_INVALID', 'missing credential: send x-service-api-key: <key_*> or Authorization: Bearer <session-token>')
+}
+
+/** Who calls an admin endpoint, and with which kind of credential. */
+export interface AdminCaller {
+  identity: SimulatorIdentity
+  credential: 'service-key' | 'session-token'
 }
 
 export const ADMIN_ROLE = 'admin'
 
-/** Contract part 5, rule 4: an admin-only mutation without the admin role is forbidden. */
-export function assertMayMutate (identity: SimulatorIdentity): void {
-  if (!identity.roles.includes(ADMIN_ROLE)) {
+/**
+ * Contract part 5, rule 4: a *session token* on an admin-only mutation without the admin role is
+ * forbidden. An active service-account token's admin call succeeds (part 3's table), roles or not.
+ */
+export function assertMayMutate ({ identity, credential }: AdminCaller): void {
+  if (credential === 'session-token' && !identity.roles.includes(ADMIN_ROLE)) {
     throw new SimulatorError('FORBIDDEN', `forbidden: this mutation needs the ${ADMIN_ROLE} role`)
   }
 }

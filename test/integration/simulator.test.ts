@@ -191,11 +191,12 @@ describe('simulator admin/config auth (contract part 5)', () => {
     expect(answer.body.error?.code).toBe('FORBIDDEN')
   })
 
-  it('answers 403 FORBIDDEN when a service key without the admin role creates a policy', async () => {
+  // Contract part 3: an active service-account token's admin call succeeds; rule 4 forbids only a session token.
+  it('lets an active service key create a policy whatever its roles', async () => {
     await withSimulator({ serviceKeys: { key_reader: { subject: 'sa_reader', roles: [] } } }, async (url) => {
-      const answer = await send(url, 'POST', '/v4/policies', { headers: { 'x-service-api-key': 'key_reader' }, json: { name: 'nope' } })
-      expect(answer.status).toBe(403)
-      expect(answer.body.error?.code).toBe('FORBIDDEN')
+      const answer = await send(url, 'POST', '/v4/policies', { headers: { 'x-service-api-key': 'key_reader' }, json: { name: 'by-a-reader-key' } })
+      expect(answer.status).toBe(201)
+      expect(answer.body.policy).toMatchObject({ name: 'by-a-reader-key' })
     })
   })
 
