@@ -8,7 +8,7 @@ import { configHash } from '../config/config-hash.js'
 import { toGatewayError } from '../errors/registry.js'
 import { answerClientError, answerConnect } from '../kernel/client-error.js'
 import { createTrafficServer, listen } from '../kernel/traffic-server.js'
-import { createLogger } from '../observability/logger.js'
+import { createLogger, createStdoutDestination } from '../observability/logger.js'
 import { ShadowResults, type ShadowOutcome } from '../fleet/shadow-results.js'
 import { createMetrics } from '../observability/metrics.js'
 import { createTracing } from '../tracing/tracing.js'
@@ -35,7 +35,9 @@ import { createShutdown } from './shutdown.js'
 
 /** The composition root: builds both listeners without opening a socket. */
 export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
-  const logger = options.logger ?? createLogger({ level: options.config.log.level })
+  // A logger of its own writes through a batch that nothing else flushes: close() does, last.
+  const ownLog = options.logger === undefined ? createStdoutDestination() : undefined
+  const logger = options.logger ?? createLogger({ level: options.config.log.level, destination: ownLog?.stream })
   let listening = false
   const initial = options.config
   // SPEC 12: one store (and with Redis one connection) for every feature that shares state.
@@ -249,7 +251,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
       listening = true
       return { trafficUrl, adminUrl: adminUrls[0] as string, trafficUrls: [trafficUrl], adminUrls }
     },
-    close: shutdown.close,
+    close: ownLog === undefined ? shutdown.close : () => shutdown.close().finally(() => ownLog.flushSync()),
     cutRemaining: shutdown.cutRemaining
   }
 }
