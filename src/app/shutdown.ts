@@ -14,7 +14,7 @@ const SETTLE_GUARD_MS = 1_000
 
 export interface ShutdownDeps {
   trafficServer: Server
-  trafficHandler: Pick<TrafficHandler, 'settled' | 'stop'>
+  trafficHandler: Pick<TrafficHandler, 'settled' | 'stop' | 'abandonComparisons'>
   admin: FastifyInstance
   upstream: Pick<UpstreamClient, 'close' | 'destroy'>
   /** SPEC 15: the comparisons' pool, destroyed once they are abandoned: nothing waits for a V4 side. */
@@ -66,6 +66,8 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
       draining = true
     },
     cutRemaining() {
+      // A comparison whose legacy answer the cut ends is cut at shutdown (abandoned), not a legacy failure.
+      trafficHandler.abandonComparisons()
       trafficServer.closeAllConnections()
       // An admin request still arriving (half its headers or body) is not idle, so fastify's
       // close would wait on it for as long as the client likes.

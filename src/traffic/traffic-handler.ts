@@ -67,6 +67,11 @@ export interface TrafficDeps {
 export type TrafficHandler = Omit<TrafficKernel, 'answerError'> & {
   /** The access line of a request Node refused before the handler saw it (malformed HTTP, CONNECT). */
   logRefusedUnread(refusal: GatewayError, refused: RefusedUnread): void
+  /**
+   * SPEC 15: every comparison still running is abandoned, before the grace period's cut closes
+   * the connections of their legacy answers (which would otherwise end them as primary_error).
+   */
+  abandonComparisons(): void
 }
 
 /**
@@ -208,6 +213,9 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     stop() {
       kernel.stop()
       // SPEC 15: client requests are done; comparisons still running are abandoned, never waited for.
+      shadow?.abandonAll()
+    },
+    abandonComparisons() {
       shadow?.abandonAll()
     },
     settled: kernel.settled,

@@ -791,6 +791,26 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     }
   })
 
+  it('abandons a comparison whose legacy answer the grace period\'s end cuts: cut at shutdown, not a legacy failure', async () => {
+    const v4 = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    // The legacy side sends its head and half its body, then holds the rest.
+    const legacy = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.write('{"output":')
+    })
+    const gw = await startGateway(shadowConfig(v4, legacy))
+    const client = execute(gw).catch(() => undefined)
+    await until(() => legacy.requests.length === 1)
+    const closing = gw.close()
+    // The grace period ends (main.ts cuts what remains then) while the legacy answer is half sent.
+    gw.gateway.cutRemaining()
+    await closing
+    await client
+    const answer = await gw.gateway.shadow.answer(new Map([['acme', [EXECUTE]]]), Date.now())
+    expect(answer.tenants.acme?.[EXECUTE]).toMatchObject({ abandoned: 1, primaryErrors: 0, comparisons: 1 })
+    expect(v4.requests).toHaveLength(0)
+  })
+
   it('abandons a comparison waiting on its sessions.start at shutdown: the process does not wait for the start', async () => {
     const v4Side = heldV4()
     const v4 = await startRecordingUpstream(v4Side.handler)
