@@ -351,6 +351,8 @@ export class ShadowResults {
   async stop(): Promise<void> {
     this.#stopped = true
     clearTimeout(this.#timer)
+    // A write under way took only what was recorded before it: what came after goes now.
+    await this.#flushing?.catch(() => undefined)
     await this.flush().catch(() => undefined)
   }
 

@@ -122,6 +122,18 @@ describe('SPEC 15 shadow results fleet-wide (real redis-server)', () => {
     expect(route?.samples.map((sample) => sample.requestId)).toEqual(['from-b', 'from-a'])
   })
 
+  it('writes at stop what was recorded after a flush under way took its batch (SPEC 15: counts are the fleet\'s)', async () => {
+    const prefix = `sh${++prefixes}:`
+    const results = await replica(prefix)
+    results.record(outcome('match'))
+    const flushing = results.flush()
+    results.record(outcome('mismatch', T0, { requestId: 'after-the-batch' }))
+    await results.stop()
+    await flushing
+    const reader = await replica(prefix)
+    expect((await reader.answer(ROUTES, T0 + 10)).tenants.acme?.[ROUTE]).toMatchObject({ comparisons: 2, matches: 1, mismatches: 1 })
+  })
+
   it('counts what a flush begun while the answer reads the store carries: neither in the store read nor lost', async () => {
     const prefix = `sh${++prefixes}:`
     const results = await replica(prefix)
