@@ -1,3 +1,4 @@
+import { canonicalJson } from '../util/canonical-json.js'
 import type { Logger } from 'pino'
 import type { ReloadResult } from '../admin/admin-plugin.js'
 import { ConfigError, loadConfig } from '../config/load-config.js'
@@ -57,7 +58,8 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
     logger.level = config.log.level
     // Against the values in effect, the start's: a key changed by an earlier reload is still
     // pending, and one set back to its running value no longer is.
-    const restartRequired = RESTART_ONLY_KEYS.filter((key) => JSON.stringify(readKey(startConfig, key)) !== JSON.stringify(readKey(config, key)))
+    // Canonical JSON: a map written in another order (tracing.headers) is the same value.
+    const restartRequired = RESTART_ONLY_KEYS.filter((key) => canonicalJson(readKey(startConfig, key)) !== canonicalJson(readKey(config, key)))
     if (restartRequired.length > 0) logger.warn({ keys: restartRequired }, 'these keys differ from the running values and take effect only after a restart')
     for (const [name, tenant] of Object.entries(config.tenants)) {
       const before = previous.config.tenants[name]?.clients.key

@@ -90,6 +90,14 @@ describe('hot reload', () => {
     expect(await reload(running)).toEqual({ restartRequired: [], warned: [] })
   })
 
+  it('does not report a restart-only map written in another order as changed (tracing.headers)', async () => {
+    const gateway = await start(testConfig(simA.url, { tracing: { headers: { 'x-a': 'one', 'x-b': 'two' } } }))
+    await writeConfig(testConfig(simA.url, { tracing: { headers: { 'x-b': 'two', 'x-a': 'one' } } }))
+    expect((await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })).json).toMatchObject({ status: 'reloaded', restartRequired: [] })
+    await writeConfig(testConfig(simA.url, { tracing: { headers: { 'x-b': 'two', 'x-a': 'three' } } }))
+    expect((await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })).json).toMatchObject({ status: 'reloaded', restartRequired: ['tracing.headers'] })
+  })
+
   it('runs reloads one at a time: a reload that starts while another waits reads the file after it, so the newer file is the one in force', async () => {
     let startCalled = false
     let release: (origin: string) => void = () => {}
