@@ -39,7 +39,6 @@ export function createBodyStallWatch(limitMs: () => number, onStalled: (exchange
   const sweep = setInterval(function findStalledBodies() {
     if (receiving.length === 0) return
     const now = performance.now()
-    const limit = limitMs()
     // A copy: what a cut sets off may end other requests, which leave the list meanwhile.
     for (const exchange of receiving.slice()) {
       if (exchange.bodyWatchIndex === -1) continue
@@ -55,7 +54,7 @@ export function createBodyStallWatch(limitMs: () => number, onStalled: (exchange
         // Body waiting in the gateway's own buffer: the upstream is not taking it (back-pressure),
         // so the gateway stopped reading, not the client sending. That wait is undici's to time.
         exchange.bodyProgressAt = now
-      } else if (now - exchange.bodyProgressAt >= limit) {
+      } else if (now - exchange.bodyProgressAt >= exchange.bodyStallLimitMs) {
         remove(exchange)
         onStalled(exchange)
       }
@@ -71,6 +70,8 @@ export function createBodyStallWatch(limitMs: () => number, onStalled: (exchange
       }
       exchange.bodyBytesSeen = exchange.request.socket?.bytesRead ?? 0
       exchange.bodyProgressAt = exchange.head.startedAt
+      // Read as the request starts: a reload meanwhile applies to new requests only (SPEC 8).
+      exchange.bodyStallLimitMs = limitMs()
     },
     unwatch: remove,
     // A scan, not a map kept per request: it runs only when a body breaks (client-error.ts).

@@ -23,10 +23,14 @@ export class Exchange implements CancelScope {
   cancel: (() => void) | undefined = undefined
   /** Answered because its body stopped arriving (408) or broke (400): what fails after that is not answered again. */
   bodyStalled = false
-  /** The body-stall watch's (body-stall.ts): the request's place in its list (-1: not watched), and the body's last progress. */
+  /**
+   * The body-stall watch's (body-stall.ts): the request's place in its list (-1: not watched), the
+   * body's last progress, and the limit of the config the request started with (SPEC 8).
+   */
   bodyWatchIndex = -1
   bodyBytesSeen = 0
   bodyProgressAt = 0
+  bodyStallLimitMs = 0
   /** SPEC 17: the request's SERVER span, while tracing is on (traffic/traced-requests.ts); never made otherwise. */
   span: RequestSpan | undefined = undefined
   /** SPEC 17: what traces the request's upstream calls, while tracing is on (the span's, once planned). */

@@ -12,6 +12,7 @@ function exchange(name: string): Exchange & { name: string; request: { socket: {
     bodyWatchIndex: -1,
     bodyBytesSeen: 0,
     bodyProgressAt: 0,
+    bodyStallLimitMs: 0,
     request: { socket: { bytesRead: 100, destroyed: false }, complete: false, readableLength: 0 }
   } as never
 }
@@ -76,6 +77,22 @@ describe('the body-stall watch', () => {
     expect(stalled.sort()).toEqual(['r1', 'r2', 'r3', 'r6', 'r7'])
     vi.advanceTimersByTime(3_000)
     expect(stalled).toHaveLength(5)
+    watch.stop()
+  })
+
+  it('holds each request to the limit in force when it was watched: a reload meanwhile applies to new requests (SPEC 8)', () => {
+    const stalled: string[] = []
+    let limitMs = 30_000
+    const watch = createBodyStallWatch(() => limitMs, (cut) => stalled.push((cut as Fake).name))
+    const before = exchange('before')
+    watch.watch(before as Exchange)
+    limitMs = 2_000
+    const after = exchange('after')
+    watch.watch(after as Exchange)
+    vi.advanceTimersByTime(5_000)
+    expect(stalled).toEqual(['after'])
+    vi.advanceTimersByTime(26_000)
+    expect(stalled).toEqual(['after', 'before'])
     watch.stop()
   })
 
