@@ -112,6 +112,10 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     configPath: options.configPath,
     startEmbedded: options.startEmbedded,
     startEmbeddedLegacy: options.startEmbeddedLegacy,
+    listenAddress: () => {
+      const bound = trafficServer.address()
+      return bound !== null && typeof bound === 'object' ? { host: bound.address, port: bound.port } : undefined
+    },
     logger,
     sessionStore,
     migration,

@@ -2,7 +2,7 @@ import { canonicalJson } from '../util/canonical-json.js'
 import type { Logger } from 'pino'
 import type { ReloadResult } from '../admin/admin-plugin.js'
 import { ConfigError, loadConfig } from '../config/load-config.js'
-import type { GatewayConfig } from '../config/schema.js'
+import { tenantsWithLegacyUpstreamOn, type GatewayConfig } from '../config/schema.js'
 import type { GatewayMetrics } from '../observability/metrics.js'
 import type { ClientRegistry } from '../fleet/client-registry.js'
 import type { SessionStore } from '../sessions/session-store.js'
@@ -25,6 +25,8 @@ export interface ConfigReloadDeps {
   startEmbedded: (() => Promise<string>) | undefined
   /** Starts the embedded legacy backend (SPEC 14.1) when a reloaded config needs one and none runs yet. */
   startEmbeddedLegacy?: (() => Promise<string>) | undefined
+  /** The traffic listener's bound address once it listens (`listen` is restart-only, and a caller may have overridden it). */
+  listenAddress?: (() => { host: string; port: number } | undefined) | undefined
   logger: Logger
   sessionStore: SessionStore
   migration: ClientRegistry
@@ -104,6 +106,11 @@ export function createConfigReloader(deps: ConfigReloadDeps): ConfigReloader {
     if (configPath === undefined) return { ok: false, problems: ['this gateway was not started from a config file'] }
     try {
       const config = await loadConfig(configPath)
+      // SPEC 14: not the running listener's address either (the file's `listen` waits for a restart).
+      const looping = tenantsWithLegacyUpstreamOn(config.tenants, deps.listenAddress?.() ?? startConfig.listen)
+      if (looping.length > 0) {
+        throw new ConfigError(configPath, looping.map((name) => `tenants.${name}.upstream.legacy: this is the running traffic listener's address (listen changes only at a restart): the legacy upstream must be another server`))
+      }
       let origin = embeddedOrigin
       if (origin === undefined && usesEmbeddedUpstream(config)) {
         if (deps.startEmbedded === undefined) throw new ConfigError(configPath, ['a tenant uses the embedded simulator, which this gateway cannot start'])

@@ -757,16 +757,23 @@ function isListenerAddress(url: URL, listen: { host: string; port: number }): bo
  * request back to the gateway (answered 508 LOOP_DETECTED at best).
  */
 function checkLegacyUpstreams(config: ParsedConfig, ctx: z.RefinementCtx): void {
-  for (const [name, tenant] of Object.entries(config.tenants)) {
-    const legacy = tenant.upstream.legacy
-    const url = legacy == null || legacy === EMBEDDED_UPSTREAM ? undefined : parseUrl(legacy)
-    if (url !== undefined && isListenerAddress(url, config.listen)) {
-      ctx.addIssue({ code: 'custom', path: ['tenants', name, 'upstream', 'legacy'], message: "this is the traffic listener's own address (listen): the legacy upstream must be another server" })
-    }
+  for (const name of tenantsWithLegacyUpstreamOn(config.tenants, config.listen)) {
+    ctx.addIssue({ code: 'custom', path: ['tenants', name, 'upstream', 'legacy'], message: "this is the traffic listener's own address (listen): the legacy upstream must be another server" })
   }
 }
 
-/** What one section says of another: tenant names, internal origins. */
+/**
+ * The tenants whose `upstream.legacy` is `listen`'s own address. A reload asks it of the running
+ * listener too: `listen` is restart-only, so the file's may not be the address in use.
+ */
+export function tenantsWithLegacyUpstreamOn(tenants: Readonly<Record<string, { upstream: { legacy?: string | null | undefined } }>>, listen: { host: string; port: number }): string[] {
+  return Object.entries(tenants).flatMap(([name, tenant]) => {
+    const legacy = tenant.upstream.legacy
+    const url = legacy == null || legacy === EMBEDDED_UPSTREAM ? undefined : parseUrl(legacy)
+    return url !== undefined && isListenerAddress(url, listen) ? [name] : []
+  })
+}
+
 /**
  * An origin as SPEC 3's internalAdmin guard compares it: scheme, host and port, the host without
  * its trailing dot (`admin.internal.` is the same host to DNS, and to normalizeHost).
@@ -778,6 +785,7 @@ function comparedOrigin(url: string): string | undefined {
   return parsed.origin
 }
 
+/** What one section says of another: tenant names, internal origins. */
 function checkCrossReferences(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
   if (Object.keys(config.tenants).length === 0) {
     ctx.addIssue({ code: 'custom', path: ['tenants'], message: 'at least one tenant is required' })
