@@ -483,7 +483,14 @@ export const credentialSourceSchema = z.enum(['authorization', 'x-session-token'
  * IPv6 address, or a name of RFC 3986 reg-name characters that is one character or does not end
  * in a dot.
  */
-const BARE_HOST_PATTERN = "^(?:\\[[^\\]]*\\]?|[\\w.~!$&'()*+,;=-]|(?:[\\w.~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*(?:[\\w~!$&'()*+,;=-]|%[0-9A-Fa-f]{2}))$"
+const HOST_NAME_PATTERN = "[\\w.~!$&'()*+,;=-]|(?:[\\w.~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*(?:[\\w~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})"
+const BARE_HOST_PATTERN = `^(?:\\[[^\\]]*\\]?|${HOST_NAME_PATTERN})$`
+/**
+ * A `tenancy.hosts` key, which a `Host` must be able to name (checkHostKeys): a name as above, or
+ * an IP literal as RFC 3986 writes it (an IPv6 address, its zone as RFC 6874's `%25`, or an
+ * IPvFuture). Its one spelling (`[::1]`, not `[0:0::1]`) is beyond a pattern.
+ */
+const HOST_KEY_PATTERN = `^(?:\\[(?:[0-9A-Fa-f:.]+(?:%25(?:[\\w.~-]|%[0-9A-Fa-f]{2})+)?|v[0-9A-Fa-f]+\\.[\\w.:~!$&'()*+,;=-]+)\\]|${HOST_NAME_PATTERN})$`
 
 const storeKind = z.enum(['memory', 'redis'])
 
@@ -623,7 +630,7 @@ const configObject = z.strictObject({
         )
         .transform((name) => name.toLowerCase())
         .default('x-tenant-id'),
-      hosts: z.record(z.string().min(1).meta({ pattern: BARE_HOST_PATTERN }), z.string().min(1)).default({}).superRefine(checkHostKeys),
+      hosts: z.record(z.string().min(1).meta({ pattern: HOST_KEY_PATTERN }), z.string().min(1)).default({}).superRefine(checkHostKeys),
       default: z.string().min(1).nullable().default(null)
     })
     .prefault({}),
