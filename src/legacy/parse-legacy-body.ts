@@ -301,7 +301,7 @@ function withoutPaths(value: unknown, paths: readonly (readonly string[])[]): un
 }
 
 /** zod's verdict on the fields, with each refusal at the JSON pointer the tenant's field map reads it from. */
-export function validateWithSchema(raw: Record<string, unknown>, action: Exclude<LegacyAction, 'proxy'>, fields: LegacyFields): LegacyCall {
+function validateWithSchema(raw: Record<string, unknown>, action: Exclude<LegacyAction, 'proxy'>, fields: LegacyFields): LegacyCall {
   const schema = action === 'execute' ? executeFieldsSchema : sessionExecuteFieldsSchema
   const result = schema.safeParse(raw)
   if (!result.success) {
