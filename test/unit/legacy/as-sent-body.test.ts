@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { legacyFieldsSchema } from '../../../src/config/schema.js'
+import type { GatewayError } from '../../../src/errors/registry.js'
 import { buildLegacyCalls, type ExecuteCalls } from '../../../src/legacy/legacy-calls.js'
 import { parseRuntimeBody } from '../../../src/legacy/prepare-legacy-call.js'
 import type { CompiledRoute } from '../../../src/legacy/route-table.js'
@@ -71,7 +72,9 @@ describe('the legacy body sent as the V4 execute body (prepare-legacy-call.ts as
       let parsed: ReturnType<typeof parseRuntimeBody>
       try {
         parsed = parseRuntimeBody(Buffer.from(text), TENANT, ROUTE)
-      } catch {
+      } catch (error) {
+        // The bodies meant to be refused (a policy not a string): a 400, never anything else.
+        expect((error as GatewayError).code, `seed ${seed}: ${text}`).toBe('INVALID_REQUEST')
         continue
       }
       const serialised = toJsonBody(translateExecute(parsed.call))

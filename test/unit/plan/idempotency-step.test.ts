@@ -77,4 +77,9 @@ describe('RFC 8785 canonical JSON', () => {
   it('sorts members by UTF-16 code units and writes numbers and strings as ECMAScript does', () => {
     expect(canonicalJson({ b: [1e21, 0.1, -0], a: 'é\n', '\u20ac': 1, '\ud83d\ude00': 2, '1': null })).toBe('{"1":null,"a":"é\\n","b":[1e+21,0.1,0],"€":1,"😀":2}')
   })
+
+  it('puts a name of U+E000-U+FFFF after one above U+FFFF, as UTF-16 units order them (RFC 8785 3.2.3, its own example)', () => {
+    // By code points U+FB33 comes first; by UTF-16 units the surrogate 0xD83D does.
+    expect(canonicalJson({ '\ufb33': 1, '\ud83d\ude00': 2 })).toBe('{"😀":2,"\ufb33":1}')
+  })
 })
