@@ -490,7 +490,7 @@ const BARE_HOST_PATTERN = `^(?:\\[[^\\]]*\\]?|${HOST_NAME_PATTERN})$`
  * an IP literal as RFC 3986 writes it (an IPv6 address, its zone as RFC 6874's `%25`, or an
  * IPvFuture). Its one spelling (`[::1]`, not `[0:0::1]`) is beyond a pattern.
  */
-const HOST_KEY_PATTERN = `^(?:\\[(?:[0-9A-Fa-f:.]+(?:%25(?:[\\w.~-]|%[0-9A-Fa-f]{2})+)?|v[0-9A-Fa-f]+\\.[\\w.:~!$&'()*+,;=-]+)\\]|${HOST_NAME_PATTERN})$`
+const HOST_KEY_PATTERN = `^(?:\\[(?:[0-9A-Fa-f:.]+(?:%25(?:[\\w.~-]|%[0-9A-Fa-f]{2})+)?|[vV][0-9A-Fa-f]+\\.[\\w.:~!$&'()*+,;=-]+)\\]|${HOST_NAME_PATTERN})$`
 
 const storeKind = z.enum(['memory', 'redis'])
 

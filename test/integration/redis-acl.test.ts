@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
-import { startReplicas, useRedisServer } from '../helpers/redis-server.js'
+import { startRecordingUpstream } from '../helpers/recording-upstream.js'
+import { startReplicas, until, useRedisServer } from '../helpers/redis-server.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 
 const ALICE = { authorization: 'Bearer demo-token-alice' }
@@ -34,8 +35,17 @@ describe('the Redis ACL user docs/scaling.md writes', () => {
     const url = new URL(redis.url)
     url.username = 'v4gw'
     url.password = PASSWORD
+    // A database of its own: ioredis selects it on each connection.
+    url.pathname = '/2'
+    const legacy = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end('{"output":"legacy","meta":{}}')
+    })
     const replicas = await startReplicas(2, sim.url, url.href, 'v4gw:acl-test:', {
-      tenants: { acme: { upstream: { staging: sim.url }, legacy: { idempotency: {} } } }
+      tenants: {
+        acme: { upstream: { staging: sim.url }, legacy: { idempotency: {} } },
+        shadowed: { upstream: { staging: sim.url, legacy: legacy.url }, migration: { stage: 'shadow' } }
+      }
     })
     const [a, b] = replicas as [(typeof replicas)[number], (typeof replicas)[number]]
     sim.simulator.resetCalls()
@@ -49,9 +59,23 @@ describe('the Redis ACL user docs/scaling.md writes', () => {
     expect((await send(a.url, '/v1/headless/runs', { headers: keyed, json: { input: 1 } })).status).toBe(200)
     const replayed = await send(b.url, '/v1/headless/runs', { headers: keyed, json: { input: 1 } })
     expect(replayed.headers['idempotent-replayed']).toBe('true')
-    // The registry's and the shadow results' fleet answers, and a shadow reset.
+    // A comparison (SPEC 15), its results written and read fleet-wide, and a reset.
+    expect((await send(a.url, '/v1/headless/runs', { headers: { ...ALICE, 'x-tenant-id': 'shadowed' }, json: { input: 1 } })).status).toBe(200)
+    await until(async () => {
+      await a.gateway.shadow.flush()
+      return (await send(b.adminUrl, '/admin/shadow?tenant=shadowed')).json.tenants.shadowed?.['POST /v1/headless/runs']?.comparisons === 1
+    })
+    expect((await send(b.adminUrl, '/admin/shadow?tenant=shadowed', { method: 'DELETE' })).json.scope).toBe('fleet')
+    // The registry's fleet answer; a pause and a stage override set and taken back (SPEC 13, 14).
     expect((await send(a.adminUrl, '/admin/migration')).json.scope).toBe('fleet')
-    expect((await send(b.adminUrl, '/admin/shadow?tenant=acme', { method: 'DELETE' })).json.scope).toBe('fleet')
+    const until1h = new Date(Date.now() + 3_600_000).toISOString()
+    expect((await send(a.adminUrl, '/admin/brownouts/pause', { method: 'POST', json: { tenant: 'acme', until: until1h, reason: 'acl test' } })).json.scope).toBe('fleet')
+    expect((await send(b.adminUrl, '/admin/brownouts/pause?tenant=acme', { method: 'DELETE' })).json.scope).toBe('fleet')
+    expect((await send(a.adminUrl, '/admin/migration/stage', { method: 'PUT', json: { tenant: 'acme', stage: 'translate', reason: 'acl test' } })).json.scope).toBe('fleet')
+    expect((await send(b.adminUrl, '/admin/migration/stage?tenant=acme', { method: 'DELETE' })).json.scope).toBe('fleet')
+    // The session map's admin calls (SCAN, UNLINK).
+    expect((await send(a.adminUrl, '/admin/sessions')).json.tenants.acme).toBe(1)
+    expect((await send(b.adminUrl, '/admin/sessions?tenant=acme', { method: 'DELETE' })).json.deleted).toBe(1)
     for (const replica of replicas) expect(storeUnavailable((await send(replica.adminUrl, '/metrics')).text)).toBe(0)
     // Closing writes the last counts.
     for (const replica of replicas) await replica.close()

@@ -195,6 +195,7 @@ const INVALID: Case[] = [
   { name: 'a Host key holding a placeholder, which keys never substitute', yaml: withTenant('tenancy: { hosts: { "${PUBLIC_HOST}": acme } }'), valid: false },
   { name: 'an allowed admin host with a space', yaml: withTenant('admin: { allowedHosts: ["gw example.com"] }'), valid: false },
   { name: 'a Host key with a bare %', yaml: withTenant('tenancy: { hosts: { "a%zz.example": acme } }'), valid: false },
+  { name: 'an IPvFuture Host key, its v in either case', yaml: withTenant('tenancy: { default: acme, hosts: { "[V1.abc]": acme, "[v2.x]": acme } }'), valid: true },
   { name: 'a bracketed Host key never closed', yaml: withTenant('tenancy: { hosts: { "[abc": acme } }'), valid: false },
   { name: 'a bracketed Host key with a zone not written %25', yaml: withTenant('tenancy: { hosts: { "[fe80::7%eth0]": acme } }'), valid: false },
   { name: 'a bracketed Host key in another spelling of its address', yaml: withTenant('tenancy: { hosts: { "[0:0::1]": acme } }'), valid: false, beyondSchema: "an IPv6 key's spelling" },
