@@ -1,10 +1,16 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { sessionKeyPrefix } from '../../../src/sessions/session-key.js'
 import { createMemorySessionStore, type SessionEntry, type SessionStore } from '../../../src/sessions/session-store.js'
 
+/** The stores' clock, moved by the tests: an entry's life is counted on it, not on the wall clock. */
+let nowMs = 1_000
+const now = (): number => nowMs
+function advance(ms: number): void {
+  nowMs += ms
+}
+
 function store(maxEntries = 100, ttlMs = 60_000): SessionStore {
-  return createMemorySessionStore({ maxEntries, ttlMs })
+  return createMemorySessionStore({ maxEntries, ttlMs, now })
 }
 
 /** The in-memory store answers synchronously (the interface also allows a shared, async store). */
@@ -20,25 +26,25 @@ describe('createMemorySessionStore', () => {
     expect(sessions.get('other')).toBeUndefined()
   })
 
-  it('counts no entry past its TTL in size or in what a full clear reports, read or not', async () => {
+  it('counts no entry past its TTL in size or in what a full clear reports, read or not', () => {
     const sessions = store(100, 30)
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
     sessions.set('k2', { sessionId: 'ses_2', tenant: 'acme' })
-    await sleep(60)
+    advance(60)
     // Nothing read them since: the gauge (size) and /admin/sessions (countByTenant) agree.
     expect(sessions.size).toBe(0)
     expect(sessions.countByTenant()).toEqual({})
     sessions.set('k3', { sessionId: 'ses_3', tenant: 'acme' })
-    await sleep(60)
+    advance(60)
     expect(sessions.clear()).toBe(0)
   })
 
-  it('reports an entry pushed out at maxEntries while still live, not one that had expired', async () => {
+  it('reports an entry pushed out at maxEntries while still live, not one that had expired', () => {
     let evicted = 0
-    const sessions = createMemorySessionStore({ maxEntries: 2, ttlMs: 30, onCapacityEvict: () => evicted++ })
+    const sessions = createMemorySessionStore({ maxEntries: 2, ttlMs: 30, onCapacityEvict: () => evicted++, now })
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
     sessions.set('k2', { sessionId: 'ses_2', tenant: 'acme' })
-    await sleep(60)
+    advance(60)
     sessions.set('k3', { sessionId: 'ses_3', tenant: 'acme' })
     sessions.set('k4', { sessionId: 'ses_4', tenant: 'acme' })
     expect(evicted).toBe(0)
@@ -68,21 +74,21 @@ describe('createMemorySessionStore', () => {
     expect(entryAt(sessions, 'k3')?.sessionId).toBe('ses_3')
   })
 
-  it('expires an entry ttlMs after its creation', async () => {
+  it('expires an entry ttlMs after its creation', () => {
     const sessions = store(100, 50)
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
     expect(entryAt(sessions, 'k1')?.sessionId).toBe('ses_1')
-    await sleep(80)
+    advance(80)
     expect(sessions.get('k1')).toBeUndefined()
   })
 
-  it('counts ttlMs from creation: a get does not extend an entry', async () => {
+  it('counts ttlMs from creation: a get does not extend an entry', () => {
     const sessions = store(100, 150)
     sessions.set('k1', { sessionId: 'ses_1', tenant: 'acme' })
-    await sleep(40)
+    advance(40)
     // Inside its life: a refreshing get would push the expiry to ~190 ms after creation.
     expect(entryAt(sessions, 'k1')?.sessionId).toBe('ses_1')
-    await sleep(130)
+    advance(130)
     // ~170 ms after creation, ~130 ms after the get.
     expect(sessions.get('k1')).toBeUndefined()
   })
@@ -173,10 +179,10 @@ describe('createMemorySessionStore', () => {
     expect(store().countByTenant()).toEqual({})
   })
 
-  it('countByTenant leaves out expired entries', async () => {
+  it('countByTenant leaves out expired entries', () => {
     const sessions = store(100, 40)
     sessions.set('a1', { sessionId: 'ses_a1', tenant: 'acme' })
-    await sleep(70)
+    advance(70)
     expect(sessions.countByTenant()).toEqual({})
   })
 })
