@@ -1,5 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net'
-import { bracketedIPv6 } from '../util/host-syntax.js'
+import { bracketedIPv6, canonicalHost } from '../util/host-syntax.js'
 import { normalizeHost } from '../util/normalize-host.js'
 
 /** The names and addresses of loopback a `Host` may give, as normalizeHost leaves them (SPEC 18). */
@@ -29,7 +29,7 @@ export function isAdminHost(hostHeader: string | undefined, listenerHost: string
   const host = normalizeHost(hostHeader)
   // A zone id in a Host (`[::1%1]`) is no URI host (RFC 3986; RFC 6874's `%25` no browser sends): it names nothing here.
   if (host === undefined || host.includes('%')) return false
-  const named = host.startsWith('[') && host.endsWith(']') && isIPv6(host.slice(1, -1)) ? bracketedIPv6(host.slice(1, -1)) : host
+  const named = canonicalHost(host)
   if (LOOPBACK_HOSTS.has(named)) return true
   if (listenerHost !== undefined && !isWildcardHost(listenerHost) && asHostHeader(listenerHost) === named) return true
   return allowedHosts.some((entry) => asHostHeader(entry) === named)

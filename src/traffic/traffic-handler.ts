@@ -187,6 +187,10 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     )
   }
 
+  function abandonComparisons(): void {
+    shadow?.abandonAll()
+  }
+
   return {
     handle: kernel.handle,
     answerBrokenBody: kernel.answerBrokenBody,
@@ -213,11 +217,9 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     stop() {
       kernel.stop()
       // SPEC 15: client requests are done; comparisons still running are abandoned, never waited for.
-      shadow?.abandonAll()
+      abandonComparisons()
     },
-    abandonComparisons() {
-      shadow?.abandonAll()
-    },
+    abandonComparisons,
     settled: kernel.settled,
     inFlight: kernel.inFlight
   }
