@@ -478,12 +478,9 @@ const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header 
 
 export const credentialSourceSchema = z.enum(['authorization', 'x-session-token', 'x-api-key', 'x-service-api-key'])
 
-/**
- * isBareHost (and the form checkHostKeys asks of a key) for config.schema.json: a bracketed
- * IPv6 address, or a name of RFC 3986 reg-name characters that is one character or does not end
- * in a dot.
- */
+/** A name of RFC 3986 reg-name characters that is one character or does not end in a dot. */
 const HOST_NAME_PATTERN = "[\\w.~!$&'()*+,;=-]|(?:[\\w.~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*(?:[\\w~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})"
+/** isBareHost for config.schema.json (`admin.allowedHosts`): a bracketed IPv6 address, its zone as written, or a name. */
 const BARE_HOST_PATTERN = `^(?:\\[[^\\]]*\\]?|${HOST_NAME_PATTERN})$`
 /**
  * A `tenancy.hosts` key, which a `Host` must be able to name (checkHostKeys): a name as above, or
