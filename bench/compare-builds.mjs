@@ -178,7 +178,7 @@ async function load(row, gateway, warmupSec, otherPids) {
   const output = await runNode({ name: `load(${row.name})`, args: [join(BENCH_DIR, 'load.mjs'), JSON.stringify(spec)], core: LOAD_CORE, pin: true, timeoutMs: (warmupSec + settings.durationSec + 30) * 1000 })
   const sample = JSON.parse(output.trim().split('\n').at(-1))
   const answered = sample.ok + sample.non2xx
-  if (answered === 0 || sample.errors + sample.timeouts + sample.non2xx > answered * 0.01) throw new Error(`${row.name}: more than 1% of requests failed`)
+  if (answered === 0 || sample.errors + sample.timeouts + sample.stalled + sample.non2xx > answered * 0.01) throw new Error(`${row.name}: more than 1% of requests failed`)
   return { cpuTicks: sample.cpuTicks, answered }
 }
 
@@ -211,10 +211,13 @@ async function compareRow(comparison, workDir, ticksPerSecond) {
   return { ratios, base: median(perRequest.base), change: median(perRequest.change) }
 }
 
+/** This run's temporary directory (configs, logs), removed at the end or on a signal. */
+let workDir
+
 async function main() {
   pinSelf(LOAD_CORE)
   const ticksPerSecond = clockTicksPerSecond()
-  const workDir = await mkdtemp(join(tmpdir(), 'v4gw-compare-'))
+  workDir = await mkdtemp(join(tmpdir(), 'v4gw-compare-'))
   try {
     const what = flags.pair === undefined ? `change (dist/) against base (${BASE_BUILD})` : `two rows of dist/`
     console.log(`${what}: ${settings.rounds} rounds of ${settings.durationSec} s, both on core ${MEASURED_CORE}, loads (${settings.generator}) on core ${LOAD_CORE}`)
@@ -235,6 +238,17 @@ async function main() {
 }
 
 process.once('exit', killAllNow)
+// A kill of the comparison (a timeout, CI's cancel, Ctrl-C): end our children (by PID) before going.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping the comparison's processes`)
+    void stopAll().finally(() => {
+      killAllNow()
+      if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true })
+      process.exit(signal === 'SIGINT' ? 130 : 143)
+    })
+  })
+}
 main().catch((error) => {
   console.error(`compare failed: ${error.stack ?? error}`)
   process.exitCode = 1

@@ -51,9 +51,19 @@ function options(durationSec) {
     connections: spec.connections,
     pipelining: 1,
     duration: durationSec,
-    timeout: 10
+    // Seconds. A request unanswered this long is a failure (autocannon counts it and reconnects);
+    // the p99 goals are milliseconds, so no healthy row comes near it.
+    timeout: STALL_SEC
   }
 }
+
+/**
+ * A request still unanswered when the run stops is neither a timeout nor in the percentiles
+ * (autocannon drops it with its client): a connection with no answer in the window's last
+ * STALL_SEC is counted as one stalled request, so a row that hangs some connections cannot read
+ * "failed 0".
+ */
+const STALL_SEC = 2
 
 /** autocannon's histogram keeps whole milliseconds; percentiles here come from the exact times. */
 function percentile(sorted, fraction) {
@@ -67,6 +77,7 @@ let ok = 0
 let bad = 0
 let errors = 0
 let timeouts = 0
+let stalled = 0
 let wrkPercentiles
 let cpuBefore = 0
 let busyBefore = 0
@@ -94,12 +105,15 @@ if (useWrk) {
   // sides, the load generator's fresh clients) read several times p50 and alone moved p99 by up
   // to half (2026-11-23).
   let measuring = false
+  /** Each connection's (autocannon client's) last answer, for the stall count at the end. */
+  const lastAnswerAt = new Map()
   const instance = autocannon(options(spec.warmupSec + spec.durationSec))
   const warmupTimer = setTimeout(() => {
     openWindow()
     measuring = true
   }, spec.warmupSec * 1000)
-  instance.on('response', function recordResponse(_client, statusCode, _bytes, responseTimeMs) {
+  instance.on('response', function recordResponse(client, statusCode, _bytes, responseTimeMs) {
+    lastAnswerAt.set(client, performance.now())
     if (!measuring) return
     if (statusCode >= 200 && statusCode < 300) {
       ok++
@@ -111,6 +125,8 @@ if (useWrk) {
   const result = await instance
   clearTimeout(warmupTimer)
   if (!measuring) throw new Error('the load run ended before its warm-up did')
+  const liveSince = performance.now() - STALL_SEC * 1000
+  stalled = spec.connections - [...lastAnswerAt.values()].filter((at) => at >= liveSince).length
   // autocannon counts these over the whole run, warm-up included: a failure there is still one.
   errors = result.errors
   timeouts = result.timeouts
@@ -128,6 +144,7 @@ process.stdout.write(
     non2xx: bad,
     errors,
     timeouts,
+    stalled,
     elapsedSec,
     rps: ok / elapsedSec,
     p50Ms: wrkPercentiles?.p50Ms ?? percentile(sorted, 0.5),

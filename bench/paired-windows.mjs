@@ -27,3 +27,19 @@ export function pairedRatios(samples, row, partner, metric) {
     return nearest === undefined ? [] : [metric(sample) / metric(nearest)]
   })
 }
+
+/** A window whose numbers describe something broken: nothing answered, or more than 1% of requests failed. */
+export function isBrokenWindow(sample) {
+  return sample.completed === 0 || sample.failures > sample.completed * 0.01
+}
+
+/**
+ * A goal's verdict on the windows of `rowNames`: FAIL, whatever the ratio, when a window of one of
+ * them had failures (a reference window with failed requests reads fewer req/s and flatters the
+ * gateway), or when the ratio is no number (a window with no answer).
+ */
+export function verdict(passes, value, rowNames, samples) {
+  const broken = rowNames.filter((name) => (samples[name] ?? []).some(isBrokenWindow))
+  if (broken.length > 0) return { word: 'FAIL', note: ` [more than 1% of requests failed in a window of ${broken.join(', ')}: not a measurement]` }
+  return { word: Number.isFinite(value) && passes ? 'PASS' : 'FAIL', note: '' }
+}

@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { CANDIDATES, CANDIDATE_NAMES, MEASUREMENT_ORDER, loadSpec, PROXY_READY, productionNodeFlags, proxyScriptArgs, writeGatewayConfig } from './candidates.mjs'
 import { createServer } from 'node:net'
-import { measurementPlan, pairedRatios } from './paired-windows.mjs'
+import { isBrokenWindow, measurementPlan, pairedRatios, verdict } from './paired-windows.mjs'
 import { clockTicksPerSecond, detectPinning, killAllNow, measuredEnv, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
@@ -185,12 +185,12 @@ async function startMeasured(candidate, stub, stubUrl, redisUrl, sinkUrl) {
     args: [...(flags.profile && !candidate.nodeDefaults ? GATEWAY_NODE_FLAGS : []), ...profileFlags(candidate.name), CLI, '--config', config],
     core: MEASURED_CORE,
     pin,
-    ready: /^v4gw listening on (\S+) \(admin \S+\) pid (\d+)/,
+    ready: /^v4gw listening on (\S+) \(admin (\S+)\) pid (\d+)/,
     env: measuredEnv({ NODE_ENV: 'production', ...(candidate.nodeDefaults ? { V4GW_NODE_FLAGS: 'off' } : {}) }),
     stdoutFile: join(workDir, `${candidate.name}.log`)
   })
   // On Node without process.execve the gateway is the launcher's child: measure the one that serves.
-  return { handle, url: match[1], servingPid: Number(match[2]) }
+  return { handle, url: match[1], adminUrl: match[2], servingPid: Number(match[3]) }
 }
 
 /** One row, once: fresh stub and fresh measured process, checked, warmed, loaded, stopped. */
@@ -235,6 +235,9 @@ async function measureOnce(candidate) {
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
     }
+    // Dropping a span is cheaper than exporting it: a window that dropped some measured less than
+    // the row claims (SPEC 17's queue is bounded, tracing.maxQueueSpans); its verdict says so.
+    const droppedSpans = sink === undefined ? 0 : await spansDropped(measured.adminUrl)
     const sample = JSON.parse(output.trim().split('\n').at(-1))
     const completed = sample.ok + sample.non2xx
     return {
@@ -248,8 +251,9 @@ async function measureOnce(candidate) {
       // Other work on the machine during the window, in % of one core; tick counters are coarse,
       // so small negative values are rounding and read as 0.
       foreignCpuPct: Math.max(0, (100 * sample.foreignTicks) / ticksPerSecond / sample.elapsedSec),
-      failures: sample.non2xx + sample.errors + sample.timeouts,
-      completed
+      failures: sample.non2xx + sample.errors + sample.timeouts + (sample.stalled ?? 0),
+      completed,
+      droppedSpans
     }
   } finally {
     if (measured !== undefined && measured.handle !== stub) await stopProcess(measured.handle)
@@ -257,6 +261,14 @@ async function measureOnce(candidate) {
     if (redis !== undefined) await stopProcess(redis.handle)
     if (sink !== undefined) await stopProcess(sink.handle)
   }
+}
+
+/** The gateway's `v4gw_trace_spans_dropped_total`, all reasons, from its admin listener's `/metrics`. */
+async function spansDropped(adminUrl) {
+  const text = await (await fetch(new URL('/metrics', adminUrl))).text()
+  let sum = 0
+  for (const line of text.split('\n')) if (line.startsWith('v4gw_trace_spans_dropped_total')) sum += Number(line.slice(line.lastIndexOf(' ') + 1))
+  return sum
 }
 
 /** How many exports the collector stand-in has taken (bench/otlp-sink.mjs `GET /stats`). */
@@ -346,18 +358,22 @@ function goalLines(rows, samples, memory) {
     // Read within each round, on the row's window and the reference's beside it: the machine
     // drifts between windows a minute apart. The ratio of the medians is printed beside it.
     const { value, spread } = readWithin(pairedRatios(samples, goal.row, BASELINE, rpsOf), 'round')
+    const { word, note } = verdict(value >= goal.minRatio, value, [goal.row, BASELINE], samples)
     lines.push(
-      `${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x ${BASELINE}, the median of the within-round ratios ` +
-        `(goal >= ${goal.minRatio}x; ${spread}ratio of the ${flags.stat === 'best' ? 'bests' : 'medians'} ${(row.rps / reference).toFixed(2)}x)`
+      `${word} ${goal.row} req/s = ${fixed(2)(value)}x ${BASELINE}, the median of the within-round ratios ` +
+        `(goal >= ${goal.minRatio}x; ${spread}ratio of the ${flags.stat === 'best' ? 'bests' : 'medians'} ${ratio(row.rps, reference)})${note}`
     )
   }
   for (const goal of TRACING_GOALS) {
     if (rows[goal.row] === undefined || rows[goal.untraced] === undefined) continue
     // Within each round, as the goals above: the traced row and its untraced one stand side by side (MEASUREMENT_ORDER).
     const { value, spread } = readWithin(pairedRatios(samples, goal.row, goal.untraced, rpsOf), 'round')
+    const judged = verdict(value >= goal.minRatio, value, [goal.row, goal.untraced], samples)
+    const dropped = samples[goal.row].reduce((sum, sample) => sum + sample.droppedSpans, 0)
+    const { word, note } = dropped > 0 ? { word: 'FAIL', note: `${judged.note} [${dropped} span(s) dropped, not exported: not the price of tracing]` } : judged
     lines.push(
-      `${value >= goal.minRatio ? 'PASS' : 'FAIL'} ${goal.row} req/s = ${value.toFixed(2)}x ${goal.untraced} (tracing off), the median of the within-round ratios ` +
-        `(goal >= ${goal.minRatio}x; ${spread}CPU ${rows[goal.row].cpuUsPerReq.toFixed(1)} over ${rows[goal.untraced].cpuUsPerReq.toFixed(1)} µs/req)`
+      `${word} ${goal.row} req/s = ${fixed(2)(value)}x ${goal.untraced} (tracing off), the median of the within-round ratios ` +
+        `(goal >= ${goal.minRatio}x; ${spread}CPU ${fixed(1)(rows[goal.row].cpuUsPerReq)} over ${fixed(1)(rows[goal.untraced].cpuUsPerReq)} µs/req)${note}`
     )
   }
   const legacyRow = rows['gateway-legacy-stage']
@@ -375,9 +391,10 @@ function goalLines(rows, samples, memory) {
   const quiet = rows['gateway-native-quiet']
   if (logged !== undefined && quiet !== undefined) {
     const { value, spread } = readWithin(pairedRatios(samples, 'gateway-native', 'gateway-native-quiet', cpuOf), 'round')
+    const { word, note } = verdict(value <= MAX_ACCESS_LOG_CPU_RATIO, value, ['gateway-native', 'gateway-native-quiet'], samples)
     lines.push(
-      `${value <= MAX_ACCESS_LOG_CPU_RATIO ? 'PASS' : 'FAIL'} gateway-native CPU per request = ${value.toFixed(2)}x gateway-native-quiet (log off), the median of the within-round ratios ` +
-        `(goal <= ${MAX_ACCESS_LOG_CPU_RATIO}x; ${spread}${logged.cpuUsPerReq.toFixed(1)} over ${quiet.cpuUsPerReq.toFixed(1)} µs/req)`
+      `${word} gateway-native CPU per request = ${fixed(2)(value)}x gateway-native-quiet (log off), the median of the within-round ratios ` +
+        `(goal <= ${MAX_ACCESS_LOG_CPU_RATIO}x; ${spread}${fixed(1)(logged.cpuUsPerReq)} over ${fixed(1)(quiet.cpuUsPerReq)} µs/req)${note}`
     )
   }
   for (const [name, row] of Object.entries(rows)) {
@@ -389,9 +406,10 @@ function goalLines(rows, samples, memory) {
       samples[name].map((sample) => sample.p99Ms / sample.p50Ms),
       'window'
     )
+    const { word, note } = verdict(value <= MAX_P99_OVER_P50, value, [name], samples)
     lines.push(
-      `${value <= MAX_P99_OVER_P50 ? 'PASS' : 'FAIL'} ${name} p99 = ${value.toFixed(2)}x its p50, the median of the within-window ratios ` +
-        `(goal <= ${MAX_P99_OVER_P50}x; ${spread}p99 ${row.p99Ms.toFixed(2)} ms over p50 ${row.p50Ms.toFixed(2)} ms = ${(row.p99Ms / row.p50Ms).toFixed(2)}x)` +
+      `${word} ${name} p99 = ${fixed(2)(value)}x its p50, the median of the within-window ratios ` +
+        `(goal <= ${MAX_P99_OVER_P50}x; ${spread}p99 ${fixed(2)(row.p99Ms)} ms over p50 ${fixed(2)(row.p50Ms)} ms = ${ratio(row.p99Ms, row.p50Ms)})${note}` +
         // The percentiles are of the answered requests: failures (timeouts included) are said, not hidden.
         (row.failures > 0 ? ` [${row.failures} failed request(s) are not in the percentiles]` : '') +
         (CANDIDATES.find((candidate) => candidate.name === name)?.nodeDefaults === true ? ' [diagnostic row: started without the production Node flags]' : '')
@@ -459,9 +477,10 @@ async function main() {
         let sample
         for (let attempt = 0; attempt <= settings.remeasures; attempt++) {
           const next = await measureOnce(candidate)
+          // A window with no 2xx answer has no percentiles (NaN): said as n/a, and failed below.
           log(
-            `round ${round + 1} ${candidate.name}: ${next.rps.toFixed(0)} req/s, p50 ${next.p50Ms.toFixed(2)} ms, p99 ${next.p99Ms.toFixed(2)} ms, ` +
-              `${next.cpuUsPerReq.toFixed(1)} µs CPU/req, busy ${next.busyPct.toFixed(0)}%, other work ${next.foreignCpuPct.toFixed(0)}% of a core${next.failures > 0 ? `, ${next.failures} FAILED` : ''}`
+            `round ${round + 1} ${candidate.name}: ${fixed(0)(next.rps)} req/s, p50 ${fixed(2)(next.p50Ms)} ms, p99 ${fixed(2)(next.p99Ms)} ms, ` +
+              `${fixed(1)(next.cpuUsPerReq)} µs CPU/req, busy ${fixed(0)(next.busyPct)}%, other work ${fixed(0)(next.foreignCpuPct)}% of a core${next.failures > 0 ? `, ${next.failures} FAILED` : ''}${next.droppedSpans > 0 ? `, ${next.droppedSpans} span(s) DROPPED` : ''}`
           )
           if (sample === undefined || next.foreignCpuPct < sample.foreignCpuPct) sample = next
           if (sample.foreignCpuPct <= MAX_OTHER_WORK_PCT) break
@@ -532,10 +551,11 @@ async function main() {
       log(`wrote ${flags.json}`)
     }
 
-    // Failed requests under load mean the numbers describe something broken.
-    const broken = Object.entries(rows).filter(([, row]) => row.failures > row.completed * 0.01)
+    // Failed requests under load mean the numbers describe something broken: judged per window,
+    // so that one broken window among a row's fifteen is not averaged away.
+    const broken = Object.entries(samples).filter(([, list]) => list.some(isBrokenWindow))
     if (broken.length > 0) {
-      console.error(`more than 1% of requests failed in: ${broken.map(([name]) => name).join(', ')}`)
+      console.error(`more than 1% of requests failed in a window of: ${broken.map(([name]) => name).join(', ')}`)
       process.exitCode = 1
     }
   } finally {

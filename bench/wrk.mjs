@@ -12,7 +12,10 @@ function luaString(value) {
   return JSON.stringify(value)
 }
 
-/** A wrk script sending `load`; `[<id>]` in the body becomes a fresh id per request, as with autocannon. */
+/**
+ * A wrk script sending `load`; `[<id>]` in the body and in header values becomes a fresh id per
+ * request, as autocannon replaces it anywhere in the request (a keyed row's `idempotency-key`).
+ */
 function script({ method, headers, body, idReplacement }, runId) {
   const lines = [`wrk.method = ${luaString(method)}`]
   for (const [name, value] of Object.entries(headers ?? {})) lines.push(`wrk.headers[${luaString(name)}] = ${luaString(value)}`)
@@ -22,11 +25,13 @@ function script({ method, headers, body, idReplacement }, runId) {
       // A prefix per wrk run: warm-up and measurement must not share ids (a miss must stay a miss).
       `local prefix = ${luaString(runId)}`,
       'local counter = 0',
-      `local template = ${luaString(body)}`,
+      `local template = ${luaString(body ?? '')}`,
       'request = function()',
       '  counter = counter + 1',
       '  local id = prefix .. counter',
-      '  return wrk.format(nil, nil, nil, (template:gsub("%[<id>%]", id)))',
+      '  local headers = {}',
+      '  for name, value in pairs(wrk.headers) do headers[name] = (tostring(value):gsub("%[<id>%]", id)) end',
+      '  return wrk.format(nil, nil, headers, (template:gsub("%[<id>%]", id)))',
       'end'
     )
   }
@@ -63,7 +68,9 @@ export function runWrk({ url, method, headers, body, idReplacement, connections,
   const scriptPath = join(dir, 'load.lua')
   writeFileSync(scriptPath, script({ method, headers, body, idReplacement }, `run${randomUUID().slice(0, 8)}-`))
   return new Promise((resolve, reject) => {
-    const child = spawn('wrk', ['-t1', `-c${connections}`, `-d${durationSec}s`, '--latency', '--timeout', '10s', '-s', scriptPath, url], { stdio: ['ignore', 'pipe', 'pipe'] })
+    // A request unanswered for 2 s is counted as a timeout, every 2 s while it stays so (wrk's
+    // check), so a connection that hangs is a failure, not a hole in the percentiles.
+    const child = spawn('wrk', ['-t1', `-c${connections}`, `-d${durationSec}s`, '--latency', '--timeout', '2s', '-s', scriptPath, url], { stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     child.stdout.on('data', (chunk) => (output += chunk.toString('utf8')))
     child.stderr.on('data', (chunk) => (output += chunk.toString('utf8')))
@@ -73,6 +80,14 @@ export function runWrk({ url, method, headers, body, idReplacement, connections,
       if (code === 0) resolve(parse(output, durationSec))
       else reject(new Error(`wrk exited with ${code}:\n${output}`))
     })
-    process.once('exit', () => child.kill('SIGKILL'))
+    // The runner stops this load process with SIGTERM (a timeout, Ctrl-C): wrk goes with it.
+    const stop = () => child.kill('SIGKILL')
+    process.once('exit', stop)
+    for (const signal of ['SIGINT', 'SIGTERM']) {
+      process.once(signal, () => {
+        stop()
+        process.exit(signal === 'SIGINT' ? 130 : 143)
+      })
+    }
   })
 }
