@@ -354,15 +354,32 @@ export class RegistryData {
           const old = into.clients.get(client.id)
           if (old !== undefined) {
             into.clients.delete(client.id)
-            client.requests += old.requests
-            client.firstSeenMs = Math.min(client.firstSeenMs, old.firstSeenMs)
-            client.lastBrownoutMs = Math.max(client.lastBrownoutMs, old.lastBrownoutMs)
-            client.days = [...(old.days ?? []), dayOf(old.lastSeenMs), ...(client.days ?? [])]
+            this.#mergeClient(client, old)
             this.#clientCount--
           }
           into.clients.set(client.id, client)
         }
       }
+    }
+  }
+
+  /**
+   * `older`'s record of a client into `client`'s (SPEC 12: counts summed, last-seen the later).
+   * Samples carry their arrival, so the newer delta's record may have seen the client last
+   * earlier; its days stay one entry per UTC day, however many refused writes absorb them.
+   */
+  #mergeClient(client: ClientRecord, older: ClientRecord): void {
+    client.requests += older.requests
+    client.firstSeenMs = Math.min(client.firstSeenMs, older.firstSeenMs)
+    client.lastBrownoutMs = Math.max(client.lastBrownoutMs, older.lastBrownoutMs)
+    if (this.trackDays) {
+      const days = new Set([...(older.days ?? []), dayOf(older.lastSeenMs), ...(client.days ?? []), dayOf(client.lastSeenMs)])
+      days.delete(dayOf(Math.max(client.lastSeenMs, older.lastSeenMs)))
+      client.days = days.size === 0 ? undefined : [...days]
+    }
+    if (older.lastSeenMs > client.lastSeenMs) {
+      client.lastSeenMs = older.lastSeenMs
+      client.userAgent = older.userAgent
     }
   }
 

@@ -78,6 +78,10 @@ if ev > 0 then
   end
   if ev > 0 then redis.call('HINCRBY', KEYS[1], 'evicted', ev) end
 end
+-- Records are found, trimmed and listed through the list: with the list evicted (volatile-lru
+-- takes keys one at a time) those left would never be trimmed again, ids and user agents kept
+-- past the retention and maxPerRoute.
+if redis.call('EXISTS', KEYS[4]) == 0 then redis.call('DEL', KEYS[3]) end
 for _, d in ipairs(p.d) do redis.call('HINCRBY', KEYS[2], tostring(d[1]), d[2]) end
 for _, day in ipairs(redis.call('HKEYS', KEYS[2])) do
   if tonumber(day) < firstDay then redis.call('HDEL', KEYS[2], day) end

@@ -105,6 +105,19 @@ describe('the client registry on Redis (SPEC 12)', () => {
     await registry.close()
   })
 
+  it('drops the client records left behind when memory pressure evicted the list alone: nothing could trim or list them again', async () => {
+    const prefix = `crr${++prefixes}:`
+    const { registry } = await replica(prefix)
+    for (let index = 0; index < 50; index++) registry.recordLegacy(sample(`hdr:client-${index}`))
+    await registry.flush()
+    await redis.client().del(`${prefix}r:acme:z:${ROUTE}`)
+    registry.recordLegacy(sample('hdr:client-new'))
+    const { route } = await routeOf(registry)
+    expect(route?.clients.map((client) => client.clientId)).toEqual(['hdr:client-new'])
+    expect(await redis.client().hkeys(`${prefix}r:acme:c:${ROUTE}`)).toEqual(['hdr:client-new'])
+    await registry.close()
+  })
+
   it('bounds distinctClients from below only on a route written before ids were counted (no listed in its summary)', async () => {
     const prefix = `crr${++prefixes}:`
     const { registry } = await replica(prefix)
@@ -156,6 +169,8 @@ describe('the client registry on Redis (SPEC 12)', () => {
     // The second route's client hash is of another type: the store refuses that route's script in the second part, and takes the third route's counts beside it.
     const broken = `${prefix}r:acme:c:${other}`
     await redis.client().set(broken, 'not a hash')
+    // With a list beside it, as a route written before has: records without a list are dropped.
+    await redis.client().zadd(`${prefix}r:acme:z:${other}`, Date.now(), 'fp:bbbbbbbbbbbbbbbb')
     const beforeWrites = Date.now()
     await registry.flush()
     // The first part is in the store: the replica's own counts are whole only from that write on.

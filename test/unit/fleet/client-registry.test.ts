@@ -312,6 +312,35 @@ describe('the client registry in memory (SPEC 12)', () => {
     ])
     expect(newer.clientCount).toBe(2)
   })
+
+  it('keeps the later last-seen and its user agent when the newer delta saw the client last earlier (samples carry their arrival)', () => {
+    const now = Date.now()
+    const older = new RegistryData(now - 10_000, bounds(), true)
+    // A short request that arrived at -4 s, recorded (and its write refused) before a long one that arrived at -6 s.
+    older.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 4_000, { userAgent: 'sdk/2' }))
+    const newer = new RegistryData(now - 5_000, bounds(), true)
+    newer.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', now - 6_000, { userAgent: 'sdk/1' }))
+    newer.absorb(older)
+    const client = newer.tenants.get('acme')?.routes.get(ROUTE)?.clients.get('fp:aaaaaaaaaaaaaaaa')
+    expect([client?.requests, client?.firstSeenMs, client?.lastSeenMs, client?.userAgent]).toEqual([2, now - 6_000, now - 4_000, 'sdk/2'])
+  })
+
+  it('holds one entry per UTC day for a client however many refused writes its delta absorbs', () => {
+    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS
+    // Seen yesterday and today, in each of 200 flushes (2 s apart) that Redis refused.
+    let held = new RegistryData(today - DAY_MS, bounds(), true)
+    held.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', today - DAY_MS + 1_000))
+    for (let flush = 0; flush < 200; flush++) {
+      const next = new RegistryData(today + flush * 2_000, bounds(), true)
+      next.recordLegacy(sample('fp:aaaaaaaaaaaaaaaa', today + flush * 2_000 + 1_000))
+      next.absorb(held)
+      held = next
+    }
+    const client = held.tenants.get('acme')?.routes.get(ROUTE)?.clients.get('fp:aaaaaaaaaaaaaaaa')
+    expect(client?.requests).toBe(201)
+    // Its last day is today (from lastSeenMs); the days besides it: yesterday, once.
+    expect(client?.days).toEqual([dayOf(today - DAY_MS)])
+  })
 })
 
 describe('the registry bounds from the running config', () => {
