@@ -199,9 +199,21 @@ async function explainCommand(args: string[]): Promise<void> {
 /** Nothing is started: an embedded upstream is shown by name. */
 const EMBEDDED_ORIGINS = { simulator: 'http://embedded-simulator', legacy: 'http://embedded-legacy-backend' }
 
+/**
+ * With `store: memory` the fleet id is random per gateway process (SPEC 14) and the stage
+ * overrides and brownout pauses live in it: this process can print neither (SPEC 9: a value
+ * explain cannot know is a placeholder in parentheses).
+ */
+const UNKNOWN_FLEET_ID = "(the gateway process's fleet id)"
+
 async function explainFromConfig(config: GatewayConfig, input: ExplainInput): Promise<Explanation> {
   const [{ buildGatewayRuntime }, { explainRequest }] = await Promise.all([import('./tenancy/gateway-runtime.js'), import('./plan/explain-request.js')])
-  return explainRequest(buildGatewayRuntime(config, EMBEDDED_ORIGINS.simulator, { embeddedLegacyOrigin: EMBEDDED_ORIGINS.legacy }), input)
+  const explanation = explainRequest(buildGatewayRuntime(config, EMBEDDED_ORIGINS.simulator, { embeddedLegacyOrigin: EMBEDDED_ORIGINS.legacy, fleetId: UNKNOWN_FLEET_ID }), input)
+  // Overrides and pauses decide legacy routes only (SPEC 13, 14).
+  if (explanation.trafficClass === 'legacy') {
+    console.error("v4gw explain: store memory: the running gateway's stage overrides and brownout pauses live in its process and are not shown; the config's decision is (POST /admin/explain reads them)")
+  }
+  return explanation
 }
 
 /**

@@ -301,7 +301,7 @@ describe('v4gw simulator', () => {
 
 describe('v4gw explain', () => {
   it('prints the V4 call a legacy run becomes, with its credential redacted, and exits 0', async () => {
-    const { code, stdout } = await runCli([
+    const { code, stdout, stderr } = await runCli([
       'explain', '--config', 'config/gateway.yaml', 'POST', '/v1/headless/runs',
       '--header', 'authorization: Bearer explain-secret-token', '--body', '{"input":{"q":1},"policy":"strict","extra":true}'
     ])
@@ -320,13 +320,17 @@ describe('v4gw explain', () => {
           'x-request-id': '(a new request id)',
           'x-forwarded-for': '(client address)',
           'x-forwarded-proto': 'http',
-          // SPEC 14: every upstream request names the fleet (random per process with store: memory).
-          via: expect.stringMatching(/^1\.1 v4gw-[0-9a-f]{12}$/)
+          // SPEC 14: every upstream request names the fleet, random per gateway process with
+          // store: memory: this process cannot know the running gateway's (SPEC 9's placeholder).
+          via: "1.1 v4gw-(the gateway process's fleet id)"
         },
         body: { extra: true, input: { q: 1 }, policy: 'strict' }
       }
     ])
     expect(stdout).not.toContain('explain-secret-token')
+    // Nor its stage overrides and pauses: said, not shown as the config's without a word.
+    expect(stderr).toContain('store memory')
+    expect(stderr).toContain('POST /admin/explain')
   })
 
   it('refuses a --header without a name (64) without repeating its text, which may be a credential', async () => {
