@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { clientBucket } from '../../../src/plan/client-bucket.js'
 import { brownoutBucket } from '../../../src/plan/deprecation-step.js'
@@ -43,13 +44,19 @@ describe('SPEC 14 canary by client', () => {
     expect(share).toBeLessThan(0.3)
   })
 
-  it('decides the same for a client on every route and every replica: nothing but tenant and client id is in the bucket', () => {
-    const a = route('canary', 40)
-    const b: RouteMigration = { ...route('canary', 40), stageFrom: 'route' }
-    for (const client of CLIENTS.slice(0, 200)) expect(sideOf(a, client)).toBe(sideOf(b, client))
+  it('puts a client on V4 exactly when SPEC 13\'s bucket salted "canary", computed here from its text, is below percent x 100', () => {
+    // SPEC 13/14: (first 8 bytes of SHA-256("canary\0" + tenant + "\0" + client id), unsigned
+    // big-endian) mod 10000. Nothing but tenant and client id goes in: not the route, not the
+    // replica, so every route and every replica decide alike.
+    const specBucket = (tenant: string, client: string): number => Number(createHash('sha256').update(`canary\0${tenant}\0${client}`).digest().readBigUInt64BE(0) % 10_000n)
+    for (const percent of [0.01, 12.5, 40, 99.99]) {
+      const configured = route('canary', percent)
+      for (const client of CLIENTS.slice(0, 500)) expect(sideOf(configured, client), `${client} at ${percent} %`).toBe(specBucket('acme', client) < percent * 100 ? 'v4' : 'legacy')
+    }
     // Another tenant buckets its clients on its own.
-    const differs = CLIENTS.slice(0, 200).some((client) => clientBucket('canary', 'acme', client) !== clientBucket('canary', 'other', client))
-    expect(differs).toBe(true)
+    const other = CLIENTS.slice(0, 500).filter((client) => sideOf(route('canary', 40), client, 'other') !== sideOf(route('canary', 40), client))
+    expect(other.length).toBeGreaterThan(0)
+    for (const client of other) expect(sideOf(route('canary', 40), client, 'other')).toBe(specBucket('other', client) < 4_000 ? 'v4' : 'legacy')
   })
 
   it('lets allow win over the bucket and deny over it, and says why', () => {
