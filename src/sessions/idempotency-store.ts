@@ -31,7 +31,12 @@ export type ClaimResult =
   | { readonly claimed: true; readonly owner: string; readonly unavailable?: true }
   | { readonly claimed: false; readonly record: IdempotencyRecord; readonly unavailable?: true }
 
-/** Per call, from the config the request started with, so a reload's bounds apply to what comes after it. */
+/**
+ * Per call, from the config the request started with, so a reload's bounds apply to what comes
+ * after it. SPEC 16's `maxEntries` and `maxBytes` are "per replica": the replica's records never
+ * pass the largest bounds of the routes holding some, the oldest going first whatever their
+ * route, and each route's records never pass its own.
+ */
 export interface RecordBounds {
   /**
    * Whose records the bounds count: a tenant's route (SPEC 16's settings are a route's, merged
@@ -90,7 +95,8 @@ export const SWEEP_PER_CLAIM = 8
 /**
  * The replica's own records (SPEC 16 with `store: memory`, and while a shared store is down): a
  * Map in insertion order per route (RecordBounds.group), so a route's oldest go first when its
- * `maxEntries` or `maxBytes` is passed. A
+ * `maxEntries` or `maxBytes` is passed, and the replica's oldest when the largest bounds of the
+ * routes holding records are (RecordBounds). A
  * claim under way is never pushed out: it would let a retry run the execution again; claims are
  * as many as the requests in flight.
  */
@@ -106,8 +112,10 @@ export interface MemoryIdempotencyStore extends IdempotencyStore {
 
 export function createMemoryIdempotencyStore(now: () => number = Date.now): MemoryIdempotencyStore {
   const records = new Map<string, MemoryRecord>()
-  /** The same records by group, each in insertion order, with the bytes they hold. */
-  const groups = new Map<string, { readonly records: Map<string, MemoryRecord>; bytes: number }>()
+  /** The same records by group, each in insertion order, with the bytes they hold and the bounds they last wrote with. */
+  const groups = new Map<string, { readonly records: Map<string, MemoryRecord>; bytes: number; bounds: RecordBounds }>()
+  /** The bytes of every record (`records` is in insertion order too, oldest first). */
+  let totalBytes = 0
   const waiters = new KeyWaiters()
   let owners = 0
 
@@ -121,6 +129,7 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
 
   function drop(key: string, record: MemoryRecord): void {
     records.delete(key)
+    totalBytes -= record.bytes
     const group = groups.get(record.group)
     if (group === undefined) return
     group.records.delete(key)
@@ -132,15 +141,28 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
     const previous = records.get(key)
     if (previous !== undefined) drop(key, previous)
     records.set(key, record)
+    totalBytes += record.bytes
     let group = groups.get(record.group)
-    if (group === undefined) groups.set(record.group, (group = { records: new Map(), bytes: 0 }))
+    if (group === undefined) groups.set(record.group, (group = { records: new Map(), bytes: 0, bounds }))
+    group.bounds = bounds
     group.records.set(key, record)
     group.bytes += record.bytes
-    if (group.records.size <= bounds.maxEntries && group.bytes <= bounds.maxBytes) return
     const time = now()
-    for (const [oldKey, old] of group.records) {
-      if (group.records.size <= bounds.maxEntries && group.bytes <= bounds.maxBytes) break
-      if (oldKey !== key && (old.owner === undefined || old.expiresAt <= time)) drop(oldKey, old)
+    if (group.records.size > bounds.maxEntries || group.bytes > bounds.maxBytes) pushOut(group.records, key, time, () => group.records.size <= bounds.maxEntries && group.bytes <= bounds.maxBytes)
+    let maxEntries = 0
+    let maxBytes = 0
+    for (const { bounds: held } of groups.values()) {
+      maxEntries = Math.max(maxEntries, held.maxEntries)
+      maxBytes = Math.max(maxBytes, held.maxBytes)
+    }
+    if (records.size > maxEntries || totalBytes > maxBytes) pushOut(records, key, time, () => records.size <= maxEntries && totalBytes <= maxBytes)
+  }
+
+  /** Drops `from`'s oldest finished (or lapsed) records until `within`, never `keep` nor a claim under way. */
+  function pushOut(from: Map<string, MemoryRecord>, keep: string, time: number, within: () => boolean): void {
+    for (const [oldKey, old] of from) {
+      if (within()) return
+      if (oldKey !== keep && (old.owner === undefined || old.expiresAt <= time)) drop(oldKey, old)
     }
   }
 

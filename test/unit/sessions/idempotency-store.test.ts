@@ -84,6 +84,27 @@ describe('SPEC 16 memory idempotency records', () => {
     for (const key of ['r1', 'r2', 'r3', 't3']) expect(store.peek(key)).toMatchObject({ state: 'done' })
   })
 
+  it('bounds the replica\'s records by the largest bounds of its routes (SPEC 16: per replica), the oldest going first whatever their route', () => {
+    const store = createMemoryIdempotencyStore()
+    const headless = { group: 'acme\u0000POST /v1/headless/runs', maxEntries: 3, maxBytes: 10_000 }
+    const invoke = { group: 'other\u0000POST /v1/runs/invoke', maxEntries: 3, maxBytes: 10_000 }
+    for (const key of ['h1', 'h2', 'h3']) store.complete(key, claimed(store.claim(key, 'fp', 1_000, headless)), answer(1), 60_000, headless)
+    for (const key of ['i1', 'i2']) store.complete(key, claimed(store.claim(key, 'fp', 1_000, invoke)), answer(1), 60_000, invoke)
+    // Three records per replica, not three per route: h1 and h2, the oldest, went.
+    expect(store.size).toBe(3)
+    for (const key of ['h3', 'i1', 'i2']) expect(store.peek(key)).toMatchObject({ state: 'done' })
+    // Bytes likewise: i3's 4,000 and h4's 7,000 pass no route's 10,000 alone, together they do: the older goes.
+    store.complete('i3', claimed(store.claim('i3', 'fp', 1_000, invoke)), answer(4_000), 60_000, invoke)
+    store.complete('h4', claimed(store.claim('h4', 'fp', 1_000, headless)), answer(7_000), 60_000, headless)
+    expect(store.peek('h4')).toMatchObject({ state: 'done' })
+    expect(store.peek('i3')).toBeUndefined()
+    // A claim under way is never pushed out, though it is the oldest.
+    claimed(store.claim('run', 'fp', 1_000, invoke))
+    for (const key of ['h5', 'h6', 'h7']) store.complete(key, claimed(store.claim(key, 'fp', 1_000, headless)), answer(1), 60_000, headless)
+    expect(store.peek('run')).toEqual({ state: 'running', fingerprint: 'fp' })
+    expect(store.size).toBe(3)
+  })
+
   it('wakes a waiter when the record is completed, before its wait is over', async () => {
     const store = createMemoryIdempotencyStore()
     const owner = claimed(store.claim('k', 'fp', 1_000, BOUNDS))
