@@ -70,22 +70,39 @@ export interface UpcomingBrownout {
   route: string | null
   start: string
   end: string
+  /** On a tenant's window: its routes that do not take it (`deprecation: null`, or windows of their own listed apart). */
+  except?: string[]
 }
 
-/** SPEC 13: windows active at `nowMs` or starting within 24 h, the tenant's and each route's own, for a reload's answer and log. */
+/**
+ * SPEC 13: windows active at `nowMs` or starting within 24 h, for a reload's answer and log: the
+ * tenant's, saying which routes do not take them, and a route's listed apart only when its
+ * windows or share differ from the tenant's (as `v4gw calendar` shows them).
+ */
 export function listUpcomingBrownouts(tenants: Readonly<Record<string, TenantConfig>>, nowMs: number): UpcomingBrownout[] {
   const horizonMs = nowMs + 24 * 3_600_000
   const upcoming: UpcomingBrownout[] = []
-  const add = (tenant: string, route: string | null, deprecation: DeprecationConfig | null | undefined) => {
+  const add = (tenant: string, route: string | null, deprecation: DeprecationConfig | null | undefined, except: string[]) => {
     for (const window of brownoutWindows(deprecation?.brownouts ?? null)) {
-      if (window.endMs > nowMs && window.startMs <= horizonMs) upcoming.push({ tenant, route, start: new Date(window.startMs).toISOString(), end: new Date(window.endMs).toISOString() })
+      if (window.endMs > nowMs && window.startMs <= horizonMs) {
+        upcoming.push({ tenant, route, start: new Date(window.startMs).toISOString(), end: new Date(window.endMs).toISOString(), ...(except.length === 0 ? {} : { except }) })
+      }
     }
   }
   for (const [name, tenant] of Object.entries(tenants)) {
-    add(name, null, tenant.legacy.deprecation)
-    for (const [route, entry] of Object.entries(tenant.migration.routes)) {
-      if (entry.deprecation !== undefined) add(name, route, effectiveDeprecation(tenant.legacy.deprecation, entry.deprecation))
-    }
+    const own = tenant.legacy.deprecation
+    const apart = Object.entries(tenant.migration.routes).flatMap(([route, entry]) => {
+      if (entry.deprecation === undefined) return []
+      const effective = effectiveDeprecation(own, entry.deprecation)
+      return sameBrownouts(effective, own) ? [] : [{ route, effective }]
+    })
+    add(name, null, own, apart.map(({ route }) => route))
+    for (const { route, effective } of apart) add(name, route, effective, [])
   }
   return upcoming
+}
+
+/** The same windows for the same share of clients: what a brownout listing tells apart. */
+function sameBrownouts(a: DeprecationConfig | null | undefined, b: DeprecationConfig | null | undefined): boolean {
+  return JSON.stringify([brownoutWindows(a?.brownouts ?? null), a?.brownouts?.clients]) === JSON.stringify([brownoutWindows(b?.brownouts ?? null), b?.brownouts?.clients])
 }
