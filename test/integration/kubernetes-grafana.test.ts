@@ -225,6 +225,8 @@ describe('deploy/kubernetes against the config it ships', () => {
 interface Exposed {
   type: string
   labels: Set<string>
+  /** The series, each as its labels and values, to hold a query's `label="value"` to one that occurs. */
+  series: Record<string, string>[]
 }
 
 /** Prometheus text (exposition format 0.0.4) as metric name → type and labels; a histogram's samples count under its own name. */
@@ -233,14 +235,19 @@ function readExposition(text: string): Map<string, Exposed> {
   for (const line of text.split('\n')) {
     const declared = /^# TYPE (\S+) (\S+)$/.exec(line)
     if (declared !== null) {
-      metrics.set(declared[1] as string, { type: declared[2] as string, labels: new Set() })
+      metrics.set(declared[1] as string, { type: declared[2] as string, labels: new Set(), series: [] })
       continue
     }
     const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? \S+/.exec(line)
     if (sample === null) continue
     const name = sample[1] as string
     const base = metrics.has(name) ? name : name.replace(/_(bucket|sum|count)$/, '')
-    for (const label of (sample[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="/g)) metrics.get(base)?.labels.add(label[1] as string)
+    const series: Record<string, string> = {}
+    for (const label of (sample[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+      metrics.get(base)?.labels.add(label[1] as string)
+      series[label[1] as string] = label[2] as string
+    }
+    metrics.get(base)?.series.push(series)
   }
   return metrics
 }
@@ -405,5 +412,20 @@ describe('the config of deploy/kubernetes, running, and deploy/grafana against i
       }
     }
     expect(missing).toEqual([])
+
+    // A selector's fixed values (`label="value"`) must be ones the gateway gives its series: a
+    // query on a value that never occurs reads 0 and says nothing (a shed request carries its
+    // tenant, so `tenant=""` never selected one).
+    const neverOccurs: string[] = []
+    for (const { where, query } of queries) {
+      for (const selector of query.matchAll(/\b(v4gw_[a-zA-Z0-9_:]*)\s*\{([^}]*)\}/g)) {
+        const fixed = [...(selector[2] as string).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"$]*)"/g)].map((matcher) => [matcher[1] as string, matcher[2] as string] as const)
+        if (fixed.length === 0) continue
+        const exposed = exposedFor(metrics, selector[1] as string)
+        const matches = exposed?.series.some((series) => fixed.every(([label, value]) => (series[label] ?? '') === value))
+        if (matches !== true) neverOccurs.push(`${where}: no series ${selector[0]}`)
+      }
+    }
+    expect(neverOccurs).toEqual([])
   })
 })
