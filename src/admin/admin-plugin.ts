@@ -142,12 +142,9 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }
       })
       admin.delete<{ Querystring: { tenant?: string | string[] } }>('/sessions', { preHandler: acceptChange }, async function clearSessions(request) {
-        const tenant = request.query.tenant
         // Two tenants would otherwise reach the store as an array and match nothing, answering `deleted: 0`.
-        if (Array.isArray(tenant)) {
-          throw new GatewayError('INVALID_REQUEST', 'name one tenant, or none for all', { details: [{ pointer: 'query:tenant', message: 'given more than once' }] })
-        }
-        const deleted = await deps.sessionStore.clear(tenant === '' ? undefined : tenant)
+        const tenant = oneOrNone(request.query.tenant, 'tenant', 'name one tenant, or none for all')
+        const deleted = await deps.sessionStore.clear(tenant)
         // Typed by hand, as the `admin change` line's query is, and masked the same way (SPEC 9).
         request.log.info({ tenant: tenant === undefined ? undefined : maskCredentials(tenant, serviceKeyPrefix()), deleted }, 'session map cleared')
         return { deleted }
@@ -183,8 +180,8 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         if (typeof tenant !== 'string' || tenant === '') {
           throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
         }
-        if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
-        return resumeBrownouts(deps.runtime(), tenant, route === undefined || route === '' ? null : route, Date.now())
+        const named = oneOrNone(route, 'route', 'name one route, or none for the tenant')
+        return resumeBrownouts(deps.runtime(), tenant, named ?? null, Date.now())
       })
       admin.put('/migration/stage', { preHandler: acceptChange }, async function putStageOverride(request) {
         const parsed = stageOverrideBodySchema.safeParse(request.body ?? null)
@@ -199,9 +196,9 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         if (typeof tenant !== 'string' || tenant === '') {
           throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path | &all=true]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
         }
-        if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
+        const named = oneOrNone(route, 'route', 'name one route, or none for the tenant')
         if (all !== undefined && all !== 'true') throw new GatewayError('INVALID_REQUEST', 'all takes only true', { details: [{ pointer: 'query:all', message: 'true, once' }] })
-        const target = { tenant, route: route === undefined || route === '' ? null : route, all: all === 'true' }
+        const target = { tenant, route: named ?? null, all: all === 'true' }
         const { removed, scope } = await removeStageOverrides(deps.runtime(), deps.stageOverrides, target, Date.now())
         // One override named: it (or null), as the pause's DELETE answers; `all`: the list.
         return target.all ? { overrides: removed, scope } : { override: removed[0] ?? null, scope }
@@ -222,9 +219,8 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         if (typeof tenant !== 'string' || tenant === '') {
           throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
         }
-        if (Array.isArray(route)) throw new GatewayError('INVALID_REQUEST', 'name one route, or none for the tenant', { details: [{ pointer: 'query:route', message: 'given more than once' }] })
+        const named = oneOrNone(route, 'route', 'name one route, or none for the tenant') ?? null
         const labels = shadowRoutes(deps.runtime(), tenant).get(tenant) as readonly string[]
-        const named = route === undefined || route === '' ? null : route
         if (named !== null && !labels.includes(named)) throw new GatewayError('ROUTE_NOT_FOUND', 'the tenant has no execute or session-execute route of that name')
         const scope = await deps.shadow.reset(tenant, named === null ? labels : [named], Date.now())
         return { reset: { tenant, route: named }, scope }
@@ -286,4 +282,15 @@ function shadowRoutes(runtime: GatewayRuntime, only: string | undefined): Map<st
 
 function adminNotFound(): never {
   throw new GatewayError('ROUTE_NOT_FOUND', 'no such admin endpoint')
+}
+
+/**
+ * A query parameter of a call that changes state, which narrows what it changes: absent, or one
+ * non-empty value. An empty one (`?tenant=$T` with T unset) is refused rather than read as
+ * absent, which would widen the change to every tenant or the whole tenant.
+ */
+function oneOrNone(value: string | string[] | undefined, name: string, message: string): string | undefined {
+  if (Array.isArray(value)) throw new GatewayError('INVALID_REQUEST', message, { details: [{ pointer: `query:${name}`, message: 'given more than once' }] })
+  if (value === '') throw new GatewayError('INVALID_REQUEST', message, { details: [{ pointer: `query:${name}`, message: `empty: leave ${name} out, or name one` }] })
+  return value
 }

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import Fastify, { LogController, type FastifyBaseLogger } from 'fastify'
@@ -176,9 +176,15 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     // The envelope for what fastify and Node refuse before a route runs too (an undecodable URL,
     // malformed HTTP), as on the traffic listener.
     frameworkErrors: (error, request, reply) => sendGatewayError(error, request, reply),
-    clientErrorHandler: (error, socket) => answerClientError(adminLog, error, socket)
+    clientErrorHandler: (error, socket) => answerClientError(adminLog, error, socket),
+    // SPEC 18: the probes and /metrics answer whatever the Host, none included (a bare Node 400
+    // otherwise); /admin/* without one names nothing and gets the guard's 403 envelope.
+    http: { requireHostHeader: false }
   })
   admin.server.on('connect', (_request: IncomingMessage, socket: Duplex) => answerConnect(adminLog, socket))
+  // An Expect other than 100-continue is ignored, as RFC 9110 10.1.1 allows and the traffic
+  // listener does, rather than Node's bare 417 on a probe.
+  admin.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => admin.server.emit('request', request, response))
   const isReady = (): boolean => listening && !shutdown.isDraining()
   /** The host the admin listener binds: restart-only, so the start's (or a test's override). */
   let adminHost: string | undefined

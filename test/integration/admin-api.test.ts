@@ -170,6 +170,23 @@ describe('the admin listener', () => {
     expect(gw.gateway.sessionStore.size).toBe(before)
   })
 
+  // `?tenant=$T` with T unset: read as absent, it cleared every tenant's sessions.
+  it('answers 400 INVALID_REQUEST to DELETE /admin/sessions with an empty tenant, deleting nothing', async () => {
+    await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'kept-by-an-empty-tenant' } })
+    const before = gw.gateway.sessionStore.size
+    expect(before).toBeGreaterThan(0)
+    const answer = await send(gw.adminUrl, '/admin/sessions?tenant=', { method: 'DELETE', headers: admin })
+    expect(answer.status).toBe(400)
+    expect(answer.json.error).toMatchObject({ code: 'INVALID_REQUEST', details: [expect.objectContaining({ pointer: 'query:tenant' })] })
+    expect(gw.gateway.sessionStore.size).toBe(before)
+  })
+
+  it.each(['/admin/brownouts/pause', '/admin/migration/stage', '/admin/shadow'])('answers 400 INVALID_REQUEST to DELETE %s with an empty route, rather than acting on the whole tenant', async (path) => {
+    const answer = await send(gw.adminUrl, `${path}?tenant=acme&route=`, { method: 'DELETE', headers: admin })
+    expect(answer.status).toBe(400)
+    expect(answer.json.error).toMatchObject({ code: 'INVALID_REQUEST', details: [expect.objectContaining({ pointer: 'query:route' })] })
+  })
+
   it('answers 400 INVALID_REQUEST to an explain body without method and path', async () => {
     const answer = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { path: 'nope' } })
     expect(answer.status).toBe(400)

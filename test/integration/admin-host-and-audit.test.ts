@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { configSchema } from '../../src/config/schema.js'
 import { deepFreeze } from '../../src/util/deep-freeze.js'
 import { send } from '../helpers/http.js'
+import { rawExchange } from '../helpers/raw-http.js'
 import { spawnGateway } from '../helpers/spawn-gateway.js'
 import { startGateway, testConfig, useGateway } from '../helpers/start-gateway.js'
 import { useTempDir } from '../helpers/temp-dir.js'
@@ -36,6 +37,22 @@ describe('the admin API and the Host it is called by', () => {
     for (const path of ['/healthz', '/readyz', '/metrics']) {
       expect((await send(gw.adminUrl, path, { headers: { host: 'rebound.attacker.example' } })).status, path).toBe(200)
     }
+  })
+
+  it('answers the probes to a request with no Host at all, and refuses /admin/* without one with the 403 envelope', async () => {
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      const { response } = await rawExchange(gw.adminUrl, `GET ${path} HTTP/1.1\r\nConnection: close\r\n\r\n`)
+      expect(response?.status, path).toBe(200)
+    }
+    const { response } = await rawExchange(gw.adminUrl, `GET /admin/sessions HTTP/1.1\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`)
+    expect(response?.status).toBe(403)
+    expect(response?.json).toMatchObject({ error: { code: 'FORBIDDEN' } })
+    expect(response?.headers['x-request-id']).toBeDefined()
+  })
+
+  it('answers a probe that sends an Expect it does not know, ignoring it (RFC 9110 10.1.1), not a bare 417', async () => {
+    const { response } = await rawExchange(gw.adminUrl, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nExpect: something-else\r\nConnection: close\r\n\r\n')
+    expect(response?.status).toBe(200)
   })
 
   it('checks the Host first, then the token, then the body type (SPEC 18)', async () => {
