@@ -1,4 +1,5 @@
 import type { ClientRegistry } from '../fleet/client-registry.js'
+import { headerValueText } from '../util/header-value-bytes.js'
 import { ANONYMOUS } from '../credentials/client-id.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import type { AccessRecord } from '../observability/access-record.js'
@@ -14,11 +15,13 @@ export function recordInRegistry(registry: ClientRegistry, runtime: GatewayRunti
   if (tenant === undefined) return
   if (record.legacyRoute !== undefined) {
     const clientId = record.clientId ?? ANONYMOUS
+    const userAgent = head.headers['user-agent']
     registry.recordLegacy({
       tenant,
       route: record.legacyRoute,
       clientId,
-      userAgent: head.headers['user-agent'],
+      // Shown in reports as the client wrote it: Node holds a header's bytes, one character each.
+      userAgent: userAgent === undefined ? undefined : headerValueText(userAgent),
       // As the request's own config said (SPEC 17: a request finishes under the config it started with); else the current one's.
       exempt: record.clientExempt ?? isExempt(runtime, tenant, record.legacyRoute, clientId, head.now),
       brownout: record.deprecationAction === 'brownout',

@@ -74,6 +74,12 @@ export interface TenantData {
   readonly share: Map<number, { legacy: number; native: number }>
 }
 
+/** The first `count` UTF-16 units of `text`, without half a surrogate pair at the cut. */
+function firstChars(text: string, count: number): string {
+  const code = text.charCodeAt(count - 1)
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? count - 1 : count)
+}
+
 export function dayOf(ms: number): number {
   return Math.floor(ms / DAY_MS)
 }
@@ -148,7 +154,7 @@ export class RegistryData {
     route.requests++
     if (sample.atMs > route.lastSeenMs) route.lastSeenMs = sample.atMs
     if (!sample.exempt && sample.atMs > route.lastSeenNonExemptMs) route.lastSeenNonExemptMs = sample.atMs
-    const userAgent = sample.userAgent === undefined ? null : sample.userAgent.length > MAX_USER_AGENT_CHARS ? sample.userAgent.slice(0, MAX_USER_AGENT_CHARS) : sample.userAgent
+    const userAgent = sample.userAgent === undefined ? null : sample.userAgent.length > MAX_USER_AGENT_CHARS ? firstChars(sample.userAgent, MAX_USER_AGENT_CHARS) : sample.userAgent
     const last = route.lastClient
     if (last !== undefined && last.id === sample.clientId && route.lastDayNumber === day && route.clients.get(last.id) === last) {
       // The same client as the route's last request, the same day: it is already last in the

@@ -14,3 +14,11 @@ export function headerValueBytes(value: string): string | Buffer {
 export function asReceivedHeaderValue(text: string): string {
   return NOT_ASCII.test(text) ? Buffer.from(text, 'utf8').toString('latin1') : text
 }
+
+/**
+ * A header value as the text its client sent, read as UTF-8 (a user agent shown in SPEC 12's
+ * reports): an ASCII value as it is; bytes that are no UTF-8 become U+FFFD.
+ */
+export function headerValueText(value: string): string {
+  return NOT_ASCII.test(value) ? Buffer.from(value, 'latin1').toString('utf8') : value
+}

@@ -96,6 +96,14 @@ describe('GET /admin/migration (SPEC 12, schemaVersion 2)', () => {
     expect(answer.json.tenants.acme.legacyShare).toEqual([{ day: iso(Date.now()).slice(0, 10), legacy: 2, native: 0 }])
   })
 
+  it('shows a user agent sent as UTF-8 as its text, not as its bytes one character each', async () => {
+    const text = 'Überweisung-Client/1.0 (Zürich) ✓'
+    // On the wire as UTF-8: undici writes a header's characters as latin1 bytes.
+    expect((await call(gw, { ...ALICE, 'user-agent': Buffer.from(text, 'utf8').toString('latin1') })).status).toBe(200)
+    const clients = (await migration(gw, '?tenant=acme')).json.tenants.acme.routes[HEADLESS].clients
+    expect(clients).toEqual(expect.arrayContaining([expect.objectContaining({ clientId: clientIdOf('demo-token-alice'), userAgent: text })]))
+  })
+
   it('lists at most ?clients=N clients per route, most recent first, and refuses a count above 10,000', async () => {
     await call(gw, ALICE)
     const one = await migration(gw, '?tenant=acme&clients=1')

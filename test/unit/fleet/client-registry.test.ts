@@ -281,6 +281,15 @@ describe('the client registry in memory (SPEC 12)', () => {
     await registry.close()
   })
 
+  it('cuts a user agent before a character outside the BMP rather than through it', async () => {
+    const registry = new ClientRegistry({ store: memorySharedStore(), bounds: bounds(), flushMs: 2_000, configHash: () => 'h', logger: SILENT })
+    // 255 letters, then an emoji (two UTF-16 units) across the 256th: its first half alone is no text.
+    registry.recordLegacy(sample('anonymous', Date.now(), { userAgent: `${'x'.repeat(255)}😀tail` }))
+    const { route } = await viewOf(registry)
+    expect(route?.clients[0]?.userAgent).toBe('x'.repeat(255))
+    await registry.close()
+  })
+
   it('forgets clients last seen before the retention, and routes unused as long', () => {
     const data = new RegistryData(Date.now(), bounds(10_000, 100_000, 2))
     const now = Date.now()
