@@ -43,8 +43,9 @@ export interface ExplainedCall {
 }
 
 export interface Explanation {
-  tenant?: string
-  trafficClass?: string
+  /** SPEC 9's shape has both: null when the request names no tenant the gateway knows, or none at all. */
+  tenant: string | null
+  trafficClass: string | null
   legacyRoute?: string
   /** SPEC 12's client id, from the tenant's `clients.key`. */
   clientId?: string
@@ -147,7 +148,7 @@ function explainPlan(runtime: GatewayRuntime, input: ExplainInput): { explanatio
 function explainInto(runtime: GatewayRuntime, input: ExplainInput, onKeyed: (request: IdempotencyRequest) => void): Explanation {
   const head = headFromInput(runtime, input)
   const bytes = bodyBytes(input, head)
-  const explanation: Explanation = { calls: [] }
+  const explanation: Explanation = { tenant: null, trafficClass: null, calls: [] }
   try {
     // What the kernel refuses before anything is planned (a second Host, a transfer coding),
     // planned as the kernel plans it: the refusal with the facts of the route it names (SPEC 14).

@@ -104,6 +104,13 @@ describe('the admin listener', () => {
     expect(sim.simulator.calls).toEqual([])
   })
 
+  it('explains a request naming a tenant it does not know with SPEC 9\'s tenant and trafficClass, both null', async () => {
+    const answer = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { method: 'GET', path: '/v4/policies', headers: { 'x-tenant-id': 'nobody' } } })
+    expect(answer.status).toBe(200)
+    expect(answer.json).toMatchObject({ tenant: null, trafficClass: null, calls: [], answer: { status: 404, code: 'TENANT_UNKNOWN' } })
+    expect(Object.keys(answer.json).slice(0, 2)).toEqual(['tenant', 'trafficClass'])
+  })
+
   it('explains a refused call as the gateway answer it gets', async () => {
     const answer = await send(gw.adminUrl, '/admin/explain', { headers: admin, json: { method: 'POST', path: '/v1/headless/runs', headers: { 'x-api-key': 'key_live_secret' }, body: { input: 1 } } })
     expect(answer.json.answer).toEqual({ status: 401, code: 'AUTH_INVALID', message: expect.stringContaining('admin/config APIs only') })
