@@ -129,6 +129,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
     storeToken(null);
     clear(main);
     clear(nav);
+    shownGeneratedAt = null;
     form.hidden = false;
     tokenMessage.textContent = message;
     statusLine.textContent = 'The admin API needs its token.';
@@ -170,6 +171,11 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
   var loading = null;
   var loadingToken = null;
   var generation = 0;
+  // When the answer on screen was generated: a failed refresh leaves it, and says how old it is.
+  var shownGeneratedAt = null;
+  function stillShown() {
+    return shownGeneratedAt === null ? '' : ' · still showing the answer generated ' + when(shownGeneratedAt) + ' (' + relative(shownGeneratedAt) + ')';
+  }
   function load() {
     if (loading && loadingToken === token) return loading;
     var mine = ++generation;
@@ -184,13 +190,13 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
           return;
         }
         if (migration.status !== 200 || !isObject(migration.body)) {
-          statusLine.textContent = '/admin/migration answered ' + errorMessage(migration);
+          statusLine.textContent = '/admin/migration answered ' + errorMessage(migration) + stillShown();
           return;
         }
         form.hidden = true;
         render(migration.body, answers[1]);
       })
-      .catch(function (error) { if (mine === generation) statusLine.textContent = 'The admin API could not be reached: ' + String(error && error.message ? error.message : error); })
+      .catch(function (error) { if (mine === generation) statusLine.textContent = 'The admin API could not be reached: ' + String(error && error.message ? error.message : error) + stillShown(); })
       .then(function () { if (loading === current) loading = null; });
     loading = current;
     return current;
@@ -200,6 +206,7 @@ export const MIGRATION_PAGE_SCRIPT = String.raw`
   function render(report, shadow) {
     clear(main);
     clear(nav);
+    shownGeneratedAt = typeof report.generatedAt === 'string' ? report.generatedAt : null;
     var tenants = isObject(report.tenants) ? report.tenants : {};
     var names = Object.keys(tenants).sort();
     var parts = ['Generated ' + when(report.generatedAt) + ' (' + relative(report.generatedAt) + ')', 'scope ' + (report.scope || '–')];

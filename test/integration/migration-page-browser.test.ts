@@ -300,6 +300,26 @@ describe('the migration page /admin/ui in chromium', () => {
     await context.close()
   })
 
+  it('says, when a refresh fails, that what it still shows is the earlier answer and how old it is', { timeout: 60_000 }, async () => {
+    const going = await startGateway(testConfig(sim.url, { admin: { token: ADMIN_TOKEN } }))
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    await page.goto(`${going.adminUrl}/admin/ui`)
+    await page.fill('#token', ADMIN_TOKEN)
+    await page.press('#token', 'Enter')
+    await page.locator('section.tenant', { hasText: 'acme' }).waitFor()
+    const generated = (await page.locator('#status').textContent()) ?? ''
+    expect(generated).toMatch(/^Generated \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/)
+    // The gateway goes: the refresh reaches nothing.
+    await going.close()
+    await page.click('#refresh')
+    await page.locator('#status', { hasText: 'could not be reached' }).waitFor()
+    const status = (await page.locator('#status').textContent()) ?? ''
+    expect(status).toContain(`still showing the answer generated ${generated.slice('Generated '.length, 'Generated '.length + 20)}`)
+    expect(await page.locator('section.tenant', { hasText: 'acme' }).count()).toBe(1)
+    await context.close()
+  })
+
   it('never says "no client has called" a route whose clients were evicted but which has requests', { timeout: 60_000 }, async () => {
     // One client record in all: the invoke route's client is evicted by the next route's.
     const evicting = await startGateway(testConfig(sim.url, { admin: { token: ADMIN_TOKEN }, clients: { maxTotal: 1 } }))
