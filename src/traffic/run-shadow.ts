@@ -147,6 +147,9 @@ export function createShadowRunner(deps: ShadowRunnerDeps): ShadowRunner {
       deps.results.record({ tenant: tenantName, route, outcome, requestId: head.requestId, atMs: Date.now() })
       return undefined
     }
+    // A route sampled at 0 % compares nothing: no slot, no copy of its body (a session-execute
+    // request would otherwise hold one until its body came, crowding out other routes' comparisons).
+    if (policy.sampleBound === 0) return undefined
     const declared = Number(head.headers['content-length'])
     const oversized = Number.isFinite(declared) && declared > policy.settings.maxBodyBytes
     const full = (perTenant.get(tenantName) ?? 0) >= policy.settings.maxInFlight || running.size >= runtime.config.limits.shadowInFlight

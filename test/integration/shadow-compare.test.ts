@@ -259,6 +259,31 @@ describe('SPEC 15 shadow compare against real loopback upstreams', () => {
     await until(async () => (await shadowOf(gw)).matches === 1)
   })
 
+  it('holds no comparison slot for a session-execute request on a route sampled at 0 %: another route\'s comparison is not dropped', async () => {
+    const v4 = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
+    const gw = await startGateway(
+      testConfig(v4.url, {
+        tenants: {
+          acme: { upstream: { staging: v4.url, legacy: legacy.url }, migration: { stage: 'shadow', shadow: { maxInFlight: 1 }, routes: { [INVOKE]: { shadow: { percent: 0 } } } } }
+        }
+      })
+    )
+    // A session-execute request whose body has not all come: in flight until its socket goes.
+    const { hostname, port } = new URL(gw.url)
+    const held = connect({ host: hostname, port: Number(port) })
+    held.on('error', () => undefined)
+    held.write(`POST /v1/runs/invoke HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n9\r\n{"input":\r\n`)
+    try {
+      await until(async () => /^v4gw_requests_in_flight 1$/m.test((await send(gw.adminUrl, '/metrics')).text))
+      expect((await execute(gw)).status).toBe(200)
+      await until(async () => (await shadowOf(gw)).matches === 1)
+      expect(await shadowOf(gw)).toMatchObject({ dropped: 0 })
+    } finally {
+      held.destroy()
+    }
+  })
+
   it('samples execute by request id as SPEC 15 writes it: the requests compared are exactly those whose bucket is below percent × 100', async () => {
     const v4 = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
     const legacy = await startRecordingUpstream((_request, response) => json(response, 200, LEGACY_ANSWER))
