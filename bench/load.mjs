@@ -61,7 +61,8 @@ function options(durationSec) {
  * A request still unanswered when the run stops is neither a timeout nor in the percentiles
  * (autocannon drops it with its client): a connection with no answer in the window's last
  * STALL_SEC is counted as one stalled request, so a row that hangs some connections cannot read
- * "failed 0".
+ * "failed 0". With the STALL_SEC timeout (which reconnects a hung connection) that is in effect
+ * a connection that never answered.
  */
 const STALL_SEC = 2
 

@@ -53,6 +53,22 @@ describe('bench/load.mjs', () => {
     expect(result.stalled).toBe(1)
   }, 40_000)
 
+  it('counts a connection that answered, then hung for longer than 2 s, as a failure', async () => {
+    // The third connection gets one answer, then none: autocannon's 2 s timeout must see it.
+    let connections = 0
+    const url = await serve((request, response) => {
+      request.resume()
+      const socket = request.socket as typeof request.socket & { ordinal?: number; answered?: boolean }
+      socket.ordinal ??= ++connections
+      if (socket.ordinal === 3 && socket.answered === true) return
+      socket.answered = true
+      response.end('{}')
+    })
+    const result = await runLoad({ url: `${url}/`, body: '{}', warmupSec: 0.2, durationSec: 3 })
+    expect(result.ok).toBeGreaterThan(0)
+    expect(result.timeouts + result.stalled).toBeGreaterThanOrEqual(1)
+  }, 40_000)
+
   it('counts none when every connection is answered', async () => {
     const url = await serve((request, response) => {
       request.resume()
