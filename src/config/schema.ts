@@ -1,5 +1,4 @@
 import { z } from 'zod'
-import { isIPv6 } from 'node:net'
 import { percentSchema } from './percent.js'
 import { isPlainObject } from '../util/is-plain-object.js'
 import { normalizeHost } from '../util/normalize-host.js'
@@ -481,8 +480,8 @@ export const credentialSourceSchema = z.enum(['authorization', 'x-session-token'
 
 /** A name of RFC 3986 reg-name characters that is one character or does not end in a dot. */
 const HOST_NAME_PATTERN = "[\\w.~!$&'()*+,;=-]|(?:[\\w.~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*(?:[\\w~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})"
-/** isBareHost for config.schema.json (`admin.allowedHosts`): an IPv6 address, bracketed (its zone as written) or not, or a name. */
-const BARE_HOST_PATTERN = `^(?:\\[[^\\]]*\\]?|[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*|${HOST_NAME_PATTERN})$`
+/** isBareHost for config.schema.json (`admin.allowedHosts`): a bracketed IPv6 address, its zone as written, or a name. */
+const BARE_HOST_PATTERN = `^(?:\\[[^\\]]*\\]?|${HOST_NAME_PATTERN})$`
 /**
  * A `tenancy.hosts` key, which a `Host` must be able to name (checkHostKeys): a name as above, or
  * an IP literal as RFC 3986 writes it (an IPv6 address, its zone as RFC 6874's `%25`, or an
@@ -518,7 +517,7 @@ const configObject = z.strictObject({
         .transform((token) => (token === '' ? null : token)),
       // Host names the admin API also answers to (SPEC 18): any other Host is refused on
       // `/admin/*`, so that a web page whose name was rebound to this address cannot call it.
-      allowedHosts: z.array(z.string().min(1).refine(isBareHost, 'a host as a Host header names it, without a port: "gw.example.com", "10.0.0.5", "[fd00::1]" or "fd00::1"').meta({ pattern: BARE_HOST_PATTERN })).default([])
+      allowedHosts: z.array(z.string().min(1).refine(isBareHost, 'a host as a Host header names it, without a port: "gw.example.com", "10.0.0.5" or "[fd00::1]"').meta({ pattern: BARE_HOST_PATTERN })).default([])
     })
     .prefault({}),
   log: z
@@ -649,8 +648,6 @@ const configObject = z.strictObject({
  */
 function isBareHost(host: string): boolean {
   const lower = host.toLowerCase()
-  // An IPv6 address as the Kubernetes downward API writes a pod's (`${POD_IP}`): compared bracketed.
-  if (isIPv6(lower)) return true
   return lower === '' || ((lower.startsWith('[') || (!lower.includes(':') && isValidHost(lower))) && normalizeHost(lower) === lower)
 }
 

@@ -12,7 +12,7 @@ const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 
 /** SPEC 18: an `/admin/*` request whose Host does not name the listener is refused, against DNS rebinding. */
 describe('the admin API and the Host it is called by', () => {
-  const gw = useGateway(() => testConfig('http://127.0.0.1:9', { admin: { token: ADMIN_TOKEN, allowedHosts: ['gw.internal', '[fd00::5]', '[fe80::7%eth0]', 'fd00::6'] } }))
+  const gw = useGateway(() => testConfig('http://127.0.0.1:9', { admin: { token: ADMIN_TOKEN, allowedHosts: ['gw.internal', '[fd00::5]', '[fe80::7%eth0]'] } }))
 
   // A zone id in a Host (`[::1%1]`) was a 500: the URL parser refuses what isIPv6 accepts.
   it.each(['rebound.attacker.example', 'rebound.attacker.example:9901', '127.0.0.2', '0.0.0.0', '[::2]', 'gw.internal.attacker.example', 'localhost.attacker.example', '[::1%1]', '[fd00::5%eth0]:9901'])(
@@ -26,7 +26,7 @@ describe('the admin API and the Host it is called by', () => {
     }
   )
 
-  it.each(['localhost', 'LOCALHOST:9901', 'localhost.', '127.0.0.1', '127.0.0.1:1', '[::1]', '[0:0::1]:9901', 'gw.internal', 'GW.Internal:9901', '[fd00::5]:80', '[FD00:0::5]', '[fe80::7]', '[fd00::6]', '[fd00:0::6]:9901'])(
+  it.each(['localhost', 'LOCALHOST:9901', 'localhost.', '127.0.0.1', '127.0.0.1:1', '[::1]', '[0:0::1]:9901', 'gw.internal', 'GW.Internal:9901', '[fd00::5]:80', '[FD00:0::5]', '[fe80::7]'])(
     'answers /admin/* with Host %s: loopback, or in admin.allowedHosts',
     async (host) => {
       expect((await send(gw.adminUrl, '/admin/sessions', { headers: { ...admin, host } })).status).toBe(200)
