@@ -149,13 +149,20 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
     group.bytes += record.bytes
     const time = now()
     if (group.records.size > bounds.maxEntries || group.bytes > bounds.maxBytes) pushOut(group.records, key, time, () => group.records.size <= bounds.maxEntries && group.bytes <= bounds.maxBytes)
-    let maxEntries = 0
-    let maxBytes = 0
-    for (const { bounds: held } of groups.values()) {
-      maxEntries = Math.max(maxEntries, held.maxEntries)
-      maxBytes = Math.max(maxBytes, held.maxBytes)
+    // The replica's bound is the largest of the routes holding records: pushing out a route's
+    // last record may lower it, so it is read again until nothing more goes.
+    for (;;) {
+      let maxEntries = 0
+      let maxBytes = 0
+      for (const { bounds: held } of groups.values()) {
+        maxEntries = Math.max(maxEntries, held.maxEntries)
+        maxBytes = Math.max(maxBytes, held.maxBytes)
+      }
+      if (records.size <= maxEntries && totalBytes <= maxBytes) return
+      const routesBefore = groups.size
+      pushOut(records, key, time, () => records.size <= maxEntries && totalBytes <= maxBytes)
+      if (groups.size === routesBefore) return
     }
-    if (records.size > maxEntries || totalBytes > maxBytes) pushOut(records, key, time, () => records.size <= maxEntries && totalBytes <= maxBytes)
   }
 
   /** Drops `from`'s oldest finished (or lapsed) records until `within`, never `keep` nor a claim under way. */

@@ -105,6 +105,23 @@ describe('SPEC 16 memory idempotency records', () => {
     expect(store.size).toBe(3)
   })
 
+  it('reads the replica\'s bound again once a route\'s last record went: the largest bounds left apply', () => {
+    const store = createMemoryIdempotencyStore()
+    const roomy = { group: 'acme\u0000POST /v1/headless/runs', maxEntries: 4, maxBytes: 100_000 }
+    const small = { group: 'other\u0000POST /v1/runs/invoke', maxEntries: 2, maxBytes: 100_000 }
+    const smallToo = { group: 'third\u0000POST /v1/runs/invoke', maxEntries: 2, maxBytes: 100_000 }
+    store.complete('r1', claimed(store.claim('r1', 'fp', 1_000, roomy)), answer(1), 60_000, roomy)
+    for (const key of ['s1', 's2']) store.complete(key, claimed(store.claim(key, 'fp', 1_000, small)), answer(1), 60_000, small)
+    store.complete('t1', claimed(store.claim('t1', 'fp', 1_000, smallToo)), answer(1), 60_000, smallToo)
+    // A fifth record (a claim) over the roomy route's 4: its one record, the oldest, goes; the
+    // bound is then 2, within the same write: the two oldest left go too, not the claim.
+    claimed(store.claim('t2', 'fp', 1_000, smallToo))
+    expect(store.peek('r1')).toBeUndefined()
+    expect(store.size).toBe(2)
+    expect(store.peek('t1')).toMatchObject({ state: 'done' })
+    expect(store.peek('t2')).toEqual({ state: 'running', fingerprint: 'fp' })
+  })
+
   it('wakes a waiter when the record is completed, before its wait is over', async () => {
     const store = createMemoryIdempotencyStore()
     const owner = claimed(store.claim('k', 'fp', 1_000, BOUNDS))
