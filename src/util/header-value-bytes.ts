@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer'
+
 /**
  * Node's HTTP parser gives each byte of a header value as one character (latin1). A value sent as
  * UTF-8 outside ASCII is therefore held as its bytes, one character each; an ASCII value is the
@@ -16,9 +18,12 @@ export function asReceivedHeaderValue(text: string): string {
 }
 
 /**
- * A header value as the text its client sent, read as UTF-8 (a user agent shown in SPEC 12's
- * reports): an ASCII value as it is; bytes that are no UTF-8 become U+FFFD.
+ * A header value as the text its client sent (a user agent shown in SPEC 12's reports): its
+ * bytes read as UTF-8 when they are UTF-8, else as ISO-8859-1 (RFC 9110 5.5's historical
+ * charset, which is how Node holds them); an ASCII value as it is.
  */
 export function headerValueText(value: string): string {
-  return NOT_ASCII.test(value) ? Buffer.from(value, 'latin1').toString('utf8') : value
+  if (!NOT_ASCII.test(value)) return value
+  const bytes = Buffer.from(value, 'latin1')
+  return isUtf8(bytes) ? bytes.toString('utf8') : value
 }

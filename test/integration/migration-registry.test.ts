@@ -102,6 +102,10 @@ describe('GET /admin/migration (SPEC 12, schemaVersion 2)', () => {
     expect((await call(gw, { ...ALICE, 'user-agent': Buffer.from(text, 'utf8').toString('latin1') })).status).toBe(200)
     const clients = (await migration(gw, '?tenant=acme')).json.tenants.acme.routes[HEADLESS].clients
     expect(clients).toEqual(expect.arrayContaining([expect.objectContaining({ clientId: clientIdOf('demo-token-alice'), userAgent: text })]))
+    // Bytes that are no UTF-8 are ISO-8859-1 (RFC 9110 5.5), as an older client may send them: 0xFC is ü.
+    expect((await call(gw, { ...BOB, 'user-agent': 'Zürich-Client/2' })).status).toBe(200)
+    const again = (await migration(gw, '?tenant=acme')).json.tenants.acme.routes[HEADLESS].clients
+    expect(again).toEqual(expect.arrayContaining([expect.objectContaining({ clientId: clientIdOf('demo-token-bob'), userAgent: 'Zürich-Client/2' })]))
   })
 
   it('lists at most ?clients=N clients per route, most recent first, and refuses a count above 10,000', async () => {
