@@ -22,15 +22,16 @@ export function resolveTenant(
   asked?: { requestedTenant?: string | undefined }
 ): TenantRuntime {
   let name: string | null | undefined = tenantHeader === '' ? undefined : tenantHeader
-  let source = `header:${tenancy.header}`
-  if (name === undefined) {
+  let source: 'header' | 'host' | 'default' = 'header'
+  // No Host map (the usual single-tenant or header-only setup): nothing to normalise the Host for.
+  if (name === undefined && tenancy.hosts.size > 0) {
     // An IPv6 literal in one spelling, as the keys are (config/schema.ts: checkHostKeys).
     name = tenancy.hosts.get(canonicalHost(normalizeHost(host) ?? ''))
-    source = 'header:host'
+    source = 'host'
   }
   if (name === undefined) {
     name = tenancy.defaultTenant
-    source = 'tenancy.default'
+    source = 'default'
   }
   if (name === null) {
     throw new GatewayError('TENANT_REQUIRED', `no tenant: send the ${tenancy.header} header`, { details: [{ pointer: `header:${tenancy.header}`, message: 'missing' }] })
@@ -38,7 +39,8 @@ export function resolveTenant(
   const tenant = tenancy.tenants.get(name)
   if (tenant === undefined) {
     if (asked !== undefined) asked.requestedTenant = name
-    throw new GatewayError('TENANT_UNKNOWN', 'the requested tenant is not configured', { details: [{ pointer: source, message: 'not a configured tenant' }] })
+    const pointer = source === 'header' ? `header:${tenancy.header}` : source === 'host' ? 'header:host' : 'tenancy.default'
+    throw new GatewayError('TENANT_UNKNOWN', 'the requested tenant is not configured', { details: [{ pointer, message: 'not a configured tenant' }] })
   }
   return tenant
 }
