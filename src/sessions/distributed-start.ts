@@ -29,10 +29,17 @@ export async function startAcrossReplicas<TRejection>(
     return { result, startedHere: true }
   }
 
-  const deadline = Date.now() + lock.waitMs
+  let deadline = Date.now() + lock.waitMs
+  let holder: string | undefined
   for (;;) {
     const attempt = await lock.acquire(key, tenant)
     if (attempt.state === 'unavailable') return startHere()
+    if (attempt.state === 'held' && attempt.holder !== undefined && attempt.holder !== holder) {
+      // Another owner's start (the last one failed or its lock expired): the wait is for this
+      // one, as long as its own config lets it take, not what is left of the wait for the last.
+      holder = attempt.holder
+      deadline = Date.now() + Math.max(lock.waitMs, attempt.holderWaitMs ?? 0)
+    }
     if (attempt.state === 'acquired') {
       try {
         // The previous owner stores its session before it releases: look once more before starting.

@@ -47,6 +47,18 @@ interface SharedRead {
 /** Deletes KEYS[1] only while it still holds ARGV[1]: lock release and session eviction. */
 const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
 const COMPARE_AND_PEXPIRE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end"
+/**
+ * `SET key value NX PX` that answers the holder's value when it is held (one round trip; `SET
+ * … NX GET` needs Redis 7): nil when taken. KEYS: the lock; ARGV: our value, its life.
+ */
+const TAKE_OR_READ = "local held = redis.call('GET', KEYS[1]) if held then return held end redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return false"
+
+/** The wait bound an owner wrote after its token (`<uuid> <ms>`); none from a replica that wrote a bare token. */
+function holderWaitMs(held: string): number | undefined {
+  const space = held.lastIndexOf(' ')
+  const ms = space < 0 ? Number.NaN : Number(held.slice(space + 1))
+  return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined
+}
 
 export interface RedisSessionStore extends SessionStore {
   readonly startLock: StartLock
@@ -174,13 +186,15 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
     async acquire(key, tenant): Promise<LockAttempt> {
       if (!connection.isUp()) return { state: 'unavailable' }
       const lockKey = keys.lock(tenant, key)
-      const owner = randomUUID()
+      // Our token, and how long our start may take: a waiter on another replica, whose config
+      // may differ during a rolling reload, waits at least that long for it.
+      const owner = `${randomUUID()} ${waitMs()}`
       // The winner looks at the entry once more; that look must read after the lock, not share a
       // read sent before it, which may predate another replica's entry (a second sessions.start).
       retireSharedRead(keys.session(tenant, key))
       try {
-        const taken = await connection.run((client) => client.set(lockKey, owner, 'PX', lockMs(), 'NX'))
-        if (taken === null) return { state: 'held' }
+        const held = (await connection.run((client) => client.eval(TAKE_OR_READ, 1, lockKey, owner, lockMs()))) as string | null
+        if (held !== null) return { state: 'held', holder: held, holderWaitMs: holderWaitMs(held) }
       } catch {
         // A SET that timed out here may still run once a stalled Redis goes on, or be sent again
         // by ioredis on its next connection, leaving a lock nobody owns that every replica would

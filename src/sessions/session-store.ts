@@ -5,8 +5,12 @@ import { sessionKeyPrefix } from './session-key.js'
 /** One try at a key's start lock. */
 export type LockAttempt =
   | { state: 'acquired'; release(): Promise<void> }
-  /** Another replica is starting this key's session. */
-  | { state: 'held' }
+  /**
+   * Another replica is starting this key's session: `holder` tells one owner's hold from the
+   * next (a waiter's wait starts again when the lock changes hands), `holderWaitMs` is how long
+   * that owner's start may take (its config's, which a rolling reload may have changed).
+   */
+  | { state: 'held'; holder?: string; holderWaitMs?: number }
   /** The shared store cannot be asked: this replica starts on its own (a store outage fails no request). */
   | { state: 'unavailable' }
 

@@ -67,6 +67,61 @@ describe('three replicas on one Redis (one session per identity across replicas,
     expect(outcomes.filter((outcome) => outcome === 'coalesced')).toHaveLength(59)
   })
 
+  it('waits for the next owner\'s start, from when it took the lock, after the first owner\'s start failed', async () => {
+    // Each waiter gives up after connectTimeoutMs + upstreamTimeoutMs + 1 s = 3.1 s. The first
+    // start never answers (504 at 2 s); the next owner's takes 1.5 s more: a wait counted from
+    // the first arrival would end at 3.1 s, within it, and start a third session.
+    let starts = 0
+    const upstream = await startRecordingUpstream(async (request, response) => {
+      if (request.url === START_PATH) {
+        const start = ++starts
+        if (start === 1) return
+        if (start === 2) await sleep(1_500)
+        response.writeHead(201, { 'content-type': 'application/json' })
+        response.end(JSON.stringify({ sessionId: `ses_${start}` }))
+        return
+      }
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end(JSON.stringify({ output: 'ok' }))
+    })
+    const replicas = await startReplicas(3, upstream.url, redis.url, `r${++prefixCount}:`, { limits: { upstreamTimeoutMs: 2_000, connectTimeoutMs: 100 } })
+    const answers = await spread(replicas, 3, 'handed-on')
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 200, 504])
+    expect(starts).toBe(2)
+    expect(new Set(answers.filter((answer) => answer.status === 200).map((answer) => answer.headers['x-v4-session-id']))).toEqual(new Set(['ses_2']))
+    expect(replicas.flatMap((replica) => replica.logs.lines()).filter((line) => String(line.msg).startsWith('gave up waiting'))).toEqual([])
+  })
+
+  it('waits as long as the owner\'s own config lets its start take, when its own allows less (a rolling reload under way)', async () => {
+    // The owner, not yet reloaded, may take 4 s to an answer; the waiter, reloaded, only 1 s (its
+    // own wait ends at 2.1 s). The owner's start takes 3 s: the waiter must not start a second.
+    let starts = 0
+    let ownerStarted!: () => void
+    const startsIn = new Promise<void>((resolve) => (ownerStarted = resolve))
+    const upstream = await startRecordingUpstream(async (request, response) => {
+      if (request.url === START_PATH) {
+        const start = ++starts
+        ownerStarted()
+        await sleep(3_000)
+        response.writeHead(201, { 'content-type': 'application/json' })
+        response.end(JSON.stringify({ sessionId: `ses_${start}` }))
+        return
+      }
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.end(JSON.stringify({ output: 'ok' }))
+    })
+    const keyPrefix = `r${++prefixCount}:`
+    const [owner] = await startReplicas(1, upstream.url, redis.url, keyPrefix, { limits: { upstreamTimeoutMs: 4_000, connectTimeoutMs: 100 } })
+    const [waiter] = await startReplicas(1, upstream.url, redis.url, keyPrefix, { limits: { upstreamTimeoutMs: 1_000, connectTimeoutMs: 100 } })
+    const first = invoke(owner as StartedGateway, { input: 1, stateId: 'rolling' })
+    await startsIn
+    const second = await invoke(waiter as StartedGateway, { input: 2, stateId: 'rolling' })
+    expect((await first).status).toBe(200)
+    expect(second.status).toBe(200)
+    expect(starts).toBe(1)
+    expect(second.headers['x-v4-session-id']).toBe('ses_1')
+  })
+
   it('answers a later call on another replica from the shared map as a hit', async () => {
     const replicas = await startReplicas(2, sim.url, redis.url, `r${++prefixCount}:`)
     sim.simulator.resetCalls()

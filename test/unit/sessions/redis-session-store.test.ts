@@ -338,10 +338,36 @@ describe('the start lock', () => {
     const keyPrefix = `t${++prefixCount}:`
     // A life of a minute: left, the lock would hold up every replica's miss on the key that long.
     const store = await openStore({ url: link.url, keyPrefix, lockMs: 60_000 })
-    link.loseReplyTo(/\r\nNX\r\n/)
+    // The lock is taken by a script that answers the holder when it is held.
+    link.loseReplyTo(/if held then return held end/)
     expect((await store.startLock.acquire('k', 'acme')).state).toBe('unavailable')
     expect(await redis.client().exists(`${keyPrefix}l:acme:k`)).toBe(1)
     await until(async () => (await redis.client().exists(`${keyPrefix}l:acme:k`)) === 0, 10_000)
+  })
+
+  // ioredis sends a command again on its next connection: the lock goes once the store is back.
+  it('leaves no lock for its life when its release got no answer and the connection dropped', async () => {
+    const link = await startRedisProxy(redis.url)
+    const keyPrefix = `t${++prefixCount}:`
+    const store = await openStore({ url: link.url, keyPrefix, lockMs: 60_000 })
+    const taken = await store.startLock.acquire('k', 'acme')
+    expect(taken.state).toBe('acquired')
+    // The release goes nowhere (Redis stopped answering; the store's 1 s command timeout), then the connection drops.
+    link.hang()
+    if (taken.state === 'acquired') await taken.release()
+    link.cut()
+    expect(await redis.client().exists(`${keyPrefix}l:acme:k`)).toBe(1)
+    link.restore()
+    await until(async () => (await redis.client().exists(`${keyPrefix}l:acme:k`)) === 0, 10_000)
+  })
+
+  it('tells a waiter which owner holds the lock and how long that owner\'s start may take', async () => {
+    const [replicaA, replicaB] = await twoReplicas({ waitMs: 7_000 })
+    expect((await replicaA.startLock.acquire('k', 'acme')).state).toBe('acquired')
+    const first = await replicaB.startLock.acquire('k', 'acme')
+    const again = await replicaB.startLock.acquire('k', 'acme')
+    expect(first).toMatchObject({ state: 'held', holderWaitMs: 7_000 })
+    expect(first.state === 'held' && again.state === 'held' && first.holder === again.holder).toBe(true)
   })
 
   it('release leaves alone a lock that expired and was taken by another replica', async () => {
