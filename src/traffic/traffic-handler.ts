@@ -130,8 +130,7 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     deps.onRequestDone({ head, record, statusCode, durationMs })
     // SPEC 17: `log.access: false` turns the lines off; read per request, so a reload turns them.
     // A level above info writes none either: the line's fields are not gathered for nothing.
-    if (!deps.getRuntime().config.log.access) return logFailureWithoutAccessLine(exchange, statusCode, span)
-    if (!writesAccessLines(deps.logger)) return
+    if (!deps.getRuntime().config.log.access || !writesAccessLines(deps.logger)) return logFailureWithoutAccessLine(exchange, statusCode, span)
     accessLog({
       requestId: head.requestId,
       traceId: traceIdOfLine(head, span),
@@ -161,15 +160,15 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   }
 
   /**
-   * With the access lines off, "errors are still logged" (SPEC 17): an upstream failure, which the
-   * access line would have named (its `error` and `cause`; the gateway's own errors have their own
-   * line), gets a line of its own.
+   * With no access line (`log.access: false`, or a level above info), "errors are still logged"
+   * (SPEC 17): an upstream failure, which the access line would have named (its `error` and
+   * `cause`; the gateway's own errors have their own line), gets a warn line of its own. At
+   * debug some failures also have a debug line with the error itself (log-gateway-error.ts), not
+   * all: a stream broken off after its head, a kept 504 of a keyed call.
    */
   function logFailureWithoutAccessLine(exchange: Exchange, statusCode: number, span: { traceId: string; spanId: string } | undefined): void {
     const { head, record } = exchange
     if (record.errorCode === undefined || !isUpstreamFailure(record.errorCode)) return
-    // At debug the failure has its line already (log-gateway-error.ts), with the error itself.
-    if (deps.logger.isLevelEnabled('debug')) return
     deps.logger.warn(
       {
         requestId: head.requestId,

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { refusingOrigin } from '../helpers/fault-upstream.js'
+import { refusingOrigin, resetConnection, startFaultUpstream } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { rawExchange } from '../helpers/raw-http.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
@@ -170,6 +170,30 @@ describe('log.access: false (SPEC 17)', () => {
     expect(answer.status).toBe(502)
     const requestId = answer.headers['x-request-id']
     await until(() => gateway.logs.lines().some((one) => one.msg === 'upstream failure' && one.requestId === requestId))
+    expect(gateway.logs.lines().filter((one) => one.msg === 'request')).toEqual([])
+  })
+})
+
+describe('an upstream failure with no access line is still logged (SPEC 17: errors are still logged)', () => {
+  it('logs a native stream whose upstream broke off after its head, with log.access false at debug', async () => {
+    // The upstream sends its head and part of the body, then resets: the client has its 200 already.
+    const upstream = await startFaultUpstream((exchange) => {
+      exchange.response.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' })
+      exchange.response.write('{"partial":', () => resetConnection(exchange))
+    })
+    const gateway = await startGateway(testConfig(upstream.url, { log: { level: 'debug', access: false } }))
+    const answer = await rawExchange(gateway.url, `POST /v4/execute HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer demo-token-alice\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`)
+    expect(answer.response?.status).toBe(200)
+    await until(() => gateway.logs.lines().some((one) => one.msg === 'upstream failure' && one.level === 40))
+    expect(gateway.logs.lines().find((one) => one.msg === 'upstream failure' && one.level === 40)).toMatchObject({ error: 'UPSTREAM_BAD_RESPONSE', cause: 'bad_response', path: '/v4/execute' })
+  })
+
+  it('logs a failed call at warn when the level is above info, where no access line is written', async () => {
+    const gateway = await startGateway(testConfig(await refusingOrigin(), { log: { level: 'warn' } }))
+    const answer = await send(gateway.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    expect(answer.status).toBe(502)
+    await until(() => gateway.logs.lines().some((one) => one.msg === 'upstream failure'))
+    expect(gateway.logs.lines().find((one) => one.msg === 'upstream failure')).toMatchObject({ level: 40, requestId: answer.headers['x-request-id'], error: 'UPSTREAM_UNAVAILABLE', cause: 'refused' })
     expect(gateway.logs.lines().filter((one) => one.msg === 'request')).toEqual([])
   })
 })
