@@ -29,7 +29,9 @@ export async function startAcrossReplicas<TRejection>(
     return { result, startedHere: true }
   }
 
-  let deadline = Date.now() + lock.waitMs
+  const arrivedAt = Date.now()
+  let deadline = arrivedAt + lock.waitMs
+  let longestBound = lock.waitMs
   let holder: string | undefined
   for (;;) {
     const attempt = await lock.acquire(key, tenant)
@@ -37,8 +39,13 @@ export async function startAcrossReplicas<TRejection>(
     if (attempt.state === 'held' && attempt.holder !== undefined && attempt.holder !== holder) {
       // Another owner's start (the last one failed or its lock expired): the wait is for this
       // one, as long as its own config lets it take, not what is left of the wait for the last.
+      // Never past two of the longest bounds seen from the arrival, however often owners change
+      // (a client retrying each failure on another replica may win the lock each time): then a
+      // second session, never a wait without end.
       holder = attempt.holder
-      deadline = Date.now() + Math.max(lock.waitMs, attempt.holderWaitMs ?? 0)
+      const bound = Math.max(lock.waitMs, attempt.holderWaitMs ?? 0)
+      longestBound = Math.max(longestBound, bound)
+      deadline = Math.min(Date.now() + bound, arrivedAt + 2 * longestBound)
     }
     if (attempt.state === 'acquired') {
       try {
@@ -54,7 +61,7 @@ export async function startAcrossReplicas<TRejection>(
     const entry = await store.get(key, tenant)
     if (entry !== undefined) return { result: { sessionId: entry.sessionId }, startedHere: false }
     if (Date.now() >= deadline) {
-      lock.onWaitExpired?.(key)
+      lock.onWaitExpired?.(key, Date.now() - arrivedAt)
       return startHere()
     }
   }

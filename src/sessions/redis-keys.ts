@@ -5,7 +5,7 @@
  * (session-key.ts): never a raw token.
  *
  *   <prefix>s:<tenant>:<map key>   the session id, PX sessions.ttlMs
- *   <prefix>l:<tenant>:<map key>   the start lock, a random owner token, PX lockMs
+ *   <prefix>l:<tenant>:<map key>   the start lock, "<random owner token> <owner's wait bound ms>", PX lockMs
  *
  * The tenant sits in the key so that one tenant's entries can be found with SCAN MATCH (no KEYS,
  * no index to keep in step), and the origin's tag after it so that those of one upstream can

@@ -223,8 +223,8 @@ export function buildRedisSessionStore(connection: RedisConnection, options: Omi
         }
       }
     },
-    onWaitExpired(key) {
-      options.logger.warn({ sessionStore: 'redis', waitMs: startLock.waitMs, key }, 'gave up waiting for another replica to start a session: starting here')
+    onWaitExpired(key, waitedMs) {
+      options.logger.warn({ sessionStore: 'redis', waitedMs, key }, 'gave up waiting for another replica to start a session: starting here')
     }
   }
 

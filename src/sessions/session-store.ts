@@ -24,8 +24,8 @@ export interface StartLock {
   readonly pollMs: number
   /** How long a waiter waits at most before it starts without the lock. */
   readonly waitMs: number
-  /** Called when a waiter gave up at `waitMs`. */
-  onWaitExpired?(key: string): void
+  /** Called when a waiter gave up, having waited `waitedMs` (its own `waitMs`, or an owner's longer one). */
+  onWaitExpired?(key: string, waitedMs: number): void
 }
 
 export interface SessionEntry {

@@ -100,7 +100,43 @@ describe('startAcrossReplicas (one session per identity across replicas, SPEC 4)
     lock.holders.set('k', Date.now() + 10_000)
     const started = await startAcrossReplicas('k', 'acme', slowStart('ses_late', 1), sharedStore(), lock)
     expect(started.startedHere).toBe(true)
-    expect(lock.onWaitExpired).toHaveBeenCalledWith('k')
+    expect(lock.onWaitExpired).toHaveBeenCalledWith('k', expect.any(Number))
+  })
+
+  it('waits for a new owner as long as its bound, but never past two of the longest bounds from its arrival', async () => {
+    // Each look finds another owner (a client retrying each failure on another replica wins the
+    // lock each time): a wait started again at each would never end.
+    let owners = 0
+    const lock: StartLock & { onWaitExpired: ReturnType<typeof vi.fn> } = {
+      pollMs: 5,
+      waitMs: 40,
+      onWaitExpired: vi.fn(),
+      async acquire(): Promise<LockAttempt> {
+        return { state: 'held', holder: `owner-${++owners}`, holderWaitMs: 80 }
+      }
+    }
+    const started = await startAcrossReplicas('k', 'acme', slowStart('ses_own', 1), sharedStore(), lock)
+    expect(started.startedHere).toBe(true)
+    const waited = lock.onWaitExpired.mock.calls[0]?.[1] as number
+    // Two of the longest bound (the owners' 80 ms), not the waiter's own 40 ms, and then it ended.
+    expect(waited).toBeGreaterThanOrEqual(160)
+    expect(owners).toBeGreaterThan(2)
+  })
+
+  it('waits the owner\'s longer bound, counted from when that owner took over', async () => {
+    let looks = 0
+    const lock: StartLock & { onWaitExpired: ReturnType<typeof vi.fn> } = {
+      pollMs: 5,
+      waitMs: 30,
+      onWaitExpired: vi.fn(),
+      async acquire(): Promise<LockAttempt> {
+        looks++
+        return { state: 'held', holder: 'one-owner', holderWaitMs: 120 }
+      }
+    }
+    await startAcrossReplicas('k', 'acme', slowStart('ses_own', 1), sharedStore(), lock)
+    expect(lock.onWaitExpired.mock.calls[0]?.[1] as number).toBeGreaterThanOrEqual(120)
+    expect(looks).toBeGreaterThan(1)
   })
 
   it('does not start when the previous owner stored its session just before the lock was taken', async () => {
