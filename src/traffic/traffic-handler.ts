@@ -130,7 +130,10 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     deps.onRequestDone({ head, record, statusCode, durationMs })
     // SPEC 17: `log.access: false` turns the lines off; read per request, so a reload turns them.
     // A level above info writes none either: the line's fields are not gathered for nothing.
-    if (!deps.getRuntime().config.log.access || !writesAccessLines(deps.logger)) return logFailureWithoutAccessLine(exchange, statusCode, span)
+    if (!deps.getRuntime().config.log.access) return logFailureWithoutAccessLine(exchange, statusCode, span)
+    // Above info the operator asked for no info lines: SPEC 17 reports an upstream failure on the
+    // access line and no other line (its metrics count it); `log.access: false` is the exception.
+    if (!writesAccessLines(deps.logger)) return
     accessLog({
       requestId: head.requestId,
       traceId: traceIdOfLine(head, span),
@@ -160,11 +163,11 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   }
 
   /**
-   * With no access line (`log.access: false`, or a level above info), "errors are still logged"
-   * (SPEC 17): an upstream failure, which the access line would have named (its `error` and
-   * `cause`; the gateway's own errors have their own line), gets a warn line of its own. At
-   * debug some failures also have a debug line with the error itself (log-gateway-error.ts), not
-   * all: a stream broken off after its head, a kept 504 of a keyed call.
+   * With the access lines off (`log.access: false`), "errors are still logged" (SPEC 17): an
+   * upstream failure, which the access line would have named (its `error` and `cause`; the
+   * gateway's own errors have their own line), gets a warn line of its own. At debug some
+   * failures also have a debug line with the error itself (log-gateway-error.ts), not all: a
+   * stream broken off after its head, a kept 504 of a keyed call.
    */
   function logFailureWithoutAccessLine(exchange: Exchange, statusCode: number, span: { traceId: string; spanId: string } | undefined): void {
     const { head, record } = exchange
