@@ -34,7 +34,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { CANDIDATES, loadSpec, PROXY_READY, productionNodeFlags, proxyScriptArgs, writeGatewayConfig } from './candidates.mjs'
-import { clockTicksPerSecond, detectPinning, killAllNow, measuredEnv, pinSelf, runNode, startNode, stopAll } from './processes.mjs'
+import { clockTicksPerSecond, detectPinning, measuredEnv, pinSelf, runNode, startNode, stopAll, stopOnSignals } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const ROOT = dirname(BENCH_DIR)
@@ -237,18 +237,7 @@ async function main() {
   }
 }
 
-process.once('exit', killAllNow)
-// A kill of the comparison (a timeout, CI's cancel, Ctrl-C): end our children (by PID) before going.
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    console.error(`\n${signal}: stopping the comparison's processes`)
-    void stopAll().finally(() => {
-      killAllNow()
-      if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true })
-      process.exit(signal === 'SIGINT' ? 130 : 143)
-    })
-  })
-}
+stopOnSignals('comparison', () => workDir)
 main().catch((error) => {
   console.error(`compare failed: ${error.stack ?? error}`)
   process.exitCode = 1

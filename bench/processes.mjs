@@ -1,8 +1,8 @@
-/* global process, setTimeout, clearTimeout */
+/* global process, console, setTimeout, clearTimeout */
 // Child processes of the benchmark: started pinned to a core, tracked by PID, ended by PID.
 // Nothing here ever signals a process it did not start.
 import { spawn, spawnSync } from 'node:child_process'
-import { closeSync, openSync, readFileSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 const STDERR_TAIL_BYTES = 4096
@@ -193,4 +193,24 @@ export function killAllNow() {
     }
   }
   running.clear()
+}
+
+/**
+ * Ctrl-C or a kill of a runner (a timeout, CI's cancel): its children are ended (by PID) and its
+ * temporary directory (`workDir()`, when it has one) removed before it goes; `exit` alone never
+ * fires on a signal. `what` names the run in the line it prints.
+ */
+export function stopOnSignals(what, workDir) {
+  process.once('exit', killAllNow)
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      console.error(`\n${signal}: stopping the ${what}'s processes`)
+      void stopAll().finally(() => {
+        killAllNow()
+        const directory = workDir()
+        if (directory !== undefined) rmSync(directory, { recursive: true, force: true })
+        process.exit(signal === 'SIGINT' ? 130 : 143)
+      })
+    })
+  }
 }

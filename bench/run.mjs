@@ -12,7 +12,7 @@
 //        --profile (writes a V8 CPU profile of every measured process to .bench-out/profiles/;
 //        profiling slows them, so numbers of such a run are not comparable)
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util'
 import { CANDIDATES, CANDIDATE_NAMES, MEASUREMENT_ORDER, loadSpec, PROXY_READY, productionNodeFlags, proxyScriptArgs, writeGatewayConfig } from './candidates.mjs'
 import { createServer } from 'node:net'
 import { isBrokenWindow, measurementPlan, pairedRatios, verdict } from './paired-windows.mjs'
-import { clockTicksPerSecond, detectPinning, killAllNow, measuredEnv, pinSelf, runNode, startNode, stopAll, stopProcess } from './processes.mjs'
+import { clockTicksPerSecond, detectPinning, measuredEnv, pinSelf, runNode, startNode, stopAll, stopOnSignals, stopProcess } from './processes.mjs'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
 const ROOT = dirname(BENCH_DIR)
@@ -113,18 +113,7 @@ const startedAt = Date.now()
 const loadAtStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
 let workDir
 
-// Ctrl-C or a kill of the runner: end our children (by PID) before going.
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    console.error(`\n${signal}: stopping the benchmark's processes`)
-    void stopAll().finally(() => {
-      killAllNow()
-      if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true })
-      process.exit(signal === 'SIGINT' ? 130 : 143)
-    })
-  })
-}
-process.on('exit', killAllNow)
+stopOnSignals('benchmark', () => workDir)
 
 /** What the numbers were measured on, for the report and docs/performance.md. */
 function describeMachine() {
