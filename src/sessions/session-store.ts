@@ -22,7 +22,11 @@ export interface StartLock {
   acquire(key: string, tenant: string): Promise<LockAttempt>
   /** How long a waiter sleeps between two looks at the shared entry. */
   readonly pollMs: number
-  /** How long a waiter waits at most before it starts without the lock. */
+  /**
+   * How long a waiter waits for one owner's start before it starts without the lock: at least
+   * this, the owner's own bound when longer, from when that owner took over; never past two of
+   * the longest bounds seen from the waiter's arrival (distributed-start.ts).
+   */
   readonly waitMs: number
   /** Called when a waiter gave up, having waited `waitedMs` (its own `waitMs`, or an owner's longer one). */
   onWaitExpired?(key: string, waitedMs: number): void
