@@ -180,7 +180,7 @@ describe('after an enforced sunset (SPEC 13)', () => {
 
   it('answers 410 LEGACY_GONE with error.migration without windowEnd to a client not exempt, and serves an exempt one', async () => {
     const gone = await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-request-id': 'gone-line-1' }, json: { input: 1 } })
-    expect(gone.status).toBe(410)
+    expectGatewayError(gone, 410, 'LEGACY_GONE', ['migration'])
     // SPEC 13/17: the action is `gone`, not `brownout`, on the access line and the metric.
     const goneLine = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'gone-line-1')
     await until(() => goneLine() !== undefined)
@@ -189,7 +189,8 @@ describe('after an enforced sunset (SPEC 13)', () => {
     // SPEC 12: a gone answer is no brownout, so the registry keeps no lastBrownout for it.
     const clients = (await send(gw.adminUrl, '/admin/migration')).json.tenants.acme.routes['POST /v1/runs/invoke'].clients
     expect(clients.find((client: { clientId: string }) => client.clientId === clientIdOf('demo-token-alice'))).toMatchObject({ lastBrownout: null })
-    expect(gone.json.error).toMatchObject({ code: 'LEGACY_GONE', migration: { sunset: iso(NOW - DAY), successor: '/v4/sessions.start' } })
+    // The same error.migration as a brownout's but windowEnd (SPEC 13): sunset, successor, link.
+    expect(gone.json.error.migration).toEqual({ sunset: iso(NOW - DAY), successor: '/v4/sessions.start', link: 'https://docs.example.com/v4' })
     expect(gone.json.error.migration.windowEnd).toBeUndefined()
     expect(gone.headers['retry-after']).toBeUndefined()
     expect(gone.headers.link).toContain('</v4/sessions.start>; rel="successor-version"')

@@ -435,8 +435,7 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     const first = await send(gw.url, EXECUTE, { headers: keyed('k-11'), json: { input: 1 } })
     expect(first.json.output).toHaveLength(500)
     const retry = await send(gw.url, EXECUTE, { headers: keyed('k-11', 'too-large-id'), json: { input: 1 } })
-    expect(retry.status).toBe(409)
-    expect(retry.json.error.code).toBe('IDEMPOTENCY_RESULT_TOO_LARGE')
+    expectGatewayError(retry, 409, 'IDEMPOTENCY_RESULT_TOO_LARGE')
     expect(executions(upstream)).toHaveLength(1)
     // A record without its body is no replay: the line and the metric say `too_large` (SPEC 16).
     const retryLine = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'too-large-id')

@@ -52,6 +52,15 @@ describe('legacy answers from an upstream that leaves meta out', () => {
     expect(answer.text).toBe(text)
   })
 
+  it('fills meta.timingMs.total with the request\'s measured total, in milliseconds', async () => {
+    // The upstream takes 300 ms: the total is at least that, in ms (a value in seconds, or 0, is not).
+    upstream.setHandler((exchange) => void setTimeout(() => answerJson(exchange, 200, { output: 'slow' }), 300))
+    const answer = await send(gw.url, '/v1/headless/runs', { headers: AUTH, json: { input: 1 } })
+    expect(answer.status).toBe(200)
+    expect(answer.json.meta.timingMs.total).toBeGreaterThanOrEqual(300)
+    expect(answer.json.meta.timingMs.total).toBeLessThan(60_000)
+  })
+
   it('fills meta.requestId and meta.timingMs.total where the upstream left them out', async () => {
     upstream.setHandler((exchange) => answerJson(exchange, 200, { output: 'no meta' }))
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...AUTH, 'x-request-id': 'client-id-2' }, json: { input: 1 } })

@@ -97,6 +97,16 @@ describe('SPEC 14 stage legacy', () => {
     expect(arrived.headers['x-forwarded-proto']).toBe('http')
   })
 
+  it('sends the request id to upstream.legacy and back in x-request-id (SPEC 6): a valid one as it came, else one new id for both', async () => {
+    const kept = await send(gw.url, '/v1/headless/runs', { headers: { 'x-tenant-id': 'old', 'x-request-id': 'lg-1', ...runtime }, json: { input: 1 } })
+    expect(kept.status).toBe(201)
+    expect(kept.headers['x-request-id']).toBe('lg-1')
+    expect(lastLegacy().headers['x-request-id']).toBe('lg-1')
+    const replaced = await send(gw.url, '/v1/headless/runs', { headers: { 'x-tenant-id': 'old', 'x-request-id': 'bad id', ...runtime }, json: { input: 1 } })
+    expect(replaced.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+    expect(lastLegacy().headers['x-request-id']).toBe(replaced.headers['x-request-id'])
+  })
+
   it('refuses nothing the legacy backend would have received: no credential, a text body, a body over limits.bodyBytes', async () => {
     const big = 'x'.repeat(4_096)
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { 'x-tenant-id': 'old', 'content-type': 'text/plain' }, body: big })
@@ -148,6 +158,13 @@ describe('SPEC 14 Via and loops', () => {
     expect(retired.headers.deprecation).toBe('@1767225600')
   })
 
+  it('answers 508 to native /v4/* traffic that already passed through the fleet too, and forwards nothing', async () => {
+    sim.simulator.resetCalls()
+    const answer = await send(gw.url, '/v4/policies', { headers: { authorization: `Bearer ${TOKEN}`, via: gw.gateway.runtime().via } })
+    expectGatewayError(answer, 508, 'LOOP_DETECTED')
+    expect(sim.simulator.calls).toEqual([])
+  })
+
   it('names the stage and the deprecation headers of a legacy request it refused before planning it (SPEC 17: line, metrics)', async () => {
     const own = await startGateway({
       log: { level: 'info' },
@@ -179,8 +196,7 @@ describe('SPEC 14 stage native-only', () => {
     const goneBefore = await goneCount()
     sim.simulator.resetCalls()
     const answer = await send(gw.url, '/v1/headless/runs', { headers: { ...runtime, 'x-tenant-id': 'retired' }, json: { input: 1 } })
-    expect(answer.status).toBe(410)
-    expect(answer.json.error.code).toBe('LEGACY_GONE')
+    expectGatewayError(answer, 410, 'LEGACY_GONE', ['migration'])
     expect(answer.json.error.migration).toEqual({ successor: '/v4/execute' })
     expect(answer.headers.deprecation).toBe('@1767225600')
     expect(sim.simulator.calls).toEqual([])

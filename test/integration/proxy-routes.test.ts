@@ -3,7 +3,9 @@ import { describe, it, expect } from 'vitest'
 import { DEFAULT_SIMULATOR_OPTIONS } from '../../src/simulator/index.js'
 import { send, type Answer } from '../helpers/http.js'
 import { useRecordingUpstream, type RecordedRequest } from '../helpers/recording-upstream.js'
-import { testConfig, useGateway } from '../helpers/start-gateway.js'
+import { startGateway, testConfig, useGateway } from '../helpers/start-gateway.js'
+import { refusingOrigin } from '../helpers/fault-upstream.js'
+import { expectGatewayError as sharedExpectGatewayError } from '../helpers/gateway-error.js'
 import { useSimulator } from '../helpers/start-simulator.js'
 
 // SPEC 4 `proxy` action and SPEC 5 credentials on proxy (admin/config) routes.
@@ -324,5 +326,19 @@ describe('proxy routes towards the simulator', () => {
     expect(answer.status).toBe(404)
     expect(answer.json.error.code).toBe('NOT_FOUND')
     expect(sim.simulator.calls.map((recorded) => recorded.url)).toEqual(['/v4/policies/pol_missing?x=1'])
+  })
+})
+
+describe('a proxy route whose upstream fails (SPEC 7: the gateway\'s 502/504 errors; SPEC 13: its deprecation headers)', () => {
+  it('answers 502 UPSTREAM_UNAVAILABLE in the envelope, with the route\'s deprecation headers and a successor link to its V4 path', async () => {
+    const origin = await refusingOrigin()
+    const gateway = await startGateway(
+      testConfig(origin, { tenants: { acme: { upstream: { staging: origin }, legacy: { routes: PROXY_ROUTES, deprecation: { date: '2026-01-01T00:00:00Z' } } } } })
+    )
+    const answer = await send(gateway.url, '/v1/policies/p-1', { headers: { 'x-api-key': ADMIN_KEY, 'x-request-id': 'proxy-down-1' } })
+    sharedExpectGatewayError(answer, 502, 'UPSTREAM_UNAVAILABLE')
+    expect(answer.headers['x-request-id']).toBe('proxy-down-1')
+    expect(answer.headers.deprecation).toBe('@1767225600')
+    expect(answer.headers.link).toContain('</v4/policies/p-1>; rel="successor-version"')
   })
 })

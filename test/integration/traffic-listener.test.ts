@@ -2,6 +2,7 @@ import { connect } from 'node:net'
 import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
 import { writeGatewayError } from '../../src/kernel/write-error.js'
+import { expectGatewayError } from '../helpers/gateway-error.js'
 import { GatewayError } from '../../src/errors/registry.js'
 import { Exchange } from '../../src/kernel/exchange.js'
 import { send } from '../helpers/http.js'
@@ -187,6 +188,19 @@ describe('edge answers of the traffic listener', () => {
     expect(answer.status).toBe(404)
     expect(answer.json.error.code).toBe('ROUTE_NOT_FOUND')
     expect(answer.headers.link).toBeUndefined()
+  })
+
+  it('a fault that is no GatewayError is answered 500 INTERNAL_ERROR in the envelope, and logged as the gateway\'s error', async () => {
+    const lines: Array<Record<string, unknown>> = []
+    const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) })
+    const server = await startHttpServer((request, response) => {
+      writeGatewayError(new Exchange(request, response), new Error('boom: a bug'), log)
+    })
+    const answer = await send(server.url, '/anything')
+    expectGatewayError(answer, 500, 'INTERNAL_ERROR')
+    // The envelope says nothing of the bug; the log line has it.
+    expect(answer.text).not.toContain('boom')
+    expect(lines.find((line) => line.msg === 'gateway error')).toMatchObject({ level: 50 })
   })
 
   it('a request in flight when draining starts is answered with connection: close, legacy and native', async () => {
