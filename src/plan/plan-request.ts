@@ -1,5 +1,5 @@
 import type { LegacyAction } from '../config/schema.js'
-import { firstPresentedToken, removeQueryCredential, resolveClientId, rewriteProxyCredentialHeaders, type CredentialKind, type PresentedCredential } from '../credentials/index.js'
+import { firstPresentedToken, removeQueryCredential, resolveClientId, resolveRuntimeAuthorization, rewriteProxyCredentialHeaders, type CredentialKind, type PresentedCredential } from '../credentials/index.js'
 import { GatewayError, isGatewayError } from '../errors/registry.js'
 import type { RequestHead } from '../kernel/request-head.js'
 import { buildLegacyCalls, sessionExecutePath, V4_EXECUTE_PATH, V4_SESSIONS_START_PATH, type LegacyCalls } from '../legacy/legacy-calls.js'
@@ -259,9 +259,13 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     if (tenant.usesStages) answerHeaders['x-v4gw-served-by'] = 'v4'
     // Checked before the credential is judged or the body read (docs/decisions.md, order of
     // checks); the legacy side refuses nothing and gets the client's path, not the rewritten one.
-    if (proxyPath !== undefined) assertNotBlocked(runtime, parseRequestTarget(proxyPath), facts)
+    const proxyTarget = proxyPath === undefined ? undefined : parseRequestTarget(proxyPath)
+    if (proxyTarget !== undefined) assertNotBlocked(runtime, proxyTarget, facts)
     if (unreadable !== undefined) throw unreadable
     if (proxyPath !== undefined) {
+      // A rewrite that lands on a V4 runtime endpoint (a parameter in the path can make it) takes
+      // what a runtime route takes: a session token, never a `key_*` (SPEC 5; V4 contract 5).
+      if (isRuntimeEndpoint((proxyTarget as RequestTarget).comparablePath)) resolveRuntimeAuthorization(credential)
       facts.v4Path = proxyPath
       const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
       const headers = streamHeaders(runtime, head)
@@ -395,4 +399,12 @@ function refuse(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>
   // SPEC 14: a refusal is the gateway's own answer, whichever side had been chosen.
   const headers = answerHeaders['x-v4gw-served-by'] === undefined || answerHeaders['x-v4gw-served-by'] === 'gateway' ? answerHeaders : { ...answerHeaders, 'x-v4gw-served-by': 'gateway' }
   return { kind: 'refuse', facts, answerHeaders: headers, error }
+}
+
+/** V4's runtime endpoints (V4 contract 5): `execute`, `sessions.start`, a session's `executions.execute`. */
+const SESSION_EXECUTION = /^\/v4\/sessions\/[^/]+\/executions\.execute$/
+
+/** Whether a path, as compared (decoded, lower-cased), is one of V4's runtime endpoints. */
+function isRuntimeEndpoint(comparablePath: string): boolean {
+  return comparablePath === '/v4/execute' || comparablePath === '/v4/sessions.start' || SESSION_EXECUTION.test(comparablePath)
 }

@@ -342,3 +342,25 @@ describe('a proxy route whose upstream fails (SPEC 7: the gateway\'s 502/504 err
     expect(answer.headers.link).toContain('</v4/policies/p-1>; rel="successor-version"')
   })
 })
+
+describe('a proxy route whose rewrite lands on a V4 runtime endpoint (SPEC 5: key_* for admin APIs only)', () => {
+  const upstream = useRecordingUpstream()
+  const gw = useGateway(() =>
+    testConfig(upstream.url, { tenants: { acme: { upstream: { staging: upstream.url }, legacy: { routes: [{ method: 'POST', path: '/v1/ops/:op', action: 'proxy', rewrite: '/v4/:op' }] } } } })
+  )
+
+  it.each(['execute', 'sessions.start', 'Execute'])('refuses a key_* credential on /v4/%s with 401 AUTH_INVALID, as a runtime route does, sending nothing', async (op) => {
+    const before = upstream.requests.length
+    const answer = await send(gw.url, `/v1/ops/${op}`, { headers: { 'x-api-key': ADMIN_KEY }, json: { input: 1 } })
+    sharedExpectGatewayError(answer, 401, 'AUTH_INVALID')
+    expect(answer.json.error.message).toContain('admin/config APIs only')
+    expect(upstream.requests.length).toBe(before)
+  })
+
+  it('sends a session token there as Authorization: Bearer, and a key_* to an admin path as x-service-api-key', async () => {
+    expect((await send(gw.url, '/v1/ops/execute', { headers: { 'x-session-token': ALICE }, json: { input: 1 } })).status).toBe(200)
+    expect(credentialHeadersOf(upstream.requests.at(-1) as RecordedRequest)).toEqual({ authorization: `Bearer ${ALICE}` })
+    expect((await send(gw.url, '/v1/ops/policies', { headers: { 'x-api-key': ADMIN_KEY }, json: { name: 'p' } })).status).toBe(200)
+    expect(credentialHeadersOf(upstream.requests.at(-1) as RecordedRequest)).toEqual({ 'x-service-api-key': ADMIN_KEY })
+  })
+})
