@@ -265,7 +265,8 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     if (proxyPath !== undefined) {
       // A rewrite that lands on a V4 runtime endpoint (a parameter in the path can make it) takes
       // what a runtime route takes: a session token, never a `key_*` (SPEC 5; V4 contract 5).
-      if (isRuntimeEndpoint((proxyTarget as RequestTarget).comparablePath)) resolveRuntimeAuthorization(credential)
+      // Nothing presented still goes on as nothing, as on every proxy route (SPEC 5).
+      if (credential !== null && isRuntimeEndpoint(head.method, (proxyTarget as RequestTarget).pathname)) resolveRuntimeAuthorization(credential)
       facts.v4Path = proxyPath
       const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
       const headers = streamHeaders(runtime, head)
@@ -401,10 +402,26 @@ function refuse(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>
   return { kind: 'refuse', facts, answerHeaders: headers, error }
 }
 
-/** V4's runtime endpoints (V4 contract 5): `execute`, `sessions.start`, a session's `executions.execute`. */
-const SESSION_EXECUTION = /^\/v4\/sessions\/[^/]+\/executions\.execute$/
+/**
+ * Whether a request is a call of one of V4's runtime endpoints (V4 contract 4-5: `POST
+ * /v4/execute`, `/v4/sessions.start`, `/v4/sessions/{id}/executions.execute`), its path split
+ * on `/` as a router splits it (an encoded `%2F` stays inside its segment) and each segment
+ * decoded; the fixed segments compared without regard to case, to refuse a key on the side of
+ * caution.
+ */
+function isRuntimeEndpoint(method: string, encodedPath: string): boolean {
+  if (method !== 'POST') return false
+  const segments = encodedPath.split('/')
+  if (segments[0] !== '' || fixedSegment(segments[1]) !== 'v4') return false
+  if (segments.length === 3) return fixedSegment(segments[2]) === 'execute' || fixedSegment(segments[2]) === 'sessions.start'
+  return segments.length === 5 && fixedSegment(segments[2]) === 'sessions' && (segments[3] ?? '') !== '' && fixedSegment(segments[4]) === 'executions.execute'
+}
 
-/** Whether a path, as compared (decoded, lower-cased), is one of V4's runtime endpoints. */
-function isRuntimeEndpoint(comparablePath: string): boolean {
-  return comparablePath === '/v4/execute' || comparablePath === '/v4/sessions.start' || SESSION_EXECUTION.test(comparablePath)
+function fixedSegment(segment: string | undefined): string | undefined {
+  if (segment === undefined) return undefined
+  try {
+    return decodeURIComponent(segment).toLowerCase()
+  } catch {
+    return undefined
+  }
 }
