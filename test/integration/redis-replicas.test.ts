@@ -68,9 +68,9 @@ describe('three replicas on one Redis (one session per identity across replicas,
   })
 
   it('waits for the next owner\'s start, from when it took the lock, after the first owner\'s start failed', async () => {
-    // Each waiter gives up after connectTimeoutMs + upstreamTimeoutMs + 1 s = 3.1 s. The first
-    // start never answers (504 at 2 s); the next owner's takes 1.5 s more: a wait counted from
-    // the first arrival would end at 3.1 s, within it, and start a third session.
+    // Each waiter gives up after connectTimeoutMs + upstreamTimeoutMs + 1 s = 4.1 s. The first
+    // start never answers (504 at 3 s); the next owner's takes 1.5 s more (1.5 s within its own
+    // timeout): a wait counted from the first arrival would end at 4.1 s, within it, and start a third session.
     let starts = 0
     const upstream = await startRecordingUpstream(async (request, response) => {
       if (request.url === START_PATH) {
@@ -84,7 +84,7 @@ describe('three replicas on one Redis (one session per identity across replicas,
       response.writeHead(200, { 'content-type': 'application/json' })
       response.end(JSON.stringify({ output: 'ok' }))
     })
-    const replicas = await startReplicas(3, upstream.url, redis.url, `r${++prefixCount}:`, { limits: { upstreamTimeoutMs: 2_000, connectTimeoutMs: 100 } })
+    const replicas = await startReplicas(3, upstream.url, redis.url, `r${++prefixCount}:`, { limits: { upstreamTimeoutMs: 3_000, connectTimeoutMs: 100 } })
     const answers = await spread(replicas, 3, 'handed-on')
     expect(answers.map((answer) => answer.status).sort()).toEqual([200, 200, 504])
     expect(starts).toBe(2)

@@ -107,36 +107,43 @@ describe('startAcrossReplicas (one session per identity across replicas, SPEC 4)
     // Each look finds another owner (a client retrying each failure on another replica wins the
     // lock each time): a wait started again at each would never end.
     let owners = 0
+    // Bounds long beside a poll, so that a pause of the machine cannot end the wait early.
     const lock: StartLock & { onWaitExpired: ReturnType<typeof vi.fn> } = {
       pollMs: 5,
-      waitMs: 40,
+      waitMs: 400,
       onWaitExpired: vi.fn(),
       async acquire(): Promise<LockAttempt> {
-        return { state: 'held', holder: `owner-${++owners}`, holderWaitMs: 80 }
+        return { state: 'held', holder: `owner-${++owners}`, holderWaitMs: 800 }
       }
     }
     const started = await startAcrossReplicas('k', 'acme', slowStart('ses_own', 1), sharedStore(), lock)
     expect(started.startedHere).toBe(true)
     const waited = lock.onWaitExpired.mock.calls[0]?.[1] as number
-    // Two of the longest bound (the owners' 80 ms), not the waiter's own 40 ms, and then it ended.
-    expect(waited).toBeGreaterThanOrEqual(160)
+    // Two of the longest bound (the owners' 800 ms), not the waiter's own 400 ms, and then it ended.
+    expect(waited).toBeGreaterThanOrEqual(1_600)
+    expect(waited).toBeLessThan(2_400)
     expect(owners).toBeGreaterThan(2)
   })
 
   it('waits the owner\'s longer bound, counted from when that owner took over', async () => {
-    let looks = 0
-    const lock: StartLock & { onWaitExpired: ReturnType<typeof vi.fn> } = {
+    // A first owner (bound 200 ms) for 100 ms, then a second (150 ms): the wait ends 150 ms after
+    // the takeover, not 200 ms after the arrival (50 ms after it).
+    const arrivedAt = Date.now()
+    let takeoverAt: number | undefined
+    let expiredAt = 0
+    const lock: StartLock = {
       pollMs: 5,
       waitMs: 30,
-      onWaitExpired: vi.fn(),
+      onWaitExpired: () => void (expiredAt = Date.now()),
       async acquire(): Promise<LockAttempt> {
-        looks++
-        return { state: 'held', holder: 'one-owner', holderWaitMs: 120 }
+        if (Date.now() - arrivedAt < 100) return { state: 'held', holder: 'first', holderWaitMs: 200 }
+        takeoverAt ??= Date.now()
+        return { state: 'held', holder: 'second', holderWaitMs: 150 }
       }
     }
     await startAcrossReplicas('k', 'acme', slowStart('ses_own', 1), sharedStore(), lock)
-    expect(lock.onWaitExpired.mock.calls[0]?.[1] as number).toBeGreaterThanOrEqual(120)
-    expect(looks).toBeGreaterThan(1)
+    expect(takeoverAt).toBeDefined()
+    expect(expiredAt - (takeoverAt as number)).toBeGreaterThanOrEqual(150)
   })
 
   it('does not start when the previous owner stored its session just before the lock was taken', async () => {
