@@ -50,7 +50,9 @@ describe('bench/load.mjs', () => {
     })
     const result = await runLoad({ url: `${url}/`, body: '{}' })
     expect(result.ok).toBeGreaterThan(0)
-    expect(result.stalled).toBe(1)
+    // Counted at the end as stalled; or, on a machine so busy that the run outlasted autocannon's
+    // 2 s timeout, as a timeout (autocannon then reconnects, and the new connection is answered).
+    expect(result.stalled + result.timeouts).toBeGreaterThanOrEqual(1)
   }, 40_000)
 
   it('counts a connection that answered, then hung for longer than 2 s, as a failure', async () => {
