@@ -259,14 +259,13 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     if (tenant.usesStages) answerHeaders['x-v4gw-served-by'] = 'v4'
     // Checked before the credential is judged or the body read (docs/decisions.md, order of
     // checks); the legacy side refuses nothing and gets the client's path, not the rewritten one.
-    const proxyTarget = proxyPath === undefined ? undefined : parseRequestTarget(proxyPath)
-    if (proxyTarget !== undefined) assertNotBlocked(runtime, proxyTarget, facts)
+    if (proxyPath !== undefined) assertNotBlocked(runtime, parseRequestTarget(proxyPath), facts)
     if (unreadable !== undefined) throw unreadable
     if (proxyPath !== undefined) {
       // A rewrite that lands on a V4 runtime endpoint (a parameter in the path can make it) takes
       // what a runtime route takes: a session token, never a `key_*` (SPEC 5; V4 contract 5).
       // Nothing presented still goes on as nothing, as on every proxy route (SPEC 5).
-      if (credential !== null && isRuntimeEndpoint(head.method, (proxyTarget as RequestTarget).pathname)) resolveRuntimeAuthorization(credential)
+      if (credential !== null && isRuntimeEndpoint(head.method, proxyPath)) resolveRuntimeAuthorization(credential)
       facts.v4Path = proxyPath
       const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
       const headers = streamHeaders(runtime, head)
@@ -411,14 +410,17 @@ function refuse(facts: PlanFacts, answerHeaders: Readonly<Record<string, string>
  */
 function isRuntimeEndpoint(method: string, encodedPath: string): boolean {
   if (method !== 'POST') return false
-  const segments = encodedPath.split('/')
-  if (segments[0] !== '' || fixedSegment(segments[1]) !== 'v4') return false
-  if (segments.length === 3) return fixedSegment(segments[2]) === 'execute' || fixedSegment(segments[2]) === 'sessions.start'
-  return segments.length === 5 && fixedSegment(segments[2]) === 'sessions' && (segments[3] ?? '') !== '' && fixedSegment(segments[4]) === 'executions.execute'
+  const segments = encodedPath.split('/').map(decodedSegment)
+  if (segments.length === 3) {
+    const path = segments.join('/')
+    return path === V4_EXECUTE_PATH || path === V4_SESSIONS_START_PATH
+  }
+  // `/v4/sessions/{id}/executions.execute`, the id any segment but an empty one.
+  return segments.length === 5 && segments.slice(0, 3).join('/') === '/v4/sessions' && segments[3] !== '' && segments[4] === 'executions.execute'
 }
 
-function fixedSegment(segment: string | undefined): string | undefined {
-  if (segment === undefined) return undefined
+/** A path segment decoded and lower-cased; one that does not decode (a lone `%`) matches nothing. */
+function decodedSegment(segment: string): string | undefined {
   try {
     return decodeURIComponent(segment).toLowerCase()
   } catch {
