@@ -1,4 +1,4 @@
-import { brownoutWindows, effectiveDeprecation, type DeprecationConfig } from './config/deprecation.js'
+import { brownoutWindows, effectiveDeprecation, sameBrownouts, type DeprecationConfig } from './config/deprecation.js'
 import type { GatewayConfig } from './config/schema.js'
 
 /**
@@ -50,7 +50,7 @@ function eventsOf(tenant: string, route: string | null, deprecation: Deprecation
 }
 
 function sameSchedule(a: DeprecationConfig | null, b: DeprecationConfig | null): boolean {
-  return JSON.stringify([a?.sunset, a?.afterSunset, brownoutWindows(a?.brownouts ?? null), a?.brownouts?.clients]) === JSON.stringify([b?.sunset, b?.afterSunset, brownoutWindows(b?.brownouts ?? null), b?.brownouts?.clients])
+  return a?.sunset === b?.sunset && a?.afterSunset === b?.afterSunset && sameBrownouts(a, b)
 }
 
 function summary(event: CalendarEvent): string {

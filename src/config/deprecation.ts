@@ -77,6 +77,11 @@ export interface BrownoutWindow {
   readonly source: readonly (string | number)[]
 }
 
+/** The same brownout windows for the same share of clients (a reload's listing and `v4gw calendar` tell routes apart by it). */
+export function sameBrownouts(a: DeprecationConfig | null | undefined, b: DeprecationConfig | null | undefined): boolean {
+  return JSON.stringify([brownoutWindows(a?.brownouts ?? null), a?.brownouts?.clients]) === JSON.stringify([brownoutWindows(b?.brownouts ?? null), b?.brownouts?.clients])
+}
+
 /** SPEC 13: the listed windows and the escalation ladder (window n at `first + n × everyMs`, lasting `durationsMs[n]`), by start. */
 export function brownoutWindows(brownouts: BrownoutsConfig | null): BrownoutWindow[] {
   if (brownouts === null) return []

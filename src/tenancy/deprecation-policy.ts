@@ -1,4 +1,4 @@
-import { brownoutWindows, effectiveDeprecation, type DeprecationConfig } from '../config/deprecation.js'
+import { brownoutWindows, effectiveDeprecation, sameBrownouts, type DeprecationConfig } from '../config/deprecation.js'
 import type { TenantConfig } from '../config/schema.js'
 
 /**
@@ -100,9 +100,4 @@ export function listUpcomingBrownouts(tenants: Readonly<Record<string, TenantCon
     for (const { route, effective } of apart) add(name, route, effective, [])
   }
   return upcoming
-}
-
-/** The same windows for the same share of clients: what a brownout listing tells apart. */
-function sameBrownouts(a: DeprecationConfig | null | undefined, b: DeprecationConfig | null | undefined): boolean {
-  return JSON.stringify([brownoutWindows(a?.brownouts ?? null), a?.brownouts?.clients]) === JSON.stringify([brownoutWindows(b?.brownouts ?? null), b?.brownouts?.clients])
 }
