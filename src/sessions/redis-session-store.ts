@@ -35,10 +35,10 @@ export const DEFAULT_LOCAL_TTL_MS = 5_000
 const DEFAULT_POLL_MS = 25
 const SCAN_COUNT = 500
 
-/** One read of a shared entry, and whether something since (a write, a delete, the start lock, a clear) made its answer too old to keep. */
 /** A shared read that Redis did not answer (down, or hung past the command timeout). */
 const READ_FAILED: unique symbol = Symbol('read failed')
 
+/** One read of a shared entry, and whether something since (a write, a delete, the start lock, a clear) made its answer too old to keep. */
 interface SharedRead {
   promise: Promise<SessionEntry | undefined | typeof READ_FAILED>
   retired: boolean
