@@ -74,7 +74,7 @@ export interface IdempotencyStore {
 }
 
 interface MemoryRecord {
-  /** RecordBounds.group of the request that wrote it. */
+  /** The bounds it was written under (`boundsKey`): they, not a later reload's, count it. */
   group: string
   fingerprint: string
   /** Set while a claim is under way. */
@@ -82,6 +82,17 @@ interface MemoryRecord {
   answer: StoredAnswer | null
   expiresAt: number
   bytes: number
+}
+
+/**
+ * Whose count a record joins: its route's records written under the same bounds. SPEC 17: records
+ * stay until their TTL whatever the new config says, so a reload lowering a route's `maxEntries`
+ * pushes out none of the records written before it (a retry of one would run its execution
+ * again); the new bounds count the records written after it. The older ones go at their TTL, or
+ * as the replica's oldest (their bounds still count among the largest held).
+ */
+function boundsKey(bounds: RecordBounds): string {
+  return `${bounds.group}\u0000${bounds.maxEntries}\u0000${bounds.maxBytes}`
 }
 
 /** What a record costs besides its body: the key, the fingerprint and the map's own entry, roughly. */
@@ -94,7 +105,7 @@ export const SWEEP_PER_CLAIM = 8
 
 /**
  * The replica's own records (SPEC 16 with `store: memory`, and while a shared store is down): a
- * Map in insertion order per route (RecordBounds.group), so a route's oldest go first when its
+ * Map in insertion order per route and bounds (`boundsKey`), so a route's oldest go first when its
  * `maxEntries` or `maxBytes` is passed, and the replica's oldest when the largest bounds of the
  * routes holding records are (RecordBounds). A
  * claim under way is never pushed out: it would let a retry run the execution again; claims are
@@ -201,7 +212,7 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
       const found = live(key)
       if (found !== undefined) return { claimed: false, record: shown(found) }
       const owner = `m${++owners}`
-      put(key, { group: bounds.group, fingerprint, owner, answer: null, expiresAt: now() + leaseMs, bytes: RECORD_OVERHEAD_BYTES }, bounds)
+      put(key, { group: boundsKey(bounds), fingerprint, owner, answer: null, expiresAt: now() + leaseMs, bytes: RECORD_OVERHEAD_BYTES }, bounds)
       return { claimed: true, owner }
     },
     renew(key, owner, leaseMs) {
@@ -213,7 +224,7 @@ export function createMemoryIdempotencyStore(now: () => number = Date.now): Memo
     complete(key, owner, answer, ttlMs, bounds) {
       const record = live(key)
       if (record?.owner !== owner) return false
-      put(key, { group: bounds.group, fingerprint: record.fingerprint, owner: undefined, answer, expiresAt: now() + ttlMs, bytes: RECORD_OVERHEAD_BYTES + (answer?.body.length ?? 0) }, bounds)
+      put(key, { group: boundsKey(bounds), fingerprint: record.fingerprint, owner: undefined, answer, expiresAt: now() + ttlMs, bytes: RECORD_OVERHEAD_BYTES + (answer?.body.length ?? 0) }, bounds)
       waiters.wake(key)
       return true
     },

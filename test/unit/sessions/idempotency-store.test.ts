@@ -122,6 +122,22 @@ describe('SPEC 16 memory idempotency records', () => {
     expect(store.peek('t2')).toEqual({ state: 'running', fingerprint: 'fp' })
   })
 
+  // SPEC 17: idempotency records stay until their TTL whatever the new config says.
+  it('pushes out none of the records written before a reload lowered the route\'s bounds: the new bounds count the records after it', () => {
+    let now = 0
+    const store = createMemoryIdempotencyStore(() => now)
+    const before = { ...BOUNDS, maxEntries: 10 }
+    const after = { ...BOUNDS, maxEntries: 2 }
+    for (const key of ['o1', 'o2', 'o3', 'o4']) store.complete(key, claimed(store.claim(key, 'fp', 1_000, before)), answer(1), 60_000, before)
+    for (const key of ['n1', 'n2', 'n3']) store.complete(key, claimed(store.claim(key, 'fp', 1_000, after)), answer(1), 60_000, after)
+    for (const key of ['o1', 'o2', 'o3', 'o4', 'n2', 'n3']) expect(store.peek(key)).toMatchObject({ state: 'done' })
+    expect(store.peek('n1')).toBeUndefined()
+    // They go at their TTL.
+    now = 60_000
+    store.sweep(100)
+    expect(store.size).toBe(0)
+  })
+
   it('wakes a waiter when the record is completed, before its wait is over', async () => {
     const store = createMemoryIdempotencyStore()
     const owner = claimed(store.claim('k', 'fp', 1_000, BOUNDS))
