@@ -77,6 +77,11 @@ export class AccessRecord {
   failedStart: FailedStart | undefined = undefined
   /** The status of the upstream failure that cut a streamed answer midway (502, 504, 408). */
   brokenOffStatus: number | undefined = undefined
+  /**
+   * SPEC 17's `log.access` of the config the request started with: a request under way finishes
+   * under it, so a reload turning the lines off or on applies to the requests that start after it.
+   */
+  accessLine: boolean | undefined = undefined
 }
 
 /** What a streamed upstream call reports: its time to the answer's headers, and a failure after them. */

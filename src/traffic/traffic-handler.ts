@@ -95,13 +95,19 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     serve:
       traced === undefined
         ? function serveTraffic(exchange) {
-            runPlan(planRequest(deps.getRuntime(), exchange.head), exchange, run)
+            const runtime = deps.getRuntime()
+            exchange.record.accessLine = runtime.config.log.access
+            runPlan(planRequest(runtime, exchange.head), exchange, run)
           }
         : function serveTracedTraffic(exchange) {
-            traced.serve(exchange, deps.getRuntime(), run)
+            const runtime = deps.getRuntime()
+            exchange.record.accessLine = runtime.config.log.access
+            traced.serve(exchange, runtime, run)
           },
     refuse(exchange, error) {
-      runPlan(planRefusal(deps.getRuntime(), exchange.head, error), exchange, run)
+      const runtime = deps.getRuntime()
+      exchange.record.accessLine = runtime.config.log.access
+      runPlan(planRefusal(runtime, exchange.head, error), exchange, run)
     },
     onFinished:
       traced === undefined
@@ -128,9 +134,10 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     const { head, record } = exchange
     const durationMs = performance.now() - head.startedAt
     deps.onRequestDone({ head, record, statusCode, durationMs })
-    // SPEC 17: `log.access: false` turns the lines off; read per request, so a reload turns them.
-    // A level above info writes none either: the line's fields are not gathered for nothing.
-    if (!deps.getRuntime().config.log.access) return logFailureWithoutAccessLine(exchange, statusCode, span)
+    // SPEC 17: `log.access: false` turns the lines off; as the config the request started with
+    // said, so a reload turns them for the requests after it. A level above info writes none
+    // either: the line's fields are not gathered for nothing.
+    if (!(record.accessLine ?? deps.getRuntime().config.log.access)) return logFailureWithoutAccessLine(exchange, statusCode, span)
     // Above info the operator asked for no info lines: SPEC 17 reports an upstream failure on the
     // access line and no other line (its metrics count it); `log.access: false` is the exception.
     if (!writesAccessLines(deps.logger)) return

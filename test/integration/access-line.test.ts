@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { refusingOrigin, resetConnection, startFaultUpstream } from '../helpers/fault-upstream.js'
+import { answerJson, refusingOrigin, resetConnection, startFaultUpstream } from '../helpers/fault-upstream.js'
 import { send, type Answer } from '../helpers/http.js'
 import { rawExchange } from '../helpers/raw-http.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
@@ -200,6 +200,29 @@ describe('the access line and the log level (SPEC 9, 17)', () => {
     await accessLineOf(gateway, logged)
     const accessLines = gateway.logs.lines().filter((one) => one.msg === 'request')
     expect(accessLines.map((one) => one.requestId)).toEqual([logged.headers['x-request-id']])
+  })
+})
+
+describe('log.access across a reload (SPEC 17: requests under way finish under the config they started with)', () => {
+  it.each([
+    [true, false],
+    [false, true]
+  ])('writes a request’s line as its own config said (log.access %s), though a reload set %s while it ran', async (before, after) => {
+    const upstream = await startFaultUpstream(() => {})
+    const config = (access: boolean): Record<string, unknown> => testConfig(upstream.url, { log: { access } })
+    const gateway = await startGateway(config(before))
+    const held = send(gateway.url, '/v4/execute', { headers: { ...AUTH, 'x-request-id': 'started-before-reload' }, json: { input: 1 } })
+    const exchange = await upstream.nextExchange()
+    await gateway.gateway.applyConfig(deepFreeze(configSchema.parse(config(after))))
+    upstream.setHandler((next) => answerJson(next, 200, { output: 2 }))
+    answerJson(exchange, 200, { output: 1 })
+    expect((await held).status).toBe(200)
+    const next = await send(gateway.url, '/v4/execute', { headers: { ...AUTH, 'x-request-id': 'started-after-reload' }, json: { input: 2 } })
+    expect(next.status).toBe(200)
+    const logged = after ? await accessLineOf(gateway, next, 'started-after-reload') : await accessLineOf(gateway, next, 'started-before-reload')
+    expect(logged).toBeDefined()
+    const ids = gateway.logs.lines().filter((one) => one.msg === 'request').map((one) => one.requestId)
+    expect(ids).toEqual([before ? 'started-before-reload' : 'started-after-reload'])
   })
 })
 
