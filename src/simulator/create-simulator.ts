@@ -37,7 +37,9 @@ export function createSimulator (options: SimulatorOptions = {}): Simulator {
 
   const app = Fastify({
     logger: resolved.logger,
-    // Contract part 2: meta.requestId is the caller's x-request-id when it sent one.
+    // meta.requestId is the caller's x-request-id when it sent one: the contract says only that
+    // it is always present, and an echo lets a caller's id and the service's meet (a choice,
+    // docs/decisions.md; a real V4 may issue its own, which the gateway keeps, SPEC 6).
     requestIdHeader: 'x-request-id',
     genReqId: function generateRequestId () { return newId('req') },
     // Ids of any length route (fastify's 100-character limit would answer 414 in its own shape);

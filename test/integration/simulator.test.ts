@@ -185,6 +185,23 @@ describe('simulator admin/config auth (contract part 5)', () => {
     expect(answer.body.policies).toContainEqual(expect.objectContaining({ name: 'listed-later' }))
   })
 
+  it('answers 409 LIMIT_REACHED in its envelope once the policies kept reach 16 MiB, and keeps the ones it had', async () => {
+    await withSimulator({}, async (url) => {
+      const blob = 'x'.repeat(1_000_000)
+      const statuses: number[] = []
+      let last: Awaited<ReturnType<typeof send>> | undefined
+      for (let index = 0; index < 17; index++) {
+        last = await send(url, 'POST', '/v4/policies', { headers: ADMIN_KEY, json: { name: `big-${index}`, blob } })
+        statuses.push(last.status)
+      }
+      expect(statuses).toEqual([...Array<number>(16).fill(201), 409])
+      expect(last?.body.error).toMatchObject({ code: 'LIMIT_REACHED' })
+      expect(last?.body.meta).toMatchObject({ requestId: expect.any(String) })
+      const listed = await send(url, 'GET', '/v4/policies', { headers: ADMIN_KEY })
+      expect(listed.body.policies).toHaveLength(17)
+    })
+  })
+
   it('answers 403 FORBIDDEN when a session token without the admin role creates a policy', async () => {
     const answer = await send(baseUrl, 'POST', '/v4/policies', { headers: BOB, json: { name: 'bob-policy' } })
     expect(answer.status).toBe(403)
