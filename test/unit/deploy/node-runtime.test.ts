@@ -60,6 +60,9 @@ describe('the Node versions the gateway runs on', () => {
   })
 
   it('says the same in docs/deploy.md', () => {
-    expect(read('docs/deploy.md').replace(/\s+/g, ' ')).toContain(`(\`engines\`: \`${packageJson.engines.node}\`)`)
+    const deploy = read('docs/deploy.md').replace(/\s+/g, ' ')
+    expect(deploy).toContain(`(\`engines\`: \`${packageJson.engines.node}\`)`)
+    // Each major `.ci/run` pins, named where the guide says what CI runs.
+    expect(deploy).toContain("CI (`.ci/run`) runs the whole suite on the machine's Node and on Node 20, 22 and 24")
   })
 })
