@@ -2,7 +2,7 @@ import type { Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import { closeServer } from '../kernel/traffic-server.js'
+import { closeServer, cutConnections } from '../kernel/traffic-server.js'
 import type { SessionStore } from '../sessions/session-store.js'
 import type { TrafficHandler } from '../traffic/traffic-handler.js'
 import type { UpstreamClient } from '../upstream/upstream-client.js'
@@ -68,7 +68,7 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
     cutRemaining() {
       // A comparison whose legacy answer the cut ends is cut at shutdown (abandoned), not a legacy failure.
       trafficHandler.abandonComparisons()
-      trafficServer.closeAllConnections()
+      cutConnections(trafficServer)
       // An admin request still arriving (half its headers or body) is not idle, so fastify's
       // close would wait on it for as long as the client likes.
       admin.server.closeAllConnections()

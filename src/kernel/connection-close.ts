@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
 
 /**
@@ -83,3 +83,38 @@ export function lingerUntilBodyEnds(request: IncomingMessage, connection: Socket
     })
   }
 }
+
+/**
+ * Answers whose body ends where their connection does: no length and no chunks (RFC 9112 6.3,
+ * rule 8), as Node writes an unknown length to an HTTP/1.0 client (nginx's `proxy_http_version`
+ * is 1.0 by default). Only those are noted, so the common path writes nothing here.
+ */
+const delimitedByClose = new WeakSet<ServerResponse>()
+
+/** After `response.writeHead`: notes the answer when its body is delimited by the close. */
+export function noteFraming(response: ServerResponse, hasLength: boolean): void {
+  if (!hasLength && !response.chunkedEncoding) delimitedByClose.add(response)
+}
+
+/**
+ * Ends `response`'s connection with its answer cut short (an upstream broke off, a reader that
+ * stalled, the end of the grace period), so that the client can tell. A length or chunked framing
+ * tells it; an answer delimited by the close would read as whole after a FIN, so its connection
+ * is reset (TCP RST) instead, and the client sees an error rather than a short body it takes
+ * for the whole one.
+ */
+export function cutAnswer(response: ServerResponse, error?: Error): void {
+  if (delimitedByClose.has(response) && !response.writableFinished) resetConnection(response.socket)
+  response.destroy(error)
+}
+
+/** Resets a connection rather than closing it; one whose handle cannot be reset (TLS) is destroyed. */
+function resetConnection(socket: Socket | null): void {
+  if (socket === null || socket.destroyed) return
+  try {
+    socket.resetAndDestroy()
+  } catch {
+    socket.destroy()
+  }
+}
+

@@ -1,5 +1,6 @@
 import { ERROR_STATUS } from '../errors/registry.js'
 import { watchBacklog } from '../util/backlog-watch.js'
+import { cutAnswer } from './connection-close.js'
 import type { Exchange } from './exchange.js'
 
 /** A whole answer goes out a slice of this size at a time, so a reader's progress shows slice by slice. */
@@ -61,7 +62,7 @@ export function cutStalledReader(exchange: Exchange): void {
   if (response.writableFinished || response.destroyed) return
   exchange.record.errorCode = 'REQUEST_TIMEOUT'
   exchange.record.brokenOffStatus = ERROR_STATUS.REQUEST_TIMEOUT
-  response.destroy()
+  cutAnswer(response)
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import { Transform, type Readable } from 'node:stream'
-import { lingerUntilBodyEnds } from '../kernel/connection-close.js'
+import { cutAnswer, lingerUntilBodyEnds, noteFraming } from '../kernel/connection-close.js'
 import { cutStalledReader, waitsForTurn } from '../kernel/delivery-watch.js'
 import type { Exchange } from '../kernel/exchange.js'
 import { writeInterim } from '../kernel/interim-answer.js'
@@ -112,6 +112,7 @@ export function createForwarder(
           // sends none), the upstream's announcement goes back where its trailers can follow.
           if (headers.trailer !== undefined && carriesTrailers(request, statusCode, answer['content-length'] !== undefined)) answer.trailer = headers.trailer
           response.writeHead(statusCode, answer)
+          noteFraming(response, answer['content-length'] !== undefined)
         },
         onTrailers(trailers) {
           // Node would also chunk for an HTTP/1.0 client that asks for it (`TE: chunked`); the
@@ -162,6 +163,8 @@ export function createForwarder(
           outcome.brokenOffStatus = error.statusCode
           const cause = upstreamFailureCause(error)
           if (cause !== undefined) outcome.upstreamFailure = { upstream: call.upstream ?? 'v4', cause }
+          // SPEC 7: a broken stream reaches the client broken, never as a clean short answer.
+          cutAnswer(response)
         }
       }
     )

@@ -141,6 +141,35 @@ describe('an answer its client stops reading (SPEC 10)', () => {
   })
 
 
+  // RFC 9112 6.3: Node writes an answer of unknown length to an HTTP/1.0 client delimited by the
+  // close, so a FIN would end it as if whole: the cut resets the connection. A paused Node socket
+  // reads nothing (libuv would take a reset behind unread data for an EOF), so the client probes
+  // with a write: after a reset it fails, after a FIN it is taken.
+  it('resets an HTTP/1.0 client’s connection whose close-delimited answer it stopped reading', async () => {
+    const upstream = await startHttpServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/octet-stream' })
+      const chunk = Buffer.alloc(256 * 1024)
+      const pump = (): void => {
+        while (!response.destroyed) if (!response.write(chunk)) return void response.once('drain', pump)
+      }
+      pump()
+    })
+    const gw = await startGateway(testConfig(upstream.url, { limits: { upstreamTimeoutMs: 500 }, log: { level: 'info' } }))
+    const { hostname, port } = new URL(gw.url)
+    const socket: Socket = connect({ host: hostname, port: Number(port) })
+    socket.on('error', () => undefined)
+    await new Promise((resolve) => socket.once('connect', resolve))
+    socket.pause()
+    socket.write(buildRawRequest('GET /v4/export HTTP/1.0', [['host', 'gw.test'], ['authorization', ALICE], ['x-request-id', 'stalled-reader-http10']]))
+    const line = () => gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'stalled-reader-http10')
+    await until(() => line() !== undefined, 10_000)
+    expect(line()).toMatchObject({ status: 408, error: 'REQUEST_TIMEOUT' })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const probe = await new Promise<string>((resolve) => socket.write('x', (error) => resolve((error as NodeJS.ErrnoException | null | undefined)?.code ?? 'taken')))
+    expect(['EPIPE', 'ECONNRESET']).toContain(probe)
+    socket.destroy()
+  })
+
   it('cuts a client that takes none of a whole legacy answer written to it, and waits for one that reads it slowly (SPEC 10)', async () => {
     // A legacy answer of 15 MiB (under the 16 MiB an answer is read up to): far more than the socket buffers.
     const big = JSON.stringify({ output: 'x'.repeat(15 * 1024 * 1024), effective: { policy: 'p', route: 'r', risk: 'low' }, meta: { requestId: 'r' } })

@@ -5,8 +5,9 @@ import { request as undiciRequest } from 'undici'
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest'
 import { stringify } from 'yaml'
 import { send } from '../helpers/http.js'
+import { buildRawRequest, rawExchange } from '../helpers/raw-http.js'
 import { until } from '../helpers/until.js'
-import { answerAfter, useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { answerAfter, startRecordingUpstream, useRecordingUpstream } from '../helpers/recording-upstream.js'
 import { spawnCli } from '../helpers/spawn-cli.js'
 import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.js'
 import { useSimulator } from '../helpers/start-simulator.js'
@@ -146,6 +147,30 @@ describe('the gateway process and its signals', () => {
       ['cut-legacy', 499],
       ['cut-native', 499]
     ])
+  })
+
+  // RFC 9112 6.3: an answer of unknown length to an HTTP/1.0 client ends where its connection
+  // does: the cut resets it, so the part sent cannot pass for the whole.
+  it('resets, at the end of shutdown.graceMs, the connection of a close-delimited answer under way', async () => {
+    const upstream = await startRecordingUpstream((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' })
+      response.write('{"output":')
+    })
+    const gateway = await spawnWith('grace-http10.yaml', processConfig(upstream.url, { shutdown: { graceMs: 200 } }))
+    const body = '{"input":1}'
+    const cut = rawExchange(
+      gateway.url,
+      buildRawRequest('POST /v4/execute HTTP/1.0', [['host', 'gw.test'], ['authorization', ALICE.authorization], ['content-type', 'application/json'], ['content-length', String(body.length)]], body),
+      { timeoutMs: 5_000 }
+    )
+    await until(() => upstream.requests.length > 0)
+    // The part sent has reached the client before the signal.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    gateway.child.kill('SIGTERM')
+    const result = await cut
+    expect(await gateway.exited).toBe(0)
+    expect(result.bytes.toString('latin1')).toMatch(/^HTTP\/1\.1 200 [^]*\r\n\r\n\{"output":$/)
+    expect(result.errorCode).toBe('ECONNRESET')
   })
 
   it.each([

@@ -303,6 +303,58 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
   itStillServes(context)
 })
 
+// RFC 9112 6.3: an answer with neither a length nor chunks, as Node writes one to an HTTP/1.0
+// client (nginx's default proxy_http_version), ends where its connection does: a FIN after part
+// of it would read as the whole body. The cut resets the connection instead.
+describe('a native stream without a length, to an HTTP/1.0 client, that the upstream breaks off', () => {
+  const context = useFaultGateway(TIMEOUT_MS)
+
+  function http10Call(): Promise<RawResult> {
+    const body = '{"input":{"n":1}}'
+    return rawExchange(
+      context.url(),
+      buildRawRequest(`POST ${NATIVE} HTTP/1.0`, [['Host', 'gateway.test'], ['Authorization', TOKEN], ['Content-Type', 'application/json'], ['Content-Length', String(body.length)]], body),
+      { timeoutMs: 3_000 }
+    )
+  }
+
+  function headWithoutLength(exchange: FaultExchange): void {
+    exchange.response.writeHead(200, { 'content-type': 'application/json' })
+  }
+
+  it.each([
+    // A moment after the bytes: libuv takes a reset that arrives with data in one wake-up for an
+    // EOF (its POLLHUP after a partial read), so this Node client would not see it; curl, nginx
+    // and a plain recv() do (docs/decisions.md).
+    ['resets mid-body', (exchange: FaultExchange) => {
+      headWithoutLength(exchange)
+      exchange.response.write(PARTIAL_BODY, () => setTimeout(() => resetConnection(exchange), 200))
+    }],
+    ['stalls mid-body', (exchange: FaultExchange) => {
+      headWithoutLength(exchange)
+      exchange.response.write(PARTIAL_BODY)
+    }]
+  ])('resets the client’s connection when the upstream %s, so the short body cannot pass for the whole', async (_name, handler) => {
+    context.upstream().setHandler(handler)
+    const result = await http10Call()
+    expect(result.bytes.toString('latin1')).toMatch(/^HTTP\/1\.1 200 /)
+    expect(result.response?.headers['content-length']).toBeUndefined()
+    expect(result.response?.headers['transfer-encoding']).toBeUndefined()
+    expect(result.errorCode).toBe('ECONNRESET')
+  })
+
+  it('ends a whole answer without a length as always: by closing, no reset', async () => {
+    context.upstream().setHandler((exchange) => {
+      headWithoutLength(exchange)
+      exchange.response.end(PARTIAL_BODY)
+    })
+    const result = await http10Call()
+    expect(result.errorCode).toBeUndefined()
+    expect(result.closedByServer).toBe(true)
+    expect(result.bytes.toString('latin1').endsWith(`\r\n\r\n${PARTIAL_BODY}`)).toBe(true)
+  })
+})
+
 describe('sessions.start faults', () => {
   // Long enough for a deliberately slow sessions.start; the slowness is the fault under test.
   const context = useFaultGateway(3_000)
