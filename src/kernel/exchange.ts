@@ -70,9 +70,15 @@ export class Exchange implements CancelScope {
     return this.head.requestId
   }
 
-  /** Whether the client broke off or went away: then no failure is the gateway's. */
+  /**
+   * Whether the client broke off or went away (or the gateway cut its connection, at the end of
+   * the grace period): then no failure is the gateway's. Its kept connection is read, not
+   * `request.socket`, which undici sets to null once it has sent a small body: an upstream call
+   * cut with its client's connection was otherwise logged as an upstream failure or not, by which
+   * of the two closed first.
+   */
   get clientGone(): boolean {
-    return this.cancelled || clientWentAway(this.request)
+    return this.cancelled || this.connection.destroyed || clientWentAway(this.request)
   }
 }
 

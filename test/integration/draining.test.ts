@@ -2,7 +2,7 @@ import { connect } from 'node:net'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { send } from '../helpers/http.js'
 import { expectGatewayError } from '../helpers/gateway-error.js'
-import { useRecordingUpstream } from '../helpers/recording-upstream.js'
+import { startRecordingUpstream, useRecordingUpstream } from '../helpers/recording-upstream.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
 import { startGateway, testConfig, type StartedGateway } from '../helpers/start-gateway.js'
 import { startSimulator } from '../helpers/start-simulator.js'
@@ -53,6 +53,24 @@ describe('a request in flight when draining starts', () => {
 })
 
 describe('a gateway whose grace period was cut', () => {
+  // The cut is the gateway's, not an upstream failure: every request it ends reads as one whose
+  // answer never went (499), whichever closes first, its client's connection or its upstream call.
+  it('logs every request cut under way as 499 with no error, and counts no upstream failure', async () => {
+    const upstream = await startRecordingUpstream(() => undefined)
+    const gw = await startGateway(testConfig(upstream.url, { log: { level: 'info' } }))
+    const ids = ['cut-native-1', 'cut-native-2', 'cut-native-3', 'cut-legacy-1', 'cut-legacy-2']
+    const cut = ids.map((id) => send(gw.url, id.includes('native') ? '/v4/execute' : '/v1/headless/runs', { headers: { authorization: 'Bearer demo-token-alice', 'x-request-id': id }, json: { input: 1 } }).catch(() => undefined))
+    await until(() => upstream.requests.length === ids.length)
+    gw.gateway.startDraining()
+    gw.gateway.cutRemaining()
+    await Promise.all(cut)
+    const lines = () => gw.logs.lines().filter((line) => line.msg === 'request' && ids.includes(String(line.requestId)))
+    await until(() => lines().length === ids.length)
+    expect(lines().map((line) => [line.requestId, line.status, line.error]).sort()).toEqual(ids.map((id) => [id, 499, undefined]).sort())
+    expect(await gw.gateway.metrics.registry.metrics()).not.toMatch(/^v4gw_upstream_failures_total\{/m)
+    await gw.close()
+  })
+
   it('cuts an admin connection that opens between the cut and the admin listener\'s close, so it cannot hold the exit', async () => {
     const sim = await startSimulator()
     const gw = await startGateway(testConfig(sim.url))
