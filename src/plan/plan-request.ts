@@ -329,7 +329,8 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
               stateKey: calls.action === 'session-execute' ? calls.stateKey : '',
               body
             },
-            runtime.config.limits
+            // The lease covers a call as the pool makes it: its connect timeout is the start's (SPEC 8).
+            { upstreamTimeoutMs: runtime.config.limits.upstreamTimeoutMs, connectTimeoutMs: runtime.connectTimeoutMs }
           )
           return { kind: 'idempotent', facts, answerHeaders: ownHeaders, calls: callsPlan, idempotency }
         } catch (error) {

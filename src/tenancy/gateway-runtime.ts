@@ -25,6 +25,11 @@ export interface GatewayRuntime {
   readonly via: string
   /** The `received-by` of `via` (`v4gw-<fleet id>`), which loop detection looks for. */
   readonly viaReceivedBy: string
+  /**
+   * The upstream pools' connect timeout: the start's `limits.connectTimeoutMs` (restart-only,
+   * SPEC 8), which a reloaded file's value does not change until a restart.
+   */
+  readonly connectTimeoutMs: number
   /** What the process handed this runtime: a reload hands it on to the next. */
   readonly context: Readonly<RuntimeContext>
 }
@@ -43,6 +48,8 @@ export interface RuntimeContext {
    * restart-only (SPEC 12), so a reload that changes it must not change the `Via` member either.
    */
   fleetId?: string
+  /** The start's `limits.connectTimeoutMs`, set by the first runtime (GatewayRuntime.connectTimeoutMs). */
+  connectTimeoutMs?: number
 }
 
 /** This process's fleet id with `store: memory`, when the gateway is not handed one (a CLI's `explain`, unit tests). */
@@ -65,6 +72,7 @@ export function buildGatewayRuntime(config: GatewayConfig, embeddedOrigin: strin
   const receivedBy = `v4gw-${fleetId}`
   const brownoutPauses = context.brownoutPauses ?? new BrownoutPauses()
   const stageOverrides = context.stageOverrides ?? NO_STAGE_OVERRIDES
+  const connectTimeoutMs = context.connectTimeoutMs ?? config.limits.connectTimeoutMs
   return Object.freeze({
     config,
     tenancy: Object.freeze({
@@ -78,6 +86,7 @@ export function buildGatewayRuntime(config: GatewayConfig, embeddedOrigin: strin
     stageOverrides,
     via: `1.1 ${receivedBy}`,
     viaReceivedBy: receivedBy,
-    context: Object.freeze({ ...context, brownoutPauses, stageOverrides, fleetId })
+    connectTimeoutMs,
+    context: Object.freeze({ ...context, brownoutPauses, stageOverrides, fleetId, connectTimeoutMs })
   })
 }

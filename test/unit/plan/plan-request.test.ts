@@ -110,3 +110,24 @@ describe('planRequest', () => {
     expect(JSON.stringify(first)).toBe(JSON.stringify(second))
   })
 })
+
+// SPEC 16's lease is 2 × (upstreamTimeoutMs + connectTimeoutMs); the connect timeout is
+// restart-only (SPEC 8): the pool keeps the start's, so the lease must too.
+describe('planRequest of a keyed call after a reload changed limits.connectTimeoutMs', () => {
+  it('leases the claim for the connect timeout the pool still uses, not the file’s new one', () => {
+    const config = (connectTimeoutMs: number) =>
+      configSchema.parse({
+        tenancy: { default: 'acme' },
+        limits: { upstreamTimeoutMs: 1_000, connectTimeoutMs },
+        tenants: { acme: { upstream: { staging: ORIGIN }, legacy: { idempotency: {}, routes: [{ method: 'POST', path: '/v1/headless/runs', action: 'execute' }] } } }
+      })
+    const started = buildGatewayRuntime(config(60_000), undefined)
+    // What a reload does: the next runtime gets the previous one's context.
+    const reloaded = buildGatewayRuntime(config(1), undefined, started.context)
+    expect(reloaded.connectTimeoutMs).toBe(60_000)
+    const plan = withBody(planRequest(reloaded, head('POST', '/v1/headless/runs', [...runtimeHeaders, ['idempotency-key', 'k-1']])), '{"input":1}')
+    expect(plan.kind).toBe('idempotent')
+    if (plan.kind !== 'idempotent') return
+    expect(plan.idempotency.leaseMs).toBe(2 * (1_000 + 60_000))
+  })
+})
