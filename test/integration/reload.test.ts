@@ -93,10 +93,13 @@ describe('hot reload', () => {
   it('refuses a legacy upstream on the running traffic listener\'s address, whatever the file says listen is (SPEC 14)', async () => {
     const gateway = await start(testConfig(simA.url))
     const running = new URL(gateway.url)
+    const before = gateway.gateway.runtime()
     await writeConfig(testConfig(simA.url, { listen: { host: '127.0.0.1', port: Number(running.port) + 1 }, tenants: { acme: { upstream: { staging: simA.url, legacy: `http://localhost:${running.port}` } } } }))
     const reload = await send(gateway.adminUrl, '/admin/reload', { method: 'POST' })
     expect(reload.status).toBe(400)
     expect(reload.json.error.problems).toEqual([expect.stringMatching(/^tenants\.acme\.upstream\.legacy: this is the running traffic listener's address/)])
+    // Nothing of the file applied: the running config serves on (SPEC 8).
+    expect(gateway.gateway.runtime()).toBe(before)
   })
 
   it('does not report a restart-only map written in another order as changed (tracing.headers)', async () => {
