@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { Logger } from 'pino'
 import { buildErrorBody, ERROR_CONTENT_TYPE } from '../errors/error-body.js'
 import { GatewayError } from '../errors/registry.js'
-import { inAnsweredBody, isClosing, markClosing } from './connection-close.js'
+import { cutConnection, inAnsweredBody, isClosing, markClosing } from './connection-close.js'
 
 function toGatewayError(code: string | undefined): GatewayError {
   if (code === 'HPE_HEADER_OVERFLOW') return new GatewayError('REQUEST_HEADERS_TOO_LARGE', 'the request headers are too large')
@@ -60,7 +60,7 @@ export function answerClientError(
     // Its answer has begun and is its one answer: the connection ends after it, or is cut if it
     // cannot be finished (the upload it streams is broken).
     if (current.writableEnded) afterAnswersUnderWay(socket, () => closeGently(socket))
-    else socket.destroy()
+    else cutConnection(socket)
     return
   }
   if (current === undefined && inAnsweredBody(socket)) {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 
 /**
  * Connections that have their last answer, as an answer with `connection: close` or a framing
@@ -85,36 +86,43 @@ export function lingerUntilBodyEnds(request: IncomingMessage, connection: Socket
 }
 
 /**
- * Answers whose body ends where their connection does: no length and no chunks (RFC 9112 6.3,
- * rule 8), as Node writes an unknown length to an HTTP/1.0 client (nginx's `proxy_http_version`
- * is 1.0 by default). Only those are noted, so the common path writes nothing here.
+ * Per connection, the answer it carries whose body ends where the connection does: no length and
+ * no chunks (RFC 9112 6.3, rule 8), as Node writes an unknown length to an HTTP/1.0 client
+ * (nginx's `proxy_http_version` is 1.0 by default). Such an answer is the connection's last.
+ * Only those are noted, so the common path writes nothing here.
  */
-const delimitedByClose = new WeakSet<ServerResponse>()
+const unframedAnswers = new WeakMap<object, ServerResponse>()
 
-/** After `response.writeHead`: notes the answer when its body is delimited by the close. */
-export function noteFraming(response: ServerResponse, hasLength: boolean): void {
-  if (!hasLength && !response.chunkedEncoding) delimitedByClose.add(response)
+/** After `response.writeHead`: notes the answer when its body is delimited by its connection's close. */
+export function noteFraming(response: ServerResponse, connection: Socket, hasLength: boolean): void {
+  if (!hasLength && !response.chunkedEncoding) unframedAnswers.set(connection, response)
 }
 
 /**
- * Ends `response`'s connection with its answer cut short (an upstream broke off, a reader that
- * stalled, the end of the grace period), so that the client can tell. A length or chunked framing
- * tells it; an answer delimited by the close would read as whole after a FIN, so its connection
- * is reset (TCP RST) instead, and the client sees an error rather than a short body it takes
- * for the whole one.
+ * Ends a connection whose answer is cut short (an upstream broke off, a reader or an upload that
+ * stalled, the end of the grace period), so that its client can tell. A length or chunked
+ * framing tells it; an answer delimited by the close would read as whole after a FIN, so while
+ * one is under way the connection is reset (TCP RST) instead, and the client sees an error
+ * rather than a short body it takes for the whole one.
  */
-export function cutAnswer(response: ServerResponse, error?: Error): void {
-  if (delimitedByClose.has(response) && !response.writableFinished) resetConnection(response.socket)
-  response.destroy(error)
+export function cutConnection(connection: Duplex): void {
+  const unframed = unframedAnswers.get(connection)
+  if (unframed !== undefined && !unframed.writableFinished && connection instanceof Socket) resetConnection(connection)
+  else connection.destroy()
+}
+
+/** Cuts `response`, an answer under way on `connection` (see `cutConnection`). */
+export function cutAnswer(response: ServerResponse, connection: Socket): void {
+  if (unframedAnswers.get(connection) === response) cutConnection(connection)
+  response.destroy()
 }
 
 /** Resets a connection rather than closing it; one whose handle cannot be reset (TLS) is destroyed. */
-function resetConnection(socket: Socket | null): void {
-  if (socket === null || socket.destroyed) return
+function resetConnection(socket: Socket): void {
+  if (socket.destroyed) return
   try {
     socket.resetAndDestroy()
   } catch {
     socket.destroy()
   }
 }
-

@@ -62,7 +62,7 @@ export function cutStalledReader(exchange: Exchange): void {
   if (response.writableFinished || response.destroyed) return
   exchange.record.errorCode = 'REQUEST_TIMEOUT'
   exchange.record.brokenOffStatus = ERROR_STATUS.REQUEST_TIMEOUT
-  cutAnswer(response)
+  cutAnswer(response, exchange.connection)
 }
 
 /**

@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { Logger } from 'pino'
 import type { GatewayError } from '../errors/registry.js'
 import { answerClientError, answerConnect, type RefusedUnread } from './client-error.js'
-import { cutAnswer } from './connection-close.js'
+import { cutConnection } from './connection-close.js'
 
 /** The traffic listener's open connections, which the drain goes through (Node lists them for no one else). */
 const openConnections = new WeakMap<Server, Set<Socket>>()
@@ -139,14 +139,10 @@ export function closeServer(server: Server, idleCloseMs: number): Promise<void> 
 }
 
 /**
- * Cuts every connection still open (the grace period is over): an answer under way is cut so its
- * client can tell (`cutAnswer`: one delimited by the close is reset, not ended as if whole), the
- * rest closed as `closeAllConnections` closes them.
+ * Cuts every connection still open (the grace period is over), each as `cutConnection` cuts it:
+ * one carrying an answer delimited by its close is reset, not ended as if that answer were whole.
  */
 export function cutConnections(server: Server): void {
-  for (const socket of openConnections.get(server) ?? []) {
-    const response = unfinishedResponses.get(socket)
-    if (response !== undefined && response.headersSent) cutAnswer(response)
-  }
+  for (const socket of openConnections.get(server) ?? []) cutConnection(socket)
   server.closeAllConnections()
 }

@@ -6,7 +6,7 @@ import { logGatewayError, type RequestLogIds } from '../observability/log-gatewa
 import { traceIdOf } from '../observability/trace-context.js'
 import { upstreamFailureCause } from '../upstream/map-upstream-error.js'
 import { roundMs } from '../util/round-ms.js'
-import { lingerUntilBodyEnds, markClosing } from './connection-close.js'
+import { cutAnswer, lingerUntilBodyEnds, markClosing } from './connection-close.js'
 import type { Exchange } from './exchange.js'
 
 /**
@@ -30,7 +30,8 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   const response = exchange.response
   // A socket already destroyed (a cut connection) takes no answer; its response reports its end a turn later.
   if (response.headersSent || response.destroyed || response.socket?.destroyed === true) {
-    response.destroy()
+    // An answer under way is cut so that its client can tell (connection-close.ts).
+    cutAnswer(response, exchange.connection)
     return
   }
   markMadeByGateway(exchange)

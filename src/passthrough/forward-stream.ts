@@ -112,7 +112,7 @@ export function createForwarder(
           // sends none), the upstream's announcement goes back where its trailers can follow.
           if (headers.trailer !== undefined && carriesTrailers(request, statusCode, answer['content-length'] !== undefined)) answer.trailer = headers.trailer
           response.writeHead(statusCode, answer)
-          noteFraming(response, answer['content-length'] !== undefined)
+          noteFraming(response, exchange.connection, answer['content-length'] !== undefined)
         },
         onTrailers(trailers) {
           // Node would also chunk for an HTTP/1.0 client that asks for it (`TE: chunked`); the
@@ -164,7 +164,7 @@ export function createForwarder(
           const cause = upstreamFailureCause(error)
           if (cause !== undefined) outcome.upstreamFailure = { upstream: call.upstream ?? 'v4', cause }
           // SPEC 7: a broken stream reaches the client broken, never as a clean short answer.
-          cutAnswer(response)
+          cutAnswer(response, exchange.connection)
         }
       }
     )

@@ -44,6 +44,39 @@ describe('a request body that stops arriving (SPEC 10)', () => {
     expect(lines[0]).toMatchObject({ error: 'REQUEST_TIMEOUT' })
   })
 
+  // RFC 9112 6.3: the answer streams to an HTTP/1.0 client without a length (delimited by the
+  // close); the upload under it stalls, so the answer is cut: by a reset, not a FIN that would end
+  // it as if whole.
+  it('resets an HTTP/1.0 client’s connection whose close-delimited answer its stalled upload cut', async () => {
+    // The answer keeps coming (a byte every 450 ms, inside the upstream limit): only the upload stalls.
+    const upstream = await startHttpServer((request, response) => {
+      request.resume()
+      response.writeHead(200, { 'content-type': 'text/plain' })
+      response.write('part of the answer')
+      const trickle = setInterval(() => response.write('.'), 450)
+      response.on('close', () => clearInterval(trickle))
+    })
+    const gw = await startGateway(testConfig(upstream.url, { limits: LIMITS, log: { level: 'info' } }))
+    const { hostname, port } = new URL(gw.url)
+    const socket: Socket = connect({ host: hostname, port: Number(port) })
+    const received: Buffer[] = []
+    let ended: string | undefined
+    socket.on('data', (chunk: Buffer) => received.push(chunk))
+    socket.on('end', () => (ended ??= 'end'))
+    socket.on('error', (error: NodeJS.ErrnoException) => (ended ??= error.code))
+    await new Promise((resolve) => socket.once('connect', resolve))
+    socket.write(buildRawRequest('POST /v4/upload HTTP/1.0', [['host', 'gw.test'], ['authorization', ALICE], ['content-type', 'text/plain'], ['content-length', '100000'], ['x-request-id', 'upload-stalled-http10']]))
+    socket.write('x'.repeat(1_000))
+    // The answer's head and first bytes arrive (read at once), then the upload stops for good.
+    await until(() => Buffer.concat(received).toString('latin1').includes('part of the answer'))
+    await until(() => ended !== undefined, 5_000)
+    expect(Buffer.concat(received).toString('latin1')).toMatch(/^HTTP\/1\.1 200 /)
+    expect(ended).toBe('ECONNRESET')
+    socket.destroy()
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'upload-stalled-http10'))
+    expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === 'upload-stalled-http10')).toMatchObject({ status: 408, error: 'REQUEST_TIMEOUT' })
+  })
+
   it('lets a slow body that keeps arriving finish, however long it takes in all', async () => {
     const gw = await startGateway(testConfig(sim.url, { limits: LIMITS }))
     const body = JSON.stringify({ input: 'x'.repeat(40) })
