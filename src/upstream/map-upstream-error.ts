@@ -65,6 +65,9 @@ function errorCodes(error: unknown): string[] {
 export function mapUpstreamError(error: unknown): GatewayError {
   if (isGatewayError(error)) return error
   const codes = errorCodes(error)
+  // The gateway cut the call itself at the end of the grace period: its shutdown, not the upstream's
+  // failure (SPEC 17), on the line of a call that outlived its client (a keyed one, SPEC 16).
+  if (codes.includes(CUT_AT_SHUTDOWN)) return new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; the upstream call was cut', { cause: error })
   if (codes.some((code) => POOL_GONE_CODES.has(code))) {
     return new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; the upstream call was not sent', { cause: error })
   }

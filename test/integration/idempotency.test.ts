@@ -736,6 +736,20 @@ describe('SPEC 16 keyed calls that outlive their client, at shutdown', () => {
     expect((await retry).headers['idempotent-replayed']).toBeUndefined()
   })
 
+  it('logs one whose execution the grace period\'s end cut as the gateway\'s shutdown (SHUTTING_DOWN), not an upstream failure', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await idempotentGateway(upstream.url, {}, {}, { shutdown: { graceMs: 5_000 } })
+    const held = await sendAndLeave(gw, upstream, EXECUTE, keyed('k-cut-sent', 'cut-sent'), '{"input":1}')
+    expect(held.url).toBe('/v4/execute')
+    const closing = gw.close()
+    gw.gateway.cutRemaining()
+    await closing
+    const line = gw.logs.lines().find((entry) => entry.msg === 'request' && entry.requestId === 'cut-sent')
+    expect(line).toMatchObject({ status: 499, error: 'SHUTTING_DOWN', idempotency: 'executed' })
+    expect(line).not.toHaveProperty('cause')
+    expect(await gw.gateway.metrics.registry.metrics()).not.toMatch(/^v4gw_upstream_failures_total\{/m)
+  })
+
   it('deletes the claim of one whose execution was still connecting when the grace period ended: nothing was sent', async () => {
     const prefix = 'v4gw-keyed-connecting:'
     // An https upstream that accepts and never answers the TLS handshake: the call stays connecting.
