@@ -19,6 +19,12 @@ type Segment = { literal: string } | { param: string }
 export interface RouteMatch {
   readonly route: CompiledRoute
   readonly params: Readonly<Record<string, string>>
+  /**
+   * A parameter whose percent-encoding is not UTF-8 (`%FF`): the path is the route's, so the
+   * request is the route's, but the translation has no text for it and refuses it (SPEC 6 400);
+   * its raw text stands in `params`. The legacy upstream gets the path as sent (SPEC 14).
+   */
+  readonly undecodableParam?: string
 }
 
 const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({})
@@ -50,7 +56,8 @@ export function compileRoutes(routes: readonly LegacyRouteConfig[]): CompiledRou
 
 /**
  * First route whose method and path match. `pathname` is the raw (still percent-encoded)
- * path; parameters are decoded, and one that does not decode does not match.
+ * path; parameters are decoded, and one that does not decode is named in the match
+ * (`undecodableParam`): a legacy client's path does not stop being its route's for a byte.
  */
 export function matchRoute(routes: readonly CompiledRoute[], method: string, pathname: string): RouteMatch | undefined {
   // A route without parameters is one compare (its literal segments joined are its path). Count
@@ -69,8 +76,8 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
     if (segmentCount === -1) segmentCount = countSlashes(pathname)
     if (route.segments.length !== segmentCount) continue
     parts ??= pathname.split('/')
-    const params = matchSegments(route.segments, parts)
-    if (params !== undefined) return { route, params }
+    const match = matchSegments(route, parts)
+    if (match !== undefined) return match
   }
   return undefined
 }
@@ -82,8 +89,10 @@ function countSlashes(path: string): number {
   return count
 }
 
-function matchSegments(segments: readonly Segment[], parts: string[]): Record<string, string> | undefined {
+function matchSegments(route: CompiledRoute, parts: string[]): RouteMatch | undefined {
+  const segments = route.segments
   const params: Record<string, string> = {}
+  let undecodableParam: string | undefined
   for (let index = 0; index < segments.length; index++) {
     const segment = segments[index] as Segment
     const part = parts[index + 1] as string
@@ -95,10 +104,11 @@ function matchSegments(segments: readonly Segment[], parts: string[]): Record<st
     try {
       params[segment.param] = decodeURIComponent(part)
     } catch {
-      return undefined
+      params[segment.param] = part
+      undecodableParam ??= segment.param
     }
   }
-  return params
+  return undecodableParam === undefined ? { route, params } : { route, params, undecodableParam }
 }
 
 /** Fills `:name` parameters of a proxy route's `rewrite` path (SPEC 4). */

@@ -204,6 +204,17 @@ function streamHeaders(runtime: GatewayRuntime, head: RequestHead): Record<strin
   return headers
 }
 
+/**
+ * A path parameter the translation needs as text (a rewrite's segment, a state key) whose
+ * percent-encoding is not UTF-8: 400, as a router refuses such a URL, after the credential's checks
+ * (SPEC 5 first), and never sent on.
+ */
+function assertDecodableParams(match: RouteMatch): void {
+  if (match.undecodableParam !== undefined) {
+    throw new GatewayError('INVALID_REQUEST', `path parameter :${match.undecodableParam} is not percent-encoded UTF-8`)
+  }
+}
+
 /** SPEC 4-6 for a matched legacy route: its credential, then a proxy call or a body to read. */
 function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts, tenant: TenantRuntime, match: RouteMatch, target: RequestTarget, clientIdGiven: string | undefined, candidateOrigin?: string): Plan {
   const { route } = match
@@ -266,6 +277,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
       // what a runtime route takes: a session token, never a `key_*` (SPEC 5; V4 contract 5).
       // Nothing presented still goes on as nothing, as on every proxy route (SPEC 5).
       if (credential !== null && isRuntimeEndpoint(head.method, proxyPath)) resolveRuntimeAuthorization(credential)
+      assertDecodableParams(match)
       facts.v4Path = proxyPath
       const query = removeQueryCredential(target.rawQuery, credentials.queryParam)
       const headers = streamHeaders(runtime, head)
@@ -282,6 +294,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     const ownHeaders = answerHeaders
     const sessionLink = policy === null || route.action !== 'session-execute' ? undefined : (sessionId: string) => deprecationHeadersFor(policy, sessionExecutePath(sessionId)).link
     const authorization = authorizeRuntimeCall(credential, head.headers['content-type'], head.headers['content-encoding'])
+    assertDecodableParams(match)
     // SPEC 16, after the gateway's own refusals above: a malformed key is a 400 before the body is read.
     const keyed = readIdempotencyKey(tenant.idempotency.get(route.label), head)
     const limitBytes = runtime.config.limits.bodyBytes

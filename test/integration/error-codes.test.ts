@@ -289,6 +289,20 @@ describe('errors for requests that are never forwarded', () => {
     expect(upstream.requests).toEqual([])
   })
 
+  // A route's path whose parameter is not UTF-8 is still the route's (SPEC 2): until 2026-11-30 it
+  // matched no route, so fallback: proxy sent it, credentials as they came, to the upstream.
+  it.each([
+    ['a session token', ALICE, 400, 'INVALID_REQUEST'],
+    ['a service key', { 'x-api-key': 'key_not_for_runtime' }, 401, 'AUTH_INVALID']
+  ] as const)('refuses a legacy route’s path whose parameter is not UTF-8 (%s), as the route’s request, and forwards nothing', async (_name, headers, status, code) => {
+    const answer = await send(gw.url, '/v1/runs/%FF/invoke', { headers: { ...headers, 'x-request-id': `bad-param-${status}` }, json: { input: 1 } })
+    const details = expectGatewayError(answer, status, code)
+    expect(JSON.stringify(details ?? answer.json)).not.toContain('key_not_for_runtime')
+    expect(upstream.requests).toEqual([])
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === `bad-param-${status}`))
+    expect(gw.logs.lines().find((line) => line.msg === 'request' && line.requestId === `bad-param-${status}`)).toMatchObject({ class: 'legacy', route: 'POST /v1/runs/:runId/invoke', status })
+  })
+
   it('answers 400 INVALID_REQUEST for a path holding an encoded NUL byte', async () => {
     const answer = await rawGet(gw.url, '/v4/a%00b')
     expectGatewayError(answer, 400, 'INVALID_REQUEST')

@@ -30,9 +30,11 @@ describe('matchRoute on the legacy-v1 table', () => {
     expect(matchRoute(LEGACY_V1, 'POST', '/v1/runs/a%20b%2Fc%C3%A9/invoke')?.params).toEqual({ runId: 'a b/cé' })
   })
 
-  it('does not match a parameter that is not valid percent-encoding', () => {
-    expect(matchRoute(LEGACY_V1, 'POST', '/v1/runs/%E0%A4%A/invoke')).toBeUndefined()
-    expect(matchRoute(LEGACY_V1, 'POST', '/v1/runs/%zz/invoke')).toBeUndefined()
+  it('matches the route with a parameter that is not percent-encoded UTF-8, naming it (the translation refuses it)', () => {
+    for (const raw of ['%E0%A4%A', '%zz', '%FF']) {
+      expect(matchRoute(LEGACY_V1, 'POST', `/v1/runs/${raw}/invoke`)).toMatchObject({ route: { path: '/v1/runs/:runId/invoke' }, params: { runId: raw }, undecodableParam: 'runId' })
+    }
+    expect(matchRoute(LEGACY_V1, 'POST', '/v1/runs/run-1/invoke')).not.toHaveProperty('undecodableParam')
   })
 
   it('does not match a path with extra segments', () => {
