@@ -20,6 +20,11 @@ export interface LegacyCallTrace extends UpstreamTiming {
    * made no call of its own to count.
    */
   waitsOnSharedStart?: boolean
+  /**
+   * The V4 session the request's execution goes to (SPEC 4 step 6): the gateway's own answer
+   * after it (a timeout, a broken connection) names it in `x-v4-session-id` too.
+   */
+  sessionId?: string | undefined
 }
 
 export interface LegacyCallResult {
@@ -111,11 +116,14 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   trace.sessionOutcome = first.outcome
   if (first.result.rejection !== undefined) return { response: first.result.rejection }
   let sessionId = first.result.sessionId
+  trace.sessionId = sessionId
   let response = await send(deps, target, calls.execution(sessionId), target.cancelScope, target.onExecution)
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
   if (first.outcome !== 'miss' && calls.staleStatuses.includes(response.statusCode)) {
     target.onStaleExecution?.()
+    // That session is gone: an answer from here on names the new one, or none.
+    trace.sessionId = undefined
     await deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId)
     trace.sessionOutcome = 'stale-retry'
     trace.v4Path = V4_SESSIONS_START_PATH
@@ -130,6 +138,7 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     }
     if (retry.result.rejection !== undefined) return { response: retry.result.rejection }
     sessionId = retry.result.sessionId
+    trace.sessionId = sessionId
     response = await send(deps, target, calls.execution(sessionId), target.cancelScope, target.onExecution)
   }
   // A 401 evicts the entry, the retried one included, and is returned as it came, without waiting

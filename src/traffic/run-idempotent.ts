@@ -185,7 +185,7 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
       // The execution may have run (a timeout, a connection cut after sending): the gateway's
       // answer is kept and sent as kept, so a retry gets it byte for byte.
       answer = gatewayErrorAnswer(exchange, error)
-      stored = storedAnswer(answer, undefined, settings.maxBodyBytes, true)
+      stored = storedAnswer(answer, exchange.record.sessionId, settings.maxBodyBytes, true)
     }
     // After the cut the claim is left to its expiry (SPEC 16): the answer goes to the client only.
     if (!live.cut && (await store.complete(recordKey, owner, stored, settings.ttlMs, bounds)) === 'local') run.unavailable = true
@@ -212,6 +212,8 @@ function gatewayErrorAnswer(exchange: Exchange, error: GatewayError): LegacyAnsw
   noteUpstreamFailure(exchange.record, error, 'v4')
   const payload = Buffer.from(JSON.stringify(buildErrorBody(error, exchange.id, roundMs(performance.now() - exchange.head.startedAt))))
   const headers: OutgoingHttpHeaders = { ...exchange.answerHeaders, 'content-type': ERROR_CONTENT_TYPE, 'content-length': payload.length }
+  // SPEC 4 step 6, as the kernel's error answer has it (write-error.ts).
+  if (exchange.record.sessionId !== undefined) headers['x-v4-session-id'] = exchange.record.sessionId
   return { statusCode: error.statusCode, headers, payload }
 }
 

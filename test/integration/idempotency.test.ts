@@ -270,6 +270,19 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
     expect(executions(upstream)).toHaveLength(1)
   })
 
+  it('names the session on the kept 504 of a session-execute, and on its replay (SPEC 4 step 6)', async () => {
+    const upstream = await startFaultUpstream((exchange) => {
+      if (exchange.url === '/v4/sessions.start') answerJson(exchange, 201, { sessionId: 'sess-kept-504' })
+    })
+    const gw = await idempotentGateway(upstream.url, {}, {}, { limits: { upstreamTimeoutMs: 200 } })
+    const first = await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-7s', 'first-session-504'), json: { input: 1, stateId: 's-504' } })
+    const retry = await send(gw.url, '/v1/runs/invoke', { headers: keyed('k-7s', 'retry-session-504'), json: { input: 1, stateId: 's-504' } })
+    expectGatewayError(first, 504, 'UPSTREAM_TIMEOUT')
+    expect(first.headers['x-v4-session-id']).toBe('sess-kept-504')
+    expect(retry.headers['idempotent-replayed']).toBe('true')
+    expect(retry.headers['x-v4-session-id']).toBe('sess-kept-504')
+  })
+
   it('says the kept 504 is the gateway\'s own (SPEC 14 x-v4gw-served-by: gateway), as an unkeyed one does', async () => {
     const upstream = await startFaultUpstream(() => {})
     const gw = await idempotentGateway(upstream.url, {}, { migration: { stage: 'translate' } }, { limits: { upstreamTimeoutMs: 200 }, log: { level: 'info' } })

@@ -269,6 +269,21 @@ describe('an upstream slower than limits.upstreamTimeoutMs', () => {
     expect(lines.map((line) => line.session).sort()).toEqual(['coalesced', 'miss'])
   })
 
+  // SPEC 4 step 6: "The response carries x-v4-session-id", the gateway's own answer after the execution included.
+  it('names the session on the 504 of a session-execute whose execution timed out, new session or hit, not on one whose start did', async () => {
+    context.upstream().setHandler((exchange) => (exchange.url === '/v4/sessions.start' ? answerLikeV4(exchange) : stallBeforeHeaders()))
+    const missed = await sessionCall(context.url(), 'named-on-timeout')
+    expectGatewayError(missed, 'UPSTREAM_TIMEOUT')
+    expect(missed.headers['x-v4-session-id']).toMatch(/^sess-\d+$/)
+    const hit = await sessionCall(context.url(), 'named-on-timeout')
+    expectGatewayError(hit, 'UPSTREAM_TIMEOUT')
+    expect(hit.headers['x-v4-session-id']).toBe(missed.headers['x-v4-session-id'])
+    context.upstream().setHandler(stallBeforeHeaders)
+    const noSession = await sessionCall(context.url(), 'start-timed-out')
+    expectGatewayError(noSession, 'UPSTREAM_TIMEOUT')
+    expect(noSession.headers['x-v4-session-id']).toBeUndefined()
+  })
+
   it('logs a session hit whose execution timed out with the execution path and the outcome', async () => {
     const first = await sessionCall(context.url(), 'hit-then-slow')
     expect(first.status).toBe(200)
