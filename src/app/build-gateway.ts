@@ -83,6 +83,7 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     // The series exist from the start, so an alert on their rate has something to read.
     metrics.observeSpansDropped('queue_full', 0)
     metrics.observeSpansDropped('export_failed', 0)
+    metrics.observeSpansDropped('shut_down', 0)
     // No userinfo in the endpoint (config/url-schemas.ts), and its query, where a vendor's key
     // may sit, is not logged; neither are the headers.
     logger.info({ endpoint: withoutQuery(initial.tracing.endpoint), protocol: initial.tracing.protocol, sampleRatio: initial.tracing.sampleRatio }, 'tracing: exporting spans over OTLP')

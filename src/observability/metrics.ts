@@ -29,7 +29,7 @@ export interface GatewayMetrics {
   /** SPEC 12: a request served without the shared store it would have used. */
   observeStoreUnavailable(feature: 'sessions' | 'registry' | 'idempotency'): void
   /** SPEC 17: finished spans that will not reach the collector: over the export queue's bound, or in a batch the collector did not take. */
-  observeSpansDropped(reason: 'queue_full' | 'export_failed', count: number): void
+  observeSpansDropped(reason: 'queue_full' | 'export_failed' | 'shut_down', count: number): void
   /** SPEC 15: one shadow comparison's outcome (a closed set: match, mismatch, candidate_error, primary_error, dropped, skipped, abandoned). */
   observeShadow(tenant: string, route: string, outcome: string): void
   /** SPEC 17: an upstream call that failed outside a request's own answer (a shadow comparison's V4 side). */
@@ -273,7 +273,7 @@ export function createMetrics(options: {
   const reloads = counter('v4gw_config_reloads_total', 'Config reloads by result', ['result'] as const)
   const spansDropped = counter(
     'v4gw_trace_spans_dropped_total',
-    'Finished spans not exported (SPEC 17), by reason: queue_full (over tracing.maxQueueSpans while the collector is slow or away), export_failed (a batch the collector refused or never answered)',
+    'Finished spans not exported (SPEC 17), by reason: queue_full (over tracing.maxQueueSpans while the collector is slow or away), export_failed (a batch the collector refused or never answered), shut_down (ended after the last export at shutdown began)',
     ['reason'] as const
   )
 

@@ -20,7 +20,8 @@ import { createThreadExporter, type ExportThreadSettings } from './thread-export
 import { ratioBound, TraceIds } from './trace-ids.js'
 
 /** Why spans went unexported: SPEC 17's `v4gw_trace_spans_dropped_total{reason}`. */
-export type SpanDropReason = 'queue_full' | 'export_failed'
+/** `shut_down`: a span that ended after the queue's last export began (a keyed call that outlived its client, SPEC 16). */
+export type SpanDropReason = 'queue_full' | 'export_failed' | 'shut_down'
 
 /** The keys of `tracing` read per request: they reload (SPEC 17). */
 export interface TracingRequestSettings {
@@ -181,6 +182,8 @@ const HEADER_GETTER = {
 class BoundedQueue {
   processor: SpanProcessor | undefined
   waiting = 0
+  /** The last export has begun: the SDK's processor takes no span after it, silently. */
+  closed = false
 
   constructor(
     private readonly maxSpans: number,
@@ -189,6 +192,10 @@ class BoundedQueue {
 
   /** An ended span of a sampled request (request-span.ts records no other). */
   onEnd(span: ReadableSpan): void {
+    if (this.closed) {
+      this.onDropped('shut_down', 1)
+      return
+    }
     if (this.waiting >= this.maxSpans) {
       this.onDropped('queue_full', 1)
       return
@@ -199,6 +206,7 @@ class BoundedQueue {
 
   /** Exports what waits, then stops the exporter. */
   shutdown(): Promise<void> {
+    this.closed = true
     return this.processor?.shutdown() ?? Promise.resolve()
   }
 }

@@ -79,3 +79,23 @@ describe('a trusted parent', () => {
     expect(unsampled).toMatchObject({ recording: false, traceId: 'a'.repeat(32) })
   })
 })
+
+// SPEC 17: every span that is not exported is counted. The SDK's processor takes none after its
+// shutdown, silently: a keyed call that outlived its client can end after the last export began.
+describe('a span that ends after the shutdown began', () => {
+  it('is counted as dropped (shut_down), not lost without a count', async () => {
+    const dropped: Array<[string, number]> = []
+    const gateway = createTracing({
+      config: { enabled: true, endpoint: 'http://127.0.0.1:9/v1/traces', protocol: 'http/protobuf', sampleRatio: 1, serviceName: 'test', headers: {}, maxQueueSpans: 4096, batchDelayMs: 60_000, trustIncoming: false, forwardBaggage: false },
+      version: 'test',
+      logger: pino({ level: 'silent' }),
+      onSpansDropped: (reason, count) => dropped.push([reason, count])
+    })
+    const late = gateway.startRequest(HEAD, { sampleRatio: 1, trustIncoming: false }, null)
+    const shutdown = gateway.shutdown()
+    late.end(undefined, 1)
+    gateway.abandon()
+    await shutdown
+    expect(dropped).toContainEqual(['shut_down', 1])
+  })
+})
