@@ -158,8 +158,8 @@ export class RecordedRequestSpan implements RequestSpan {
     return new NamedCalls(this, names())
   }
 
-  startCall(call: ClientCallStart): RecordedCallSpan {
-    const started = new RecordedCallSpan(this, call.name, clientAttributes(call), performance.now())
+  startCall(call: ClientCallStart, streamed: boolean): RecordedCallSpan {
+    const started = new RecordedCallSpan(this, call.name, clientAttributes(call), performance.now(), streamed)
     ;(this.open ??= []).push(started)
     return started
   }
@@ -168,7 +168,10 @@ export class RecordedRequestSpan implements RequestSpan {
     // Recorded once, as the SDK's span ends once.
     if (this.ended) return
     this.ended = true
-    if (this.open !== undefined) for (const call of this.open) call.end(endedAt)
+    // A streamed call ends with its request (its body done); a buffered one ends when its answer
+    // is read or it fails, which a call that outlives its request's client (a shared
+    // `sessions.start`, SPEC 4 step 3) does after this: its span then says how it went.
+    if (this.open !== undefined) for (const call of this.open) if (call.streamed) call.end(endedAt)
     this.recorder.record(
       new EndedSpan(this.recorder, {
         context: this.context,
@@ -196,7 +199,7 @@ class NamedCalls implements CallTracer {
 
   traceCall(request: UpstreamRequest, streamed: boolean): TracedCall {
     const { name, resendCount } = streamed ? { name: this.names.streamed(), resendCount: undefined } : this.names.buffered(request)
-    return this.span.startCall({ name, method: request.method, origin: request.origin, target: request.path, queryCredential: this.names.queryCredential, resendCount, shadow: this.names.shadow })
+    return this.span.startCall({ name, method: request.method, origin: request.origin, target: request.path, queryCredential: this.names.queryCredential, resendCount, shadow: this.names.shadow }, streamed)
   }
 }
 
@@ -210,7 +213,9 @@ class RecordedCallSpan implements TracedCall {
     private readonly request: RecordedRequestSpan,
     private readonly name: string,
     private readonly attributes: Attributes,
-    private readonly startedAt: number
+    private readonly startedAt: number,
+    /** The request's streamed call (native, proxy route, legacy upstream): it ends with the request. */
+    readonly streamed: boolean
   ) {
     this.spanId = request.recorder.newSpanId()
     this.traceparent = `00-${request.traceId}-${this.spanId}-01`

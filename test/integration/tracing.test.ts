@@ -531,6 +531,25 @@ describe('tracing on, an answer cut or never sent (semantic conventions: the sta
     expect(clients.map((span) => span.attributes['error.type'])).toEqual(['cancelled'])
   })
 
+  // SPEC 4 step 3: the start is shared, so a client leaving does not cancel it; its CLIENT span
+  // says how it went (until 2026-11-30 the SERVER span's end closed it, with no status).
+  it('a session-execute whose client left while its sessions.start ran: the start’s CLIENT span ends with the start, its 500 on it', async () => {
+    const upstream = await startFaultUpstream(() => {})
+    const gw = await startGateway(tracedConfig(upstream.url, receiver))
+    const controller = new AbortController()
+    const sent = undiciRequest(new URL('/v1/runs/invoke', gw.url), { method: 'POST', headers: { ...ALICE, 'x-request-id': 'left-during-start-1', 'content-type': 'application/json' }, body: '{"input":1,"stateId":"left-during-start"}', signal: controller.signal }).catch(() => undefined)
+    const start = await upstream.nextExchange()
+    expect(start.url).toBe('/v4/sessions.start')
+    controller.abort()
+    await sent
+    const line = await accessLine(gw, 'left-during-start-1')
+    expect(line.status).toBe(499)
+    answerJson(start, 500, { error: { code: 'BACKEND_DOWN', message: 'later' } })
+    await until(async () => (await traceOf(receiver, line.traceId as string)).some((span) => span.kind === 'CLIENT'))
+    const clients = (await traceOf(receiver, line.traceId as string)).filter((span) => span.kind === 'CLIENT')
+    expect(clients.map((span) => [span.name, span.attributes['http.response.status_code'], span.attributes['error.type'], span.statusCode])).toEqual([['POST /v4/sessions.start', 500, '500', 2]])
+  })
+
   it('a streamed native answer whose client left before its first body bytes: no status on the span (Node had not written the head), and no error', async () => {
     let headersOut: () => void = () => {}
     const headed = new Promise<void>((resolve) => (headersOut = resolve))
