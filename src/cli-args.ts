@@ -1,5 +1,5 @@
 /** The commands named by their first word; `help`, `version` and a bare run are read apart. */
-const NAMED_COMMANDS = ['run', 'simulator', 'report', 'sunset-check', 'calendar', 'legacy-simulator', 'check-config', 'explain', 'config-schema', 'healthcheck', 'fingerprint'] as const
+export const NAMED_COMMANDS = ['run', 'simulator', 'report', 'sunset-check', 'calendar', 'legacy-simulator', 'check-config', 'explain', 'config-schema', 'healthcheck', 'fingerprint'] as const
 
 /** What a command line asks for; no dependencies, so the entry can tell before loading the rest. */
 export type CliCommand = (typeof NAMED_COMMANDS)[number] | 'help' | 'version' | { unknown: string }

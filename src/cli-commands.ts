@@ -299,7 +299,13 @@ function isListenError(error: unknown): error is NodeJS.ErrnoException {
 }
 
 async function dispatch(command: CliCommand, args: string[], held: HeldSignals | undefined): Promise<void> {
-  if (typeof command === 'object') throw new UsageError(`unknown command: ${command.unknown}`)
+  if (typeof command === 'object') {
+    // The word is not repeated: it may be a credential typed in the wrong place (SPEC 12: never on
+    // the command line, and never in an error). A near command's name is the gateway's own text.
+    const [{ NAMED_COMMANDS }, { nearestName }] = await Promise.all([import('./cli-args.js'), import('./config/nearest-name.js')])
+    const meant = nearestName(command.unknown, [...NAMED_COMMANDS, 'help', 'version'])
+    throw new UsageError(meant === undefined ? 'unknown command (the first argument names none; it is not repeated: it may be a credential)' : `unknown command: did you mean ${meant}?`)
+  }
   switch (command) {
     case 'help':
       return void console.log(COMMAND_HELP[args[0] ?? ''] ?? USAGE)
@@ -348,7 +354,9 @@ async function onFailure(error: unknown): Promise<void> {
     process.exit(2)
   }
   if (error instanceof UsageError || error instanceof MigrationUsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
-    console.error(`${(error as Error).message}\n\n${USAGE}`)
+    // Node's own message quotes a stray argument, which may be a credential: said without it.
+    const message = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? 'an argument this command does not take (not repeated: it may be a credential)' : (error as Error).message
+    console.error(`${message}\n\n${USAGE}`)
     process.exit(64)
   }
   if (isListenError(error)) {

@@ -41,7 +41,7 @@ describe('v4gw --version and --help', () => {
     [['check-config', 'config/gateway.yaml', 'extra'], 'check-config takes one FILE'],
     [['config-schema', 'extra'], 'config-schema takes no arguments'],
     [['explain', '--config', 'config/gateway.yaml', 'GET', '/v4/execute', 'extra'], 'explain takes METHOD and PATH'],
-    [['simulator', 'extra'], 'Unexpected argument']
+    [['simulator', 'extra'], 'an argument this command does not take']
   ])('exits 64 with the usage for arguments a command does not take: %j', async (args, message) => {
     const result = await runCli(args)
     expect(result.code).toBe(64)
@@ -49,12 +49,24 @@ describe('v4gw --version and --help', () => {
     expect(result.stderr).toContain('Usage:')
   })
 
-  it('exits non-zero with the usage for an unknown command', async () => {
+  it('exits non-zero with the usage for an unknown command, naming a near command but never repeating the word', async () => {
     const result = await runCli(['frobnicate'])
     expect(result.code).not.toBe(0)
-    expect(result.stderr).toContain('unknown command: frobnicate')
+    expect(result.stderr).toContain('unknown command')
+    expect(result.stderr).not.toContain('frobnicate')
     expect(result.stderr).toContain('Usage:')
+    expect((await runCli(['fingreprint'])).stderr).toContain('unknown command: did you mean fingerprint?')
   })
+
+  // SPEC 12: a credential never goes on the command line; one typed there anyway is never echoed.
+  it.each([[['key_live_abc123']], [['--config', 'config/gateway.yaml', 'key_live_abc123']], [['simulator', 'key_live_abc123']], [['healthcheck', 'key_live_abc123']]])(
+    'never repeats a stray argument (it may be a credential): %j',
+    async (args) => {
+      const result = await runCli(args)
+      expect(result.code).not.toBe(0)
+      expect(`${result.stdout}${result.stderr}`).not.toContain('key_live_abc123')
+    }
+  )
 })
 
 describe('v4gw check-config', () => {
