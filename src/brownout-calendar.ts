@@ -96,8 +96,10 @@ export function foldLine(line: string): string {
 export function formatIcs(events: readonly CalendarEvent[], nowMs: number): string {
   const lines = ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//v4-migration-gateway//v4gw calendar//EN', 'CALSCALE:GREGORIAN', 'METHOD:PUBLISH']
   for (const event of events) {
-    // Stable across runs, so a calendar that imports the file again updates instead of duplicating.
-    const uid = `${event.kind}-${icsTime(event.startMs)}-${event.tenant}-${(event.route ?? 'all').replace(/[^A-Za-z0-9]+/g, '-')}@v4gw`
+    // Stable across runs, so a calendar that imports the file again updates instead of duplicating;
+    // one per event (RFC 5545 3.8.4.7): the tenant and route encoded, not folded together
+    // (`POST /v1/a.b` and `POST /v1/a-b` made one UID, and a calendar kept one of the two).
+    const uid = `${event.kind}-${icsTime(event.startMs)}-${encodeURIComponent(event.tenant)}-${event.route === null ? 'all' : encodeURIComponent(event.route)}@v4gw`
     lines.push('BEGIN:VEVENT', `UID:${uid}`, `DTSTAMP:${icsTime(nowMs)}`, `DTSTART:${icsTime(event.startMs)}`)
     if (event.endMs !== null) lines.push(`DTEND:${icsTime(event.endMs)}`)
     lines.push(`SUMMARY:${icsText(summary(event))}`)
