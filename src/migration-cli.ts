@@ -50,7 +50,7 @@ function failureCause(error: unknown): string {
 }
 
 /** GET /admin/migration; never prints or echoes the token. */
-async function fetchMigration(base: URL, token: string | undefined, tenant: string | undefined): Promise<MigrationAnswer> {
+async function fetchMigration(base: URL, token: string | undefined, tenant: string | undefined, shape: z.ZodType = JUDGED_SHAPE): Promise<MigrationAnswer> {
   const url = new URL('/admin/migration', base)
   if (tenant !== undefined) url.searchParams.set('tenant', tenant)
   url.searchParams.set('clients', '10000')
@@ -86,7 +86,7 @@ async function fetchMigration(base: URL, token: string | undefined, tenant: stri
   if (answer?.schemaVersion !== 2) throw new AdminUnavailable(`the admin API answered schemaVersion ${String((answer as Partial<MigrationAnswer> | null)?.schemaVersion)}; this v4gw reads 2`)
   // Something on the way that answers 200 in another shape (a proxy's page, a rewritten body)
   // is no answer to judge: exit 2, not a TypeError read as exit 1, "a client still calls".
-  const shaped = JUDGED_SHAPE.safeParse(answer)
+  const shaped = shape.safeParse(answer)
   if (!shaped.success) {
     const issue = shaped.error.issues[0]
     throw new AdminUnavailable(`the admin API answered 200 with a body that is not a migration answer (at /${issue?.path.map(String).join('/') ?? ''}: ${issue?.message ?? 'unexpected'})`)
@@ -110,7 +110,52 @@ const JUDGED_SHAPE = z.looseObject({
           requests: z.number(),
           lastSeen: instant.nullable(),
           lastSeenNonExempt: instant.nullable(),
-          clients: z.array(z.looseObject({ clientId: z.string(), requests: z.number(), lastSeen: instant, exemptUntil: instant.nullable() }))
+          clients: z.array(z.looseObject({ clientId: z.string(), label: z.string().nullable(), requests: z.number(), lastSeen: instant, exemptUntil: instant.nullable() }))
+        })
+      )
+    })
+  )
+})
+
+/**
+ * What `report`'s Markdown and CSV read besides (migration-report-format.ts): an answer without
+ * one of them (an older replica, a rewritten body) is refused in one line, not a TypeError's stack.
+ */
+const brownoutWindow = z.looseObject({ start: instant, end: instant })
+const pause = z.looseObject({ until: instant, reason: z.string() }).nullable()
+const REPORTED_SHAPE = z.looseObject({
+  generatedAt: instant,
+  scope: z.enum(['fleet', 'local', 'replica']),
+  configHashes: z.array(z.string()),
+  tenants: z.record(
+    z.string(),
+    z.looseObject({
+      since: instant,
+      legacyShare: z.array(z.looseObject({ day: z.string(), legacy: z.number(), native: z.number() })),
+      brownoutPause: pause,
+      routes: z.record(
+        z.string(),
+        z.looseObject({
+          stage: z.string(),
+          requests: z.number(),
+          lastSeen: instant.nullable(),
+          lastSeenNonExempt: instant.nullable(),
+          distinctClients: z.number(),
+          clientsEvicted: z.number(),
+          deprecation: z.looseObject({ sunset: instant.nullable(), nextBrownouts: z.array(brownoutWindow) }).nullable(),
+          clients: z.array(
+            z.looseObject({
+              clientId: z.string(),
+              label: z.string().nullable(),
+              owner: z.string().nullable(),
+              userAgent: z.string().nullable(),
+              requests: z.number(),
+              firstSeen: instant,
+              lastSeen: instant,
+              lastBrownout: instant.nullable(),
+              exemptUntil: instant.nullable()
+            })
+          )
         })
       )
     })
@@ -124,7 +169,7 @@ export async function reportCommand(args: string[], out: (text: string) => void,
   if (!['md', 'csv', 'json'].includes(values.format)) throw new MigrationUsageError('--format is md, csv or json')
   const base = adminBase(values.admin)
   try {
-    const answer = await fetchMigration(base, adminToken(values['token-file']), values.tenant)
+    const answer = await fetchMigration(base, adminToken(values['token-file']), values.tenant, values.format === 'json' ? JUDGED_SHAPE : REPORTED_SHAPE)
     out(values.format === 'json' ? `${JSON.stringify(answer, null, 2)}\n` : values.format === 'csv' ? formatCsv(answer) : formatMarkdown(answer))
     return 0
   } catch (error) {

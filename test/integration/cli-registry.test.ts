@@ -283,6 +283,22 @@ describe('v4gw sunset-check (SPEC 12)', () => {
     }
   }, 60_000)
 
+  it('report exits 1 in one line for a migration answer missing what its Markdown and CSV read (an older replica), not a stack trace', async () => {
+    const client = { clientId: 'fp:0123456789abcdef', label: null, requests: 1, lastSeen: '2026-11-01T00:00:00.000Z', exemptUntil: null }
+    const route = { requests: 1, lastSeen: '2026-11-01T00:00:00.000Z', lastSeenNonExempt: '2026-11-01T00:00:00.000Z', clients: [client] }
+    // What sunset-check judges on is there; configHashes, legacyShare and the rest are not.
+    const partial = { schemaVersion: 2, scope: 'fleet', tenants: { acme: { since: '2026-10-01T00:00:00.000Z', routes: { 'POST /v1/headless/runs': route } } } }
+    const older = await startHttpServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(partial)))
+    for (const format of ['md', 'csv']) {
+      const report = await runCli(['report', '--admin', older.url, '--format', format], env)
+      expect(report.code).toBe(1)
+      expect(report.stderr).toContain('not a migration answer')
+      expect(report.stderr).not.toMatch(/\n\s+at /)
+    }
+    const json = await runCli(['report', '--admin', older.url, '--format', 'json'], env)
+    expect(json.code).toBe(0)
+  }, 60_000)
+
   it('exits 2 for an answer that breaks off after its head (a replica restarting), not 1 as if a client had called; report exits 1', async () => {
     const cut = await startHttpServer((request, response) => {
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': '5000' })
