@@ -24,20 +24,21 @@ async function failureOf(answered: Promise<unknown>): Promise<unknown> {
 }
 
 describe('a call cut at shutdown', () => {
-  it('fails as UPSTREAM_UNAVAILABLE with no upstream failure cause, where a reset has one', async () => {
+  it('fails as SHUTTING_DOWN (the gateway\'s own cut) with no upstream failure cause, where a reset is UPSTREAM_UNAVAILABLE with one', async () => {
     const upstream = await startFaultUpstream(() => {})
     const client = createUpstreamClient({ connectTimeoutMs: 5_000 })
     const cut = failureOf(client.request(call(upstream.url)))
     await upstream.nextExchange()
     await client.destroy()
     const error = await cut
-    expect(isGatewayError(error) && error.code).toBe('UPSTREAM_UNAVAILABLE')
+    expect(isGatewayError(error) && error.code).toBe('SHUTTING_DOWN')
     expect(isGatewayError(error) && upstreamFailureCause(error)).toBeUndefined()
 
     const other = createUpstreamClient({ connectTimeoutMs: 5_000 })
     upstream.setHandler(resetConnection)
     const reset = await failureOf(other.request(call(upstream.url)))
     await other.destroy()
+    expect(isGatewayError(reset) && reset.code).toBe('UPSTREAM_UNAVAILABLE')
     expect(isGatewayError(reset) && upstreamFailureCause(reset)).toBe('reset')
   })
 })
