@@ -1,4 +1,3 @@
-import type { OutgoingHttpHeaders } from 'node:http'
 import type { Logger } from 'pino'
 import { buildErrorBody, ERROR_CONTENT_TYPE } from '../errors/error-body.js'
 import { toGatewayError, type GatewayError } from '../errors/registry.js'
@@ -38,9 +37,7 @@ export function writeGatewayError(exchange: Exchange, error: unknown, log: Pick<
   markMadeByGateway(exchange)
   const body = JSON.stringify(buildErrorBody(gatewayError, exchange.id, roundMs(performance.now() - exchange.head.startedAt)))
   const bytes = Buffer.byteLength(body)
-  const envelope: OutgoingHttpHeaders = { 'x-request-id': exchange.id, 'content-type': ERROR_CONTENT_TYPE, 'content-length': bytes }
-  // SPEC 4 step 6: a session-execute request whose execution went to a session names it on the gateway's answer too.
-  if (exchange.record.sessionId !== undefined) envelope['x-v4-session-id'] = exchange.record.sessionId
+  const envelope = { 'x-request-id': exchange.id, 'content-type': ERROR_CONTENT_TYPE, 'content-length': bytes }
   // The rest of an oversized body is not read: the connection cannot carry another request.
   const close = gatewayError.code === 'PAYLOAD_TOO_LARGE' || exchange.answerHeaders.connection === 'close' ? { connection: 'close' } : undefined
   try {

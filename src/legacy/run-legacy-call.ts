@@ -20,11 +20,6 @@ export interface LegacyCallTrace extends UpstreamTiming {
    * made no call of its own to count.
    */
   waitsOnSharedStart?: boolean
-  /**
-   * The V4 session the request's execution goes to (SPEC 4 step 6): the gateway's own answer
-   * after it (a timeout, a broken connection) names it in `x-v4-session-id` too.
-   */
-  sessionId?: string | undefined
 }
 
 export interface LegacyCallResult {
@@ -58,6 +53,11 @@ export interface LegacyCallTarget {
    * the gateway replaces by a new session and a second execution: that one did not run (SPEC 16).
    */
   onStaleExecution?: () => void
+  /**
+   * Hears the session an execution went out to (SPEC 4 step 6: the answer names it, the gateway's
+   * own after it too), and `undefined` when a stale answer showed that session gone.
+   */
+  onSession?: (sessionId: string | undefined) => void
   /**
    * `cancelScope` cancels a `sessions.start` this request sent, too. Only where every request
    * that may share the start can lose it: SPEC 15's comparisons, which a shutdown abandons and
@@ -116,14 +116,13 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
   trace.sessionOutcome = first.outcome
   if (first.result.rejection !== undefined) return { response: first.result.rejection }
   let sessionId = first.result.sessionId
-  trace.sessionId = sessionId
-  let response = await send(deps, target, calls.execution(sessionId), target.cancelScope, target.onExecution)
+  let response = await send(deps, target, calls.execution(sessionId), target.cancelScope, onExecutionIn(target, sessionId))
 
   // SPEC 4 step 5: a mapped session the backend no longer knows is replaced once.
   if (first.outcome !== 'miss' && calls.staleStatuses.includes(response.statusCode)) {
     target.onStaleExecution?.()
     // That session is gone: an answer from here on names the new one, or none.
-    trace.sessionId = undefined
+    target.onSession?.(undefined)
     await deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId)
     trace.sessionOutcome = 'stale-retry'
     trace.v4Path = V4_SESSIONS_START_PATH
@@ -138,14 +137,23 @@ async function runSessionExecute(calls: SessionExecuteCalls, target: LegacyCallT
     }
     if (retry.result.rejection !== undefined) return { response: retry.result.rejection }
     sessionId = retry.result.sessionId
-    trace.sessionId = sessionId
-    response = await send(deps, target, calls.execution(sessionId), target.cancelScope, target.onExecution)
+    response = await send(deps, target, calls.execution(sessionId), target.cancelScope, onExecutionIn(target, sessionId))
   }
   // A 401 evicts the entry, the retried one included, and is returned as it came, without waiting
   // on the shared store's delete (SPEC 12: only misses and claims talk to it on the request path):
   // this replica's copy goes at once, in the call.
   if (response.statusCode === 401) deps.sessions.evict(calls.sessionKey, calls.tenant, sessionId).catch(() => undefined)
   return { response, sessionId }
+}
+
+/** What hears an execution in `sessionId` go out (`onExecution`, `onSession`); no function when nothing listens. */
+function onExecutionIn(target: LegacyCallTarget, sessionId: string): (() => void) | undefined {
+  const { onExecution, onSession } = target
+  if (onSession === undefined) return onExecution
+  return () => {
+    onSession(sessionId)
+    onExecution?.()
+  }
 }
 
 /** `cancelScope` is explicit: a default would also fill in an `undefined` passed on purpose. `onSent`: an execution's. */

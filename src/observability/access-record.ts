@@ -77,8 +77,6 @@ export class AccessRecord {
   failedStart: FailedStart | undefined = undefined
   /** The status of the upstream failure that cut a streamed answer midway (502, 504, 408). */
   brokenOffStatus: number | undefined = undefined
-  /** SPEC 4 step 6: the V4 session a session-execute request's execution went to (LegacyCallTrace). */
-  sessionId: string | undefined = undefined
   /**
    * SPEC 17's `log.access` of the config the request started with: a request under way finishes
    * under it, so a reload turning the lines off or on applies to the requests that start after it.

@@ -12,6 +12,34 @@ export function writeLegacyAnswer(exchange: Exchange, plan: CallsPlan, result: L
   writeAnswer(exchange, legacyAnswer(exchange, plan, result), draining, plan.timeoutMs)
 }
 
+/**
+ * SPEC 4 step 6 and 13 for the gateway's own answer after an execution went out (a 504, a 502):
+ * it names the session in `x-v4-session-id`, and its successor link is the session's, as V4's
+ * answer would have (`legacyAnswer`). Written into the request's own headers, which every answer
+ * carries; a stale answer's session gone, they go back to what they were.
+ */
+export function sessionOnAnswers(exchange: Exchange, plan: CallsPlan): (sessionId: string | undefined) => void {
+  const headers = exchange.answerHeaders
+  const planned = headers.link
+  return (sessionId) => {
+    if (sessionId === undefined) {
+      delete headers['x-v4-session-id']
+      if (planned === undefined) delete headers.link
+      else headers.link = planned
+      return
+    }
+    headers['x-v4-session-id'] = sessionId
+    const link = plan.sessionLink?.(sessionId)
+    if (link !== undefined) headers.link = link
+  }
+}
+
+/** The session the request's answers name (`sessionOnAnswers`), if an execution went out to one. */
+export function sessionNamed(exchange: Exchange): string | undefined {
+  const named = exchange.answerHeaders['x-v4-session-id']
+  return typeof named === 'string' ? named : undefined
+}
+
 /** What `writeLegacyAnswer` sends: status, headers and body bytes (a 1xx, 204 or 304 has none). */
 export interface LegacyAnswer {
   statusCode: number

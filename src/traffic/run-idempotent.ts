@@ -8,7 +8,7 @@ import type { IdempotencyOutcome } from '../observability/access-record.js'
 import type { CallsPlan, IdempotentPlan } from '../plan/plan-request.js'
 import type { IdempotencyStore, RecordBounds, StoredAnswer } from '../sessions/idempotency-store.js'
 import { roundMs } from '../util/round-ms.js'
-import { legacyAnswer, writeAnswer, type LegacyAnswer } from './legacy-answer.js'
+import { legacyAnswer, sessionNamed, sessionOnAnswers, writeAnswer, type LegacyAnswer } from './legacy-answer.js'
 
 /** The longest delay Node's timers take (2^31-1 ms). */
 const MAX_TIMER_MS = 2_147_483_647
@@ -160,7 +160,8 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
           tracer: exchange.callTracer,
           onExecution: () => live.executions++,
           // V4 did not know the session: that execution did not run, and what follows is judged on its own.
-          onStaleExecution: () => live.executions--
+          onStaleExecution: () => live.executions--,
+          onSession: calls.calls.action === 'session-execute' ? sessionOnAnswers(exchange, calls) : undefined
         },
         deps
       )
@@ -185,7 +186,7 @@ async function executeOnce(exchange: Exchange, plan: IdempotentPlan, deps: Idemp
       // The execution may have run (a timeout, a connection cut after sending): the gateway's
       // answer is kept and sent as kept, so a retry gets it byte for byte.
       answer = gatewayErrorAnswer(exchange, error)
-      stored = storedAnswer(answer, exchange.record.sessionId, settings.maxBodyBytes, true)
+      stored = storedAnswer(answer, sessionNamed(exchange), settings.maxBodyBytes, true)
     }
     // After the cut the claim is left to its expiry (SPEC 16): the answer goes to the client only.
     if (!live.cut && (await store.complete(recordKey, owner, stored, settings.ttlMs, bounds)) === 'local') run.unavailable = true
@@ -212,8 +213,6 @@ function gatewayErrorAnswer(exchange: Exchange, error: GatewayError): LegacyAnsw
   noteUpstreamFailure(exchange.record, error, 'v4')
   const payload = Buffer.from(JSON.stringify(buildErrorBody(error, exchange.id, roundMs(performance.now() - exchange.head.startedAt))))
   const headers: OutgoingHttpHeaders = { ...exchange.answerHeaders, 'content-type': ERROR_CONTENT_TYPE, 'content-length': payload.length }
-  // SPEC 4 step 6, as the kernel's error answer has it (write-error.ts).
-  if (exchange.record.sessionId !== undefined) headers['x-v4-session-id'] = exchange.record.sessionId
   return { statusCode: error.statusCode, headers, payload }
 }
 

@@ -5,7 +5,7 @@ import { runLegacyCalls, type LegacyCallDeps } from '../legacy/run-legacy-call.j
 import type { AccessRecord, ServedBy } from '../observability/access-record.js'
 import type { Forward, StreamTap } from '../passthrough/forward-stream.js'
 import type { CallsPlan, IdempotentPlan, Plan, PlanFacts, ReadBodyPlan, StreamPlan } from '../plan/plan-request.js'
-import { writeLegacyAnswer } from './legacy-answer.js'
+import { sessionOnAnswers, writeLegacyAnswer } from './legacy-answer.js'
 import { runIdempotent, type IdempotentRunDeps } from './run-idempotent.js'
 
 export interface RunDeps extends LegacyCallDeps, IdempotentRunDeps {
@@ -82,6 +82,7 @@ function runKeyed(exchange: Exchange, plan: IdempotentPlan, deps: RunDeps): Prom
 
 async function runCalls(exchange: Exchange, plan: CallsPlan, deps: RunDeps): Promise<void> {
   // The calls report their path, time and session outcome on the record as they go (SPEC 9).
-  const result = await runLegacyCalls(plan.calls, { origin: plan.origin, timeoutMs: plan.timeoutMs, cancelScope: exchange, trace: exchange.record, tracer: exchange.callTracer }, deps)
+  const onSession = plan.calls.action === 'session-execute' ? sessionOnAnswers(exchange, plan) : undefined
+  const result = await runLegacyCalls(plan.calls, { origin: plan.origin, timeoutMs: plan.timeoutMs, cancelScope: exchange, trace: exchange.record, tracer: exchange.callTracer, onSession }, deps)
   writeLegacyAnswer(exchange, plan, result, deps.isDraining())
 }

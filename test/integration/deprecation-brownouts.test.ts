@@ -4,6 +4,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
+import { answerJson, startFaultUpstream } from '../helpers/fault-upstream.js'
 import { send } from '../helpers/http.js'
 import { expectGatewayError } from '../helpers/gateway-error.js'
 import { useSimulatorGateway } from '../helpers/simulator-gateway.js'
@@ -266,5 +267,49 @@ describe('x-v4gw-served-by on a tenant whose migration block holds only a deprec
     expect(plain.headers['x-v4gw-served-by']).toBeUndefined()
     expect(routed.headers.deprecation).toBeDefined()
     expect(routed.headers['x-v4gw-served-by']).toBe('v4')
+  })
+})
+
+// SPEC 4 step 6 and SPEC 13: once an execution went out in a session, the gateway's own answer
+// (a 504) names the session and links it as the successor, as V4's answer would; a keyed
+// request's kept 504 and its replay say the same.
+describe('the gateway\'s own answer after a session-execute\'s execution went out', () => {
+  it('names the session in x-v4-session-id and its successor-version, kept and replayed alike', async () => {
+    const upstream = await startFaultUpstream((exchange) => {
+      if (exchange.url === '/v4/sessions.start') answerJson(exchange, 201, { sessionId: 'sess/504' })
+    })
+    const tenant = deprecatedTenant(upstream.url, { brownouts: null })
+    ;(tenant.legacy as Record<string, unknown>).idempotency = {}
+    const gw = await startGateway(testConfig(upstream.url, { limits: { upstreamTimeoutMs: 200 }, tenants: { acme: tenant } }))
+    const sessionLink = `${FIXED_LINKS}, </v4/sessions/${encodeURIComponent('sess/504')}/executions.execute>; rel="successor-version"`
+    const plain = await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'dep-504' } })
+    expectGatewayError(plain, 504, 'UPSTREAM_TIMEOUT')
+    expect(plain.headers['x-v4-session-id']).toBe('sess/504')
+    expect(plain.headers.link).toBe(sessionLink)
+    const keyed = { ...ALICE, 'idempotency-key': 'dep-504-key' }
+    const first = await send(gw.url, '/v1/runs/invoke', { headers: keyed, json: { input: 2, stateId: 'dep-504' } })
+    const replay = await send(gw.url, '/v1/runs/invoke', { headers: keyed, json: { input: 2, stateId: 'dep-504' } })
+    expectGatewayError(first, 504, 'UPSTREAM_TIMEOUT')
+    expect(replay.headers['idempotent-replayed']).toBe('true')
+    for (const answer of [first, replay]) {
+      expect(answer.headers['x-v4-session-id']).toBe('sess/504')
+      expect(answer.headers.link).toBe(sessionLink)
+    }
+  })
+
+  it('names no session when the start answered and the execution never went out (its upstream refused it)', async () => {
+    let starts = 0
+    const upstream = await startFaultUpstream((exchange) => {
+      starts++
+      answerJson(exchange, 201, { sessionId: 'sess-gone' })
+      // The execution finds the upstream gone: it is never written.
+      void upstream.close()
+    })
+    const gw = await startGateway(testConfig(upstream.url, { tenants: { acme: deprecatedTenant(upstream.url, { brownouts: null }) } }))
+    const answer = await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'never-sent' } })
+    expect(starts).toBe(1)
+    expectGatewayError(answer, 502, 'UPSTREAM_UNAVAILABLE')
+    expect(answer.headers['x-v4-session-id']).toBeUndefined()
+    expect(answer.headers.link).toBe(`${FIXED_LINKS}, </v4/sessions.start>; rel="successor-version"`)
   })
 })
