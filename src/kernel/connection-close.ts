@@ -111,9 +111,12 @@ export function cutConnection(connection: Duplex): void {
   else connection.destroy()
 }
 
-/** Cuts `response`, an answer under way on `connection` (see `cutConnection`). */
+/**
+ * Cuts `response`, an answer under way on `connection` (see `cutConnection`). One still queued
+ * behind a pipelined answer (no socket yet) resets nothing: the answer ahead of it goes out whole.
+ */
 export function cutAnswer(response: ServerResponse, connection: Socket): void {
-  if (unframedAnswers.get(connection) === response) cutConnection(connection)
+  if (unframedAnswers.get(connection) === response && response.socket === connection) cutConnection(connection)
   response.destroy()
 }
 

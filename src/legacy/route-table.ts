@@ -12,6 +12,8 @@ export interface CompiledRoute {
   readonly segments: readonly Segment[]
   /** A route without parameters matches one path only: its match, made once. */
   readonly staticMatch: RouteMatch | undefined
+  /** The parameters the translation reads as text: its state key's, its rewrite's. */
+  readonly readParams: ReadonlySet<string>
 }
 
 type Segment = { literal: string } | { param: string }
@@ -20,9 +22,10 @@ export interface RouteMatch {
   readonly route: CompiledRoute
   readonly params: Readonly<Record<string, string>>
   /**
-   * A parameter whose percent-encoding is not UTF-8 (`%FF`): the path is the route's, so the
-   * request is the route's, but the translation has no text for it and refuses it (SPEC 6 400);
-   * its raw text stands in `params`. The legacy upstream gets the path as sent (SPEC 14).
+   * A parameter the translation reads (`readParams`) whose percent-encoding is not UTF-8 (`%FF`):
+   * the path is the route's, so the request is the route's, but the translation has no text for
+   * it and refuses it (SPEC 6 400). Its raw text stands in `params` (any parameter's that does not
+   * decode); the legacy upstream gets the path as sent (SPEC 14).
    */
   readonly undecodableParam?: string
 }
@@ -36,6 +39,13 @@ function compileSegments(path: string): Segment[] {
     .map((part) => (part.startsWith(':') ? { param: part.slice(1) } : { literal: part }))
 }
 
+function readParams(config: LegacyRouteConfig): Set<string> {
+  const read = new Set<string>()
+  if (config.stateKey?.startsWith('param:') === true) read.add(config.stateKey.slice('param:'.length))
+  for (const part of config.rewrite?.split('/') ?? []) if (part.startsWith(':')) read.add(part.slice(1))
+  return read
+}
+
 export function compileRoutes(routes: readonly LegacyRouteConfig[]): CompiledRoute[] {
   return routes.map((config) => {
     const segments = compileSegments(config.path)
@@ -47,7 +57,8 @@ export function compileRoutes(routes: readonly LegacyRouteConfig[]): CompiledRou
       stateKey: config.stateKey,
       rewrite: config.rewrite,
       segments,
-      staticMatch: undefined
+      staticMatch: undefined,
+      readParams: readParams(config)
     }
     if (segments.every((segment) => 'literal' in segment)) route.staticMatch = Object.freeze({ route, params: NO_PARAMS })
     return route
@@ -105,17 +116,22 @@ function matchSegments(route: CompiledRoute, parts: string[]): RouteMatch | unde
       params[segment.param] = decodeURIComponent(part)
     } catch {
       params[segment.param] = part
-      undecodableParam ??= segment.param
+      if (route.readParams.has(segment.param)) undecodableParam ??= segment.param
     }
   }
   return undecodableParam === undefined ? { route, params } : { route, params, undecodableParam }
 }
 
 /** Fills `:name` parameters of a proxy route's `rewrite` path (SPEC 4). */
-export function buildRewrittenPath(route: CompiledRoute, params: Readonly<Record<string, string>>): string {
+export function buildRewrittenPath(route: CompiledRoute, params: Readonly<Record<string, string>>, undecodable?: string): string {
   if (route.rewrite === undefined) return route.path
   return route.rewrite
     .split('/')
-    .map((part) => (part.startsWith(':') ? encodeURIComponent(params[part.slice(1)] ?? '') : part))
+    .map((part) => {
+      if (!part.startsWith(':')) return part
+      const name = part.slice(1)
+      // One that did not decode is its raw, still encoded, text: encoded again it names another path.
+      return name === undecodable ? (params[name] ?? '') : encodeURIComponent(params[name] ?? '')
+    })
     .join('/')
 }

@@ -177,7 +177,7 @@ export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: G
       const policy = tenant.deprecation.get(route.label) ?? null
       facts.migration = decideMigration(effective, configured, tenant.name, clientId, policy?.exemptUntilMs.get(clientId), head.now)
       if (policy !== null) facts.deprecation = { clientId, action: 'header' }
-      const successorPath = route.action === 'proxy' ? buildRewrittenPath(route, classification.match.params) : successorBeforeSession(route.action)
+      const successorPath = route.action === 'proxy' ? buildRewrittenPath(route, classification.match.params, classification.match.undecodableParam) : successorBeforeSession(route.action)
       return refuse(facts, legacyAnswerHeaders(head, tenant, policy, successorPath), error)
     }
   } catch {
@@ -231,7 +231,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
   try {
     // The rewritten path, for the successor links; its blocked-prefix check belongs to the
     // translation, once the stage's side and the brownout decision are made (SPEC 14's order).
-    const proxyPath = route.action !== 'proxy' ? undefined : buildRewrittenPath(route, match.params)
+    const proxyPath = route.action !== 'proxy' ? undefined : buildRewrittenPath(route, match.params, match.undecodableParam)
     if (policy !== null && proxyPath !== undefined) answerHeaders = { ...answerHeaders, ...deprecationHeadersFor(policy, proxyPath) }
     const credentials = runtime.config.credentials
     const successorPath = proxyPath ?? (successorBeforeSession(route.action) as string)

@@ -8,7 +8,7 @@ import { toJsonBody } from '../../../src/legacy/to-json-body.js'
 import { translateExecute } from '../../../src/legacy/translate.js'
 import { seededRandom } from '../../helpers/seeded-random.js'
 
-const ROUTE = { method: 'POST', path: '/v1/headless/runs', label: 'POST /v1/headless/runs', action: 'execute', stateKey: undefined, rewrite: undefined, segments: [], staticMatch: undefined } as CompiledRoute
+const ROUTE = { method: 'POST', path: '/v1/headless/runs', label: 'POST /v1/headless/runs', action: 'execute', stateKey: undefined, rewrite: undefined, segments: [], staticMatch: undefined, readParams: new Set<string>() } as CompiledRoute
 const TENANT = { fields: legacyFieldsSchema.parse({}), unknownFields: 'keep' as const }
 
 const NAMES = ['input', 'policy', 'route', 'risk', 'state', 'stateId', 'trace', 'a"b', 'c\\d', '{', ',', '__proto__', '', 'é', 'Policy', 'riſk', 'INPUT', 'İnput', 'naïve!!']

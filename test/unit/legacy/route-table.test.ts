@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { LEGACY_V1_ROUTES, legacyRouteSchema } from '../../../src/config/schema.js'
-import { buildRewrittenPath, compileRoutes, matchRoute } from '../../../src/legacy/route-table.js'
+import { buildRewrittenPath, compileRoutes, matchRoute, type CompiledRoute } from '../../../src/legacy/route-table.js'
 
 function routes(raw: readonly unknown[]) {
   return compileRoutes(legacyRouteSchema.array().parse(raw))
@@ -35,6 +35,21 @@ describe('matchRoute on the legacy-v1 table', () => {
       expect(matchRoute(LEGACY_V1, 'POST', `/v1/runs/${raw}/invoke`)).toMatchObject({ route: { path: '/v1/runs/:runId/invoke' }, params: { runId: raw }, undecodableParam: 'runId' })
     }
     expect(matchRoute(LEGACY_V1, 'POST', '/v1/runs/run-1/invoke')).not.toHaveProperty('undecodableParam')
+  })
+
+  it('names no parameter the translation does not read (neither state key nor rewrite): the request goes on', () => {
+    const custom = routes([{ method: 'POST', path: '/v0/jobs/:id', action: 'execute' }])
+    const match = matchRoute(custom, 'POST', '/v0/jobs/%FF')
+    expect(match).toMatchObject({ params: { id: '%FF' } })
+    expect(match).not.toHaveProperty('undecodableParam')
+  })
+
+  it('rewrites with an undecodable parameter’s raw text, not encoded again (a successor link names the same path)', () => {
+    const [proxy] = routes([{ method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' }])
+    const match = matchRoute([proxy as CompiledRoute], 'GET', '/v1/policies/%FF')
+    expect(match?.undecodableParam).toBe('id')
+    expect(buildRewrittenPath(proxy as CompiledRoute, match?.params ?? {}, match?.undecodableParam)).toBe('/v4/policies/%FF')
+    expect(buildRewrittenPath(proxy as CompiledRoute, { id: 'a/b' })).toBe('/v4/policies/a%2Fb')
   })
 
   it('does not match a path with extra segments', () => {
