@@ -37,6 +37,13 @@ export class Exchange implements CancelScope {
   callTracer: CallTracer | undefined = undefined
   /** SPEC 16: work that goes on after the client left (a keyed request's calls); SPEC 10's in-flight slot stays taken until it ends. */
   outlivesClient: Promise<unknown> | undefined = undefined
+  /**
+   * Calls that go on after the client left without being its outcome: a `sessions.start` others
+   * may share (SPEC 4 step 3) is not cancelled with its client. The request ends when its client
+   * leaves, but SPEC 10's in-flight slot stays taken until these end: a client that sends and
+   * hangs up cannot start calls past `maxInFlight`.
+   */
+  callsUnderWay: Promise<unknown> | undefined = undefined
 
   /**
    * The request's connection, kept: undici sets a streamed request body's `socket` to null when it

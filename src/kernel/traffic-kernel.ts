@@ -48,7 +48,8 @@ export interface TrafficKernel {
   /**
    * SPEC 17's v4gw_requests_in_flight: the requests SPEC 10 counts against `limits.maxInFlight`
    * now, so that shedding starts where the gauge meets the limit. A keyed call whose client left
-   * is still one (SPEC 16: its calls go on); a request refused before admission is not.
+   * is still one (SPEC 16: its calls go on), and so is a session-execute whose shared
+   * `sessions.start` goes on (`Exchange.callsUnderWay`); a request refused before admission is not.
    */
   inFlight(): number
   /**
@@ -118,11 +119,16 @@ export function createTrafficKernel(deps: KernelDeps): TrafficKernel {
         exchange.cancel?.()
       } else if (!request.complete) noteAnsweredBeforeBody(request)
       const statusCode = aborted ? (exchange.record.brokenOffStatus ?? CLIENT_CLOSED_REQUEST) : response.statusCode
-      if (outliving === undefined) end(exchange, entered, statusCode)
-      else {
+      const underWay = aborted && entered ? exchange.callsUnderWay : undefined
+      if (outliving !== undefined) {
         const endLater = (): void => end(exchange, entered, statusCode)
         outliving.then(endLater, endLater)
-      }
+      } else if (underWay !== undefined) {
+        // Ended now (its line, its counts), its slot freed once its calls have ended (SPEC 10).
+        end(exchange, false, statusCode)
+        const leave = (): void => inFlight.leave()
+        underWay.then(leave, leave)
+      } else end(exchange, entered, statusCode)
     }
     try {
       if (deps.isDraining()) return deps.refuse(exchange, new GatewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another instance'))

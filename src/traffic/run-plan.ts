@@ -82,7 +82,11 @@ function runKeyed(exchange: Exchange, plan: IdempotentPlan, deps: RunDeps): Prom
 
 async function runCalls(exchange: Exchange, plan: CallsPlan, deps: RunDeps): Promise<void> {
   // The calls report their path, time and session outcome on the record as they go (SPEC 9).
-  const onSession = plan.calls.action === 'session-execute' ? sessionOnAnswers(exchange, plan) : undefined
-  const result = await runLegacyCalls(plan.calls, { origin: plan.origin, timeoutMs: plan.timeoutMs, cancelScope: exchange, trace: exchange.record, tracer: exchange.callTracer, onSession }, deps)
+  const sessionExecute = plan.calls.action === 'session-execute'
+  const onSession = sessionExecute ? sessionOnAnswers(exchange, plan) : undefined
+  const calls = runLegacyCalls(plan.calls, { origin: plan.origin, timeoutMs: plan.timeoutMs, cancelScope: exchange, trace: exchange.record, tracer: exchange.callTracer, onSession }, deps)
+  // SPEC 10: a sessions.start is not cancelled with its client (SPEC 4 step 3): its slot waits for it.
+  if (sessionExecute) exchange.callsUnderWay = calls
+  const result = await calls
   writeLegacyAnswer(exchange, plan, result, deps.isDraining())
 }

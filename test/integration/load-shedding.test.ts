@@ -84,6 +84,28 @@ describe('load shedding', () => {
     expect(both.map((answer) => answer.status)).toEqual([200, 200])
   })
 
+  // SPEC 4 step 3: a sessions.start is shared, so its client leaving does not cancel it; SPEC 10:
+  // until it ends it holds its request's slot, or a client that sends and hangs up starts calls
+  // past maxInFlight (until 2026-11-30 the slot went with the client).
+  it('keeps the slot of a session-execute whose client left while its sessions.start runs, until the start ends', async () => {
+    let answerStart: () => void = () => undefined
+    const upstream = await startRecordingUpstream((request, response) => {
+      if (request.url === '/v4/sessions.start') answerStart = () => response.writeHead(201, { 'content-type': 'application/json' }).end('{"sessionId":"s-held"}')
+      else response.writeHead(200, { 'content-type': 'application/json' }).end('{"output":1}')
+    })
+    const gw = await startGateway(testConfig(upstream.url, { limits: { maxInFlight: 1 }, log: { level: 'info' } }))
+    const leaving = new AbortController()
+    const sent = fetch(new URL('/v1/runs/invoke', gw.url), { method: 'POST', headers: { ...ALICE, 'content-type': 'application/json', 'x-request-id': 'left-during-start' }, body: '{"input":1,"stateId":"held"}', signal: leaving.signal }).catch(() => undefined)
+    await until(() => upstream.requests.length === 1)
+    leaving.abort()
+    await sent
+    // Its line is written (499) at once; its slot is still taken.
+    await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === 'left-during-start'))
+    expectGatewayError(await send(gw.url, '/v4/other', { headers: ALICE }), 503, 'OVERLOADED')
+    answerStart()
+    await until(async () => (await send(gw.url, '/v4/other', { headers: ALICE })).status === 200)
+  })
+
   // Node closes only the response it is writing when a connection goes, not those queued behind it.
   it.each([
     ['native', (index: number) => `GET /v4/pipelined-${index} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer t\r\nX-Request-Id: piped-native-${index}\r\n\r\n`],
