@@ -63,7 +63,7 @@ export async function runGateway(configPath: string, held: HeldSignals): Promise
   const embeddedOrigin = usesEmbeddedUpstream(config) ? await simulator.start() : undefined
   const legacyBackend = embeddedLegacyBackend()
   const embeddedLegacyOrigin = usesEmbeddedLegacy(config) ? await legacyBackend.start() : undefined
-  const gateway = await buildGateway({ config, configPath, logger, embeddedOrigin, startEmbedded: simulator.start, embeddedLegacyOrigin, startEmbeddedLegacy: legacyBackend.start })
+  const gateway = await buildGateway({ config, configPath, logger, logLinesDropped: logDestination.droppedLines, embeddedOrigin, startEmbedded: simulator.start, embeddedLegacyOrigin, startEmbeddedLegacy: legacyBackend.start })
   const { trafficUrl, adminUrl, trafficUrls, adminUrls } = await gateway.listen()
 
   for (const [name, tenant] of gateway.runtime().tenancy.tenants) {

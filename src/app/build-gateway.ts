@@ -73,7 +73,8 @@ export async function buildGateway(options: GatewayOptions): Promise<Gateway> {
     version: gatewayVersion(),
     migrationStages: () => routeStages(reloader.runtime()),
     brownoutsPaused: () => pausedTenants(reloader.runtime()),
-    migrationOverrides: () => overridesByTenant(reloader.runtime(), stageOverrides)
+    migrationOverrides: () => overridesByTenant(reloader.runtime(), stageOverrides),
+    logLinesDropped: ownLog?.droppedLines ?? options.logLinesDropped
   })
   // SPEC 17: spans only with tracing.enabled (restart-only); without it nothing of tracing is built.
   const tracing = initial.tracing.enabled

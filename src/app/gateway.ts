@@ -23,6 +23,8 @@ export interface GatewayOptions {
   /** Starts the embedded legacy backend when a reloaded config needs one and none runs yet. */
   startEmbeddedLegacy?: () => Promise<string>
   logger?: Logger
+  /** The lines `logger`'s destination dropped, its reader too far behind (logger.ts); the gateway's own logger's otherwise. */
+  logLinesDropped?: () => number
   sessionStore?: SessionStore
 }
 

@@ -1,5 +1,6 @@
 /** Where a batch goes: sonic-boom (pino.destination) with `contentMode: 'buffer'` in production. */
 export interface BatchTarget {
+  /** False when the target dropped the chunk (its reader too far behind): it will never report it written. */
   write(chunk: Buffer): boolean
   flushSync(): void
   /**
@@ -71,7 +72,7 @@ export class LineBatcher {
         // A line longer than a whole batch goes on by itself, after the lines before it.
         if (bytes > this.batch.length) {
           this.handedOn += bytes
-          this.target.write(Buffer.from(line, 'utf8'))
+          if (!this.target.write(Buffer.from(line, 'utf8'))) this.handedOn -= bytes
           return true
         }
       }
@@ -95,8 +96,13 @@ export class LineBatcher {
       if (this.inFlight.length > MAX_IN_FLIGHT) this.inFlight.shift()
     }
     this.batch = this.newBatch()
+    const used = this.used
     this.used = 0
-    this.target.write(chunk)
+    if (this.target.write(chunk)) return
+    // Dropped: never reported written, so neither counted as handed on nor waited for.
+    this.handedOn -= used
+    if (this.reuses && this.inFlight.at(-1)?.buffer === buffer) this.inFlight.pop()
+    if (this.spare.length < SPARE_BATCHES) this.spare.push(buffer)
   }
 
   /** Hands on and writes everything now, for the process's last moments. */

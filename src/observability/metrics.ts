@@ -96,6 +96,8 @@ export function createMetrics(options: {
   migrationStages?: () => Iterable<readonly [tenant: string, route: string, stage: string]>
   /** SPEC 14's v4gw_migration_overrides, read at each scrape: every configured tenant with its count of overrides in force. */
   migrationOverrides?: () => Iterable<readonly [tenant: string, count: number]>
+  /** Log lines the destination dropped so far (SPEC 10: its reader too far behind), read at each scrape. */
+  logLinesDropped?: (() => number) | undefined
 }): GatewayMetrics {
   const registry = new Registry()
   if (options.processMetrics !== false) {
@@ -120,6 +122,21 @@ export function createMetrics(options: {
       }
     })
     return { counter, cells }
+  }
+  // SPEC 10: a log reader that falls behind costs lines, never memory without bound (logger.ts).
+  const readDropped = options.logLinesDropped
+  if (readDropped !== undefined) {
+    let counted = 0
+    new Counter({
+      name: 'v4gw_log_lines_dropped_total',
+      help: 'Log lines dropped because stdout was not read: the gateway holds at most 64 MiB of unwritten lines (SPEC 10)',
+      registers: [registry],
+      collect() {
+        const now = readDropped()
+        if (now > counted) this.inc(now - counted)
+        counted = now
+      }
+    })
   }
   /** An unlabelled gauge read at each scrape; none when `read` is undefined (the feature is off). */
   const gaugeAtScrape = (name: string, help: string, read: (() => number) | undefined): void => {

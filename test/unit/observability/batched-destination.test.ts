@@ -1,5 +1,6 @@
 import { pbkdf2 } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { closeSync, constants, existsSync, openSync, readFileSync, readSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -69,6 +70,51 @@ describe('the batched log destination', () => {
     expect((await stat(path)).size).toBeLessThan(300 * Buffer.byteLength(line))
     destination.flushSync()
     expect((await stat(path)).size).toBe(300 * Buffer.byteLength(line))
+    ;(destination.stream as unknown as { stop(): void }).stop()
+  })
+})
+
+// SPEC 10: a reader that stops (a paused log shipper, a blocked log driver) costs lines, counted,
+// never memory without bound. A FIFO nobody reads holds the one write under way; the rest waits.
+describe('the batched log destination whose reader stops', () => {
+  it('drops whole batches past its bound, counts their lines, and writes whole lines again once read', async () => {
+    const dir = await createTempDir('v4gw-log-')
+    const path = join(dir.path, 'stalled.fifo')
+    execFileSync('mkfifo', [path])
+    // The reader end, open but not read: the writer fills the pipe and waits.
+    const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+    const destination = createBatchedDestination(path, 10, 1024 * 1024)
+    const line = `{"level":30,"msg":"request","pad":"${'x'.repeat(300)}"}\n`
+    for (let index = 0; index < 20_000; index++) {
+      destination.stream.write(line)
+      if (index % 1_000 === 0) await new Promise((resolve) => setTimeout(resolve, 1))
+    }
+    ;(destination.stream as unknown as { flush(): void }).flush()
+    // 6.5 MB written against a bound of 1 MiB (and 64 KiB in the pipe): most are dropped, counted.
+    expect(destination.droppedLines()).toBeGreaterThan(10_000)
+    const received: Buffer[] = []
+    const chunk = Buffer.alloc(65_536)
+    const readSome = (): void => {
+      for (;;) {
+        let read = 0
+        try {
+          read = readSync(reader, chunk)
+        } catch {
+          return
+        }
+        if (read === 0) return
+        received.push(Buffer.from(chunk.subarray(0, read)))
+      }
+    }
+    const accounted = (): number => Buffer.concat(received).length / line.length + destination.droppedLines()
+    await until(() => {
+      readSome()
+      return accounted() === 20_000
+    }, 10_000)
+    const text = Buffer.concat(received).toString('utf8')
+    // Whole lines only: a dropped batch takes its lines whole.
+    expect(text.split('\n').slice(0, -1).every((one) => `${one}\n` === line)).toBe(true)
+    closeSync(reader)
     ;(destination.stream as unknown as { stop(): void }).stop()
   })
 })

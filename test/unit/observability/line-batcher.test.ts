@@ -118,6 +118,35 @@ describe('LineBatcher', () => {
     expect(target.writes.slice(12)).toEqual(['again a line 1\n!!!!\n', 'again a line 2\n!!!!\n', 'again a line 3\n!!!!\n'])
   })
 
+  // The target drops a chunk when its reader is too far behind (logger.ts): a dropped chunk is never
+  // reported written, so counting it as handed on held every later batch back from reuse.
+  it('takes back a batch the target dropped at once, and reuses the later ones as their bytes are reported', () => {
+    const target = recordingTarget()
+    let report: (bytes: number) => void = () => undefined
+    target.onWritten = (listener) => {
+      report = listener
+    }
+    let dropNext = true
+    const write = target.write.bind(target)
+    target.write = (chunk) => {
+      write(chunk)
+      const taken = !dropNext
+      dropNext = false
+      return taken
+    }
+    batcher = new LineBatcher(target, { maxBytes: 20, maxDelayMs: 60_000 })
+    batcher.write('dropped line 000000\n')
+    batcher.write('written line 111111\n')
+    // The written one is reported: its buffer is free too.
+    report('written line 111111\n'.length)
+    batcher.write('another line 222222\n')
+    batcher.write('one more line 33333\n')
+    // The dropped chunk's buffer came back at once (the batch after next, a new one being filled
+    // already); the written one's once reported.
+    expect(target.chunks[2]!.buffer).toBe(target.chunks[0]!.buffer)
+    expect(target.chunks[3]!.buffer).toBe(target.chunks[1]!.buffer)
+  })
+
   it('gives every batch a buffer of its own when the target reports nothing written', () => {
     const target = recordingTarget()
     target.onWritten = () => undefined
