@@ -98,6 +98,15 @@ describe('deprecation and brownouts on the traffic listener (SPEC 13)', () => {
         let text = ''
         socket.setEncoding('latin1').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve(text)).on('error', reject)
       })
+    // No brownout decision is made for a request refused for its head: no exemption spared it (docs/decisions.md).
+    const headerOnly = async (): Promise<number> =>
+      Number(/^v4gw_legacy_deprecation_total\{tenant="acme",route="POST \/v1\/headless\/runs",action="header"\} (\d+)$/m.exec((await send(gw.adminUrl, '/metrics')).text)?.[1] ?? 0)
+    const bobsRequests = async (): Promise<number> => {
+      const migration = await send(gw.adminUrl, '/admin/migration?tenant=acme')
+      const clients = migration.json.tenants.acme.routes['POST /v1/headless/runs'].clients as { clientId: string; requests: number }[]
+      return clients.find((client) => client.clientId === clientIdOf('demo-token-bob'))?.requests ?? 0
+    }
+    const [headerBefore, bobBefore] = [await headerOnly(), await bobsRequests()]
     const heads = [
       `POST /v1/headless/runs HTTP/1.1\r\nHost: gw\r\nAuthorization: ${BOB.authorization}\r\nTransfer-Encoding: gzip, chunked\r\nContent-Type: application/json\r\n\r\n0\r\n\r\n`,
       `POST /v1/headless/runs HTTP/1.1\r\nHost: gw\r\nHost: other\r\nAuthorization: ${BOB.authorization}\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"input":1}`
@@ -110,8 +119,10 @@ describe('deprecation and brownouts on the traffic listener (SPEC 13)', () => {
       expect(answer).toContain('rel="successor-version"')
       expect(answer).toMatch(/\r\nconnection: close\r\n/i)
     }
-    // SPEC 12: counted under its client, as every legacy request, refused ones included.
+    // SPEC 12: counted under its client, as every legacy request, refused ones included; and in SPEC 13's counter.
     await until(() => gw.logs.lines().filter((entry) => entry.msg === 'request' && entry.status === 400 && entry.route === 'POST /v1/headless/runs').length === 2)
+    await until(async () => (await bobsRequests()) === bobBefore + 2)
+    expect(await headerOnly()).toBe(headerBefore + 2)
   })
 
   it('serves an exempt client during the window, with the headers', async () => {
