@@ -78,14 +78,15 @@ describe('the access line (SPEC 17)', () => {
   })
 
   it.each([
-    ['an absolute-form target', 'http://user:userinfo-secret-1@127.0.0.1:9/v4/x?token=q', '/v4/x'],
-    ['a network-path target', '//user:userinfo-secret-1@127.0.0.1:9/v4/y', '/v4/y']
+    ['an absolute-form target', 'http://user:userinfo-secret-1@127.0.0.1:9/v4/x?token=query-secret-1', '/v4/x'],
+    ['a network-path target', '//user:userinfo-secret-1@127.0.0.1:9/v4/y?token=query-secret-1', '/v4/y']
   ])('logs only the path of %s, never its userinfo or query', async (_name, target, path) => {
     const id = ownRequestId()
     await rawExchange(gw.url, `GET ${target} HTTP/1.1\r\nHost: gateway.test\r\nx-request-id: ${id['x-request-id']}\r\nConnection: close\r\n\r\n`, { timeoutMs: 3_000 })
     const line = await accessLineOf(gw, { headers: {} } as Answer, id['x-request-id'])
     expect(line.path).toBe(path)
     expect(gw.logs.text()).not.toContain('userinfo-secret-1')
+    expect(gw.logs.text()).not.toContain('query-secret-1')
   })
 
   it('cuts the user agent to 256 characters', async () => {
