@@ -607,9 +607,11 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
 
   it('never writes the token or the key into a log line', async () => {
     const upstream = await startFaultUpstream()
-    const gw = await idempotentGateway(upstream.url)
-    await send(gw.url, EXECUTE, { headers: keyed('key-secret-77e1'), json: { input: 1 } })
-    await send(gw.url, EXECUTE, { headers: keyed('key-secret-77e1'), json: { input: 2 } })
+    // At trace, every line the gateway can write is written.
+    const gw = await idempotentGateway(upstream.url, {}, {}, { log: { level: 'trace' } })
+    expect((await send(gw.url, EXECUTE, { headers: keyed('key-secret-77e1', 'secret-key-first'), json: { input: 1 } })).status).toBe(200)
+    expect((await send(gw.url, EXECUTE, { headers: keyed('key-secret-77e1', 'secret-key-reused'), json: { input: 2 } })).status).toBe(422)
+    for (const requestId of ['secret-key-first', 'secret-key-reused']) await until(() => gw.logs.lines().some((line) => line.msg === 'request' && line.requestId === requestId))
     const text = gw.logs.text()
     expect(text).not.toContain(TOKEN)
     expect(text).not.toContain('key-secret-77e1')
