@@ -55,10 +55,10 @@ describe('the production Node flags on a plain start', () => {
     await cli.waitFor(/"msg":"v4gw listening"/)
     // Where Node has process.execve, the launcher became the gateway: there is no other process.
     const children = readFileSync(`/proc/${cli.child.pid}/task/${cli.child.pid}/children`, 'utf8').trim()
+    // The serving process: the launcher's child, or the launcher itself where it became the gateway.
+    const gateway = children === '' ? (cli.child.pid as number) : Number(children.split(' ')[0])
     cli.child.kill('SIGKILL')
     await cli.exited
-    if (children === '') return
-    const gateway = Number(children.split(' ')[0])
     await until(() => {
       try {
         process.kill(gateway, 0)
