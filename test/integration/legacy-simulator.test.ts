@@ -124,13 +124,20 @@ describe('the default config/gateway.yaml on the two built-in backends', () => {
     expect(answer.json.output).toEqual({ echo: 'demo' })
   })
 
-  it('serves the canary route to the allowed demo client from V4, and to a client outside the 25 % from the legacy backend', async () => {
+  it('serves the canary route to the allowed demo client and to bob (inside the 25 %) from V4, and to a client outside it from the legacy backend', async () => {
     const alice = await send(started.url, '/v1/runs/invoke', { headers: staged('demo-token-alice'), json: { input: 1, stateId: 'demo' } })
     expect(alice.status).toBe(200)
     expect(alice.headers['x-v4gw-served-by']).toBe('v4')
-    const bobId = `fp:${createHash('sha256').update('demo-token-bob').digest('hex').slice(0, 16)}`
+    const idOf = (token: string): string => `fp:${createHash('sha256').update(token).digest('hex').slice(0, 16)}`
+    // Bob's bucket is inside the 25 % (V4 serves him); a client outside is one whose bucket is
+    // not, found by trying names (the demo backends know no such token: the legacy one refuses it).
+    expect(clientBucket('canary', 'staged', idOf('demo-token-bob'))).toBeLessThan(2_500)
     const bob = await send(started.url, '/v1/runs/invoke', { headers: staged('demo-token-bob'), json: { input: 1, stateId: 'demo' } })
-    expect(bob.status).toBe(200)
-    expect(bob.headers['x-v4gw-served-by']).toBe(clientBucket('canary', 'staged', bobId) < 2_500 ? 'v4' : 'legacy')
+    expect([bob.status, bob.headers['x-v4gw-served-by']]).toEqual([200, 'v4'])
+    let outside = 0
+    while (clientBucket('canary', 'staged', idOf(`outside-the-canary-${outside}`)) < 2_500) outside++
+    const other = await send(started.url, '/v1/runs/invoke', { headers: staged(`outside-the-canary-${outside}`), json: { input: 1, stateId: 'demo' } })
+    expect(other.headers['x-v4gw-served-by']).toBe('legacy')
+    expect(other.status).toBe(401)
   })
 })
