@@ -141,7 +141,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         const tenants = await deps.sessionStore.countByTenant()
         return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }
       })
-      admin.delete<{ Querystring: { tenant?: string | string[] } }>('/sessions', { preHandler: acceptChange }, async function clearSessions(request) {
+      admin.delete<{ Querystring: { tenant?: string | string[] } }>('/sessions', { preHandler: acceptChange({ query: ['tenant'] }) }, async function clearSessions(request) {
         // Two tenants would otherwise reach the store as an array and match nothing, answering `deleted: 0`.
         const tenant = oneOrNone(request.query.tenant, 'tenant', 'name one tenant, or none for all')
         const deleted = await deps.sessionStore.clear(tenant)
@@ -149,7 +149,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         request.log.info({ tenant: tenant === undefined ? undefined : maskCredentials(tenant, serviceKeyPrefix()), deleted }, 'session map cleared')
         return { deleted }
       })
-      admin.post('/reload', { preHandler: acceptChange }, async function reload(request, reply) {
+      admin.post('/reload', { preHandler: acceptChange({ query: [] }) }, async function reload(request, reply) {
         const result = await deps.reload()
         if (result.ok) return { status: 'reloaded', tenants: result.tenants, sessionsDropped: result.sessionsDropped, restartRequired: result.restartRequired, upcomingBrownouts: result.upcomingBrownouts }
         // The SPEC 6 envelope, with every problem of the file: each is "path: message", not a pointer into this request.
@@ -167,7 +167,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         }
         return deps.explain(parsed.data as ExplainInput)
       })
-      admin.post('/brownouts/pause', { preHandler: acceptChange }, async function pauseBrownoutsEndpoint(request) {
+      admin.post('/brownouts/pause', { preHandler: acceptChange({ query: [], body: true }) }, async function pauseBrownoutsEndpoint(request) {
         const parsed = pauseBodySchema.safeParse(request.body ?? null)
         if (!parsed.success) {
           const details = bodyProblems(parsed.error)
@@ -175,7 +175,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         }
         return pauseBrownouts(deps.runtime(), { ...parsed.data, reason: maskCredentials(parsed.data.reason, serviceKeyPrefix()) }, Date.now())
       })
-      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/brownouts/pause', { preHandler: acceptChange }, async function resumeBrownoutsEndpoint(request) {
+      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/brownouts/pause', { preHandler: acceptChange({ query: ['tenant', 'route'] }) }, async function resumeBrownoutsEndpoint(request) {
         const { tenant, route } = request.query
         if (typeof tenant !== 'string' || tenant === '') {
           throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
@@ -183,7 +183,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         const named = oneOrNone(route, 'route', 'name one route, or none for the tenant')
         return resumeBrownouts(deps.runtime(), tenant, named ?? null, Date.now())
       })
-      admin.put('/migration/stage', { preHandler: acceptChange }, async function putStageOverride(request) {
+      admin.put('/migration/stage', { preHandler: acceptChange({ query: [], body: true }) }, async function putStageOverride(request) {
         const parsed = stageOverrideBodySchema.safeParse(request.body ?? null)
         if (!parsed.success) {
           const details = bodyProblems(parsed.error)
@@ -191,7 +191,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         }
         return setStageOverride(deps.runtime(), deps.stageOverrides, { ...parsed.data, reason: maskCredentials(parsed.data.reason, serviceKeyPrefix()) }, Date.now())
       })
-      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[]; all?: string | string[] } }>('/migration/stage', { preHandler: acceptChange }, async function deleteStageOverride(request) {
+      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[]; all?: string | string[] } }>('/migration/stage', { preHandler: acceptChange({ query: ['tenant', 'route', 'all'] }) }, async function deleteStageOverride(request) {
         const { tenant, route, all } = request.query
         if (typeof tenant !== 'string' || tenant === '') {
           throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path | &all=true]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
@@ -214,7 +214,7 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         const answer = await deps.shadow.answer(routes, nowMs)
         return { schemaVersion: 1, generatedAt: new Date(nowMs).toISOString(), scope: answer.scope, tenants: answer.tenants }
       })
-      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/shadow', { preHandler: acceptChange }, async function resetShadowResults(request) {
+      admin.delete<{ Querystring: { tenant?: string | string[]; route?: string | string[] } }>('/shadow', { preHandler: acceptChange({ query: ['tenant', 'route'] }) }, async function resetShadowResults(request) {
         const { tenant, route } = request.query
         if (typeof tenant !== 'string' || tenant === '') {
           throw new GatewayError('INVALID_REQUEST', 'name one tenant: ?tenant=T[&route=METHOD%20/path]', { details: [{ pointer: 'query:tenant', message: 'required, once' }] })
@@ -240,16 +240,63 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
   )
 }
 
+/** What one admin call that changes state takes: its query keys, and whether a JSON body. */
+interface ChangeShape {
+  readonly query: readonly string[]
+  readonly body?: boolean
+}
+
 /**
  * The admin calls that change state (SPEC 14) take a JSON body or none: a form or text body is
  * refused before anything changes, and an accepted call is written to the log as `admin change`
- * (redacted with the running config's service-key prefix).
+ * (redacted with the running config's service-key prefix). Refused too, since each would change
+ * more or other than was asked:
+ * - a cross-site request: a page in the operator's browser can send a form or a `no-cors` POST
+ *   to a loopback admin listener that needs no token; the browser says whose page it is
+ *   (`Origin`, `Sec-Fetch-Site`), a CLI or curl sends neither;
+ * - a query key the call does not read (`?Tenant=acme` would clear every tenant's sessions,
+ *   `&rout=` resume the whole tenant's brownouts);
+ * - a body member naming what the query names on a call that reads no body (`{"tenant":"acme"}`
+ *   on a DELETE would have cleared every tenant's sessions).
  */
-function changeGuard(serviceKeyPrefix: () => string): (request: FastifyRequest) => Promise<void> {
-  return async function acceptChange(request) {
-    if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'admin calls that change state take an application/json body, or none')
-    if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
-    logAdminChange(request, serviceKeyPrefix())
+function changeGuard(serviceKeyPrefix: () => string): (shape: ChangeShape) => (request: FastifyRequest) => Promise<void> {
+  return (shape) =>
+    async function acceptChange(request) {
+      if (isCrossSite(request)) throw new GatewayError('FORBIDDEN', 'a cross-site request may not change the gateway: call the admin API from its own page, the CLI or curl')
+      for (const key of Object.keys(request.query as Record<string, unknown>)) {
+        if (!shape.query.includes(key)) {
+          throw new GatewayError('INVALID_REQUEST', `this call reads no ${key} (${shape.query.length === 0 ? 'no query' : shape.query.join(', ')})`, { details: [{ pointer: `query:${key}`, message: 'not read by this call' }] })
+        }
+      }
+      if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'admin calls that change state take an application/json body, or none')
+      if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
+      // SPEC 14 lets any such call carry a JSON body (a reason, for the log); one that names what
+      // the query names would be read by a caller as narrowing the call, and is not.
+      const body = request.body
+      if (shape.body !== true && typeof body === 'object' && body !== null) {
+        const misplaced = shape.query.find((key) => Object.hasOwn(body, key))
+        if (misplaced !== undefined) {
+          throw new GatewayError('INVALID_REQUEST', `${misplaced} goes in the query (?${misplaced}=…): this call reads nothing of its body`, { details: [{ pointer: `/${misplaced}`, message: 'not read from the body' }] })
+        }
+      }
+      logAdminChange(request, serviceKeyPrefix())
+    }
+}
+
+/**
+ * A request a browser sent from another site's page: its `Origin` is not the admin listener's
+ * own (the `Host` it was sent to; `null` from a sandboxed page or a file), or it says so in
+ * `Sec-Fetch-Site`. Without either header (the CLI, curl) it is not one.
+ */
+function isCrossSite(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site']
+  if (site === 'cross-site' || site === 'same-site') return true
+  const origin = request.headers.origin
+  if (origin === undefined) return false
+  try {
+    return new URL(origin).host !== (request.headers.host ?? '').toLowerCase()
+  } catch {
+    return true
   }
 }
 

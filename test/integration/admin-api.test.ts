@@ -305,3 +305,52 @@ describe('the admin listener', () => {
     expect(text).not.toContain('attacker-chosen-tenant')
   })
 })
+
+// A call that changes state changes only what it names: a key it does not read, or a body on a
+// DELETE that reads none, would otherwise widen it to every tenant or the whole tenant.
+describe('admin calls that change state refuse what they do not read', () => {
+  const sim = useSimulator()
+  const gw = useGateway(() => testConfig(sim.url, { tenants: { acme: { upstream: { staging: sim.url } }, beta: { upstream: { staging: sim.url } } } }))
+  const sessions = async (): Promise<number> => (await send(gw.adminUrl, '/admin/sessions')).json.total as number
+
+  it('answers 400 naming a misspelled query key, and clears nothing', async () => {
+    await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'beta' }, json: { input: 1, stateId: 'kept' } })
+    expect(await sessions()).toBe(1)
+    for (const [method, path] of [
+      ['DELETE', '/admin/sessions?Tenant=acme'],
+      ['DELETE', '/admin/brownouts/pause?tenant=acme&rout=POST%20/v1/runs/invoke'],
+      ['DELETE', '/admin/migration/stage?tenant=acme&rotue=x'],
+      ['DELETE', '/admin/shadow?tenant=acme&routes=x'],
+      ['POST', '/admin/reload?now=1']
+    ] as const) {
+      const answer = await send(gw.adminUrl, path, { method })
+      const details = expectGatewayError(answer, 400, 'INVALID_REQUEST')
+      expect(details[0]?.pointer, path).toMatch(/^query:/)
+    }
+    expect(await sessions()).toBe(1)
+  })
+
+  it('answers 400 to a DELETE whose body names its tenant (the body is not read: every tenant would go), and clears nothing', async () => {
+    await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'beta' }, json: { input: 1, stateId: 'kept-too' } })
+    const before = await sessions()
+    expect(before).toBeGreaterThan(0)
+    const details = expectGatewayError(await send(gw.adminUrl, '/admin/sessions', { method: 'DELETE', json: { tenant: 'acme', reason: 'cleanup' } }), 400, 'INVALID_REQUEST')
+    expect(details[0]?.pointer).toBe('/tenant')
+    expect(await sessions()).toBe(before)
+    // A body with a reason only (SPEC 14: logged with the change) is fine.
+    expect((await send(gw.adminUrl, '/admin/sessions?tenant=acme', { method: 'DELETE', json: { reason: 'cleanup' } })).status).toBe(200)
+  })
+
+  // A page in the operator's browser may send a form or a no-cors POST to a loopback admin
+  // listener that needs no token: the browser's Origin and Sec-Fetch-Site say whose page it is.
+  it('answers 403 to a cross-site call (Origin of another page, or Sec-Fetch-Site), and serves one from its own origin or with neither', async () => {
+    const own = new URL(gw.adminUrl)
+    const crossSite: Record<string, string>[] = [{ origin: 'http://evil.example' }, { origin: 'null' }, { origin: `http://${own.hostname}:${Number(own.port) + 1}` }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }]
+    for (const headers of crossSite) {
+      const answer = await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { ...headers, 'content-type': 'text/plain' } })
+      expectGatewayError(answer, 403, 'FORBIDDEN')
+    }
+    expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { origin: own.origin, 'sec-fetch-site': 'same-origin' } })).status).not.toBe(403)
+    expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).not.toBe(403)
+  })
+})
