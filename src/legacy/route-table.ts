@@ -22,12 +22,12 @@ export interface RouteMatch {
   readonly route: CompiledRoute
   readonly params: Readonly<Record<string, string>>
   /**
-   * A parameter the translation reads (`readParams`) whose percent-encoding is not UTF-8 (`%FF`):
-   * the path is the route's, so the request is the route's, but the translation has no text for
-   * it and refuses it (SPEC 6 400). Its raw text stands in `params` (any parameter's that does not
-   * decode); the legacy upstream gets the path as sent (SPEC 14).
+   * The parameters whose percent-encoding is not UTF-8 (`%FF`), in path order: the path is the
+   * route's, so the request is the route's, but their raw (still encoded) text stands in
+   * `params`, and the translation refuses one it reads as text (SPEC 6 400; plan-request.ts).
+   * The legacy upstream gets the path as sent (SPEC 14).
    */
-  readonly undecodableParam?: string
+  readonly undecodable?: readonly string[]
 }
 
 const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({})
@@ -68,7 +68,7 @@ export function compileRoutes(routes: readonly LegacyRouteConfig[]): CompiledRou
 /**
  * First route whose method and path match. `pathname` is the raw (still percent-encoded)
  * path; parameters are decoded, and one that does not decode is named in the match
- * (`undecodableParam`): a legacy client's path does not stop being its route's for a byte.
+ * (`undecodable`): a legacy client's path does not stop being its route's for a byte.
  */
 export function matchRoute(routes: readonly CompiledRoute[], method: string, pathname: string): RouteMatch | undefined {
   // A route without parameters is one compare (its literal segments joined are its path). Count
@@ -103,7 +103,7 @@ function countSlashes(path: string): number {
 function matchSegments(route: CompiledRoute, parts: string[]): RouteMatch | undefined {
   const segments = route.segments
   const params: Record<string, string> = {}
-  let undecodableParam: string | undefined
+  let undecodable: string[] | undefined
   for (let index = 0; index < segments.length; index++) {
     const segment = segments[index] as Segment
     const part = parts[index + 1] as string
@@ -116,14 +116,14 @@ function matchSegments(route: CompiledRoute, parts: string[]): RouteMatch | unde
       params[segment.param] = decodeURIComponent(part)
     } catch {
       params[segment.param] = part
-      if (route.readParams.has(segment.param)) undecodableParam ??= segment.param
+      ;(undecodable ??= []).push(segment.param)
     }
   }
-  return undecodableParam === undefined ? { route, params } : { route, params, undecodableParam }
+  return undecodable === undefined ? { route, params } : { route, params, undecodable }
 }
 
 /** Fills `:name` parameters of a proxy route's `rewrite` path (SPEC 4). */
-export function buildRewrittenPath(route: CompiledRoute, params: Readonly<Record<string, string>>, undecodable?: string): string {
+export function buildRewrittenPath(route: CompiledRoute, params: Readonly<Record<string, string>>, undecodable?: readonly string[]): string {
   if (route.rewrite === undefined) return route.path
   return route.rewrite
     .split('/')
@@ -131,7 +131,7 @@ export function buildRewrittenPath(route: CompiledRoute, params: Readonly<Record
       if (!part.startsWith(':')) return part
       const name = part.slice(1)
       // One that did not decode is its raw, still encoded, text: encoded again it names another path.
-      return name === undecodable ? (params[name] ?? '') : encodeURIComponent(params[name] ?? '')
+      return undecodable?.includes(name) === true ? (params[name] ?? '') : encodeURIComponent(params[name] ?? '')
     })
     .join('/')
 }

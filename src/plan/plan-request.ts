@@ -177,7 +177,7 @@ export function planRefusal(runtime: GatewayRuntime, head: RequestHead, error: G
       const policy = tenant.deprecation.get(route.label) ?? null
       facts.migration = decideMigration(effective, configured, tenant.name, clientId, policy?.exemptUntilMs.get(clientId), head.now)
       if (policy !== null) facts.deprecation = { clientId, action: 'header' }
-      const successorPath = route.action === 'proxy' ? buildRewrittenPath(route, classification.match.params, classification.match.undecodableParam) : successorBeforeSession(route.action)
+      const successorPath = route.action === 'proxy' ? buildRewrittenPath(route, classification.match.params, classification.match.undecodable) : successorBeforeSession(route.action)
       return refuse(facts, legacyAnswerHeaders(head, tenant, policy, successorPath), error)
     }
   } catch {
@@ -209,10 +209,9 @@ function streamHeaders(runtime: GatewayRuntime, head: RequestHead): Record<strin
  * percent-encoding is not UTF-8: 400, as a router refuses such a URL, after the credential's checks
  * (SPEC 5 first), and never sent on.
  */
-function assertDecodableParams(match: RouteMatch): void {
-  if (match.undecodableParam !== undefined) {
-    throw new GatewayError('INVALID_REQUEST', `path parameter :${match.undecodableParam} is not percent-encoded UTF-8`)
-  }
+function assertDecodableParams(match: RouteMatch, readsAll = false): void {
+  const refused = match.undecodable?.find((name) => readsAll || match.route.readParams.has(name))
+  if (refused !== undefined) throw new GatewayError('INVALID_REQUEST', `path parameter :${refused} is not percent-encoded UTF-8`)
 }
 
 /** SPEC 4-6 for a matched legacy route: its credential, then a proxy call or a body to read. */
@@ -231,7 +230,7 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
   try {
     // The rewritten path, for the successor links; its blocked-prefix check belongs to the
     // translation, once the stage's side and the brownout decision are made (SPEC 14's order).
-    const proxyPath = route.action !== 'proxy' ? undefined : buildRewrittenPath(route, match.params, match.undecodableParam)
+    const proxyPath = route.action !== 'proxy' ? undefined : buildRewrittenPath(route, match.params, match.undecodable)
     if (policy !== null && proxyPath !== undefined) answerHeaders = { ...answerHeaders, ...deprecationHeadersFor(policy, proxyPath) }
     const credentials = runtime.config.credentials
     const successorPath = proxyPath ?? (successorBeforeSession(route.action) as string)
@@ -297,6 +296,9 @@ function planLegacy(runtime: GatewayRuntime, head: RequestHead, facts: PlanFacts
     assertDecodableParams(match)
     // SPEC 16, after the gateway's own refusals above: a malformed key is a 400 before the body is read.
     const keyed = readIdempotencyKey(tenant.idempotency.get(route.label), head)
+    // SPEC 16's fingerprint reads every parameter as text: a raw one could meet a decoded one
+    // (`%FF` as sent, `%25FF` decoded) and replay another request's answer.
+    if (keyed !== undefined) assertDecodableParams(match, true)
     const limitBytes = runtime.config.limits.bodyBytes
     return {
       kind: 'read-body',

@@ -319,6 +319,8 @@ describe('the gateway\'s own answer after a session-execute\'s execution went ou
     const gw = await startGateway(testConfig(upstream.url, { tenants: { acme: deprecatedTenant(upstream.url, { brownouts: null }) } }))
     const answer = await send(gw.url, '/v1/runs/invoke', { headers: ALICE, json: { input: 1, stateId: 'never-sent' } })
     expect(starts).toBe(1)
+    // The start was answered: its session is mapped; the execution is what never went out.
+    expect((await send(gw.adminUrl, '/admin/sessions')).json.total).toBe(1)
     expectGatewayError(answer, 502, 'UPSTREAM_UNAVAILABLE')
     expect(answer.headers['x-v4-session-id']).toBeUndefined()
     expect(answer.headers.link).toBe(`${FIXED_LINKS}, </v4/sessions.start>; rel="successor-version"`)

@@ -618,6 +618,21 @@ describe('SPEC 16 idempotency: a retry never runs a V4 execution twice', () => {
   })
 })
 
+// SPEC 16's fingerprint reads the route's parameters as text: one that is not UTF-8 (its raw
+// text `%FF`) could meet another request's decoded one (`%25FF` is `%FF`) and replay its answer.
+describe('SPEC 16 and a path parameter that is not UTF-8', () => {
+  it('refuses a keyed request with 400 (nothing sent), and lets the same request without a key go on', async () => {
+    const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 200, { output: 'ran' }))
+    const gw = await idempotentGateway(upstream.url, {}, { legacy: { idempotency: {}, routes: [{ method: 'POST', path: '/v0/jobs/:id', action: 'execute' }] } })
+    const keyedAnswer = await send(gw.url, '/v0/jobs/%FF', { headers: keyed('raw-param-key'), json: { input: 1 } })
+    expectGatewayError(keyedAnswer, 400, 'INVALID_REQUEST')
+    expect(keyedAnswer.json.error.message).toContain(':id')
+    expect(executions(upstream)).toHaveLength(0)
+    expect((await send(gw.url, '/v0/jobs/%FF', { headers: AUTH, json: { input: 1 } })).status).toBe(200)
+    expect((await send(gw.url, '/v0/jobs/%25FF', { headers: keyed('raw-param-key'), json: { input: 1 } })).headers['idempotent-replayed']).toBeUndefined()
+  })
+})
+
 describe('SPEC 16 outcomes on the access line and in v4gw_idempotency_total (SPEC 17)', () => {
   it('names each outcome on the request\'s access line and counts it by tenant, route and outcome, promtool clean', async () => {
     const upstream = await startFaultUpstream((exchange) => answerJson(exchange, 200, { output: 'ran' }))

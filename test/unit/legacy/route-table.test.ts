@@ -32,24 +32,23 @@ describe('matchRoute on the legacy-v1 table', () => {
 
   it('matches the route with a parameter that is not percent-encoded UTF-8, naming it (the translation refuses it)', () => {
     for (const raw of ['%E0%A4%A', '%zz', '%FF']) {
-      expect(matchRoute(LEGACY_V1, 'POST', `/v1/runs/${raw}/invoke`)).toMatchObject({ route: { path: '/v1/runs/:runId/invoke' }, params: { runId: raw }, undecodableParam: 'runId' })
+      expect(matchRoute(LEGACY_V1, 'POST', `/v1/runs/${raw}/invoke`)).toMatchObject({ route: { path: '/v1/runs/:runId/invoke' }, params: { runId: raw }, undecodable: ['runId'] })
     }
-    expect(matchRoute(LEGACY_V1, 'POST', '/v1/runs/run-1/invoke')).not.toHaveProperty('undecodableParam')
+    expect(matchRoute(LEGACY_V1, 'POST', '/v1/runs/run-1/invoke')).not.toHaveProperty('undecodable')
   })
 
-  it('names no parameter the translation does not read (neither state key nor rewrite): the request goes on', () => {
+  it('names a parameter the translation does not read too (its raw text in params), which only the planner weighs', () => {
     const custom = routes([{ method: 'POST', path: '/v0/jobs/:id', action: 'execute' }])
-    const match = matchRoute(custom, 'POST', '/v0/jobs/%FF')
-    expect(match).toMatchObject({ params: { id: '%FF' } })
-    expect(match).not.toHaveProperty('undecodableParam')
+    expect(matchRoute(custom, 'POST', '/v0/jobs/%FF')).toMatchObject({ params: { id: '%FF' }, undecodable: ['id'] })
+    expect(custom[0]?.readParams.has('id')).toBe(false)
   })
 
   it('rewrites with an undecodable parameter’s raw text, not encoded again (a successor link names the same path)', () => {
-    const [proxy] = routes([{ method: 'GET', path: '/v1/policies/:id', action: 'proxy', rewrite: '/v4/policies/:id' }])
-    const match = matchRoute([proxy as CompiledRoute], 'GET', '/v1/policies/%FF')
-    expect(match?.undecodableParam).toBe('id')
-    expect(buildRewrittenPath(proxy as CompiledRoute, match?.params ?? {}, match?.undecodableParam)).toBe('/v4/policies/%FF')
-    expect(buildRewrittenPath(proxy as CompiledRoute, { id: 'a/b' })).toBe('/v4/policies/a%2Fb')
+    const [proxy] = routes([{ method: 'GET', path: '/v1/policies/:id/:rev', action: 'proxy', rewrite: '/v4/policies/:id/:rev' }])
+    const match = matchRoute([proxy as CompiledRoute], 'GET', '/v1/policies/%FF/%FE')
+    expect(match?.undecodable).toEqual(['id', 'rev'])
+    expect(buildRewrittenPath(proxy as CompiledRoute, match?.params ?? {}, match?.undecodable)).toBe('/v4/policies/%FF/%FE')
+    expect(buildRewrittenPath(proxy as CompiledRoute, { id: 'a/b', rev: '1' })).toBe('/v4/policies/a%2Fb/1')
   })
 
   it('does not match a path with extra segments', () => {
