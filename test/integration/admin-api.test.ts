@@ -354,3 +354,21 @@ describe('admin calls that change state refuse what they do not read', () => {
     expect((await send(gw.adminUrl, '/admin/reload', { method: 'POST' })).status).not.toBe(403)
   })
 })
+
+describe('a change\'s reason (SPEC 14: on the admin change line)', () => {
+  const sim = useSimulator()
+  const gw = useGateway(() => testConfig(sim.url, { tenants: { acme: { upstream: { staging: sim.url }, migration: { stage: 'translate' } } } }))
+
+  it('is refused over 1,000 characters (a longer one would pass the 4 KiB the line logs), and taken at 1,000', async () => {
+    for (const [path, body] of [
+      ['/admin/migration/stage', { tenant: 'acme', stage: 'translate' }],
+      ['/admin/brownouts/pause', { tenant: 'acme', until: new Date(Date.now() + 3_600_000).toISOString() }]
+    ] as const) {
+      const method = path === '/admin/migration/stage' ? 'PUT' : 'POST'
+      const long = await send(gw.adminUrl, path, { method, json: { ...body, reason: 'r'.repeat(1_001) } })
+      const details = expectGatewayError(long, 400, 'INVALID_REQUEST')
+      expect(details.map((detail) => detail.pointer)).toContain('/reason')
+      expect((await send(gw.adminUrl, path, { method, json: { ...body, reason: 'r'.repeat(1_000) } })).status, path).toBe(200)
+    }
+  })
+})
