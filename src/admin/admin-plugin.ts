@@ -270,13 +270,18 @@ function changeGuard(serviceKeyPrefix: () => string): (shape: ChangeShape) => (r
   return (shape) =>
     async function acceptChange(request) {
       if (isCrossSite(request)) throw new GatewayError('FORBIDDEN', 'a cross-site request may not change the gateway: call the admin API from its own page, the CLI or curl')
-      for (const key of Object.keys(request.query as Record<string, unknown>)) {
-        if (!shape.query.includes(key)) {
-          throw new GatewayError('INVALID_REQUEST', `this call reads no ${key} (${shape.query.length === 0 ? 'no query' : shape.query.join(', ')})`, { details: [{ pointer: `query:${key}`, message: 'not read by this call' }] })
-        }
-      }
       if (request.body === NOT_JSON) throw new GatewayError('UNSUPPORTED_MEDIA_TYPE', 'admin calls that change state take an application/json body, or none')
       if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
+      // Accepted (SPEC 18's checks passed): on record from here, a call refused below for what it
+      // asks included, as a body the endpoint refuses is.
+      logAdminChange(request, serviceKeyPrefix())
+      for (const key of Object.keys(request.query as Record<string, unknown>)) {
+        if (!shape.query.includes(key)) {
+          // The key masked as the line masks it: it may be a credential pasted in the wrong place.
+          const named = maskCredentials(key, serviceKeyPrefix())
+          throw new GatewayError('INVALID_REQUEST', `this call reads no ${named} (${shape.query.length === 0 ? 'no query' : shape.query.join(', ')})`, { details: [{ pointer: `query:${named}`, message: 'not read by this call' }] })
+        }
+      }
       // SPEC 14 lets any such call carry a JSON body (a reason, for the log); one that names what
       // the query names would be read by a caller as narrowing the call, and is not.
       const body = request.body
@@ -286,7 +291,6 @@ function changeGuard(serviceKeyPrefix: () => string): (shape: ChangeShape) => (r
           throw new GatewayError('INVALID_REQUEST', `${misplaced} goes in the query (?${misplaced}=…): this call reads nothing of its body`, { details: [{ pointer: `/${misplaced}`, message: 'not read from the body' }] })
         }
       }
-      logAdminChange(request, serviceKeyPrefix())
     }
 }
 

@@ -371,4 +371,13 @@ describe('a change\'s reason (SPEC 14: on the admin change line)', () => {
       expect((await send(gw.adminUrl, path, { method, json: { ...body, reason: 'r'.repeat(1_000) } })).status, path).toBe(200)
     }
   })
+
+  it('is on the admin change line though its escaped JSON takes the body past the 4 KiB logged whole', async () => {
+    const reason = '\u0001'.repeat(700)
+    const answer = await send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers: { 'x-request-id': 'escaped-reason-1' }, json: { tenant: 'acme', stage: 'translate', reason } })
+    expect(answer.status).toBe(200)
+    const line = gw.logs.lines().find((entry) => entry.msg === 'admin change' && entry.requestId === 'escaped-reason-1') as { body: { reason: string; notLogged: string } }
+    expect(line.body.reason).toBe(reason)
+    expect(line.body.notLogged).toMatch(/^\(\d+ characters of JSON, not logged\)$/)
+  })
 })
