@@ -49,19 +49,49 @@ export function logAdminChange(request: FastifyRequest, serviceKeyPrefix: string
     {
       endpoint: `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`,
       query: redactForAudit(request.query, serviceKeyPrefix),
-      body: text.length > MAX_LOGGED_BODY_CHARS ? bodyBySize(body, text.length) : (body ?? null),
+      body: text.length > MAX_LOGGED_BODY_CHARS ? boundedBody(body, text.length) : (body ?? null),
       clientAddress: request.socket.remoteAddress,
       requestId: request.id
     },
     'admin change'
   )
+  changesLogged.add(request)
 }
 
+/** Requests whose `admin change` line is written: their refusal or failure gets a line too. */
+const changesLogged = new WeakSet<FastifyRequest>()
+
 /**
- * A body too long to log, by its size; its `reason` still (SPEC 14: "the body (reason included)"),
- * which the endpoints bound (1,000 characters), though escaping may make its JSON six times that.
+ * After an admin change's answer: one accepted (its `admin change` line written) and then refused
+ * for what it asked (an unread query key, a body its endpoint refuses: 4xx) or failed (5xx) gets
+ * a `warn` line saying so, so that its change line never reads as a change made. The admin
+ * listener writes no access line, and no line for its 4xx errors.
  */
-function bodyBySize(body: unknown, chars: number): string | { reason: unknown; notLogged: string } {
-  const notLogged = `(${chars} characters of JSON, not logged)`
-  return isPlainObject(body) && typeof body.reason === 'string' && body.reason.length <= 1_000 ? { reason: body.reason, notLogged } : notLogged
+export function logAdminChangeOutcome(request: FastifyRequest, statusCode: number): void {
+  if (statusCode < 400 || !changesLogged.has(request)) return
+  request.log.warn({ endpoint: `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`, status: statusCode, requestId: request.id }, statusCode < 500 ? 'admin change refused' : 'admin change failed')
+}
+
+/** A logged string past this many characters is cut (a body logged whole is under 4 KiB anyway). */
+const MAX_LOGGED_STRING_CHARS = 1_000
+/** Members of a body logged past MAX_LOGGED_BODY_CHARS, at most: the calls take six. */
+const MAX_LOGGED_MEMBERS = 16
+
+/**
+ * A body too long to log whole: its members still (SPEC 14: "the body (reason included)", and
+ * what the change targets, its tenant, route and stage), each string cut to 1,000 characters and
+ * past 16 members none, with its size; escaping alone can make a 1,000-character reason six times
+ * as much JSON. Anything else (a body that is not an object) by its size only.
+ */
+function boundedBody(body: unknown, chars: number): unknown {
+  const size = `(${chars} characters of JSON: strings cut at ${MAX_LOGGED_STRING_CHARS} characters, members past ${MAX_LOGGED_MEMBERS} left out)`
+  if (!isPlainObject(body)) return `(${chars} characters of JSON, not logged)`
+  const members = Object.entries(body)
+    .slice(0, MAX_LOGGED_MEMBERS)
+    .map(([key, value]) => [cut(key), typeof value === 'string' ? cut(value) : value])
+  return { ...Object.fromEntries(members), '(size)': size }
+}
+
+function cut(text: string): string {
+  return text.length <= MAX_LOGGED_STRING_CHARS ? text : `${text.slice(0, MAX_LOGGED_STRING_CHARS)}…`
 }

@@ -19,7 +19,7 @@ import type { StageOverrideRecords } from '../tenancy/stage-override-records.js'
 import { assertAdminToken } from './admin-auth.js'
 import { bodyProblems } from './body-problems.js'
 import { buildMigrationAnswer, migrationRoutes, parseClientsListed } from './migration-answer.js'
-import { logAdminChange } from './admin-change.js'
+import { logAdminChange, logAdminChangeOutcome } from './admin-change.js'
 import { isAdminHost, isLoopbackPeer } from './admin-guards.js'
 import { MIGRATION_PAGE_HEADERS, MIGRATION_PAGE_HTML, MIGRATION_PAGE_PATH } from './migration-page.js'
 
@@ -144,6 +144,10 @@ export async function adminPlugin(app: FastifyInstance, deps: AdminDeps): Promis
         assertAdminToken(token, request.headers.authorization)
       })
       admin.setNotFoundHandler(adminNotFound)
+      // An accepted change's refusal or failure is on record next to its `admin change` line.
+      admin.addHook('onResponse', async function recordChangeOutcome(request, reply) {
+        logAdminChangeOutcome(request, reply.statusCode)
+      })
       admin.get('/sessions', async function listSessions() {
         const tenants = await deps.sessionStore.countByTenant()
         return { total: Object.values(tenants).reduce((sum, count) => sum + count, 0), tenants }

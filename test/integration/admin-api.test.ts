@@ -313,6 +313,29 @@ describe('admin calls that change state refuse what they do not read', () => {
   const gw = useGateway(() => testConfig(sim.url, { tenants: { acme: { upstream: { staging: sim.url } }, beta: { upstream: { staging: sim.url } } } }))
   const sessions = async (): Promise<number> => (await send(gw.adminUrl, '/admin/sessions')).json.total as number
 
+  it('records an accepted change refused for what it asks: its change line, then a refused line with the status', async () => {
+    const answer = await send(gw.adminUrl, '/admin/sessions?Tenant=acme', { method: 'DELETE', headers: { 'x-request-id': 'refused-after-line-1' } })
+    expect(answer.status).toBe(400)
+    const lines = () => gw.logs.lines().filter((entry) => entry.requestId === 'refused-after-line-1' && String(entry.msg).startsWith('admin change'))
+    await until(() => lines().length === 2)
+    expect(lines().map((entry) => [entry.msg, entry.status])).toEqual([['admin change', undefined], ['admin change refused', 400]])
+  })
+
+  it('writes no admin change line for a call refused by its checks (cross-site, media type, invalid JSON)', async () => {
+    await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { origin: 'http://evil.example', 'x-request-id': 'no-line-1' } })
+    await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { 'content-type': 'text/plain', 'x-request-id': 'no-line-2' }, body: 'x' })
+    await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'no-line-3' }, body: '{' })
+    await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { 'x-request-id': 'no-line-4' } })
+    await until(() => gw.logs.lines().some((entry) => entry.msg === 'admin change' && entry.requestId === 'no-line-4'))
+    expect(gw.logs.lines().filter((entry) => ['no-line-1', 'no-line-2', 'no-line-3'].includes(String(entry.requestId)) && String(entry.msg).startsWith('admin change'))).toEqual([])
+  })
+
+  it('masks in its 400 an unread query key that is a credential pasted in the wrong place', async () => {
+    const answer = await send(gw.adminUrl, '/admin/sessions?key_live_pasted_as_a_key_77=1', { method: 'DELETE' })
+    expect(answer.status).toBe(400)
+    expect(answer.text).not.toContain('key_live_pasted_as_a_key_77')
+  })
+
   it('answers 400 naming a misspelled query key, and clears nothing', async () => {
     await send(gw.url, '/v1/runs/invoke', { headers: { ...ALICE, 'x-tenant-id': 'beta' }, json: { input: 1, stateId: 'kept' } })
     expect(await sessions()).toBe(1)
@@ -372,12 +395,14 @@ describe('a change\'s reason (SPEC 14: on the admin change line)', () => {
     }
   })
 
-  it('is on the admin change line though its escaped JSON takes the body past the 4 KiB logged whole', async () => {
-    const reason = '\u0001'.repeat(700)
+  it('is on the admin change line, masked, with what the change targets, though its escaped JSON takes the body past the 4 KiB logged whole', async () => {
+    const reason = `Bearer tok-in-an-escaped-reason-6 ${'\u0001'.repeat(960)}`
+    expect(reason.length).toBeLessThanOrEqual(1_000)
     const answer = await send(gw.adminUrl, '/admin/migration/stage', { method: 'PUT', headers: { 'x-request-id': 'escaped-reason-1' }, json: { tenant: 'acme', stage: 'translate', reason } })
     expect(answer.status).toBe(200)
-    const line = gw.logs.lines().find((entry) => entry.msg === 'admin change' && entry.requestId === 'escaped-reason-1') as { body: { reason: string; notLogged: string } }
-    expect(line.body.reason).toBe(reason)
-    expect(line.body.notLogged).toMatch(/^\(\d+ characters of JSON, not logged\)$/)
+    const line = gw.logs.lines().find((entry) => entry.msg === 'admin change' && entry.requestId === 'escaped-reason-1') as { body: Record<string, string> }
+    expect(line.body).toMatchObject({ tenant: 'acme', stage: 'translate', reason: `Bearer [redacted] ${'\u0001'.repeat(960)}` })
+    expect(line.body['(size)']).toMatch(/^\(\d+ characters of JSON/)
+    expect(gw.logs.text()).not.toContain('tok-in-an-escaped-reason-6')
   })
 })
