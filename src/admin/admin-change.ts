@@ -65,7 +65,8 @@ const changesLogged = new WeakSet<FastifyRequest>()
  * After an admin change's answer: one accepted (its `admin change` line written) and then refused
  * for what it asked (an unread query key, a body its endpoint refuses: 4xx) or failed (5xx) gets
  * a `warn` line saying so, so that its change line never reads as a change made. The admin
- * listener writes no access line, and no line for its 4xx errors.
+ * listener writes no access line, and no line for its 4xx errors. Heard when the answer has gone:
+ * a client that left first leaves only the change line (fastify runs no onResponse then).
  */
 export function logAdminChangeOutcome(request: FastifyRequest, statusCode: number): void {
   if (statusCode < 400 || !changesLogged.has(request)) return
@@ -86,9 +87,11 @@ const MAX_LOGGED_MEMBERS = 16
 function boundedBody(body: unknown, chars: number): unknown {
   const size = `(${chars} characters of JSON: strings cut at ${MAX_LOGGED_STRING_CHARS} characters, members past ${MAX_LOGGED_MEMBERS} left out)`
   if (!isPlainObject(body)) return `(${chars} characters of JSON, not logged)`
-  const members = Object.entries(body)
-    .slice(0, MAX_LOGGED_MEMBERS)
-    .map(([key, value]) => [cut(key), typeof value === 'string' ? cut(value) : value])
+  // The members the calls take first (the reason, what the change targets), whatever the body's
+  // order (keys that read as integers come first in any object), then the others up to the bound.
+  const entries = Object.entries(body)
+  const ordered = [...entries.filter(([key]) => AUDITED_MEMBERS.has(key)), ...entries.filter(([key]) => !AUDITED_MEMBERS.has(key))]
+  const members = ordered.slice(0, MAX_LOGGED_MEMBERS).map(([key, value]) => [cut(key), typeof value === 'string' ? cut(value) : value])
   return { ...Object.fromEntries(members), '(size)': size }
 }
 

@@ -405,4 +405,17 @@ describe('a change\'s reason (SPEC 14: on the admin change line)', () => {
     expect(line.body['(size)']).toMatch(/^\(\d+ characters of JSON/)
     expect(gw.logs.text()).not.toContain('tok-in-an-escaped-reason-6')
   })
+
+  it('keeps the reason on the line of a long body whose other members come first (integer-like keys lead any object)', async () => {
+    // Sixteen integer-like keys lead the object; long names (logged, their values not) take its JSON past 4 KiB.
+    const padding = Object.fromEntries([
+      ...Array.from({ length: 16 }, (_, index) => [String(index), 1]),
+      ...Array.from({ length: 10 }, (_, index) => [`padding-${index}-${'x'.repeat(500)}`, 1])
+    ])
+    const answer = await send(gw.adminUrl, '/admin/reload', { method: 'POST', headers: { 'x-request-id': 'reason-after-padding-1' }, json: { ...padding, reason: 'rotate after INC-12' } })
+    expect(answer.status).not.toBe(403)
+    const line = gw.logs.lines().find((entry) => entry.msg === 'admin change' && entry.requestId === 'reason-after-padding-1') as { body: Record<string, string> }
+    expect(line.body.reason).toBe('rotate after INC-12')
+    expect(Object.keys(line.body)).toHaveLength(17)
+  })
 })
