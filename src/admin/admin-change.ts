@@ -8,7 +8,7 @@ import { isPlainObject } from '../util/is-plain-object.js'
  * secret pasted in the wrong place, so its value is not logged (its name is, masked as text).
  */
 const AUDITED_MEMBERS: ReadonlySet<string> = new Set(['tenant', 'route', 'stage', 'reason', 'until', 'all'])
-/** A body past this many characters of JSON is named by its size: a log line is not a store. */
+/** A body past this many characters of JSON is logged with its members cut (boundedBody): a log line is not a store. */
 const MAX_LOGGED_BODY_CHARS = 4_096
 const REDACTED = '[redacted]'
 

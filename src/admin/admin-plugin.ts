@@ -52,8 +52,8 @@ export interface AdminDeps {
 
 /**
  * A change's reason: SPEC 14's `admin change` line carries it, and a body over 4 KiB is logged
- * only by its size (admin-change.ts), so a reason that long would be stored, answered and never
- * in the audit line.
+ * with its strings cut at 1,000 characters (admin-change.ts): a longer reason would be stored
+ * and answered, and only its start on the audit line.
  */
 const reasonSchema = z.string().min(1).max(1_000)
 
