@@ -95,19 +95,13 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
     serve:
       traced === undefined
         ? function serveTraffic(exchange) {
-            const runtime = deps.getRuntime()
-            exchange.record.accessLine = runtime.config.log.access
-            runPlan(planRequest(runtime, exchange.head), exchange, run)
+            runPlan(planRequest(runtimeOf(exchange), exchange.head), exchange, run)
           }
         : function serveTracedTraffic(exchange) {
-            const runtime = deps.getRuntime()
-            exchange.record.accessLine = runtime.config.log.access
-            traced.serve(exchange, runtime, run)
+            traced.serve(exchange, runtimeOf(exchange), run)
           },
     refuse(exchange, error) {
-      const runtime = deps.getRuntime()
-      exchange.record.accessLine = runtime.config.log.access
-      runPlan(planRefusal(runtime, exchange.head, error), exchange, run)
+      runPlan(planRefusal(runtimeOf(exchange), exchange.head, error), exchange, run)
     },
     onFinished:
       traced === undefined
@@ -128,6 +122,16 @@ export function createTrafficHandler(deps: TrafficDeps): TrafficHandler {
   // SPEC 15: the runner of stage shadow's comparisons; the planner's candidate is translate's plan.
   const shadow = deps.shadowResults === undefined ? undefined : createShadowRunner({ upstream: deps.shadowUpstream ?? deps.upstream, results: deps.shadowResults, planCandidate: planShadowCandidate, refusedStateKey, currentRuntime: deps.getRuntime, onUpstreamFailure: deps.onShadowUpstreamFailure })
   if (shadow !== undefined) run.shadow = (exchange, plan) => shadow.begin(deps.getRuntime(), exchange, plan)
+
+  /**
+   * The runtime a request runs under, read once, and its `log.access` kept for the request's line
+   * (SPEC 17: a request under way finishes under the config it started with).
+   */
+  function runtimeOf(exchange: Exchange): GatewayRuntime {
+    const runtime = deps.getRuntime()
+    exchange.record.accessLine = runtime.config.log.access
+    return runtime
+  }
 
   /** `span`: the request's SERVER span's ids, when tracing is on (SPEC 17: logs and traces join). */
   function logRequest(exchange: Exchange, statusCode: number, span?: { traceId: string; spanId: string }): void {
