@@ -102,9 +102,8 @@ const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN'])
  * is a reset.
  */
 export function upstreamFailureCause(error: GatewayError): UpstreamFailureCause | undefined {
-  // A call the gateway cut itself: since a call can outlive its client (a shared sessions.start,
-  // SPEC 4 step 3; a keyed call, SPEC 16), its client being gone does not say so.
-  if (error.cause !== undefined && errorCodes(error.cause).includes(CUT_AT_SHUTDOWN)) return undefined
+  // A call the gateway cut itself is SHUTTING_DOWN (mapUpstreamError), no upstream failure: its
+  // error says so, since a call can outlive its client (a shared sessions.start, a keyed call).
   switch (error.code) {
     case 'UPSTREAM_TIMEOUT':
       return 'timeout'
