@@ -47,7 +47,7 @@ export function logAdminChange(request: FastifyRequest, serviceKeyPrefix: string
   const text = body === undefined ? '' : JSON.stringify(body)
   request.log.warn(
     {
-      endpoint: `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`,
+      endpoint: endpointOf(request),
       query: redactForAudit(request.query, serviceKeyPrefix),
       body: text.length > MAX_LOGGED_BODY_CHARS ? boundedBody(body, text.length) : (body ?? null),
       clientAddress: request.socket.remoteAddress,
@@ -70,7 +70,12 @@ const changesLogged = new WeakSet<FastifyRequest>()
  */
 export function logAdminChangeOutcome(request: FastifyRequest, statusCode: number): void {
   if (statusCode < 400 || !changesLogged.has(request)) return
-  request.log.warn({ endpoint: `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`, status: statusCode, requestId: request.id }, statusCode < 500 ? 'admin change refused' : 'admin change failed')
+  request.log.warn({ endpoint: endpointOf(request), status: statusCode, requestId: request.id }, statusCode < 500 ? 'admin change refused' : 'admin change failed')
+}
+
+/** The call as the lines name it: its method and route (`DELETE /admin/sessions`), never its query. */
+function endpointOf(request: FastifyRequest): string {
+  return `${request.method} ${request.routeOptions.url ?? request.url.split('?')[0]}`
 }
 
 /** A logged string past this many characters is cut (a body logged whole is under 4 KiB anyway). */

@@ -278,11 +278,12 @@ function changeGuard(serviceKeyPrefix: () => string): (shape: ChangeShape) => (r
       if (request.body === INVALID_JSON) throw new GatewayError('INVALID_REQUEST', 'the body is not valid JSON', { details: [{ pointer: '', message: 'not valid JSON' }] })
       // Accepted (SPEC 18's checks passed): on record from here, a call refused below for what it
       // asks included, as a body the endpoint refuses is.
-      logAdminChange(request, serviceKeyPrefix())
+      const prefix = serviceKeyPrefix()
+      logAdminChange(request, prefix)
       for (const key of Object.keys(request.query as Record<string, unknown>)) {
         if (!shape.query.includes(key)) {
           // The key masked as the line masks it: it may be a credential pasted in the wrong place.
-          const named = maskCredentials(key, serviceKeyPrefix())
+          const named = maskCredentials(key, prefix)
           throw new GatewayError('INVALID_REQUEST', `this call reads no ${named} (${shape.query.length === 0 ? 'no query' : shape.query.join(', ')})`, { details: [{ pointer: `query:${named}`, message: 'not read by this call' }] })
         }
       }
