@@ -19,8 +19,10 @@ import { RecordedRequestSpan, UnrecordedRequestSpan, type RequestSpan } from './
 import { createThreadExporter, type ExportThreadSettings } from './thread-exporter.js'
 import { ratioBound, TraceIds } from './trace-ids.js'
 
-/** Why spans went unexported: SPEC 17's `v4gw_trace_spans_dropped_total{reason}`. */
-/** `shut_down`: a span that ended after the queue's last export began (a keyed call that outlived its client, SPEC 16). */
+/**
+ * Why spans went unexported: SPEC 17's `v4gw_trace_spans_dropped_total{reason}`. `shut_down`: a
+ * span that ended after the queue's last export began (a keyed call that outlived its client, SPEC 16).
+ */
 export type SpanDropReason = 'queue_full' | 'export_failed' | 'shut_down'
 
 /** The keys of `tracing` read per request: they reload (SPEC 17). */
