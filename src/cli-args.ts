@@ -29,3 +29,12 @@ export function parseCommandLine(argv: string[]): { command: CliCommand; args: s
   if (isNamedCommand(first)) return { command: first, args: rest }
   return { command: { unknown: first }, args: rest }
 }
+
+/**
+ * What a command line's error says: Node's parseArgs quotes a stray argument, which may be a
+ * credential typed in the wrong place (SPEC 12: never on the command line), so that one is said
+ * without it.
+ */
+export function usageErrorText(error: unknown): string {
+  return (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? 'an argument this command does not take (not repeated: it may be a credential)' : String((error as Error).message)
+}

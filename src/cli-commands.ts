@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import type { CliCommand } from './cli-args.js'
+import { usageErrorText, type CliCommand } from './cli-args.js'
 import type { GatewayConfig } from './config/schema.js'
 import type { ExplainInput, Explanation } from './plan/explain-request.js'
 import type { HeldSignals } from './held-signals.js'
@@ -354,9 +354,7 @@ async function onFailure(error: unknown): Promise<void> {
     process.exit(2)
   }
   if (error instanceof UsageError || error instanceof MigrationUsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
-    // Node's own message quotes a stray argument, which may be a credential: said without it.
-    const message = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' ? 'an argument this command does not take (not repeated: it may be a credential)' : (error as Error).message
-    console.error(`${message}\n\n${USAGE}`)
+    console.error(`${usageErrorText(error)}\n\n${USAGE}`)
     process.exit(64)
   }
   if (isListenError(error)) {

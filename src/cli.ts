@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { parseCommandLine } from './cli-args.js'
+import { parseCommandLine, usageErrorText } from './cli-args.js'
 import { nodeOptions, productionFlagsOff } from './config/node-options.js'
 import { holdSignals } from './held-signals.js'
 import { missingProductionFlags, relaunchWithFlags, stopWithLauncher } from './node-flags.js'
@@ -16,9 +16,7 @@ if (missingFlags.length > 0) {
   // or 1 only, as Docker reserves every other code (2 included).
   const { runHealthcheck } = await import('./healthcheck.js')
   process.exitCode = await runHealthcheck(commandLine.args, { out: console.log, err: console.error }).catch((error: unknown) => {
-    // Node's own message quotes a stray argument, which may be a credential: said without it.
-    const stray = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
-    console.error(`v4gw healthcheck: ${stray ? 'an argument it does not take (not repeated: it may be a credential)' : (error as Error).message}`)
+    console.error(`v4gw healthcheck: ${usageErrorText(error)}`)
     return 1
   })
 } else {
